@@ -1,0 +1,132 @@
+# gpushim - a GPU memory profiler.
+#
+#   make               build/libgpushim.so and build/gpushim
+#   make test          every test, then again under AddressSanitizer and UBSan
+#   make check         every test, once (BUILD=dir SAN=1 for a sanitizer build)
+#   make demo          a simulated training job under the shim, then its report
+#   make bench         recording and analysis cost, side by side with heaptrack
+#   make install       PREFIX=/usr/local (bin/gpushim, lib/libgpushim.so)
+#
+# Builds with gcc or clang (make CC=clang). Needs zlib and elfutils' libdw;
+# tests need Criterion and python3. No CUDA headers or libraries are needed.
+
+CC ?= cc
+BUILD ?= build
+PREFIX ?= /usr/local
+SAN ?=
+
+WARN := -Wall -Wextra -Werror
+CFLAGS ?= -O2 -g
+ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -Iinclude -MMD -MP
+LDFLAGS ?=
+ifeq ($(SAN),1)
+SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+ALL_CFLAGS += $(SANFLAGS)
+LDFLAGS += $(SANFLAGS)
+endif
+
+SHIM_SRC := $(wildcard shim/*.c)
+ANALYZER_SRC := $(wildcard analyzer/*.c)
+PROG_SRC := $(wildcard tests/progs/*.c)
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+# Pure parts of the shim and the analyzer that unit tests link directly.
+UNIT_DEPS := shim/encode.c shim/ring.c shim/stacks.c shim/tracefile.c shim/config.c \
+             analyzer/reader.c analyzer/replay.c analyzer/idmap.c analyzer/json.c
+
+SHIM_OBJ := $(SHIM_SRC:%.c=$(BUILD)/obj/pic/%.o)
+ANALYZER_OBJ := $(ANALYZER_SRC:%.c=$(BUILD)/obj/%.o)
+UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_DEPS:%.c=$(BUILD)/obj/%.o)
+PROGS := $(PROG_SRC:tests/progs/%.c=$(BUILD)/progs/%)
+SIM := $(BUILD)/sim/libcuda.so.1 $(BUILD)/sim/libcudart.so.13
+
+.PHONY: all test check unit integration demo bench install uninstall clean sim progs
+all: $(BUILD)/libgpushim.so $(BUILD)/gpushim
+
+$(BUILD)/obj/pic/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/libgpushim.so: $(SHIM_OBJ) shim/exports.map
+	$(CC) -shared -o $@ $(SHIM_OBJ) $(LDFLAGS) -Wl,--version-script=shim/exports.map \
+		-Wl,-z,defs -Wl,-soname,libgpushim.so -lz -ldl -lpthread
+
+$(BUILD)/gpushim: $(ANALYZER_OBJ)
+	$(CC) -o $@ $(ANALYZER_OBJ) $(LDFLAGS) -ldw -lelf -lz
+
+# ---- the simulated CUDA driver and runtime (tests/sim) ----
+sim: $(SIM)
+$(BUILD)/sim/libcuda.so.1: $(BUILD)/obj/pic/tests/sim/driver.o
+	@mkdir -p $(@D)
+	$(CC) -shared -o $@ $< $(LDFLAGS) -Wl,-soname,libcuda.so.1 -ldl -lpthread
+	ln -sf libcuda.so.1 $(BUILD)/sim/libcuda.so
+$(BUILD)/sim/libcudart.so.13: $(BUILD)/obj/pic/tests/sim/runtime.o
+	@mkdir -p $(@D)
+	$(CC) -shared -o $@ $< $(LDFLAGS) -Wl,-soname,libcudart.so.13 -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
+	ln -sf libcudart.so.13 $(BUILD)/sim/libcudart.so
+
+# ---- programs the integration tests run under the shim ----
+# drv_*: linked with the driver (-lcuda); rt_*: with the runtime (-lcudart);
+# the rest link neither and dlopen what they use.
+progs: $(PROGS) $(BUILD)/examples/sim_training $(BUILD)/bench/bench_workload
+PROG_LINK = $(if $(filter drv_%,$(notdir $@)),-lcuda,$(if $(filter rt_%,$(notdir $@)),-lcudart))
+$(BUILD)/progs/%: tests/progs/%.c $(SIM)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -O1 -fno-omit-frame-pointer -o $@ $< $(LDFLAGS) -L$(BUILD)/sim \
+		-Wl,-rpath,'$$ORIGIN/../sim' $(PROG_LINK) -ldl -lpthread
+$(BUILD)/examples/sim_training: examples/sim_training.c $(SIM)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -O1 -o $@ $< $(LDFLAGS) -L$(BUILD)/sim -Wl,-rpath,'$$ORIGIN/../sim' -lcudart
+$(BUILD)/bench/bench_workload: tests/bench/bench_workload.c $(SIM)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -O2 -fno-inline -o $@ $< $(LDFLAGS) -L$(BUILD)/sim \
+		-Wl,-rpath,'$$ORIGIN/../sim' -lcuda
+
+# ---- tests ----
+$(BUILD)/unit_tests: $(UNIT_OBJ)
+	$(CC) -o $@ $(UNIT_OBJ) $(LDFLAGS) -lcriterion -lz -lpthread
+
+# The project's CUDA declarations against the toolkit's, where it is installed.
+CUDA_H := $(firstword $(wildcard /usr/local/cuda/include/cuda.h /usr/include/cuda.h))
+$(BUILD)/abi_check.ok: tests/abi/check_cuda_abi.c include/gpushim_cuda.h
+	@mkdir -p $(@D)
+	@if [ -n "$(CUDA_H)" ]; then \
+	    $(CC) $(ALL_CFLAGS) -I$(dir $(CUDA_H)) -fsyntax-only tests/abi/check_cuda_abi.c && \
+	    echo "abi: include/gpushim_cuda.h matches $(CUDA_H)"; \
+	else echo "abi: SKIPPED (no cuda.h on this machine)"; fi
+	@touch $@
+
+unit: $(BUILD)/unit_tests
+	$(BUILD)/unit_tests
+
+integration: all progs
+	python3 tests/integration/run_tests.py --build $(BUILD) $(if $(filter 1,$(SAN)),--sanitized)
+
+check: $(BUILD)/abi_check.ok unit integration
+
+test:
+	$(MAKE) check
+	$(MAKE) check SAN=1 BUILD=build/san
+
+# ---- for people ----
+demo: all $(BUILD)/examples/sim_training
+	@sh examples/run_demo.sh $(BUILD)
+
+bench: all $(BUILD)/bench/bench_workload
+	python3 tests/bench/bench.py --build $(BUILD)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib
+	install -m 755 $(BUILD)/gpushim $(DESTDIR)$(PREFIX)/bin/gpushim
+	install -m 644 $(BUILD)/libgpushim.so $(DESTDIR)$(PREFIX)/lib/libgpushim.so
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/gpushim $(DESTDIR)$(PREFIX)/lib/libgpushim.so
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,248 @@
+/*
+ * analyzer.h - the interfaces between the parts of the gpushim command.
+ *
+ *   main.c          command line: run, report
+ *   run.c           the launcher: preloads the shim into a command
+ *   reader.c        the trace file, untrusted: header, blocks, records -> callbacks
+ *   replay.c        one streaming pass: live set, peak, sites, leaks, failures
+ *   sites.c         stacks -> trimmed, symbolized call sites (symbolize.c)
+ *   report_text.c   the report for people
+ *   report_json.c   the report for programs (json.c writes the syntax)
+ */
+#ifndef GPUSHIM_ANALYZER_H
+#define GPUSHIM_ANALYZER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "gpushim_trace.h"
+
+/* ---- reader.c ---- */
+struct gs_rmodule {
+    uint32_t id;
+    uint64_t bias, lo, span;
+    const char *path; /* NUL-terminated copy, valid during the callback */
+    const uint8_t *build_id;
+    size_t build_id_len;
+};
+
+struct gs_revent {
+    enum gs_record_type type; /* ALLOC, FREE, FREE_FAILED, ALLOC_FAILED */
+    uint64_t time_ns;         /* since the trace's start */
+    uint32_t tid;
+    uint32_t api;
+    int32_t device;
+    uint64_t addr, size, stream;
+    uint32_t stack_id;
+    uint32_t kind;
+    uint32_t result;
+    uint64_t free_bytes, total_bytes;
+};
+
+struct gs_reader_ops {
+    void (*module)(void *ctx, const struct gs_rmodule *m);
+    void (*stack)(void *ctx, uint32_t id, const uint64_t *pcs, unsigned n);
+    void (*event)(void *ctx, const struct gs_revent *e);
+};
+
+struct gs_trace_info {
+    uint64_t pid, ppid;
+    char host[256];
+    char shim_version[64];
+    char command[4096]; /* argv joined by spaces */
+    uint64_t start_ns, realtime_ns;
+    uint64_t stack_depth;
+    uint32_t version;
+};
+
+struct gs_reader_stats {
+    uint64_t blocks;          /* blocks read whole */
+    uint64_t damaged_blocks;  /* skipped: bad checksum, bad length, bad compression */
+    uint64_t damaged_records; /* records whose payload did not parse */
+    uint64_t bytes;           /* file size */
+    uint64_t truncated_at;    /* offset of an unfinished last block, 0 if none */
+    int end_seen;             /* the END record: the process finished cleanly */
+    uint64_t end_events;      /* events the END record says were recorded */
+    uint64_t end_lost;
+};
+
+/* Reads the whole trace, calling ops in file order. Returns 0 (the stats
+ * say how complete it was), or -1 with a one-line message in err naming the
+ * file and offset when not even the header can be read. */
+int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
+                  struct gs_trace_info *info, struct gs_reader_stats *st, char *err,
+                  size_t errsz);
+/* Decodes one block's records (exposed for tests). Returns records decoded. */
+uint64_t gs_decode_block(const uint8_t *raw, size_t len, const struct gs_reader_ops *ops,
+                         void *ctx, struct gs_reader_stats *st);
+
+/* ---- replay.c ---- */
+#define GS_MAX_DEVICES 64
+#define GS_KINDS 2
+
+struct gs_site {
+    uint32_t stack_id;
+    uint32_t kind;
+    uint64_t allocs, alloc_bytes;
+    uint64_t live_bytes, live_count;  /* now (at the end: unfreed) */
+    uint64_t peak_bytes, peak_count;  /* at the process's device peak */
+    uint64_t saved_bytes, saved_count;
+    uint64_t saved_epoch;
+};
+
+struct gs_failure {
+    uint64_t time_ns;
+    uint32_t api, result;
+    int32_t device;
+    uint64_t requested, free_bytes, total_bytes;
+    uint64_t process_live_bytes; /* device bytes this process held then */
+    uint32_t stack_id;
+};
+
+struct gs_device_usage {
+    int present;
+    uint64_t live_bytes, peak_bytes, peak_time_ns;
+    uint64_t allocs;
+};
+
+struct gs_kind_usage {
+    uint64_t live_bytes, peak_bytes, allocs;
+};
+
+struct gs_stack {
+    uint32_t id;
+    unsigned n;
+    uint64_t *pcs;
+};
+
+struct gs_module {
+    uint32_t id;
+    uint64_t bias, lo, span;
+    char *path;
+    uint8_t build_id[64];
+    size_t build_id_len;
+    int is_runtime; /* the shim or a CUDA library: trimmed from call sites */
+};
+
+struct gs_replay {
+    /* what the trace holds */
+    struct gs_module *modules;
+    size_t nmodules, modules_cap;
+    struct gs_idmap *stacks_by_id; /* id -> index in stacks */
+    struct gs_stack *stacks;
+    size_t nstacks, stacks_cap;
+
+    /* the live set and the sites */
+    struct gs_idmap *live;     /* address -> index in allocs */
+    struct gs_live_alloc *allocs;
+    size_t nallocs, allocs_cap, free_slot;
+    struct gs_idmap *sites_by_key;
+    struct gs_site *sites;
+    size_t nsites, sites_cap;
+    struct gs_recent_free *recent; /* for FREE_FAILED */
+    size_t recent_next;
+
+    /* totals */
+    uint64_t allocations, frees, failed, frees_unknown, frees_undone;
+    uint64_t last_time_ns;
+    uint64_t live_bytes, peak_bytes, peak_time_ns, peak_epoch;
+    uint64_t nthreads_hint;
+    struct gs_device_usage devices[GS_MAX_DEVICES + 1]; /* [GS_MAX_DEVICES]: unknown */
+    struct gs_kind_usage kinds[GS_KINDS];
+    struct gs_failure *failures;
+    size_t nfailures, failures_cap;
+    uint64_t failures_dropped;
+};
+
+void gs_replay_init(struct gs_replay *r);
+void gs_replay_free(struct gs_replay *r);
+extern const struct gs_reader_ops gs_replay_ops; /* ctx: struct gs_replay * */
+/* Applies one event (exposed for tests; gs_replay_ops calls it). */
+void gs_replay_event(struct gs_replay *r, const struct gs_revent *e);
+/* Bytes a site held at the process's device peak (valid at any point). */
+uint64_t gs_site_peak_bytes(const struct gs_replay *r, const struct gs_site *s, uint64_t *count);
+/* Device bytes and allocations live now (at the end of the trace: unfreed). */
+uint64_t gs_replay_leaks(const struct gs_replay *r, uint64_t *count);
+const struct gs_stack *gs_replay_stack(const struct gs_replay *r, uint32_t id);
+const struct gs_module *gs_replay_module_at(const struct gs_replay *r, uint64_t pc);
+const char *gs_api_name(uint32_t api);
+const char *gs_result_name(uint32_t result);
+
+/* ---- sites.c ---- */
+struct gs_symbolizer;
+struct gs_frame;
+
+/* A call site as reported: sites whose stacks are the same after trimming
+ * the shim's and the CUDA libraries' frames are merged. */
+struct gs_report_site {
+    uint64_t bytes, count;
+    uint32_t stack_id; /* a representative stack */
+};
+
+enum gs_site_metric { GS_METRIC_PEAK, GS_METRIC_LEAK };
+
+/* The device-kind sites ranked by metric, largest first, merged by their
+ * source frames. Returns how many are in *out (caller frees). */
+size_t gs_rank_sites(const struct gs_replay *r, struct gs_symbolizer *sym,
+                     enum gs_site_metric metric, struct gs_report_site **out);
+
+/* Calls fn for each source frame of a stack, innermost first, starting at
+ * the program's own call site, at most max frames. */
+typedef void (*gs_frame_fn)(void *ctx, const struct gs_frame *f, unsigned index);
+unsigned gs_site_frames(const struct gs_replay *r, struct gs_symbolizer *sym, uint32_t stack_id,
+                        unsigned max, gs_frame_fn fn, void *ctx);
+/* Registers every module of the replay with the symbolizer. */
+void gs_sites_register_modules(const struct gs_replay *r, struct gs_symbolizer *sym);
+
+/* ---- reports ---- */
+struct gs_report_options {
+    unsigned top;    /* sites listed per section */
+    unsigned frames; /* frames shown per site in the text report */
+    int color;
+};
+
+struct gs_report {
+    const char *path;
+    const struct gs_trace_info *info;
+    const struct gs_reader_stats *stats;
+    const struct gs_replay *replay;
+    struct gs_symbolizer *sym;
+    const struct gs_report_options *opt;
+};
+
+void gs_report_text(FILE *out, const struct gs_report *rep);
+void gs_report_json(FILE *out, const struct gs_report *rep);
+/* The trace is complete: the END record was read and nothing was damaged. */
+int gs_trace_complete(const struct gs_reader_stats *st);
+
+/* ---- json.c ---- */
+struct gs_json {
+    FILE *out;
+    int depth;
+    int need_comma[64];
+    int indent;
+};
+void gs_json_begin_object(struct gs_json *j, const char *key);
+void gs_json_end_object(struct gs_json *j);
+void gs_json_begin_array(struct gs_json *j, const char *key);
+void gs_json_end_array(struct gs_json *j);
+void gs_json_string(struct gs_json *j, const char *key, const char *value); /* NULL -> null */
+void gs_json_uint(struct gs_json *j, const char *key, uint64_t value);
+void gs_json_int(struct gs_json *j, const char *key, int64_t value);
+void gs_json_bool(struct gs_json *j, const char *key, int value);
+void gs_json_null(struct gs_json *j, const char *key);
+
+/* ---- run.c ---- */
+int gs_cmd_run(int argc, char **argv);
+
+/* ---- idmap (replay.c): u64 key -> u64 value, open addressing ---- */
+struct gs_idmap;
+struct gs_idmap *gs_idmap_new(void);
+void gs_idmap_free(struct gs_idmap *m);
+/* 0 and sets *value when found; -1 otherwise. */
+int gs_idmap_get(const struct gs_idmap *m, uint64_t key, uint64_t *value);
+int gs_idmap_put(struct gs_idmap *m, uint64_t key, uint64_t value); /* 0, or -1 on no memory */
+int gs_idmap_del(struct gs_idmap *m, uint64_t key);                 /* 0 when it was there */
+size_t gs_idmap_count(const struct gs_idmap *m);
+
+#endif

@@ -1,0 +1,106 @@
+/*
+ * json.c - writes JSON: nesting, commas, indentation and string escaping,
+ * so the reports only say what goes where.
+ */
+#include "analyzer.h"
+
+static void indent(struct gs_json *j)
+{
+    fputc('\n', j->out);
+    for (int i = 0; i < j->depth; i++)
+        fputs("  ", j->out);
+}
+
+static void quoted(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        switch (*p) {
+        case '"': fputs("\\\"", out); break;
+        case '\\': fputs("\\\\", out); break;
+        case '\n': fputs("\\n", out); break;
+        case '\t': fputs("\\t", out); break;
+        case '\r': fputs("\\r", out); break;
+        default:
+            if (*p < 0x20 || *p == 0x7f)
+                fprintf(out, "\\u%04x", *p);
+            else
+                fputc(*p, out);
+        }
+    }
+    fputc('"', out);
+}
+
+/* Starts a value: the comma before it, its line, and its key. */
+static void key(struct gs_json *j, const char *k)
+{
+    if (j->depth > 0) {
+        if (j->need_comma[j->depth])
+            fputc(',', j->out);
+        j->need_comma[j->depth] = 1;
+        indent(j);
+    }
+    if (k) {
+        quoted(j->out, k);
+        fputs(": ", j->out);
+    }
+}
+
+static void open(struct gs_json *j, const char *k, char c)
+{
+    key(j, k);
+    fputc(c, j->out);
+    if (j->depth < 63)
+        j->depth++;
+    j->need_comma[j->depth] = 0;
+}
+
+static void close(struct gs_json *j, char c)
+{
+    int empty = !j->need_comma[j->depth];
+    if (j->depth > 0)
+        j->depth--;
+    if (!empty)
+        indent(j);
+    fputc(c, j->out);
+    if (j->depth == 0)
+        fputc('\n', j->out);
+}
+
+void gs_json_begin_object(struct gs_json *j, const char *k) { open(j, k, '{'); }
+void gs_json_end_object(struct gs_json *j) { close(j, '}'); }
+void gs_json_begin_array(struct gs_json *j, const char *k) { open(j, k, '['); }
+void gs_json_end_array(struct gs_json *j) { close(j, ']'); }
+
+void gs_json_string(struct gs_json *j, const char *k, const char *v)
+{
+    key(j, k);
+    if (v)
+        quoted(j->out, v);
+    else
+        fputs("null", j->out);
+}
+
+void gs_json_uint(struct gs_json *j, const char *k, uint64_t v)
+{
+    key(j, k);
+    fprintf(j->out, "%llu", (unsigned long long)v);
+}
+
+void gs_json_int(struct gs_json *j, const char *k, int64_t v)
+{
+    key(j, k);
+    fprintf(j->out, "%lld", (long long)v);
+}
+
+void gs_json_bool(struct gs_json *j, const char *k, int v)
+{
+    key(j, k);
+    fputs(v ? "true" : "false", j->out);
+}
+
+void gs_json_null(struct gs_json *j, const char *k)
+{
+    key(j, k);
+    fputs("null", j->out);
+}

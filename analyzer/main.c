@@ -1,0 +1,142 @@
+/*
+ * main.c - the gpushim command: parses the command line and hands each
+ * subcommand to its file (run.c; report: reader.c -> replay.c -> reports).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer.h"
+#include "symbolize.h"
+
+#define GPUSHIM_VERSION "0.1.0"
+
+static const char usage_main[] =
+    "usage: gpushim <command> [options]\n"
+    "\n"
+    "Records every GPU memory allocation of a CUDA program and explains it afterwards.\n"
+    "\n"
+    "commands:\n"
+    "  run [-o FILE] -- CMD [ARGS...]   run CMD with the recorder preloaded\n"
+    "  report [--json] TRACE            peak, leaks and failed allocations of a recorded run\n"
+    "  help [COMMAND]                   this text, or a command's own\n"
+    "\n"
+    "  gpushim --version                the version\n"
+    "\n"
+    "Without the launcher: LD_PRELOAD=/path/to/libgpushim.so CMD [ARGS...]\n"
+    "writes gpushim.<pid>.trace in the working directory (see GPUSHIM_OUTPUT in\n"
+    "`gpushim help run`).\n";
+
+static const char usage_report[] =
+    "usage: gpushim report [options] TRACE\n"
+    "\n"
+    "Reads a trace written by libgpushim.so and reports, for people (default)\n"
+    "or for programs (--json): the process and how long it ran, each device's\n"
+    "peak, the peak of device memory and the call sites that held it then, the\n"
+    "allocations never freed by call site, and every failed allocation with the\n"
+    "device's free and total memory at that moment.\n"
+    "\n"
+    "options:\n"
+    "  --json         print one JSON object (schema in README.md) instead of text\n"
+    "  --top N        call sites listed per section (default 10 for text, all for JSON)\n"
+    "  --frames N     stack frames shown per call site in text (default 6)\n"
+    "  -h, --help     this text\n"
+    "\n"
+    "A trace that was cut short (the process was killed) or damaged is reported\n"
+    "as far as it can be read and marked incomplete. Exit status: 0 when the\n"
+    "trace was read, 1 when it could not be, 2 for a usage error.\n";
+
+static int parse_count(const char *opt, const char *s, unsigned *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (errno || *end || !*s || v == 0 || v > 1000000) {
+        fprintf(stderr, "gpushim report: %s needs a number from 1 to 1000000, not '%s'\n", opt, s);
+        return -1;
+    }
+    *out = (unsigned)v;
+    return 0;
+}
+
+static int cmd_report(int argc, char **argv)
+{
+    static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
+                                             {"top", required_argument, NULL, 't'},
+                                             {"frames", required_argument, NULL, 'f'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    struct gs_report_options opt = {.top = 0, .frames = 6};
+    int json = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = 1; break;
+        case 't': if (parse_count("--top", optarg, &opt.top)) return 2; break;
+        case 'f': if (parse_count("--frames", optarg, &opt.frames)) return 2; break;
+        case 'h': fputs(usage_report, stdout); return 0;
+        default: fputs("Try 'gpushim report --help'.\n", stderr); return 2;
+        }
+    }
+    if (argc - optind != 1) {
+        fprintf(stderr, "gpushim report: %s\nTry 'gpushim report --help'.\n",
+                argc - optind ? "one trace at a time" : "which trace? (gpushim report TRACE)");
+        return 2;
+    }
+    if (!opt.top)
+        opt.top = json ? UINT32_MAX : 10;
+    const char *path = argv[optind];
+
+    struct gs_replay r;
+    struct gs_trace_info info;
+    struct gs_reader_stats st;
+    char err[512];
+    gs_replay_init(&r);
+    if (gs_read_trace(path, &gs_replay_ops, &r, &info, &st, err, sizeof err) != 0) {
+        fprintf(stderr, "gpushim report: %s\n", err);
+        gs_replay_free(&r);
+        return 1;
+    }
+    struct gs_symbolizer *sym = gs_sym_new();
+    gs_sites_register_modules(&r, sym);
+    struct gs_report rep = {.path = path, .info = &info, .stats = &st, .replay = &r, .sym = sym,
+                            .opt = &opt};
+    if (json)
+        gs_report_json(stdout, &rep);
+    else
+        gs_report_text(stdout, &rep);
+    gs_sym_free(sym);
+    gs_replay_free(&r);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage_main, stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "report"))
+        return cmd_report(argc - 1, argv + 1);
+    if (!strcmp(cmd, "run"))
+        return gs_cmd_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+        printf("gpushim %s (trace format %u)\n", GPUSHIM_VERSION, GS_TRACE_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        const char *topic = argc > 2 ? argv[2] : "";
+        if (!strcmp(topic, "report"))
+            fputs(usage_report, stdout);
+        else if (!strcmp(topic, "run"))
+            return gs_cmd_run(2, (char *[]){"run", "--help", NULL});
+        else
+            fputs(usage_main, stdout);
+        return 0;
+    }
+    fprintf(stderr, "gpushim: no command '%s'\n\n%s", cmd, usage_main);
+    return 2;
+}

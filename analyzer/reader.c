@@ -1,0 +1,432 @@
+/*
+ * reader.c - reads a trace file (include/gpushim_trace.h) and hands its
+ * records, in order, to callbacks.
+ *
+ * Every trace is untrusted input: every length is checked against what is
+ * left and against the format's limits before anything is allocated or
+ * read. A damaged block is skipped (the reader scans forward for the next
+ * block magic whose checksum holds) and counted; an unfinished last block
+ * marks the trace truncated. Only a file whose preamble or header cannot be
+ * read is an error, reported in one line with the file and offset.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "analyzer.h"
+
+/* ---- fields of a record payload ---- */
+
+struct cursor {
+    const uint8_t *p, *end;
+    int bad;
+};
+
+static uint64_t u(struct cursor *c)
+{
+    uint64_t v = 0;
+    if (!c->bad && gs_get_varint(&c->p, c->end, &v) != 0)
+        c->bad = 1;
+    return c->bad ? 0 : v;
+}
+
+static int64_t s(struct cursor *c) { return gs_unzigzag(u(c)); }
+
+/* A string field: points into the payload; NUL-terminated into buf. */
+static const uint8_t *bytes(struct cursor *c, size_t *len)
+{
+    uint64_t n = u(c);
+    if (c->bad || n > (uint64_t)(c->end - c->p)) {
+        c->bad = 1;
+        *len = 0;
+        return NULL;
+    }
+    const uint8_t *b = c->p;
+    c->p += n;
+    *len = (size_t)n;
+    return b;
+}
+
+static void string(struct cursor *c, char *out, size_t outsz)
+{
+    size_t len;
+    const uint8_t *b = bytes(c, &len);
+    if (!b)
+        len = 0;
+    if (len >= outsz)
+        len = outsz - 1;
+    for (size_t i = 0; i < len; i++) /* no control characters reach a terminal */
+        out[i] = b[i] < 0x20 || b[i] == 0x7f ? '?' : (char)b[i];
+    out[len] = 0;
+}
+
+/* ---- block records ---- */
+
+struct block_state {
+    uint64_t time, addr;
+};
+
+static int32_t device(struct cursor *c)
+{
+    int64_t d = s(c);
+    return d < -1 || d >= GS_MAX_DEVICES ? GS_DEVICE_UNKNOWN : (int32_t)d;
+}
+
+static int event(struct cursor *c, struct block_state *bs, uint8_t type, struct gs_revent *e)
+{
+    memset(e, 0, sizeof *e);
+    e->type = (enum gs_record_type)type;
+    bs->time += (uint64_t)s(c);
+    e->time_ns = bs->time;
+    e->tid = (uint32_t)u(c);
+    e->api = (uint32_t)u(c);
+    e->device = device(c);
+    if (type != GS_REC_ALLOC_FAILED) {
+        bs->addr += (uint64_t)s(c);
+        e->addr = bs->addr;
+    }
+    switch (type) {
+    case GS_REC_ALLOC:
+        e->size = u(c);
+        e->stack_id = (uint32_t)u(c);
+        e->stream = u(c);
+        e->kind = (uint32_t)u(c);
+        break;
+    case GS_REC_FREE:
+        e->stream = u(c);
+        break;
+    case GS_REC_FREE_FAILED:
+        e->result = (uint32_t)u(c);
+        break;
+    default:
+        e->size = u(c);
+        e->stack_id = (uint32_t)u(c);
+        e->stream = u(c);
+        e->result = (uint32_t)u(c);
+        e->free_bytes = u(c);
+        e->total_bytes = u(c);
+        break;
+    }
+    return c->bad ? -1 : 0;
+}
+
+static int stack(struct cursor *c, const struct gs_reader_ops *ops, void *ctx)
+{
+    uint64_t pcs[GS_MAX_FRAMES];
+    uint64_t id = u(c), n = u(c), pc = 0;
+    if (c->bad || n > GS_MAX_FRAMES || id == 0 || id > UINT32_MAX)
+        return -1;
+    for (uint64_t i = 0; i < n; i++) {
+        pc += (uint64_t)s(c);
+        pcs[i] = pc;
+    }
+    if (c->bad)
+        return -1;
+    if (ops->stack)
+        ops->stack(ctx, (uint32_t)id, pcs, (unsigned)n);
+    return 0;
+}
+
+static int module(struct cursor *c, const struct gs_reader_ops *ops, void *ctx)
+{
+    char path[4096];
+    struct gs_rmodule m;
+    uint64_t id = u(c);
+    m.bias = u(c);
+    m.lo = u(c);
+    m.span = u(c);
+    string(c, path, sizeof path);
+    m.build_id = bytes(c, &m.build_id_len);
+    if (c->bad || id == 0 || id > UINT32_MAX || m.build_id_len > 64)
+        return -1;
+    m.id = (uint32_t)id;
+    m.path = path;
+    if (ops->module)
+        ops->module(ctx, &m);
+    return 0;
+}
+
+static int end_record(struct cursor *c, struct gs_reader_stats *st)
+{
+    uint64_t events = u(c), lost = u(c);
+    if (c->bad)
+        return -1;
+    st->end_seen = 1;
+    st->end_events = events;
+    st->end_lost = lost;
+    return 0;
+}
+
+uint64_t gs_decode_block(const uint8_t *raw, size_t len, const struct gs_reader_ops *ops,
+                         void *ctx, struct gs_reader_stats *st)
+{
+    struct block_state bs = {0, 0};
+    const uint8_t *p = raw, *end = raw + len;
+    uint64_t records = 0;
+    while (p < end) {
+        uint8_t type = *p++;
+        uint64_t plen;
+        if (gs_get_varint(&p, end, &plen) != 0 || plen > (uint64_t)(end - p)) {
+            st->damaged_records++; /* the rest of the block cannot be framed */
+            break;
+        }
+        struct cursor c = {p, p + plen, 0};
+        struct gs_revent e;
+        int bad = 0;
+        switch (type) {
+        case GS_REC_ALLOC:
+        case GS_REC_FREE:
+        case GS_REC_FREE_FAILED:
+        case GS_REC_ALLOC_FAILED:
+            bad = event(&c, &bs, type, &e);
+            if (!bad && ops->event)
+                ops->event(ctx, &e);
+            break;
+        case GS_REC_STACK:
+            bad = stack(&c, ops, ctx);
+            break;
+        case GS_REC_MODULE:
+            bad = module(&c, ops, ctx);
+            break;
+        case GS_REC_END:
+            bad = end_record(&c, st);
+            break;
+        default:
+            break; /* a record type from a newer writer */
+        }
+        if (bad)
+            st->damaged_records++;
+        records++;
+        p += plen;
+    }
+    return records;
+}
+
+/* ---- the file ---- */
+
+struct file {
+    int fd;
+    const char *path;
+    uint64_t size;
+    char *err;
+    size_t errsz;
+};
+
+static int fail(struct file *f, uint64_t offset, const char *fmt, ...)
+{
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    snprintf(f->err, f->errsz, "%s: offset %llu: %s", f->path, (unsigned long long)offset, what);
+    return -1;
+}
+
+static int read_at(struct file *f, uint64_t off, void *buf, size_t len)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t r = pread(f->fd, (uint8_t *)buf + done, len - done, (off_t)(off + done));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        done += (size_t)r;
+    }
+    return 0;
+}
+
+static void header_record(uint8_t type, struct cursor *c, struct gs_trace_info *info)
+{
+    switch (type) {
+    case GS_REC_PROCESS:
+        info->pid = u(c);
+        info->ppid = u(c);
+        string(c, info->host, sizeof info->host);
+        string(c, info->shim_version, sizeof info->shim_version);
+        break;
+    case GS_REC_CMDLINE: {
+        uint64_t argc = u(c);
+        size_t n = 0;
+        for (uint64_t i = 0; i < argc && !c->bad && n + 2 < sizeof info->command; i++) {
+            char arg[4096];
+            string(c, arg, sizeof arg);
+            n += (size_t)snprintf(info->command + n, sizeof info->command - n, "%s%s",
+                                  i ? " " : "", arg);
+            if (n >= sizeof info->command)
+                n = sizeof info->command - 1;
+        }
+        break;
+    }
+    case GS_REC_CLOCK:
+        info->start_ns = u(c);
+        info->realtime_ns = u(c);
+        break;
+    case GS_REC_CONFIG:
+        info->stack_depth = u(c);
+        break;
+    default:
+        break;
+    }
+}
+
+static int read_header(struct file *f, struct gs_trace_info *info, uint64_t *body_start)
+{
+    uint8_t pre[GS_PREAMBLE_LEN];
+    if (f->size < GS_PREAMBLE_LEN || read_at(f, 0, pre, sizeof pre) != 0)
+        return fail(f, 0, "too short to be a gpushim trace (%llu bytes)",
+                    (unsigned long long)f->size);
+    if (memcmp(pre, GS_TRACE_MAGIC, GS_TRACE_MAGIC_LEN) != 0)
+        return fail(f, 0, "not a gpushim trace (bad magic)");
+    info->version = gs_get_u32le(pre + 8);
+    if (info->version != GS_TRACE_VERSION)
+        return fail(f, 8, "trace format version %u; this gpushim reads version %u", info->version,
+                    GS_TRACE_VERSION);
+    uint32_t hlen = gs_get_u32le(pre + 12);
+    if (hlen > GS_MAX_HEADER || GS_PREAMBLE_LEN + (uint64_t)hlen + 4 > f->size)
+        return fail(f, 12, "header length %u runs past the end of the file", hlen);
+    uint8_t *h = malloc(GS_PREAMBLE_LEN + (size_t)hlen + 4);
+    if (!h)
+        return fail(f, 12, "out of memory");
+    if (read_at(f, 0, h, GS_PREAMBLE_LEN + (size_t)hlen + 4) != 0) {
+        free(h);
+        return fail(f, GS_PREAMBLE_LEN, "cannot read the header: %s", strerror(errno));
+    }
+    uint32_t want = gs_get_u32le(h + GS_PREAMBLE_LEN + hlen);
+    if ((uint32_t)crc32(0, h, GS_PREAMBLE_LEN + hlen) != want) {
+        free(h);
+        return fail(f, GS_PREAMBLE_LEN + hlen, "header checksum mismatch");
+    }
+    const uint8_t *p = h + GS_PREAMBLE_LEN, *end = p + hlen;
+    while (p < end) {
+        uint8_t type = *p++;
+        uint64_t plen;
+        if (gs_get_varint(&p, end, &plen) != 0 || plen > (uint64_t)(end - p)) {
+            uint64_t at = (uint64_t)(p - h);
+            free(h);
+            return fail(f, at, "malformed header record");
+        }
+        struct cursor c = {p, p + plen, 0};
+        header_record(type, &c, info);
+        p += plen;
+    }
+    free(h);
+    *body_start = GS_PREAMBLE_LEN + (uint64_t)hlen + 4;
+    return 0;
+}
+
+/* A block header at off that is whole and plausible: 1; else 0. */
+static int block_header(struct file *f, uint64_t off, uint32_t *clen, uint32_t *rlen, uint32_t *crc)
+{
+    uint8_t h[GS_BLOCK_HEADER_LEN];
+    if (off + GS_BLOCK_HEADER_LEN > f->size || read_at(f, off, h, sizeof h) != 0)
+        return 0;
+    if (gs_get_u32le(h) != GS_BLOCK_MAGIC)
+        return 0;
+    *clen = gs_get_u32le(h + 4);
+    *rlen = gs_get_u32le(h + 8);
+    *crc = gs_get_u32le(h + 12);
+    return *clen <= GS_MAX_BLOCK && *rlen <= GS_MAX_BLOCK;
+}
+
+/* The next offset after off where a block magic stands, or f->size. */
+static uint64_t next_magic(struct file *f, uint64_t off)
+{
+    uint8_t buf[65536];
+    for (;;) {
+        if (off + 4 > f->size)
+            return f->size;
+        size_t len = (size_t)(f->size - off < sizeof buf ? f->size - off : sizeof buf);
+        if (read_at(f, off, buf, len) != 0)
+            return f->size;
+        for (size_t i = 0; i + 4 <= len; i++)
+            if (gs_get_u32le(buf + i) == GS_BLOCK_MAGIC)
+                return off + i;
+        if (len < 4)
+            return f->size;
+        off += len - 3;
+    }
+}
+
+enum block_result { BLOCK_OK, BLOCK_DAMAGED, BLOCK_TRUNCATED };
+
+static enum block_result read_block(struct file *f, uint64_t off, uint8_t *comp, uint8_t *raw,
+                                    const struct gs_reader_ops *ops, void *ctx,
+                                    struct gs_reader_stats *st, uint64_t *next)
+{
+    uint32_t clen, rlen, crc;
+    if (off + GS_BLOCK_HEADER_LEN > f->size)
+        return BLOCK_TRUNCATED;
+    if (!block_header(f, off, &clen, &rlen, &crc))
+        return BLOCK_DAMAGED;
+    if (off + GS_BLOCK_HEADER_LEN + clen > f->size)
+        return BLOCK_TRUNCATED;
+    uint8_t h[12];
+    if (read_at(f, off, h, sizeof h) != 0 ||
+        read_at(f, off + GS_BLOCK_HEADER_LEN, comp, clen) != 0)
+        return BLOCK_DAMAGED;
+    uLong sum = crc32(crc32(0, h, sizeof h), comp, clen);
+    if ((uint32_t)sum != crc)
+        return BLOCK_DAMAGED;
+    uLongf got = rlen;
+    if (uncompress(raw, &got, comp, clen) != Z_OK || got != rlen)
+        return BLOCK_DAMAGED;
+    gs_decode_block(raw, rlen, ops, ctx, st);
+    *next = off + GS_BLOCK_HEADER_LEN + clen;
+    return BLOCK_OK;
+}
+
+int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
+                  struct gs_trace_info *info, struct gs_reader_stats *st, char *err,
+                  size_t errsz)
+{
+    struct file f = {.path = path, .err = err, .errsz = errsz};
+    memset(info, 0, sizeof *info);
+    memset(st, 0, sizeof *st);
+    f.fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (f.fd < 0)
+        return fail(&f, 0, "cannot open: %s", strerror(errno));
+    struct stat sb;
+    if (fstat(f.fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(f.fd);
+        return fail(&f, 0, "not a regular file");
+    }
+    f.size = st->bytes = (uint64_t)sb.st_size;
+    uint64_t off = 0;
+    if (read_header(&f, info, &off) != 0) {
+        close(f.fd);
+        return -1;
+    }
+    uint8_t *comp = malloc(GS_MAX_BLOCK), *raw = malloc(GS_MAX_BLOCK);
+    if (!comp || !raw) {
+        free(comp);
+        free(raw);
+        close(f.fd);
+        return fail(&f, off, "out of memory");
+    }
+    while (off < f.size) {
+        uint64_t next;
+        enum block_result r = read_block(&f, off, comp, raw, ops, ctx, st, &next);
+        if (r == BLOCK_OK) {
+            st->blocks++;
+            off = next;
+        } else if (r == BLOCK_TRUNCATED && next_magic(&f, off + 1) >= f.size) {
+            st->truncated_at = off; /* the process stopped while writing it */
+            break;
+        } else {
+            st->damaged_blocks++;
+            off = next_magic(&f, off + 1);
+        }
+    }
+    free(comp);
+    free(raw);
+    close(f.fd);
+    return 0;
+}

@@ -1,0 +1,174 @@
+/*
+ * report_json.c - the report for programs: one JSON object, the schema of
+ * which README.md documents ("JSON output"). Fields are only ever added.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "analyzer.h"
+#include "symbolize.h"
+
+static void frame(void *ctx, const struct gs_frame *f, unsigned index)
+{
+    struct gs_json *j = ctx;
+    char addr[32];
+    (void)index;
+    snprintf(addr, sizeof addr, "0x%" PRIx64, f->pc);
+    gs_json_begin_object(j, NULL);
+    gs_json_string(j, "function", f->function);
+    gs_json_string(j, "file", f->file);
+    gs_json_uint(j, "line", f->line > 0 ? (uint64_t)f->line : 0);
+    gs_json_string(j, "module", f->module);
+    gs_json_string(j, "address", addr);
+    gs_json_end_object(j);
+}
+
+static void frames(struct gs_json *j, const struct gs_report *rep, uint32_t stack_id)
+{
+    gs_json_begin_array(j, "frames");
+    gs_site_frames(rep->replay, rep->sym, stack_id, GS_MAX_FRAMES * 4, frame, j);
+    gs_json_end_array(j);
+}
+
+static void sites(struct gs_json *j, const struct gs_report *rep, enum gs_site_metric metric)
+{
+    struct gs_report_site *s;
+    size_t n = gs_rank_sites(rep->replay, rep->sym, metric, &s);
+    gs_json_begin_array(j, "sites");
+    for (size_t i = 0; i < n && i < rep->opt->top; i++) {
+        gs_json_begin_object(j, NULL);
+        gs_json_uint(j, "bytes", s[i].bytes);
+        gs_json_uint(j, "count", s[i].count);
+        frames(j, rep, s[i].stack_id);
+        gs_json_end_object(j);
+    }
+    gs_json_end_array(j);
+    free(s);
+}
+
+static void bytes_or_null(struct gs_json *j, const char *key, uint64_t v)
+{
+    if (v == UINT64_MAX)
+        gs_json_null(j, key);
+    else
+        gs_json_uint(j, key, v);
+}
+
+static void process(struct gs_json *j, const struct gs_report *rep)
+{
+    gs_json_begin_object(j, "process");
+    gs_json_uint(j, "pid", rep->info->pid);
+    gs_json_uint(j, "ppid", rep->info->ppid);
+    gs_json_string(j, "host", rep->info->host);
+    gs_json_string(j, "command", rep->info->command);
+    gs_json_uint(j, "start_unix_ns", rep->info->realtime_ns);
+    gs_json_uint(j, "duration_ns", rep->replay->last_time_ns);
+    gs_json_end_object(j);
+}
+
+static void events(struct gs_json *j, const struct gs_replay *r)
+{
+    gs_json_begin_object(j, "events");
+    gs_json_uint(j, "allocations", r->allocations);
+    gs_json_uint(j, "frees", r->frees);
+    gs_json_uint(j, "failed", r->failed);
+    gs_json_uint(j, "frees_unknown", r->frees_unknown);
+    gs_json_end_object(j);
+}
+
+static void devices(struct gs_json *j, const struct gs_replay *r)
+{
+    gs_json_begin_array(j, "devices");
+    for (int d = 0; d <= GS_MAX_DEVICES; d++) {
+        const struct gs_device_usage *u = &r->devices[d];
+        if (!u->present)
+            continue;
+        gs_json_begin_object(j, NULL);
+        gs_json_int(j, "device", d < GS_MAX_DEVICES ? d : -1);
+        gs_json_uint(j, "peak_bytes", u->peak_bytes);
+        gs_json_uint(j, "peak_time_ns", u->peak_time_ns);
+        gs_json_uint(j, "live_bytes_at_end", u->live_bytes);
+        gs_json_uint(j, "allocations", u->allocs);
+        gs_json_end_object(j);
+    }
+    gs_json_end_array(j);
+}
+
+static void categories(struct gs_json *j, const struct gs_replay *r)
+{
+    static const char *const names[GS_KINDS] = {"device", "managed"};
+    gs_json_begin_object(j, "categories");
+    for (int k = 0; k < GS_KINDS; k++) {
+        gs_json_begin_object(j, names[k]);
+        gs_json_uint(j, "peak_bytes", r->kinds[k].peak_bytes);
+        gs_json_uint(j, "live_bytes_at_end", r->kinds[k].live_bytes);
+        gs_json_uint(j, "allocations", r->kinds[k].allocs);
+        gs_json_end_object(j);
+    }
+    gs_json_end_object(j);
+}
+
+static void failures(struct gs_json *j, const struct gs_report *rep)
+{
+    const struct gs_replay *r = rep->replay;
+    gs_json_begin_array(j, "failures");
+    for (size_t i = 0; i < r->nfailures; i++) {
+        const struct gs_failure *f = &r->failures[i];
+        gs_json_begin_object(j, NULL);
+        gs_json_uint(j, "time_ns", f->time_ns);
+        gs_json_string(j, "api", gs_api_name(f->api));
+        gs_json_int(j, "device", f->device);
+        gs_json_uint(j, "requested_bytes", f->requested);
+        gs_json_uint(j, "result", f->result);
+        gs_json_string(j, "result_name", gs_result_name(f->result));
+        bytes_or_null(j, "free_bytes", f->free_bytes);
+        bytes_or_null(j, "total_bytes", f->total_bytes);
+        gs_json_uint(j, "process_bytes", f->process_live_bytes);
+        frames(j, rep, f->stack_id);
+        gs_json_end_object(j);
+    }
+    gs_json_end_array(j);
+}
+
+static void trace(struct gs_json *j, const struct gs_report *rep)
+{
+    const struct gs_reader_stats *st = rep->stats;
+    gs_json_begin_object(j, "trace");
+    gs_json_string(j, "path", rep->path);
+    gs_json_uint(j, "format_version", rep->info->version);
+    gs_json_bool(j, "complete", gs_trace_complete(st));
+    gs_json_bool(j, "finished", st->end_seen);
+    gs_json_uint(j, "bytes", st->bytes);
+    gs_json_uint(j, "blocks", st->blocks);
+    gs_json_uint(j, "damaged_blocks", st->damaged_blocks);
+    gs_json_uint(j, "damaged_records", st->damaged_records);
+    gs_json_uint(j, "truncated_at", st->truncated_at);
+    gs_json_end_object(j);
+}
+
+void gs_report_json(FILE *out, const struct gs_report *rep)
+{
+    const struct gs_replay *r = rep->replay;
+    struct gs_json j = {.out = out};
+    uint64_t count, leaked = gs_replay_leaks(r, &count);
+
+    gs_json_begin_object(&j, NULL);
+    process(&j, rep);
+    events(&j, r);
+    gs_json_begin_object(&j, "peak");
+    gs_json_uint(&j, "bytes", r->peak_bytes);
+    gs_json_uint(&j, "time_ns", r->peak_time_ns);
+    sites(&j, rep, GS_METRIC_PEAK);
+    gs_json_end_object(&j);
+    devices(&j, r);
+    categories(&j, r);
+    gs_json_begin_object(&j, "leaks");
+    gs_json_uint(&j, "bytes", leaked);
+    gs_json_uint(&j, "count", count);
+    sites(&j, rep, GS_METRIC_LEAK);
+    gs_json_end_object(&j);
+    failures(&j, rep);
+    trace(&j, rep);
+    gs_json_end_object(&j);
+}

@@ -1,0 +1,185 @@
+/*
+ * report_text.c - the report for people: what ran, for how long, on which
+ * devices; the peak and what held it; what was never freed; what failed.
+ * Readable in ten seconds, most important first.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "analyzer.h"
+#include "symbolize.h"
+
+static const char *human_bytes(uint64_t b, char *buf, size_t sz)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)b;
+    int u = 0;
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, sz, "%" PRIu64 " B", b);
+    else
+        snprintf(buf, sz, "%.2f %s", v, units[u]);
+    return buf;
+}
+
+static double seconds(uint64_t ns) { return (double)ns / 1e9; }
+
+struct frame_printer {
+    FILE *out;
+    const char *lead;
+};
+
+static void print_frame(void *ctx, const struct gs_frame *f, unsigned index)
+{
+    struct frame_printer *p = ctx;
+    const char *base = strrchr(f->module, '/');
+    base = base ? base + 1 : f->module;
+    fprintf(p->out, "%s%s ", index ? p->lead : "", index ? "  from" : "at");
+    if (f->function)
+        fprintf(p->out, "%s", f->function);
+    else
+        fprintf(p->out, "0x%" PRIx64, f->pc);
+    if (f->file)
+        fprintf(p->out, "  %s:%d", f->file, f->line);
+    else
+        fprintf(p->out, "  (%s)", base[0] ? base : "?");
+    fputc('\n', p->out);
+}
+
+static void print_stack(const struct gs_report *rep, FILE *out, uint32_t stack_id, const char *lead)
+{
+    struct frame_printer p = {out, lead};
+    if (!gs_site_frames(rep->replay, rep->sym, stack_id, rep->opt->frames, print_frame, &p))
+        fprintf(out, "(no stack recorded)\n");
+}
+
+static void print_sites(const struct gs_report *rep, FILE *out, enum gs_site_metric metric)
+{
+    struct gs_report_site *sites;
+    size_t n = gs_rank_sites(rep->replay, rep->sym, metric, &sites);
+    char b[32];
+    for (size_t i = 0; i < n && i < rep->opt->top; i++) {
+        fprintf(out, "  %12s in %6" PRIu64 " allocation%s  ", human_bytes(sites[i].bytes, b, sizeof b),
+                sites[i].count, sites[i].count == 1 ? " " : "s");
+        print_stack(rep, out, sites[i].stack_id, "                                        ");
+    }
+    if (n > rep->opt->top)
+        fprintf(out, "  ... and %zu more call sites (--top N shows more)\n", n - rep->opt->top);
+    free(sites);
+}
+
+static void header(const struct gs_report *rep, FILE *out)
+{
+    const struct gs_trace_info *in = rep->info;
+    const struct gs_replay *r = rep->replay;
+    char when[64] = "";
+    time_t t = (time_t)(in->realtime_ns / 1000000000u);
+    struct tm tm;
+    if (in->realtime_ns && localtime_r(&t, &tm))
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+    fprintf(out, "gpushim report for %s\n\n", rep->path);
+    fprintf(out, "  process   %" PRIu64 " on %s, started %s\n", in->pid, in->host, when);
+    fprintf(out, "  command   %s\n", in->command[0] ? in->command : "(unknown)");
+    fprintf(out, "  recorded  %.3f s: %" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64
+                 " failed allocations\n",
+            seconds(r->last_time_ns), r->allocations, r->frees, r->failed);
+    if (r->frees_unknown)
+        fprintf(out, "            %" PRIu64 " frees of addresses allocated before recording "
+                     "began or by unseen means\n", r->frees_unknown);
+}
+
+static void trace_state(const struct gs_report *rep, FILE *out)
+{
+    const struct gs_reader_stats *st = rep->stats;
+    fprintf(out, "  trace     %s, %" PRIu64 " blocks", gs_trace_complete(st) ? "complete" : "INCOMPLETE",
+            st->blocks);
+    if (st->damaged_blocks)
+        fprintf(out, ", %" PRIu64 " damaged blocks skipped", st->damaged_blocks);
+    if (st->damaged_records)
+        fprintf(out, ", %" PRIu64 " damaged records skipped", st->damaged_records);
+    if (st->truncated_at)
+        fprintf(out, ", cut off at byte %" PRIu64, st->truncated_at);
+    if (!st->end_seen)
+        fprintf(out, " (the process did not finish the trace: it was killed, crashed or is "
+                     "still running)");
+    fputc('\n', out);
+}
+
+static void devices(const struct gs_report *rep, FILE *out)
+{
+    const struct gs_replay *r = rep->replay;
+    char a[32], b[32];
+    for (int d = 0; d <= GS_MAX_DEVICES; d++) {
+        const struct gs_device_usage *u = &r->devices[d];
+        if (!u->present)
+            continue;
+        if (d < GS_MAX_DEVICES)
+            fprintf(out, "  device %-2d", d);
+        else
+            fprintf(out, "  device ? ");
+        fprintf(out, " peak %s at %.3f s, %s live at the end\n", human_bytes(u->peak_bytes, a, sizeof a),
+                seconds(u->peak_time_ns), human_bytes(u->live_bytes, b, sizeof b));
+    }
+    if (r->kinds[GS_KIND_MANAGED].allocs)
+        fprintf(out, "  managed   peak %s, %s live at the end (not counted in the peak below)\n",
+                human_bytes(r->kinds[GS_KIND_MANAGED].peak_bytes, a, sizeof a),
+                human_bytes(r->kinds[GS_KIND_MANAGED].live_bytes, b, sizeof b));
+}
+
+static void failures(const struct gs_report *rep, FILE *out)
+{
+    const struct gs_replay *r = rep->replay;
+    char a[32], b[32], c[32], d[32];
+    if (!r->failed) {
+        fprintf(out, "\nNo failed allocations.\n");
+        return;
+    }
+    fprintf(out, "\nFailed allocations: %" PRIu64 "\n", r->failed);
+    for (size_t i = 0; i < r->nfailures && i < rep->opt->top; i++) {
+        const struct gs_failure *f = &r->failures[i];
+        fprintf(out, "  at %.3f s  %s of %s on device %d: %s (%u)\n", seconds(f->time_ns),
+                gs_api_name(f->api), human_bytes(f->requested, a, sizeof a), f->device,
+                gs_result_name(f->result), f->result);
+        if (f->total_bytes != UINT64_MAX)
+            fprintf(out, "             device had %s free of %s; this process held %s\n",
+                    human_bytes(f->free_bytes, b, sizeof b), human_bytes(f->total_bytes, c, sizeof c),
+                    human_bytes(f->process_live_bytes, d, sizeof d));
+        fprintf(out, "             ");
+        print_stack(rep, out, f->stack_id, "             ");
+    }
+    if (r->nfailures > rep->opt->top)
+        fprintf(out, "  ... and %zu more\n", r->nfailures - rep->opt->top);
+}
+
+void gs_report_text(FILE *out, const struct gs_report *rep)
+{
+    const struct gs_replay *r = rep->replay;
+    char a[32];
+    header(rep, out);
+    trace_state(rep, out);
+    devices(rep, out);
+
+    fprintf(out, "\nPeak: %s of device memory at %.3f s. Live then, by call site:\n",
+            human_bytes(r->peak_bytes, a, sizeof a), seconds(r->peak_time_ns));
+    print_sites(rep, out, GS_METRIC_PEAK);
+
+    uint64_t count, leaked = gs_replay_leaks(r, &count);
+    if (count) {
+        fprintf(out, "\nUnfreed at the end: %s in %" PRIu64 " allocations, by call site:\n",
+                human_bytes(leaked, a, sizeof a), count);
+        print_sites(rep, out, GS_METRIC_LEAK);
+    } else {
+        fprintf(out, "\nEverything allocated was freed.\n");
+    }
+    failures(rep, out);
+}
+
+int gs_trace_complete(const struct gs_reader_stats *st)
+{
+    return st->end_seen && !st->damaged_blocks && !st->damaged_records && !st->truncated_at;
+}

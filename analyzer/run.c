@@ -1,0 +1,193 @@
+/*
+ * run.c - `gpushim run`: runs a command with libgpushim.so preloaded, waits
+ * for it, exits with its status and says where the trace went.
+ *
+ * The library is the one installed next to this executable (build/ or
+ * PREFIX/lib), by absolute path, so the command may change directory and
+ * its children still find it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "analyzer.h"
+#include "gpushim_naming.h"
+
+static const char usage_run[] =
+    "usage: gpushim run [options] [--] CMD [ARGS...]\n"
+    "\n"
+    "Runs CMD with libgpushim.so preloaded (LD_PRELOAD), so that every GPU memory\n"
+    "allocation and free it makes through the CUDA driver is recorded, with its\n"
+    "call stack. Exits with CMD's exit status (128+N if a signal N ended it).\n"
+    "\n"
+    "options:\n"
+    "  -o, --output FILE     where the trace goes (default ./gpushim.%p.trace);\n"
+    "                        %p is the process id, %h the host name, %% a percent\n"
+    "  --stack-depth N       frames recorded per stack, 1-256 (default 64)\n"
+    "  -h, --help            this text\n"
+    "\n"
+    "Environment read by the recorder (set them yourself when you use LD_PRELOAD):\n"
+    "  GPUSHIM_OUTPUT        as --output\n"
+    "  GPUSHIM_STACK_DEPTH   as --stack-depth\n"
+    "  GPUSHIM_FLUSH_MS      how often the trace is written, 10-10000 ms (default 100)\n"
+    "  GPUSHIM_VERBOSE=1     the recorder says on stderr where it writes\n"
+    "\n"
+    "Each process that allocates GPU memory writes its own trace; a process that\n"
+    "never does leaves none. An existing file is never overwritten: a suffix is\n"
+    "added (gpushim.123-1.trace).\n";
+
+/* The directory of this executable, with a trailing slash. */
+static int self_dir(char *out, size_t sz)
+{
+    ssize_t n = readlink("/proc/self/exe", out, sz - 1);
+    if (n <= 0)
+        return -1;
+    out[n] = 0;
+    char *slash = strrchr(out, '/');
+    if (!slash)
+        return -1;
+    slash[1] = 0;
+    return 0;
+}
+
+static int find_library(char *out, size_t sz)
+{
+    static const char *const places[] = {"libgpushim.so", "../lib/libgpushim.so",
+                                         "../lib/gpushim/libgpushim.so"};
+    char dir[PATH_MAX];
+    if (self_dir(dir, sizeof dir) != 0)
+        return -1;
+    for (size_t i = 0; i < sizeof places / sizeof places[0]; i++) {
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof path, "%s%s", dir, places[i]);
+        if (access(path, R_OK) == 0 && realpath(path, out) && strlen(out) < sz)
+            return 0;
+    }
+    return -1;
+}
+
+/* LD_PRELOAD with lib first, keeping what the user preloads already. */
+static int set_preload(const char *lib)
+{
+    const char *old = getenv("LD_PRELOAD");
+    size_t len = strlen(lib) + (old ? strlen(old) + 1 : 0) + 1;
+    char *v = malloc(len);
+    if (!v)
+        return -1;
+    snprintf(v, len, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
+    int r = setenv("LD_PRELOAD", v, 1);
+    free(v);
+    return r;
+}
+
+/* The trace template as an absolute path, so the answer does not depend on
+ * where the command goes. */
+static int set_output(const char *tmpl)
+{
+    char abs[PATH_MAX * 2];
+    if (tmpl[0] == '/') {
+        snprintf(abs, sizeof abs, "%s", tmpl);
+    } else {
+        char cwd[PATH_MAX];
+        if (!getcwd(cwd, sizeof cwd))
+            return -1;
+        snprintf(abs, sizeof abs, "%s/%s", cwd, tmpl);
+    }
+    return setenv("GPUSHIM_OUTPUT", abs, 1);
+}
+
+static void tell(pid_t pid)
+{
+    char host[256], path[PATH_MAX * 2];
+    if (gethostname(host, sizeof host) != 0)
+        strcpy(host, "unknown-host");
+    host[sizeof host - 1] = 0;
+    const char *tmpl = getenv("GPUSHIM_OUTPUT");
+    struct stat sb;
+    if (gs_expand_output(tmpl, (long)pid, host, path, sizeof path) == 0 && stat(path, &sb) == 0) {
+        fprintf(stderr, "gpushim: trace written to %s\ngpushim: read it with: gpushim report %s\n",
+                path, path);
+        return;
+    }
+    if (strstr(tmpl, "%p"))
+        fprintf(stderr, "gpushim: the command wrote no trace of its own: it made no GPU "
+                        "allocation, or only its child processes did (look for %s with their "
+                        "process ids)\n", tmpl);
+    else
+        fprintf(stderr, "gpushim: no trace at %s: the command made no GPU allocation\n", path);
+}
+
+int gs_cmd_run(int argc, char **argv)
+{
+    static const struct option longopts[] = {{"output", required_argument, NULL, 'o'},
+                                             {"stack-depth", required_argument, NULL, 'd'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    const char *output = NULL;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': output = optarg; break;
+        case 'd': {
+            char *end;
+            long d = strtol(optarg, &end, 10);
+            if (*end || d < 1 || d > GS_MAX_FRAMES) {
+                fprintf(stderr, "gpushim run: --stack-depth needs 1 to %d, not '%s'\n",
+                        GS_MAX_FRAMES, optarg);
+                return 2;
+            }
+            setenv("GPUSHIM_STACK_DEPTH", optarg, 1);
+            break;
+        }
+        case 'h': fputs(usage_run, stdout); return 0;
+        default: fputs("Try 'gpushim run --help'.\n", stderr); return 2;
+        }
+    }
+    if (optind >= argc) {
+        fputs("gpushim run: which command? (gpushim run -- CMD [ARGS...])\n", stderr);
+        return 2;
+    }
+    char lib[PATH_MAX];
+    if (find_library(lib, sizeof lib) != 0) {
+        fputs("gpushim run: cannot find libgpushim.so next to this program or in ../lib\n",
+              stderr);
+        return 2;
+    }
+    const char *tmpl = output ? output : getenv("GPUSHIM_OUTPUT");
+    if (set_preload(lib) != 0 || set_output(tmpl && *tmpl ? tmpl : GS_DEFAULT_OUTPUT) != 0) {
+        perror("gpushim run");
+        return 2;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("gpushim run: fork");
+        return 2;
+    }
+    if (pid == 0) {
+        execvp(argv[optind], argv + optind);
+        fprintf(stderr, "gpushim run: cannot run %s: %s\n", argv[optind], strerror(errno));
+        _exit(errno == ENOENT ? 127 : 126);
+    }
+    /* The terminal's ^C and ^\ are for the command; we wait for it to end. */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) {
+            perror("gpushim run: waitpid");
+            return 2;
+        }
+    tell(pid);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return WEXITSTATUS(status);
+}

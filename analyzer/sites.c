@@ -1,0 +1,160 @@
+/*
+ * sites.c - from stacks to the call sites a person reads.
+ *
+ * A recorded stack starts inside the shim or the CUDA libraries; the report
+ * starts it at the program's own call site, the first frame outside them.
+ * Stacks that are the same from there on, line for line, are one site: a
+ * cudaMalloc and the cuMemAlloc it made differ only in frames nobody wants
+ * to read, and an unrolled loop calls from several addresses of one line.
+ * The frames every stack shares (_start, start_thread) are left out.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer.h"
+#include "symbolize.h"
+
+/* Index of the first frame of the program's own code. */
+static unsigned first_own_frame(const struct gs_replay *r, const struct gs_stack *st)
+{
+    unsigned i = 0;
+    while (i < st->n) {
+        const struct gs_module *m = gs_replay_module_at(r, st->pcs[i]);
+        if (!m || !m->is_runtime)
+            break;
+        i++;
+    }
+    return i == st->n ? 0 : i; /* all runtime frames: show them rather than nothing */
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v;
+    h *= 0xff51afd7ed558ccdull;
+    return h ^ (h >> 32);
+}
+
+static uint64_t mix_string(uint64_t h, const char *str)
+{
+    for (const unsigned char *p = (const unsigned char *)(str ? str : ""); *p; p++)
+        h = (h ^ *p) * 0x100000001b3ull;
+    return mix(h, 0xff);
+}
+
+/* Program entry and thread start frames: the same under every stack. */
+static int plumbing(const char *function)
+{
+    static const char *const names[] = {"_start", "__libc_start_main", "__libc_start_main_impl",
+                                        "__libc_start_call_main", "start_thread", "clone",
+                                        "clone3"};
+    if (!function)
+        return 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(function, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static void hash_frame(void *ctx, const struct gs_frame *f, unsigned index)
+{
+    uint64_t *h = ctx;
+    (void)index;
+    if (f->function || f->file) {
+        *h = mix_string(mix_string(*h, f->function), f->file);
+        *h = mix(*h, (uint64_t)f->line);
+    } else {
+        *h = mix(*h, f->pc);
+    }
+}
+
+/* Identifies a site by its source frames, so that stacks that differ only
+ * in return addresses of the same lines (an unrolled loop) are one site. */
+static uint64_t site_key(const struct gs_replay *r, struct gs_symbolizer *sym, uint32_t stack_id)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    if (!gs_site_frames(r, sym, stack_id, UINT32_MAX, hash_frame, &h))
+        return 0x5bd1e995ull ^ stack_id; /* unknown stacks stay apart */
+    return h;
+}
+
+static int by_bytes(const void *a, const void *b)
+{
+    const struct gs_report_site *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes < y->bytes ? 1 : -1;
+    if (x->count != y->count)
+        return x->count < y->count ? 1 : -1;
+    return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
+size_t gs_rank_sites(const struct gs_replay *r, struct gs_symbolizer *sym,
+                     enum gs_site_metric metric, struct gs_report_site **out)
+{
+    struct gs_report_site *sites = calloc(r->nsites ? r->nsites : 1, sizeof *sites);
+    struct gs_idmap *merged = gs_idmap_new();
+    size_t n = 0;
+    if (!sites || !merged) {
+        free(sites);
+        gs_idmap_free(merged);
+        *out = NULL;
+        return 0;
+    }
+    for (size_t i = 0; i < r->nsites; i++) {
+        const struct gs_site *s = &r->sites[i];
+        uint64_t bytes, count;
+        if (s->kind != GS_KIND_DEVICE)
+            continue;
+        if (metric == GS_METRIC_PEAK) {
+            bytes = gs_site_peak_bytes(r, s, &count);
+        } else {
+            bytes = s->live_bytes;
+            count = s->live_count;
+        }
+        if (!count)
+            continue;
+        uint64_t key = site_key(r, sym, s->stack_id), at;
+        if (gs_idmap_get(merged, key, &at) != 0) {
+            at = n++;
+            sites[at].stack_id = s->stack_id;
+            gs_idmap_put(merged, key, at);
+        }
+        sites[at].bytes += bytes;
+        sites[at].count += count;
+    }
+    gs_idmap_free(merged);
+    qsort(sites, n, sizeof *sites, by_bytes);
+    *out = sites;
+    return n;
+}
+
+void gs_sites_register_modules(const struct gs_replay *r, struct gs_symbolizer *sym)
+{
+    for (size_t i = 0; i < r->nmodules; i++) {
+        const struct gs_module *m = &r->modules[i];
+        gs_sym_add_module(sym, m->id, m->path, m->bias, m->lo, m->span, m->build_id,
+                          m->build_id_len);
+    }
+}
+
+unsigned gs_site_frames(const struct gs_replay *r, struct gs_symbolizer *sym, uint32_t stack_id,
+                        unsigned max, gs_frame_fn fn, void *ctx)
+{
+    const struct gs_stack *st = gs_replay_stack(r, stack_id);
+    unsigned shown = 0;
+    if (!st)
+        return 0;
+    for (unsigned i = first_own_frame(r, st); i < st->n && shown < max; i++) {
+        const struct gs_module *m = gs_replay_module_at(r, st->pcs[i]);
+        if (!m) {
+            struct gs_frame f = {.module = "?", .pc = st->pcs[i]};
+            fn(ctx, &f, shown++);
+            continue;
+        }
+        const struct gs_frame *frames;
+        int nf = gs_sym_resolve(sym, m->id, st->pcs[i], &frames);
+        for (int k = 0; k < nf && shown < max; k++)
+            if (!plumbing(frames[k].function))
+                fn(ctx, &frames[k], shown++);
+    }
+    return shown;
+}

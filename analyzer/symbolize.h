@@ -1,0 +1,66 @@
+/*
+ * symbolize.h - turns recorded return addresses into function, file, line,
+ * inlined frames.
+ *
+ * The recorder stores each loaded module (path, load bias, address span,
+ * GNU build id) and raw return addresses; the analyzer registers the modules
+ * here and asks for addresses one at a time. Modules are opened lazily, on
+ * the first question about them, with elfutils' libdwfl. Answers are cached
+ * per (module, pc) and stay valid until gs_sym_free.
+ *
+ * Not thread-safe: one symbolizer per thread.
+ */
+#ifndef GPUSHIM_SYMBOLIZE_H
+#define GPUSHIM_SYMBOLIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One source-level frame. Strings are owned by the symbolizer. */
+struct gs_frame {
+    const char *function; /* linkage (mangled) name when the compiler recorded
+                           * one, else the plain name; NULL when unknown */
+    const char *file;     /* source file path, NULL when unknown */
+    int line;             /* 0 when unknown */
+    const char *module;   /* module path as recorded (never NULL; "?" when the
+                           * module id is unknown) */
+    uint64_t pc;          /* the recorded address */
+};
+
+struct gs_symbolizer;
+
+struct gs_symbolizer *gs_sym_new(void);
+void gs_sym_free(struct gs_symbolizer *s);
+
+/*
+ * Registers a module as recorded. bias = load bias (dlpi_addr); [lo, lo+span)
+ * is the runtime address range it occupied. build_id may be NULL / 0 length.
+ * An empty path is allowed (the vdso): such a module is never symbolized.
+ * Returns 0, or -1 on bad input or when id is already registered (the first
+ * registration stays).
+ */
+int gs_sym_add_module(struct gs_symbolizer *s, uint32_t id, const char *path, uint64_t bias,
+                      uint64_t lo, uint64_t span, const uint8_t *build_id,
+                      size_t build_id_len);
+
+/*
+ * Symbolizes the recorded return address pc, which lies in module module_id.
+ * Looks up pc-1 (a return address points after its call). Sets *frames to n
+ * frames, innermost (most deeply inlined) first, ending with the out-of-line
+ * function, and returns n >= 1. The array stays valid until gs_sym_free.
+ * When nothing is known (no file, no debug info, build id mismatch) it gives
+ * one frame with function and file NULL. Returns 0 only when s or frames is
+ * NULL.
+ */
+int gs_sym_resolve(struct gs_symbolizer *s, uint32_t module_id, uint64_t pc,
+                   const struct gs_frame **frames);
+
+/*
+ * Whether the module's file on disk matches its recorded build id: 1 matched;
+ * 0 no build id recorded, or the file has none, or the path is empty; -1
+ * mismatch, file missing or unreadable as ELF, or unknown module id. Opens
+ * the module if no resolve has yet.
+ */
+int gs_sym_module_status(struct gs_symbolizer *s, uint32_t module_id);
+
+#endif

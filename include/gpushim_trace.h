@@ -1,0 +1,167 @@
+/*
+ * gpushim_trace.h - the trace file format: the one contract between the
+ * recorder (shim/) and the analyzer (analyzer/). README.md "Trace format"
+ * says the same in prose; change both together and bump GS_TRACE_VERSION
+ * when an old reader could no longer read what a new writer writes.
+ *
+ * All integers in fixed-size fields are little-endian.
+ *
+ * File
+ *   preamble  8  magic "GPUSHIM\n"
+ *             4  u32 format version (GS_TRACE_VERSION)
+ *             4  u32 header length H (at most GS_MAX_HEADER)
+ *   header    H  records (below): GS_REC_PROCESS, GS_REC_CMDLINE, ...
+ *             4  u32 crc32 of the preamble and the header
+ *   blocks    any number, each independent of the others:
+ *             4  magic "GBLK"
+ *             4  u32 compressed length C (at most GS_MAX_BLOCK)
+ *             4  u32 raw length R (at most GS_MAX_BLOCK)
+ *             4  u32 crc32 of the 12 bytes above and the C bytes below
+ *             C  zlib (deflate) stream that inflates to exactly R bytes of records
+ *
+ * Any prefix of a file that ends on a block boundary is a valid trace. A
+ * reader that meets a damaged block skips it (scanning for the next block
+ * magic), counts it, and goes on.
+ *
+ * Record: u8 type, varint payload length L, L bytes of payload. A reader
+ * skips record types it does not know, and ignores payload bytes past the
+ * fields it knows (so fields may be appended to a record type later).
+ *
+ * Varints are LEB128 (7 bits a byte, low first, at most 10 bytes). "zz" marks
+ * a signed value in zigzag coding. Strings are a varint length and the bytes.
+ *
+ * Delta state restarts at every block: the first event of a block codes its
+ * time against 0 and its address against 0, so every block decodes alone.
+ * Times are nanoseconds of CLOCK_MONOTONIC since GS_REC_CLOCK's start_ns.
+ * Stack and module ids are global to the file; a record names only ids
+ * defined earlier in the file.
+ */
+#ifndef GPUSHIM_TRACE_H
+#define GPUSHIM_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GS_TRACE_MAGIC "GPUSHIM\n"
+#define GS_TRACE_MAGIC_LEN 8
+#define GS_TRACE_VERSION 1u
+#define GS_PREAMBLE_LEN 16
+#define GS_MAX_HEADER (1u << 20)
+
+#define GS_BLOCK_MAGIC 0x4b4c4247u /* "GBLK" read as a little-endian u32 */
+#define GS_BLOCK_HEADER_LEN 16
+#define GS_MAX_BLOCK (16u << 20)
+
+#define GS_MAX_FRAMES 256 /* deepest stack a writer may record */
+
+enum gs_record_type {
+    /* header records */
+    GS_REC_PROCESS = 1, /* varint pid, varint ppid, string host, string shim version */
+    GS_REC_CMDLINE = 2, /* varint argc, argc strings */
+    GS_REC_CLOCK = 3,   /* varint start_ns (CLOCK_MONOTONIC), varint realtime_ns at start */
+    GS_REC_CONFIG = 4,  /* varint stack_depth */
+
+    /* block records */
+    GS_REC_MODULE = 16, /* varint id, varint bias, varint lo, varint span (image
+                         * occupies [lo, lo+span)), string path, string build id
+                         * (raw bytes, may be empty) */
+    GS_REC_STACK = 17,  /* varint id, varint n, n x zz pc delta (from the
+                         * previous pc, the first from 0); innermost first */
+    GS_REC_ALLOC = 18,  /* zz dt, varint tid, varint api, zz device, zz addr delta,
+                         * varint size, varint stack id, varint stream, varint kind */
+    GS_REC_FREE = 19,   /* zz dt, varint tid, varint api, zz device, zz addr delta,
+                         * varint stream */
+    GS_REC_FREE_FAILED = 20, /* zz dt, varint tid, varint api, zz device, zz addr delta,
+                              * varint result: the FREE just before it for this
+                              * address and thread did not happen */
+    GS_REC_ALLOC_FAILED = 21, /* zz dt, varint tid, varint api, zz device, varint size,
+                               * varint stack id, varint stream, varint result,
+                               * varint free bytes, varint total bytes (both
+                               * UINT64_MAX when the driver could not say) */
+    GS_REC_END = 22,          /* varint events recorded, varint events lost: the
+                               * process finished the trace cleanly */
+};
+
+/* The API the program called, as it appears in reports. */
+enum gs_api {
+    GS_API_UNKNOWN = 0,
+    GS_API_cuMemAlloc_v2,
+    GS_API_cuMemFree_v2,
+    GS_API_cuMemAllocPitch_v2,
+    GS_API_cuMemAllocManaged,
+    GS_API_cuMemAllocAsync,
+    GS_API_cuMemAllocAsync_ptsz,
+    GS_API_cuMemFreeAsync,
+    GS_API_cuMemFreeAsync_ptsz,
+    GS_API_cuMemAllocFromPoolAsync,
+    GS_API_cuMemAllocFromPoolAsync_ptsz,
+    GS_API_cudaMalloc,
+    GS_API_cudaFree,
+    GS_API_cudaMallocPitch,
+    GS_API_cudaMallocManaged,
+    GS_API_cudaMallocAsync,
+    GS_API_cudaMallocAsync_ptsz,
+    GS_API_cudaFreeAsync,
+    GS_API_cudaFreeAsync_ptsz,
+    GS_API_COUNT
+};
+
+/* What kind of memory an allocation is. */
+enum gs_kind {
+    GS_KIND_DEVICE = 0,
+    GS_KIND_MANAGED = 1,
+};
+
+#define GS_DEVICE_UNKNOWN (-1)
+
+/* ---- varints, shared by the writer and the reader ---- */
+
+static inline uint64_t gs_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+static inline int64_t gs_unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
+
+/* Writes v at p (room for 10 bytes needed); returns the bytes written. */
+static inline size_t gs_put_varint(uint8_t *p, uint64_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        p[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (uint8_t)v;
+    return n;
+}
+
+/* Reads a varint from [*p, end). Returns 0 and advances *p, or -1 when the
+ * input ends first or the value does not fit in 64 bits. */
+static inline int gs_get_varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+        if (*p >= end)
+            return -1;
+        uint8_t b = *(*p)++;
+        if (shift == 63 && b > 1)
+            return -1;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = v;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static inline void gs_put_u32le(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+static inline uint32_t gs_get_u32le(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+#endif

@@ -1,0 +1,89 @@
+/*
+ * config.c - the shim's settings, read once from the environment, and the
+ * one way the shim talks to the user: a line on stderr, said once.
+ *
+ * Nothing here allocates or can fail: a bad value is reported and the
+ * default is used, so a typo never stops the program being profiled.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpushim_naming.h"
+#include "shim.h"
+
+static struct gs_config config;
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+
+static void vsay(const char *fmt, va_list ap)
+{
+    char line[512];
+    int n = snprintf(line, sizeof line, "gpushim: ");
+    int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
+    if (len > sizeof line - 2)
+        len = sizeof line - 2;
+    line[len++] = '\n';
+    ssize_t w = write(STDERR_FILENO, line, len); /* one write: lines never interleave */
+    (void)w;
+}
+
+void gs_say(const char *fmt, ...)
+{
+    int saved = errno;
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(fmt, ap);
+    va_end(ap);
+    errno = saved;
+}
+
+void gs_warn_once(int *once, const char *fmt, ...)
+{
+    if (__atomic_exchange_n(once, 1, __ATOMIC_RELAXED))
+        return;
+    int saved = errno;
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(fmt, ap);
+    va_end(ap);
+    errno = saved;
+}
+
+/* Reads an unsigned setting in [lo, hi], or says why not and keeps def. */
+static unsigned env_uint(const char *name, unsigned def, unsigned lo, unsigned hi)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return def;
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (errno || *end || v < lo || v > hi) {
+        gs_say("%s=%s is not a number from %u to %u; using %u", name, s, lo, hi, def);
+        return def;
+    }
+    return (unsigned)v;
+}
+
+static void config_read(void)
+{
+    int saved = errno;
+    const char *out = getenv("GPUSHIM_OUTPUT");
+    config.output = out && *out ? out : GS_DEFAULT_OUTPUT;
+    config.stack_depth = env_uint("GPUSHIM_STACK_DEPTH", 64, 1, GS_MAX_FRAMES);
+    config.flush_ms = env_uint("GPUSHIM_FLUSH_MS", 100, 10, 10000);
+    const char *v = getenv("GPUSHIM_VERBOSE");
+    config.verbose = v && strcmp(v, "0") != 0 && *v;
+    errno = saved;
+}
+
+const struct gs_config *gs_config(void)
+{
+    pthread_once(&config_once, config_read);
+    return &config;
+}

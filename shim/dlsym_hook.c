@@ -1,0 +1,74 @@
+/*
+ * dlsym_hook.c - the exported dlsym.
+ *
+ * Programs that dlopen the driver and look its functions up by name (XLA,
+ * TensorFlow, the static CUDA runtime) reach our wrappers through here. The
+ * shim exports dlsym under both glibc symbol versions: GLIBC_2.2.5 (binaries
+ * linked against libdl before glibc 2.34) and GLIBC_2.34 (everything since).
+ *
+ * Names in our table are looked up for real with the caller's own handle and
+ * swapped for our wrapper; everything else is forwarded untouched.
+ *
+ * RTLD_NEXT means "after the object that called dlsym". Forwarded from here
+ * it would mean "after the shim", so for callers outside the shim we walk the
+ * link map ourselves: starting after the caller's object, the first object
+ * whose own symbol table defines the name.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <string.h>
+
+#include "shim.h"
+
+/* The first definition of name in an object loaded after the one holding
+ * caller, as glibc's RTLD_NEXT would find it for that caller. */
+static void *next_after(const void *caller, const char *name)
+{
+    Dl_info info;
+    struct link_map *lm = NULL;
+    if (!dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
+        return gs_real_dlsym(RTLD_NEXT, name);
+    for (struct link_map *l = lm->l_next; l; l = l->l_next) {
+        if (!l->l_name || !l->l_name[0])
+            continue;
+        void *h = dlopen(l->l_name, RTLD_NOLOAD | RTLD_LAZY);
+        if (!h)
+            continue;
+        void *p = gs_real_dlsym(h, name);
+        dlclose(h);
+        struct link_map *owner = NULL;
+        Dl_info pinfo;
+        /* dlsym(h) also searches h's dependencies; RTLD_NEXT wants h's own. */
+        if (p && dladdr1(p, &pinfo, (void **)&owner, RTLD_DL_LINKMAP) && owner == l)
+            return p;
+    }
+    return NULL;
+}
+
+static void *hooked_dlsym(void *handle, const char *name, const void *caller)
+{
+    void *p;
+    if (handle == RTLD_NEXT && !gs_in_shim(caller))
+        p = next_after(caller, name);
+    else
+        p = gs_real_dlsym(handle, name);
+    if (!p || gs_in_shim(caller))
+        return p;
+    int fn = gs_fn_by_name(name);
+    return fn < 0 ? p : gs_substitute((enum gs_fn)fn, p);
+}
+
+/* The two versions of the same function, bound by the version script. */
+GS_EXPORT void *gs_dlsym_2_34(void *handle, const char *name)
+{
+    return hooked_dlsym(handle, name, __builtin_return_address(0));
+}
+
+GS_EXPORT void *gs_dlsym_2_2_5(void *handle, const char *name)
+{
+    return hooked_dlsym(handle, name, __builtin_return_address(0));
+}
+
+__asm__(".symver gs_dlsym_2_34, dlsym@@GLIBC_2.34");
+__asm__(".symver gs_dlsym_2_2_5, dlsym@GLIBC_2.2.5");

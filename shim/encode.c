@@ -1,0 +1,147 @@
+/*
+ * encode.c - ring bodies to trace records (include/gpushim_trace.h).
+ *
+ * Runs on the writer's side, off the program's threads: the hooks copy a
+ * fixed-size struct into the ring, and the varint and delta coding happens
+ * here. The delta state restarts with every block (gs_encoder_reset), so
+ * each block decodes on its own.
+ */
+#include <string.h>
+
+#include "shim.h"
+
+static uint8_t *varint(uint8_t *p, uint64_t v) { return p + gs_put_varint(p, v); }
+static uint8_t *svarint(uint8_t *p, int64_t v) { return p + gs_put_varint(p, gs_zigzag(v)); }
+
+static uint8_t *bytes(uint8_t *p, const void *src, size_t len)
+{
+    p = varint(p, len);
+    memcpy(p, src, len);
+    return p + len;
+}
+
+void gs_encoder_reset(struct gs_encoder *e) { memset(e, 0, sizeof *e); }
+
+static uint8_t *event_head(struct gs_encoder *e, const struct gs_ev *ev, uint8_t *p)
+{
+    p = svarint(p, (int64_t)(ev->time_ns - e->last_time));
+    e->last_time = ev->time_ns;
+    p = varint(p, ev->tid);
+    p = varint(p, ev->api);
+    return svarint(p, ev->device);
+}
+
+static uint8_t *addr_delta(struct gs_encoder *e, uint64_t addr, uint8_t *p)
+{
+    p = svarint(p, (int64_t)(addr - e->last_addr));
+    e->last_addr = addr;
+    return p;
+}
+
+static uint8_t *encode_event(struct gs_encoder *e, const struct gs_ev *ev, uint8_t *p)
+{
+    p = event_head(e, ev, p);
+    switch (ev->type) {
+    case GS_REC_ALLOC:
+        p = addr_delta(e, ev->addr, p);
+        p = varint(p, ev->size);
+        p = varint(p, ev->stack_id);
+        p = varint(p, ev->stream);
+        return varint(p, ev->kind);
+    case GS_REC_FREE:
+        p = addr_delta(e, ev->addr, p);
+        return varint(p, ev->stream);
+    case GS_REC_FREE_FAILED:
+        p = addr_delta(e, ev->addr, p);
+        return varint(p, (uint64_t)(uint32_t)ev->result);
+    default: /* GS_REC_ALLOC_FAILED */
+        p = varint(p, ev->size);
+        p = varint(p, ev->stack_id);
+        p = varint(p, ev->stream);
+        p = varint(p, (uint64_t)(uint32_t)ev->result);
+        p = varint(p, ev->free_bytes);
+        return varint(p, ev->total_bytes);
+    }
+}
+
+static uint8_t *encode_stack(const struct gs_stack_body *s, uint8_t *p)
+{
+    p = varint(p, s->id);
+    p = varint(p, s->n);
+    uint64_t prev = 0;
+    for (uint32_t i = 0; i < s->n; i++) {
+        p = svarint(p, (int64_t)(s->pcs[i] - prev));
+        prev = s->pcs[i];
+    }
+    return p;
+}
+
+static uint8_t *encode_module(const struct gs_module_body *m, uint8_t *p)
+{
+    p = varint(p, m->id);
+    p = varint(p, m->bias);
+    p = varint(p, m->lo);
+    p = varint(p, m->span);
+    p = bytes(p, m->data, m->path_len);
+    return bytes(p, m->data + m->path_len, m->build_id_len);
+}
+
+static uint8_t *encode_end(const struct gs_end_body *b, uint8_t *p)
+{
+    p = varint(p, b->events);
+    return varint(p, b->lost);
+}
+
+/* Is the body long enough for what its type says it holds? */
+static int well_formed(const uint8_t *body, uint32_t len)
+{
+    switch (body[0]) {
+    case GS_REC_ALLOC:
+    case GS_REC_FREE:
+    case GS_REC_FREE_FAILED:
+    case GS_REC_ALLOC_FAILED:
+        return len == sizeof(struct gs_ev);
+    case GS_REC_STACK: {
+        const struct gs_stack_body *s = (const void *)body;
+        return len >= sizeof *s && s->n <= GS_MAX_FRAMES && len == sizeof *s + s->n * 8u;
+    }
+    case GS_REC_MODULE: {
+        const struct gs_module_body *m = (const void *)body;
+        return len >= sizeof *m && len == sizeof *m + m->path_len + m->build_id_len &&
+               m->path_len < 4096;
+    }
+    case GS_REC_END:
+        return len == sizeof(struct gs_end_body);
+    default:
+        return 0;
+    }
+}
+
+size_t gs_encode(struct gs_encoder *e, const void *body, uint32_t len, uint8_t *out)
+{
+    const uint8_t *b = body;
+    if (!len || !well_formed(b, len))
+        return 0;
+    uint8_t payload[GS_MAX_RECORD];
+    uint8_t *end;
+    switch (b[0]) {
+    case GS_REC_STACK:
+        end = encode_stack(body, payload);
+        break;
+    case GS_REC_MODULE:
+        end = encode_module(body, payload);
+        break;
+    case GS_REC_END:
+        end = encode_end(body, payload);
+        break;
+    default:
+        end = encode_event(e, body, payload);
+        break;
+    }
+    size_t plen = (size_t)(end - payload);
+    uint8_t *p = out;
+    *p++ = b[0];
+    p = varint(p, plen);
+    memcpy(p, payload, plen);
+    return (size_t)(p - out) + plen;
+}

@@ -1,0 +1,119 @@
+/*
+ * getproc_hook.c - the wrapped driver entry-point getter.
+ *
+ * The CUDA runtime (11.3 and later), PyTorch and NCCL get driver functions
+ * through cuGetProcAddress(name, &pfn, version, flags[, &status]). We call
+ * the real getter with the caller's exact arguments, then, when the name is
+ * one of ours, keep the pointer it returned and hand back our wrapper of the
+ * same ABI. Which wrapper is decided by what the real getter chose: the
+ * exported name of the function it returned when it has one, else the
+ * driver's documented mapping of (name, version, flags):
+ *
+ *   cuMemAlloc, cuMemFree, cuMemAllocPitch  >= 3020 -> the _v2 functions
+ *   cuMemAllocAsync, cuMemFreeAsync,
+ *   cuMemAllocFromPoolAsync                 per-thread flag -> the _ptsz ones
+ *   cuGetProcAddress                        >= 12000 -> the 5-argument _v2,
+ *                                           else the 4-argument one
+ *
+ * The getter returns itself too: the runtime asks for "cuGetProcAddress" at
+ * 11030 (4 arguments) and at 12000 (5 arguments), one name with two ABIs.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <string.h>
+
+#include "shim.h"
+
+struct getproc_rule {
+    const char *name;     /* base name the caller asks for */
+    int min_version;      /* below it the driver hands out an older ABI: not ours */
+    enum gs_fn fn;        /* the wrapper for the legacy stream / default */
+    enum gs_fn fn_ptsz;   /* the wrapper with the per-thread flag */
+    int split_version;    /* from this version on, use fn_new */
+    enum gs_fn fn_new;
+};
+
+static const struct getproc_rule rules[] = {
+    {"cuMemAlloc", 3020, GS_FN_cuMemAlloc_v2, GS_FN_cuMemAlloc_v2, 0, GS_FN_cuMemAlloc_v2},
+    {"cuMemFree", 3020, GS_FN_cuMemFree_v2, GS_FN_cuMemFree_v2, 0, GS_FN_cuMemFree_v2},
+    {"cuMemAllocPitch", 3020, GS_FN_cuMemAllocPitch_v2, GS_FN_cuMemAllocPitch_v2, 0,
+     GS_FN_cuMemAllocPitch_v2},
+    {"cuMemAllocManaged", 0, GS_FN_cuMemAllocManaged, GS_FN_cuMemAllocManaged, 0,
+     GS_FN_cuMemAllocManaged},
+    {"cuMemAllocAsync", 0, GS_FN_cuMemAllocAsync, GS_FN_cuMemAllocAsync_ptsz, 0,
+     GS_FN_cuMemAllocAsync},
+    {"cuMemFreeAsync", 0, GS_FN_cuMemFreeAsync, GS_FN_cuMemFreeAsync_ptsz, 0,
+     GS_FN_cuMemFreeAsync},
+    {"cuMemAllocFromPoolAsync", 0, GS_FN_cuMemAllocFromPoolAsync,
+     GS_FN_cuMemAllocFromPoolAsync_ptsz, 0, GS_FN_cuMemAllocFromPoolAsync},
+    {"cuGetProcAddress", 11030, GS_FN_cuGetProcAddress, GS_FN_cuGetProcAddress, 12000,
+     GS_FN_cuGetProcAddress_v2},
+    {"cuMemGetInfo", 3020, GS_FN_cuMemGetInfo_v2, GS_FN_cuMemGetInfo_v2, 0,
+     GS_FN_cuMemGetInfo_v2},
+    {"cuCtxGetDevice", 0, GS_FN_cuCtxGetDevice, GS_FN_cuCtxGetDevice, 0, GS_FN_cuCtxGetDevice},
+};
+
+static int by_rule(const char *symbol, int version, gs_cuuint64 flags)
+{
+    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
+        const struct getproc_rule *r = &rules[i];
+        if (strcmp(symbol, r->name) != 0)
+            continue;
+        if (version < r->min_version)
+            return -1;
+        if (r->split_version && version >= r->split_version)
+            return (int)r->fn_new;
+        return (int)((flags & GS_CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) ? r->fn_ptsz
+                                                                                : r->fn);
+    }
+    return -1;
+}
+
+/* What the program gets for a successful lookup of symbol that returned real. */
+static void *substitute(const char *symbol, void *real, int version, gs_cuuint64 flags)
+{
+    if (!symbol || !real || symbol[0] != 'c' || symbol[1] != 'u')
+        return real;
+    int fn = by_rule(symbol, version, flags);
+    if (fn < 0)
+        return real;
+    Dl_info info; /* the real getter's own choice, when it names it */
+    if (dladdr(real, &info) && info.dli_sname && info.dli_saddr == real) {
+        int named = gs_fn_by_name(info.dli_sname);
+        if (named >= 0 && strncmp(info.dli_sname, symbol, strlen(symbol)) == 0)
+            fn = named;
+    }
+    return gs_substitute((enum gs_fn)fn, real);
+}
+
+static void set_status(gs_cuprocstatus *status, gs_cuprocstatus v)
+{
+    if (status)
+        *status = v;
+}
+
+GS_EXPORT gs_curesult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+                                          gs_cuuint64 flags, gs_cuprocstatus *symbolStatus)
+{
+    gs_pfn_cuGetProcAddress_v2 real = gs_real(GS_FN_cuGetProcAddress_v2);
+    if (!real) {
+        set_status(symbolStatus, GS_CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+        return GS_CUDA_ERROR_NOT_FOUND;
+    }
+    gs_curesult r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
+    if (r == GS_CUDA_SUCCESS && pfn)
+        *pfn = substitute(symbol, *pfn, cudaVersion, flags);
+    return r;
+}
+
+GS_EXPORT gs_curesult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+                                       gs_cuuint64 flags)
+{
+    gs_pfn_cuGetProcAddress real = gs_real(GS_FN_cuGetProcAddress);
+    if (!real)
+        return GS_CUDA_ERROR_NOT_FOUND;
+    gs_curesult r = real(symbol, pfn, cudaVersion, flags);
+    if (r == GS_CUDA_SUCCESS && pfn)
+        *pfn = substitute(symbol, *pfn, cudaVersion, flags);
+    return r;
+}

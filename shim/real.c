@@ -1,0 +1,136 @@
+/*
+ * real.c - the real CUDA functions behind the hooks, and which wrapper the
+ * shim hands out for each.
+ *
+ * A program reaches a driver function in three ways (DESIGN.md): by symbol,
+ * by dlsym, or through cuGetProcAddress. The last two give us the real
+ * pointer the program asked for, and we keep it: it is what our wrapper must
+ * call. For callers that bound to our exported symbol directly we look the
+ * real one up ourselves: first the next definition after the shim
+ * (RTLD_NEXT), then the libcuda.so.1 already loaded in the process (opened
+ * with RTLD_NOLOAD: the shim never loads the driver itself).
+ *
+ * One slot per exported function name. A lookup whose result differs from
+ * the slot's real pointer (a second driver in the process) is handed back
+ * untouched: unrecorded is better than forwarding to the wrong function.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "shim.h"
+
+static const char *const fn_names[GS_FN_COUNT] = {
+#define GS_FN_NAME(name, ret, params) #name,
+    GS_DRIVER_HOOKED(GS_FN_NAME) GS_DRIVER_GETTERS(GS_FN_NAME) GS_DRIVER_USED(GS_FN_NAME)
+        GS_RUNTIME_HOOKED(GS_FN_NAME)
+#undef GS_FN_NAME
+};
+
+/* Our wrappers, defined in hooks_driver.c, hooks_runtime.c, getproc_hook.c. */
+#define GS_FN_DECL(name, ret, params) extern ret name params;
+GS_DRIVER_HOOKED(GS_FN_DECL)
+GS_DRIVER_GETTERS(GS_FN_DECL)
+GS_RUNTIME_HOOKED(GS_FN_DECL)
+#undef GS_FN_DECL
+
+static void *const wrappers[GS_FN_COUNT] = {
+#define GS_FN_WRAP(name, ret, params) [GS_FN_##name] = (void *)name,
+    GS_DRIVER_HOOKED(GS_FN_WRAP) GS_DRIVER_GETTERS(GS_FN_WRAP) GS_RUNTIME_HOOKED(GS_FN_WRAP)
+#undef GS_FN_WRAP
+};
+
+static void *real_fn[GS_FN_COUNT]; /* accessed atomically */
+
+typedef void *(*dlsym_fn)(void *, const char *);
+static dlsym_fn real_dlsym;
+static uint64_t shim_lo, shim_hi;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static void real_init(void)
+{
+    /* dlvsym is not hooked, so it reaches glibc's own dlsym. glibc 2.34 moved
+     * dlsym into libc under a new version; older ones have only 2.2.5. */
+    real_dlsym = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (!real_dlsym)
+        real_dlsym = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    if (gs_image_range((const void *)real_init, &shim_lo, &shim_hi) != 0)
+        shim_lo = shim_hi = 0;
+}
+
+void *gs_real_dlsym(void *handle, const char *name)
+{
+    pthread_once(&init_once, real_init);
+    if (!real_dlsym) {
+        static int once;
+        gs_warn_once(&once, "cannot find glibc's dlsym; lookups by dlsym are not recorded");
+        return NULL;
+    }
+    return real_dlsym(handle, name);
+}
+
+int gs_in_shim(const void *addr)
+{
+    pthread_once(&init_once, real_init);
+    uint64_t a = (uint64_t)(uintptr_t)addr;
+    return a >= shim_lo && a < shim_hi;
+}
+
+const char *gs_fn_name(enum gs_fn fn) { return fn_names[fn]; }
+
+void *gs_wrapper(enum gs_fn fn) { return wrappers[fn]; }
+
+int gs_fn_by_name(const char *name)
+{
+    if (!name || name[0] != 'c' || name[1] != 'u')
+        return -1;
+    for (int i = 0; i < GS_FN_COUNT; i++)
+        if (wrappers[i] && strcmp(name, fn_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+static int is_driver_fn(enum gs_fn fn) { return fn < GS_FN_cudaMalloc; }
+
+/* The libcuda.so.1 the program loaded, if it did; never loads it. */
+static void *loaded_driver(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
+    return h; /* the reference is kept: the driver is never unloaded anyway */
+}
+
+void *gs_real(enum gs_fn fn)
+{
+    void *p = __atomic_load_n(&real_fn[fn], __ATOMIC_ACQUIRE);
+    if (p)
+        return p;
+    int saved = errno; /* the lookups below must not show in the program's errno */
+    p = gs_real_dlsym(RTLD_NEXT, fn_names[fn]);
+    if ((!p || gs_in_shim(p)) && is_driver_fn(fn)) {
+        void *h = loaded_driver();
+        p = h ? gs_real_dlsym(h, fn_names[fn]) : NULL;
+    }
+    errno = saved;
+    if (!p || gs_in_shim(p))
+        return NULL;
+    void *expected = NULL;
+    if (!__atomic_compare_exchange_n(&real_fn[fn], &expected, p, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+        p = expected;
+    return p;
+}
+
+void *gs_substitute(enum gs_fn fn, void *real)
+{
+    if (!real || gs_in_shim(real))
+        return real; /* already ours (a lookup that found our export) */
+    void *expected = NULL;
+    if (__atomic_compare_exchange_n(&real_fn[fn], &expected, real, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE) ||
+        expected == real)
+        return wrappers[fn] ? wrappers[fn] : real;
+    return real;
+}

@@ -1,0 +1,180 @@
+/*
+ * record.c - turns one hooked call into ring entries.
+ *
+ * For an allocation: the thread, the device (from the current context, via
+ * the real cuCtxGetDevice, never recorded), the call stack interned into a
+ * stack id (a new stack is pushed to the ring once, after the modules its
+ * frames lie in), then the event itself. The event's time is taken under
+ * the ring's lock (writer.c), so times in the trace never go backwards.
+ *
+ * Everything here keeps errno, and a thread already inside the recorder
+ * (a driver call made while recording) is not recorded twice.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+static __thread struct {
+    uint8_t label; /* GS_API_* set by a runtime hook, 0 for none */
+    uint8_t depth; /* runtime hooks active on this thread */
+    uint8_t busy;  /* inside the recorder */
+    uint32_t tid;
+} tls;
+
+static pthread_mutex_t stack_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct gs_stack_table stacks;
+
+void gs_label_push(enum gs_api api)
+{
+    if (tls.depth++ == 0)
+        tls.label = (uint8_t)api;
+}
+
+void gs_label_pop(void)
+{
+    if (tls.depth && --tls.depth == 0)
+        tls.label = 0;
+}
+
+enum gs_api gs_api_label(enum gs_api driver_api)
+{
+    return tls.label ? (enum gs_api)tls.label : driver_api;
+}
+
+static uint32_t thread_id(void)
+{
+    if (!tls.tid)
+        tls.tid = (uint32_t)syscall(SYS_gettid);
+    return tls.tid;
+}
+
+static int32_t current_device(void)
+{
+    gs_pfn_cuCtxGetDevice get = (gs_pfn_cuCtxGetDevice)gs_real(GS_FN_cuCtxGetDevice);
+    gs_cudevice dev;
+    if (get && get(&dev) == GS_CUDA_SUCCESS)
+        return dev;
+    return GS_DEVICE_UNKNOWN;
+}
+
+/* The id of the calling thread's current stack; 0 when it could not be had. */
+static uint32_t current_stack(void)
+{
+    uint64_t pcs[GS_MAX_FRAMES];
+    unsigned n = gs_capture_stack(pcs, gs_config()->stack_depth);
+    uint64_t h = gs_stack_hash(pcs, n);
+
+    pthread_mutex_lock(&stack_lock);
+    uint32_t id = gs_stack_find(&stacks, pcs, n, h);
+    pthread_mutex_unlock(&stack_lock);
+    if (id)
+        return id;
+
+    gs_modules_cover(pcs, n); /* takes the loader's lock: no shim lock may be held */
+
+    pthread_mutex_lock(&stack_lock);
+    int is_new = 0;
+    id = gs_stack_intern(&stacks, pcs, n, h, &is_new);
+    if (is_new) {
+        /* Pushed before the lock is released: no thread can name the id
+         * before its definition is in the ring. */
+        union {
+            struct gs_stack_body b;
+            uint8_t bytes[sizeof(struct gs_stack_body) + GS_MAX_FRAMES * sizeof(uint64_t)];
+        } body;
+        memset(&body.b, 0, sizeof body.b);
+        body.b.type = GS_REC_STACK;
+        body.b.id = id;
+        body.b.n = n;
+        memcpy(body.b.pcs, pcs, n * sizeof pcs[0]);
+        gs_emit(&body, (uint32_t)(sizeof body.b + n * sizeof pcs[0]), 0);
+    }
+    pthread_mutex_unlock(&stack_lock);
+    return id;
+}
+
+static void record(struct gs_ev *ev, int with_stack)
+{
+    if (tls.busy || gs_recording_off())
+        return;
+    tls.busy = 1;
+    int saved = errno;
+    ev->tid = thread_id();
+    ev->device = current_device();
+    if (with_stack)
+        ev->stack_id = current_stack();
+    gs_emit(ev, sizeof *ev, 1);
+    errno = saved;
+    tls.busy = 0;
+}
+
+void gs_record_alloc(enum gs_api api, enum gs_kind kind, gs_cudeviceptr addr, uint64_t size,
+                     gs_custream stream)
+{
+    struct gs_ev ev = {.type = GS_REC_ALLOC,
+                       .api = (uint8_t)gs_api_label(api),
+                       .kind = (uint8_t)kind,
+                       .addr = addr,
+                       .size = size,
+                       .stream = (uint64_t)(uintptr_t)stream};
+    record(&ev, 1);
+}
+
+void gs_record_alloc_failed(enum gs_api api, uint64_t size, gs_custream stream, gs_curesult result)
+{
+    struct gs_ev ev = {.type = GS_REC_ALLOC_FAILED,
+                       .api = (uint8_t)gs_api_label(api),
+                       .size = size,
+                       .stream = (uint64_t)(uintptr_t)stream,
+                       .result = result,
+                       .free_bytes = UINT64_MAX,
+                       .total_bytes = UINT64_MAX};
+    if (tls.busy)
+        return;
+    int saved = errno;
+    gs_pfn_cuMemGetInfo_v2 info = (gs_pfn_cuMemGetInfo_v2)gs_real(GS_FN_cuMemGetInfo_v2);
+    size_t free_b, total_b;
+    if (info && info(&free_b, &total_b) == GS_CUDA_SUCCESS) {
+        ev.free_bytes = free_b;
+        ev.total_bytes = total_b;
+    }
+    errno = saved;
+    record(&ev, 1);
+}
+
+void gs_record_free(enum gs_api api, gs_cudeviceptr addr, gs_custream stream)
+{
+    struct gs_ev ev = {.type = GS_REC_FREE,
+                       .api = (uint8_t)gs_api_label(api),
+                       .addr = addr,
+                       .stream = (uint64_t)(uintptr_t)stream};
+    record(&ev, 0);
+}
+
+void gs_record_free_failed(enum gs_api api, gs_cudeviceptr addr, gs_custream stream,
+                           gs_curesult result)
+{
+    struct gs_ev ev = {.type = GS_REC_FREE_FAILED,
+                       .api = (uint8_t)gs_api_label(api),
+                       .addr = addr,
+                       .stream = (uint64_t)(uintptr_t)stream,
+                       .result = result};
+    record(&ev, 0);
+}
+
+void gs_record_lock(void) { pthread_mutex_lock(&stack_lock); }
+void gs_record_unlock(void) { pthread_mutex_unlock(&stack_lock); }
+
+void gs_record_reset_after_fork(void)
+{
+    /* The child has one thread, this one, and a fresh trace to come: the
+     * stacks the parent wrote are not in it. */
+    pthread_mutex_init(&stack_lock, NULL);
+    gs_stack_table_clear(&stacks);
+    tls.tid = 0;
+}

@@ -1,0 +1,223 @@
+/*
+ * shim.h - the interfaces between the parts of libgpushim.so.
+ *
+ * The path of one event, and the file that owns each step:
+ *
+ *   hooks_driver.c / hooks_runtime.c   the program's call, forwarded to the real function
+ *   record.c                           event assembly: device, stack id, time -> ring
+ *   stacks.c, modules.c                stack capture and dedup; loaded modules
+ *   ring.c                             in-memory queue of entries (shaped so that it can
+ *                                      later live in memory that outlives the process)
+ *   writer.c                           drains the ring into blocks (encode.c, tracefile.c)
+ *                                      from a thread every 100 ms and at exit
+ *
+ * and of the lookups that bring the program to the hooks:
+ *
+ *   real.c          the real functions, and which of our wrappers stands for each
+ *   dlsym_hook.c    the exported dlsym (both glibc symbol versions)
+ *   getproc_hook.c  the wrapped cuGetProcAddress / cuGetProcAddress_v2
+ *
+ * Lock order (take only in this order): stack table, modules, writer, ring.
+ */
+#ifndef GPUSHIM_SHIM_H
+#define GPUSHIM_SHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "gpushim_cuda.h"
+#include "gpushim_trace.h"
+
+#define GS_EXPORT __attribute__((visibility("default")))
+
+/* ---- config.c: settings from the environment, read once ---- */
+struct gs_config {
+    const char *output;   /* GPUSHIM_OUTPUT, default "gpushim.%p.trace" */
+    unsigned stack_depth; /* GPUSHIM_STACK_DEPTH, 1..GS_MAX_FRAMES, default 64 */
+    unsigned flush_ms;    /* GPUSHIM_FLUSH_MS, 10..10000, default 100 */
+    int verbose;          /* GPUSHIM_VERBOSE=1: say where the trace goes */
+};
+const struct gs_config *gs_config(void);
+/* Says something on stderr, prefixed "gpushim: ", once per distinct call site
+ * (pass a static int as *once). Never fails, never allocates. */
+void gs_warn_once(int *once, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void gs_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static inline uint64_t gs_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- real.c: the functions the hooks forward to ---- */
+enum gs_fn {
+#define GS_FN_ENUM(name, ret, params) GS_FN_##name,
+    GS_DRIVER_HOOKED(GS_FN_ENUM) GS_DRIVER_GETTERS(GS_FN_ENUM) GS_DRIVER_USED(GS_FN_ENUM)
+        GS_RUNTIME_HOOKED(GS_FN_ENUM)
+#undef GS_FN_ENUM
+        GS_FN_COUNT
+};
+/* The real function for fn, resolved on first use: the pointer a lookup of
+ * the program's handed us, else the next definition after the shim, else the
+ * driver already loaded in the process. NULL when there is none. */
+void *gs_real(enum gs_fn fn);
+/* The wrapper the shim hands out for fn (NULL for functions it only uses). */
+void *gs_wrapper(enum gs_fn fn);
+const char *gs_fn_name(enum gs_fn fn);
+/* Index of the exported function called name, or -1. */
+int gs_fn_by_name(const char *name);
+/* Called with what a lookup of the program returned for fn. Returns what the
+ * program should get: our wrapper if real is (or now becomes) the function
+ * the wrapper forwards to, else real itself, untouched. */
+void *gs_substitute(enum gs_fn fn, void *real);
+/* The real dlsym, from glibc; never our own. */
+void *gs_real_dlsym(void *handle, const char *name);
+/* True when addr lies inside libgpushim.so's own image. */
+int gs_in_shim(const void *addr);
+
+/* ---- record.c: what the hooks call ---- */
+/* The API the program called: a runtime hook sets it for the driver calls it causes. */
+enum gs_api gs_api_label(enum gs_api driver_api);
+void gs_label_push(enum gs_api api);
+void gs_label_pop(void);
+
+void gs_record_alloc(enum gs_api api, enum gs_kind kind, gs_cudeviceptr addr, uint64_t size,
+                     gs_custream stream);
+void gs_record_alloc_failed(enum gs_api api, uint64_t size, gs_custream stream,
+                            gs_curesult result);
+void gs_record_free(enum gs_api api, gs_cudeviceptr addr, gs_custream stream);
+void gs_record_free_failed(enum gs_api api, gs_cudeviceptr addr, gs_custream stream,
+                           gs_curesult result);
+/* Around fork (writer.c): the stack table's lock, and the child's reset. */
+void gs_record_lock(void);
+void gs_record_unlock(void);
+void gs_record_reset_after_fork(void);
+
+/* ---- ring.c: in-memory queue of variable-length entries ---- */
+/* Entries are a u32 length (of the whole entry) followed by the body; the
+ * first byte of every body is its enum gs_record_type. */
+struct gs_ring {
+    uint8_t *buf;
+    uint64_t cap; /* a power of two */
+    uint64_t head; /* next byte to write; only grows */
+    uint64_t tail; /* next byte to drain; only grows */
+};
+int gs_ring_init(struct gs_ring *r, size_t cap);
+void gs_ring_destroy(struct gs_ring *r);
+/* Appends an entry with body [body, body+len); -1 when it does not fit now. */
+int gs_ring_push(struct gs_ring *r, const void *body, uint32_t len);
+/* Copies the body of the entry at pos into out (room for max bytes). Returns
+ * the body length and sets *next to the following entry, or 0 if malformed. */
+uint32_t gs_ring_read(const struct gs_ring *r, uint64_t pos, void *out, uint32_t max,
+                      uint64_t *next);
+/* Room for bodies up to this size is always reserved in an entry. */
+#define GS_RING_MAX_BODY (64u * 1024)
+
+/* Ring bodies (the in-memory shapes, not the file format). */
+struct gs_ev {
+    uint8_t type; /* GS_REC_ALLOC, _FREE, _FREE_FAILED, _ALLOC_FAILED */
+    uint8_t api;
+    uint8_t kind;
+    uint8_t pad;
+    int32_t device;
+    uint32_t tid;
+    uint32_t stack_id;
+    int32_t result;
+    uint32_t pad2;
+    uint64_t time_ns; /* since the trace's start */
+    uint64_t addr;
+    uint64_t size;
+    uint64_t stream;
+    uint64_t free_bytes;
+    uint64_t total_bytes;
+};
+struct gs_stack_body {
+    uint8_t type; /* GS_REC_STACK */
+    uint8_t pad[3];
+    uint32_t id;
+    uint32_t n;
+    uint32_t pad2;
+    uint64_t pcs[]; /* n of them, innermost first */
+};
+struct gs_module_body {
+    uint8_t type; /* GS_REC_MODULE */
+    uint8_t build_id_len;
+    uint16_t path_len;
+    uint32_t id;
+    uint64_t bias, lo, span;
+    char data[]; /* path (path_len bytes), then the build id */
+};
+struct gs_end_body {
+    uint8_t type; /* GS_REC_END */
+    uint8_t pad[7];
+    uint64_t events;
+    uint64_t lost;
+};
+
+/* ---- stacks.c: capture and deduplication ---- */
+/* Captures up to max return addresses of the calling thread, innermost
+ * first, starting at the first frame outside the shim. */
+unsigned gs_capture_stack(uint64_t *pcs, unsigned max);
+/* A hash table of distinct stacks; not thread-safe (record.c locks it). */
+struct gs_stack_table {
+    struct gs_stack_slot *slots;
+    uint64_t *frames;  /* all stacks' frames, back to back */
+    size_t nslots, used, nframes, frames_cap;
+    uint32_t next_id;
+};
+uint64_t gs_stack_hash(const uint64_t *pcs, unsigned n);
+/* Id of the stack, inserting it if new (*is_new says which). 0 on allocation failure. */
+uint32_t gs_stack_intern(struct gs_stack_table *t, const uint64_t *pcs, unsigned n, uint64_t hash,
+                         int *is_new);
+/* Id of the stack, or 0 when it is not in the table. */
+uint32_t gs_stack_find(const struct gs_stack_table *t, const uint64_t *pcs, unsigned n,
+                       uint64_t hash);
+void gs_stack_table_clear(struct gs_stack_table *t);
+
+/* ---- modules.c: the images loaded in the process ---- */
+/* Makes sure every pc is inside a module already pushed to the ring, pushing
+ * new modules first (call with no shim lock held). */
+void gs_modules_cover(const uint64_t *pcs, unsigned n);
+void gs_modules_lock(void);
+void gs_modules_unlock(void);
+void gs_modules_reset(void);
+/* Fills the range of the image that holds addr; 0 on success. */
+int gs_image_range(const void *addr, uint64_t *lo, uint64_t *hi);
+
+/* ---- writer.c: the trace file's life ---- */
+/* Pushes one body; creates the trace on the first call; drains synchronously
+ * when the ring is full. Returns 0, or -1 once recording has failed for good. */
+int gs_emit(void *body, uint32_t len, int timed);
+/* True once recording has stopped for good (the file could not be written). */
+int gs_recording_off(void);
+/* The trace's start on CLOCK_MONOTONIC (0 before the first event). */
+uint64_t gs_trace_start_ns(void);
+
+/* ---- encode.c: ring bodies -> trace records ---- */
+struct gs_encoder {
+    uint64_t last_time;
+    uint64_t last_addr;
+};
+/* Largest record gs_encode can produce. */
+#define GS_MAX_RECORD (16 + 10 * (GS_MAX_FRAMES + 8) + 4096)
+void gs_encoder_reset(struct gs_encoder *e);
+/* Encodes one ring body as a record into out (GS_MAX_RECORD bytes of room);
+ * returns its length, 0 for a body it does not know. */
+size_t gs_encode(struct gs_encoder *e, const void *body, uint32_t len, uint8_t *out);
+
+/* ---- tracefile.c: naming, creating and framing the file ---- */
+/* Expands %p, %h, %% in a GPUSHIM_OUTPUT template. Returns 0, -1 if too long. */
+int gs_expand_path(const char *tmpl, char *out, size_t outsz);
+/* Creates the file: mode 0600, never follows a symlink, never overwrites;
+ * when the name exists, tries NAME-1.trace, NAME-2.trace, ... Returns the fd
+ * and the name it used in path (outsz bytes), or -1 with errno. */
+int gs_create_trace(char *path, size_t outsz);
+/* Writes the preamble and header. 0 or -1 with errno. */
+int gs_write_header(int fd, uint64_t start_ns, uint64_t realtime_ns, unsigned stack_depth);
+/* Compresses raw[0..len) into one block and writes it. 0 or -1 with errno. */
+int gs_write_block(int fd, const uint8_t *raw, size_t len, uint8_t *scratch, size_t scratch_len);
+size_t gs_block_scratch_size(size_t raw_len);
+
+#endif

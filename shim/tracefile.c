@@ -1,0 +1,183 @@
+/*
+ * tracefile.c - the trace file itself: its name, its creation, its header
+ * and its framed blocks (the layout is in include/gpushim_trace.h).
+ *
+ * The file is the user's data: created with O_EXCL | O_NOFOLLOW and mode
+ * 0600, so it never replaces an existing file and never writes through a
+ * symlink someone else planted. When the name is taken, a suffix is added.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "gpushim_naming.h"
+#include "shim.h"
+
+#define GPUSHIM_VERSION_STRING "0.1.0"
+
+int gs_expand_path(const char *tmpl, char *out, size_t outsz)
+{
+    char host[256];
+    if (gethostname(host, sizeof host) != 0)
+        strcpy(host, "unknown-host");
+    host[sizeof host - 1] = 0;
+    return gs_expand_output(tmpl, (long)getpid(), host, out, outsz);
+}
+
+static int create_exclusive(const char *path)
+{
+    return open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+}
+
+/* NAME.trace -> NAME-i.trace; any other name -> NAME-i. */
+static int with_suffix(const char *path, unsigned i, char *out, size_t outsz)
+{
+    size_t len = strlen(path);
+    const char *ext = ".trace";
+    size_t elen = strlen(ext);
+    int n;
+    if (len > elen && strcmp(path + len - elen, ext) == 0)
+        n = snprintf(out, outsz, "%.*s-%u%s", (int)(len - elen), path, i, ext);
+    else
+        n = snprintf(out, outsz, "%s-%u", path, i);
+    return n < 0 || (size_t)n >= outsz ? -1 : 0;
+}
+
+int gs_create_trace(char *path, size_t outsz)
+{
+    int fd = create_exclusive(path);
+    if (fd >= 0 || errno != EEXIST)
+        return fd;
+    char alt[4096];
+    for (unsigned i = 1; i < 10000; i++) {
+        if (with_suffix(path, i, alt, sizeof alt) != 0)
+            break;
+        fd = create_exclusive(alt);
+        if (fd >= 0) {
+            gs_say("%s exists; writing %s instead", path, alt);
+            snprintf(path, outsz, "%s", alt);
+            return fd;
+        }
+        if (errno != EEXIST)
+            return -1;
+    }
+    errno = EEXIST;
+    return -1;
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+    const uint8_t *p = buf;
+    while (len) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+/* A record into buf at *n (the caller sized buf for it). */
+static void put_record(uint8_t *buf, size_t *n, uint8_t type, const uint8_t *payload, size_t len)
+{
+    buf[(*n)++] = type;
+    *n += gs_put_varint(buf + *n, len);
+    memcpy(buf + *n, payload, len);
+    *n += len;
+}
+
+static size_t put_string(uint8_t *p, const char *s, size_t len)
+{
+    size_t n = gs_put_varint(p, len);
+    memcpy(p + n, s, len);
+    return n + len;
+}
+
+/* The command line from /proc/self/cmdline as a CMDLINE payload. */
+static size_t cmdline_payload(uint8_t *out, size_t max)
+{
+    char args[8192];
+    ssize_t len = 0;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        len = read(fd, args, sizeof args);
+        close(fd);
+    }
+    if (len < 0)
+        len = 0;
+    uint64_t argc = 0;
+    for (ssize_t i = 0; i < len; i++)
+        argc += args[i] == 0;
+    size_t n = gs_put_varint(out, argc);
+    for (ssize_t i = 0; i < len && n + 20 < max;) {
+        size_t alen = strnlen(args + i, (size_t)(len - i));
+        if (n + alen + 10 > max)
+            alen = max - n - 10;
+        n += put_string(out + n, args + i, alen);
+        i += (ssize_t)strnlen(args + i, (size_t)(len - i)) + 1;
+    }
+    return n;
+}
+
+int gs_write_header(int fd, uint64_t start_ns, uint64_t realtime_ns, unsigned stack_depth)
+{
+    static uint8_t buf[16384 + 1024];
+    uint8_t payload[9000];
+    size_t n = GS_PREAMBLE_LEN, p;
+    char host[256];
+
+    if (gethostname(host, sizeof host) != 0)
+        strcpy(host, "unknown-host");
+    host[sizeof host - 1] = 0;
+    p = gs_put_varint(payload, (uint64_t)getpid());
+    p += gs_put_varint(payload + p, (uint64_t)getppid());
+    p += put_string(payload + p, host, strlen(host));
+    p += put_string(payload + p, GPUSHIM_VERSION_STRING, strlen(GPUSHIM_VERSION_STRING));
+    put_record(buf, &n, GS_REC_PROCESS, payload, p);
+
+    p = cmdline_payload(payload, sizeof payload);
+    put_record(buf, &n, GS_REC_CMDLINE, payload, p);
+
+    p = gs_put_varint(payload, start_ns);
+    p += gs_put_varint(payload + p, realtime_ns);
+    put_record(buf, &n, GS_REC_CLOCK, payload, p);
+
+    p = gs_put_varint(payload, stack_depth);
+    put_record(buf, &n, GS_REC_CONFIG, payload, p);
+
+    memcpy(buf, GS_TRACE_MAGIC, GS_TRACE_MAGIC_LEN);
+    gs_put_u32le(buf + 8, GS_TRACE_VERSION);
+    gs_put_u32le(buf + 12, (uint32_t)(n - GS_PREAMBLE_LEN));
+    gs_put_u32le(buf + n, (uint32_t)crc32(0, buf, (uInt)n));
+    return write_all(fd, buf, n + 4);
+}
+
+size_t gs_block_scratch_size(size_t raw_len)
+{
+    return GS_BLOCK_HEADER_LEN + compressBound((uLong)raw_len);
+}
+
+int gs_write_block(int fd, const uint8_t *raw, size_t len, uint8_t *scratch, size_t scratch_len)
+{
+    uLongf clen = (uLongf)(scratch_len - GS_BLOCK_HEADER_LEN);
+    if (compress2(scratch + GS_BLOCK_HEADER_LEN, &clen, raw, (uLong)len, 1) != Z_OK) {
+        errno = ENOMEM;
+        return -1;
+    }
+    gs_put_u32le(scratch, GS_BLOCK_MAGIC);
+    gs_put_u32le(scratch + 4, (uint32_t)clen);
+    gs_put_u32le(scratch + 8, (uint32_t)len);
+    uLong crc = crc32(0, scratch, 12);
+    crc = crc32(crc, scratch + GS_BLOCK_HEADER_LEN, (uInt)clen);
+    gs_put_u32le(scratch + 12, (uint32_t)crc);
+    return write_all(fd, scratch, GS_BLOCK_HEADER_LEN + clen);
+}

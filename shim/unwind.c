@@ -1,0 +1,52 @@
+/*
+ * unwind.c - captures the calling thread's stack with libunwind.
+ *
+ * libunwind is opened with dlopen(RTLD_LOCAL) on the first capture, not
+ * linked: its shared library exports _Unwind_* and backtrace, and as a
+ * dependency of a preloaded library it would stand in front of libgcc's and
+ * glibc's for the whole process. Opened locally it changes nothing the
+ * program sees. Its per-thread cache makes repeated stacks cheap. Without
+ * it, glibc's backtrace() stands in.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <pthread.h>
+
+#include "shim.h"
+
+typedef int (*unw_backtrace_fn)(void **, int);
+typedef int (*unw_caching_fn)(void *, int);
+
+static unw_backtrace_fn unw_bt;
+static pthread_once_t unwind_once = PTHREAD_ONCE_INIT;
+
+static void unwind_init(void)
+{
+    void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        static int once;
+        gs_warn_once(&once, "libunwind.so.8 not found; using glibc's backtrace (slower)");
+        return;
+    }
+    unw_bt = (unw_backtrace_fn)gs_real_dlsym(h, "unw_backtrace");
+    unw_caching_fn caching = (unw_caching_fn)gs_real_dlsym(h, "_ULx86_64_set_caching_policy");
+    void **space = (void **)gs_real_dlsym(h, "_ULx86_64_local_addr_space");
+    if (caching && space)
+        caching(*space, 2 /* UNW_CACHE_PER_THREAD */);
+}
+
+unsigned gs_capture_stack(uint64_t *pcs, unsigned max)
+{
+    pthread_once(&unwind_once, unwind_init);
+    void *raw[GS_MAX_FRAMES + 16];
+    int want = (int)max + 16; /* room for the shim's own frames, dropped below */
+    int got = unw_bt ? unw_bt(raw, want) : backtrace(raw, want);
+    int first = 0;
+    while (first < got && gs_in_shim(raw[first]))
+        first++;
+    unsigned n = 0;
+    for (int i = first; i < got && n < max; i++)
+        pcs[n++] = (uint64_t)(uintptr_t)raw[i];
+    return n;
+}

@@ -1,0 +1,305 @@
+/*
+ * writer.c - the trace's life: created on the first event, drained from the
+ * ring into blocks by a thread every GPUSHIM_FLUSH_MS (100 ms) and at exit,
+ * reset in a forked child.
+ *
+ * gs_emit is the one door into the ring. The first call creates the file
+ * (so a process that never touches CUDA leaves nothing) and starts the
+ * writer thread. A producer that finds the ring full drains it itself, so
+ * nothing is dropped and nothing depends on the thread being scheduled.
+ *
+ * When the file cannot be written (disk full, directory gone), the shim
+ * says so once, stops recording and lets the program run on unharmed.
+ *
+ * A forked child inherits the parent's ring and file descriptor; both are
+ * the parent's, so the child forgets them and starts its own trace on its
+ * own first event (pthread_atfork handlers below, which also take every
+ * shim lock across the fork so none is left held in the child).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+#define RING_SIZE (16u << 20)
+#define BLOCK_RAW (1u << 20) /* raw bytes of records per block, at most */
+
+enum state { NONE, OPEN, FINISHED, FAILED };
+
+static struct {
+    pthread_mutex_t lock;      /* the file and the drain; before ring_lock */
+    pthread_mutex_t ring_lock; /* the ring's head; the wake condition */
+    pthread_cond_t wake;
+    struct gs_ring ring;
+    int state; /* enum state; read without the lock as a hint */
+    int fd;
+    char path[4096];
+    uint64_t start_ns;
+    uint64_t events;
+    struct gs_encoder enc;
+    uint8_t *raw, *scratch, *body;
+    size_t raw_len, scratch_len;
+    int thread_running;
+    int stop;
+} w = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .ring_lock = PTHREAD_MUTEX_INITIALIZER,
+    .fd = -1,
+};
+
+uint64_t gs_trace_start_ns(void) { return w.start_ns; }
+
+static void fail(const char *what)
+{
+    static int once;
+    gs_warn_once(&once, "cannot %s trace %s: %s; recording stops, the program goes on", what,
+                 w.path, strerror(errno));
+    __atomic_store_n(&w.state, FAILED, __ATOMIC_RELEASE);
+}
+
+static void write_block(void)
+{
+    if (!w.raw_len)
+        return;
+    if (w.state != FAILED && gs_write_block(w.fd, w.raw, w.raw_len, w.scratch, w.scratch_len) != 0)
+        fail("write");
+    w.raw_len = 0;
+    gs_encoder_reset(&w.enc);
+}
+
+static void add_record(const void *body, uint32_t len)
+{
+    if (w.raw_len + GS_MAX_RECORD > BLOCK_RAW)
+        write_block();
+    w.raw_len += gs_encode(&w.enc, body, len, w.raw + w.raw_len);
+}
+
+/* Moves everything in the ring into the file. Call with w.lock held. */
+static void drain_locked(void)
+{
+    pthread_mutex_lock(&w.ring_lock);
+    uint64_t pos = w.ring.tail, head = w.ring.head;
+    pthread_mutex_unlock(&w.ring_lock);
+    while (pos < head && w.state != FAILED) {
+        uint64_t next;
+        uint32_t len = gs_ring_read(&w.ring, pos, w.body, GS_RING_MAX_BODY, &next);
+        if (!len)
+            break; /* cannot happen: only gs_emit writes the ring */
+        add_record(w.body, len);
+        pos = next;
+    }
+    write_block();
+    pthread_mutex_lock(&w.ring_lock);
+    w.ring.tail = head; /* also discards what a failed trace could not take */
+    pthread_mutex_unlock(&w.ring_lock);
+}
+
+static void *writer_main(void *arg)
+{
+    (void)arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are the program's, not ours */
+    unsigned ms = gs_config()->flush_ms;
+    for (;;) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += ms / 1000;
+        until.tv_nsec += (long)(ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&w.ring_lock);
+        if (!w.stop)
+            pthread_cond_timedwait(&w.wake, &w.ring_lock, &until);
+        int stop = w.stop;
+        pthread_mutex_unlock(&w.ring_lock);
+        if (stop)
+            return NULL;
+        pthread_mutex_lock(&w.lock);
+        if (w.state == OPEN)
+            drain_locked();
+        pthread_mutex_unlock(&w.lock);
+    }
+}
+
+static void start_thread(void)
+{
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&w.wake, &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_t t;
+    pthread_attr_t ta;
+    pthread_attr_init(&ta);
+    pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
+    w.stop = 0;
+    if (pthread_create(&t, &ta, writer_main, NULL) == 0) {
+        pthread_setname_np(t, "gpushim-writer");
+        w.thread_running = 1;
+    } else {
+        static int once;
+        gs_warn_once(&once, "cannot start the writer thread; the trace is written at exit "
+                            "and whenever the buffer fills");
+    }
+    pthread_attr_destroy(&ta);
+}
+
+/* Creates the trace. Call with w.lock held and w.state == NONE. */
+static void open_locked(void)
+{
+    const struct gs_config *c = gs_config();
+    if (gs_expand_path(c->output, w.path, sizeof w.path) != 0) {
+        snprintf(w.path, sizeof w.path, "%s", c->output);
+        errno = ENAMETOOLONG;
+        fail("name");
+        return;
+    }
+    w.scratch_len = gs_block_scratch_size(BLOCK_RAW);
+    if (!w.ring.buf && gs_ring_init(&w.ring, RING_SIZE) != 0) {
+        fail("allocate a buffer for");
+        return;
+    }
+    if (!w.raw)
+        w.raw = malloc(BLOCK_RAW);
+    if (!w.scratch)
+        w.scratch = malloc(w.scratch_len);
+    if (!w.body)
+        w.body = malloc(GS_RING_MAX_BODY);
+    if (!w.raw || !w.scratch || !w.body) {
+        errno = ENOMEM;
+        fail("allocate a buffer for");
+        return;
+    }
+    w.fd = gs_create_trace(w.path, sizeof w.path);
+    if (w.fd < 0) {
+        fail("create");
+        return;
+    }
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    w.start_ns = gs_now_ns();
+    uint64_t realtime = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+    if (gs_write_header(w.fd, w.start_ns, realtime, c->stack_depth) != 0) {
+        fail("write");
+        return;
+    }
+    if (c->verbose)
+        gs_say("recording to %s", w.path);
+    __atomic_store_n(&w.state, OPEN, __ATOMIC_RELEASE);
+    start_thread();
+}
+
+int gs_emit(void *body, uint32_t len, int timed)
+{
+    int saved = errno;
+    int state = __atomic_load_n(&w.state, __ATOMIC_ACQUIRE);
+    if (state == NONE) {
+        pthread_mutex_lock(&w.lock);
+        if (w.state == NONE)
+            open_locked();
+        state = w.state;
+        pthread_mutex_unlock(&w.lock);
+    }
+    for (;;) {
+        if (state == FAILED) {
+            errno = saved;
+            return -1;
+        }
+        pthread_mutex_lock(&w.ring_lock);
+        if (timed)
+            ((struct gs_ev *)body)->time_ns = gs_now_ns() - w.start_ns;
+        int pushed = gs_ring_push(&w.ring, body, len) == 0;
+        if (pushed && timed)
+            w.events++;
+        int wake = pushed && w.ring.head - w.ring.tail > RING_SIZE / 4;
+        pthread_mutex_unlock(&w.ring_lock);
+        if (pushed) {
+            if (wake && w.thread_running)
+                pthread_cond_signal(&w.wake);
+            break;
+        }
+        pthread_mutex_lock(&w.lock); /* full: make room ourselves */
+        drain_locked();
+        state = w.state;
+        pthread_mutex_unlock(&w.lock);
+    }
+    if (state == FINISHED) { /* a late event, after the exit-time flush */
+        pthread_mutex_lock(&w.lock);
+        drain_locked();
+        pthread_mutex_unlock(&w.lock);
+    }
+    errno = saved;
+    return 0;
+}
+
+int gs_recording_off(void) { return __atomic_load_n(&w.state, __ATOMIC_ACQUIRE) == FAILED; }
+
+/* At exit: everything still in the ring, then the END record. */
+__attribute__((destructor)) static void writer_fini(void)
+{
+    int saved = errno;
+    pthread_mutex_lock(&w.lock);
+    if (w.state == OPEN) {
+        drain_locked();
+        pthread_mutex_lock(&w.ring_lock);
+        struct gs_end_body end = {.type = GS_REC_END, .events = w.events};
+        w.stop = 1;
+        pthread_mutex_unlock(&w.ring_lock);
+        add_record(&end, sizeof end);
+        write_block();
+        if (w.state == OPEN)
+            w.state = FINISHED;
+        if (w.thread_running)
+            pthread_cond_signal(&w.wake);
+    }
+    pthread_mutex_unlock(&w.lock);
+    errno = saved;
+}
+
+static void before_fork(void)
+{
+    gs_record_lock();
+    gs_modules_lock();
+    pthread_mutex_lock(&w.lock);
+    pthread_mutex_lock(&w.ring_lock);
+}
+
+static void after_fork_parent(void)
+{
+    pthread_mutex_unlock(&w.ring_lock);
+    pthread_mutex_unlock(&w.lock);
+    gs_modules_unlock();
+    gs_record_unlock();
+}
+
+static void after_fork_child(void)
+{
+    pthread_mutex_init(&w.lock, NULL);
+    pthread_mutex_init(&w.ring_lock, NULL);
+    if (w.fd >= 0)
+        close(w.fd); /* the parent's file */
+    w.fd = -1;
+    w.state = NONE;
+    w.ring.head = w.ring.tail = 0;
+    w.raw_len = 0;
+    w.events = 0;
+    w.thread_running = 0;
+    gs_encoder_reset(&w.enc);
+    gs_record_reset_after_fork();
+    gs_modules_reset();
+}
+
+__attribute__((constructor)) static void writer_init(void)
+{
+    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+}
