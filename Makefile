@@ -44,7 +44,13 @@ all: $(BUILD)/libgpushim.so $(BUILD)/gpushim
 
 $(BUILD)/obj/pic/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(NOASAN) -fPIC -fvisibility=hidden -c $< -o $@
+
+# The dlsym path runs inside a sanitizer's own start-up, before its shadow
+# memory exists (see shim/dlsym_hook.c): never built with AddressSanitizer.
+ifeq ($(SAN),1)
+$(BUILD)/obj/pic/shim/dlsym_hook.o $(BUILD)/obj/pic/shim/real.o: NOASAN := -fno-sanitize=address
+endif
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -71,7 +77,13 @@ $(BUILD)/sim/libcudart.so.13: $(BUILD)/obj/pic/tests/sim/runtime.o
 # ---- programs the integration tests run under the shim ----
 # drv_*: linked with the driver (-lcuda); rt_*: with the runtime (-lcudart);
 # the rest link neither and dlopen what they use.
-progs: $(PROGS) $(BUILD)/examples/sim_training $(BUILD)/bench/bench_workload
+NVCC ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/local/cuda/bin/nvcc))
+REAL_CUDART := $(if $(NVCC),$(BUILD)/progs/real_cudart)
+progs: $(PROGS) $(REAL_CUDART) $(BUILD)/examples/sim_training $(BUILD)/bench/bench_workload
+# NVIDIA's real runtime, where the toolkit is installed (never sanitized: nvcc's own flags).
+$(BUILD)/progs/real_cudart: tests/progs/real_cudart.cu
+	@mkdir -p $(@D)
+	$(NVCC) -cudart shared -o $@ $<
 PROG_LINK = $(if $(filter drv_%,$(notdir $@)),-lcuda,$(if $(filter rt_%,$(notdir $@)),-lcudart))
 $(BUILD)/progs/%: tests/progs/%.c $(SIM)
 	@mkdir -p $(@D)

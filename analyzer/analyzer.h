@@ -83,6 +83,7 @@ uint64_t gs_decode_block(const uint8_t *raw, size_t len, const struct gs_reader_
 struct gs_site {
     uint32_t stack_id;
     uint32_t kind;
+    uint32_t api; /* of its first allocation */
     uint64_t allocs, alloc_bytes;
     uint64_t live_bytes, live_count;  /* now (at the end: unfreed) */
     uint64_t peak_bytes, peak_count;  /* at the process's device peak */
@@ -177,6 +178,7 @@ struct gs_frame;
 struct gs_report_site {
     uint64_t bytes, count;
     uint32_t stack_id; /* a representative stack */
+    uint32_t api;      /* the API its first allocation was made with */
 };
 
 enum gs_site_metric { GS_METRIC_PEAK, GS_METRIC_LEAK };

@@ -327,6 +327,8 @@ static void on_alloc(struct gs_replay *r, const struct gs_revent *e)
     struct gs_site *s = site(r, e->stack_id, e->kind);
     if (!s)
         return;
+    if (!s->allocs)
+        s->api = e->api;
     s->allocs++;
     s->alloc_bytes += e->size;
     r->allocations++;

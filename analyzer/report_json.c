@@ -40,6 +40,7 @@ static void sites(struct gs_json *j, const struct gs_report *rep, enum gs_site_m
         gs_json_begin_object(j, NULL);
         gs_json_uint(j, "bytes", s[i].bytes);
         gs_json_uint(j, "count", s[i].count);
+        gs_json_string(j, "api", gs_api_name(s[i].api));
         frames(j, rep, s[i].stack_id);
         gs_json_end_object(j);
     }

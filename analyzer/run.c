@@ -74,7 +74,8 @@ static int find_library(char *out, size_t sz)
     return -1;
 }
 
-/* LD_PRELOAD with lib first, keeping what the user preloads already. */
+/* LD_PRELOAD with lib added after what the user preloads already (a
+ * sanitizer's runtime, for one, must stay first). */
 static int set_preload(const char *lib)
 {
     const char *old = getenv("LD_PRELOAD");
@@ -82,7 +83,7 @@ static int set_preload(const char *lib)
     char *v = malloc(len);
     if (!v)
         return -1;
-    snprintf(v, len, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
+    snprintf(v, len, "%s%s%s", old ? old : "", old && *old ? ":" : "", lib);
     int r = setenv("LD_PRELOAD", v, 1);
     free(v);
     return r;

@@ -116,6 +116,7 @@ size_t gs_rank_sites(const struct gs_replay *r, struct gs_symbolizer *sym,
         if (gs_idmap_get(merged, key, &at) != 0) {
             at = n++;
             sites[at].stack_id = s->stack_id;
+            sites[at].api = s->api;
             gs_idmap_put(merged, key, at);
         }
         sites[at].bytes += bytes;

@@ -13,6 +13,10 @@
  * it would mean "after the shim", so for callers outside the shim we walk the
  * link map ourselves: starting after the caller's object, the first object
  * whose own symbol table defines the name.
+ *
+ * This file and real.c run when a sanitizer's runtime looks up its own
+ * functions, before it is ready: on that path they call nothing it
+ * intercepts, and the Makefile builds them without AddressSanitizer.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -21,15 +25,29 @@
 
 #include "shim.h"
 
+static struct link_map *link_map_of(const void *addr)
+{
+    Dl_info info;
+    struct link_map *lm = NULL;
+    if (!dladdr1(addr, &info, (void **)&lm, RTLD_DL_LINKMAP))
+        return NULL;
+    return lm;
+}
+
 /* The first definition of name in an object loaded after the one holding
  * caller, as glibc's RTLD_NEXT would find it for that caller. */
 static void *next_after(const void *caller, const char *name)
 {
-    Dl_info info;
-    struct link_map *lm = NULL;
-    if (!dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
+    struct link_map *from = link_map_of(caller), *shim = link_map_of((const void *)next_after);
+    int after_shim = 0;
+    for (struct link_map *l = shim ? shim->l_next : NULL; l && from; l = l->l_next)
+        after_shim |= l == from;
+    /* A caller before the shim (a sanitizer's runtime, another preloaded
+     * library) gets what follows the shim: the same objects, less the shim,
+     * whose own names hooked_dlsym substitutes anyway. */
+    if (!after_shim)
         return gs_real_dlsym(RTLD_NEXT, name);
-    for (struct link_map *l = lm->l_next; l; l = l->l_next) {
+    for (struct link_map *l = from->l_next; l; l = l->l_next) {
         if (!l->l_name || !l->l_name[0])
             continue;
         void *h = dlopen(l->l_name, RTLD_NOLOAD | RTLD_LAZY);
@@ -37,10 +55,8 @@ static void *next_after(const void *caller, const char *name)
             continue;
         void *p = gs_real_dlsym(h, name);
         dlclose(h);
-        struct link_map *owner = NULL;
-        Dl_info pinfo;
         /* dlsym(h) also searches h's dependencies; RTLD_NEXT wants h's own. */
-        if (p && dladdr1(p, &pinfo, (void **)&owner, RTLD_DL_LINKMAP) && owner == l)
+        if (p && link_map_of(p) == l)
             return p;
     }
     return NULL;

@@ -230,34 +230,3 @@ void gs_modules_reset(void)
     next_id = 0;
     last_adds = last_subs = ~0ull;
 }
-
-struct range_query {
-    uint64_t addr, lo, hi;
-    int found;
-};
-
-static int find_image(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    (void)size;
-    struct range_query *q = arg;
-    uint64_t lo, hi;
-    image_range(info, &lo, &hi);
-    if (q->addr >= lo && q->addr < hi) {
-        q->lo = lo;
-        q->hi = hi;
-        q->found = 1;
-        return 1;
-    }
-    return 0;
-}
-
-int gs_image_range(const void *addr, uint64_t *lo, uint64_t *hi)
-{
-    struct range_query q = {.addr = (uint64_t)(uintptr_t)addr};
-    dl_iterate_phdr(find_image, &q);
-    if (!q.found)
-        return -1;
-    *lo = q.lo;
-    *hi = q.hi;
-    return 0;
-}

@@ -50,6 +50,13 @@ static dlsym_fn real_dlsym;
 static uint64_t shim_lo, shim_hi;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
+/* The linker marks our image's first and last byte. */
+extern const char __ehdr_start[] __attribute__((visibility("hidden")));
+extern const char _end[] __attribute__((visibility("hidden")));
+
+/* Runs before anything else in the process may have been set up (a
+ * sanitizer's runtime asks dlsym for its functions during its own start):
+ * only glibc calls that nothing intercepts. */
 static void real_init(void)
 {
     /* dlvsym is not hooked, so it reaches glibc's own dlsym. glibc 2.34 moved
@@ -57,8 +64,8 @@ static void real_init(void)
     real_dlsym = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
     if (!real_dlsym)
         real_dlsym = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-    if (gs_image_range((const void *)real_init, &shim_lo, &shim_hi) != 0)
-        shim_lo = shim_hi = 0;
+    shim_lo = (uint64_t)(uintptr_t)__ehdr_start;
+    shim_hi = (uint64_t)(uintptr_t)_end;
 }
 
 void *gs_real_dlsym(void *handle, const char *name)

@@ -183,8 +183,6 @@ void gs_modules_cover(const uint64_t *pcs, unsigned n);
 void gs_modules_lock(void);
 void gs_modules_unlock(void);
 void gs_modules_reset(void);
-/* Fills the range of the image that holds addr; 0 on success. */
-int gs_image_range(const void *addr, uint64_t *lo, uint64_t *hi);
 
 /* ---- writer.c: the trace file's life ---- */
 /* Pushes one body; creates the trace on the first call; drains synchronously

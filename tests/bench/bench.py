@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""bench.py - what `make bench` runs: gpushim's recording and analysis cost,
+side by side with heaptrack's on the same events.
+
+Usage: bench.py --build DIR [--events N] [--repeat R]
+
+Runs build/bench/bench_workload (N driver events from 16 call sites about 20
+frames deep; see tests/bench/bench_workload.c) on the simulated driver with
+SIMCUDA_HOST_MALLOC=1, so that each device allocation and free is also one
+heap allocation and free, which heaptrack sees. Each measurement is the best
+of R runs, interleaved:
+
+  baseline   the workload alone
+  gpushim    under LD_PRELOAD=libgpushim.so, writing a trace
+  heaptrack  under `heaptrack -o FILE` (its wrapper, interpreter and
+             compressor included: what a user runs)
+
+and each again with a tiny workload (STARTUP_EVENTS events) to tell the
+fixed startup cost from the cost per event. Then each tool's analyzer on its
+trace: `gpushim report --json` and `heaptrack_print`. It prints one table:
+
+  recording overhead per event   (t_tool - t_baseline) / N, wall clock
+  recording startup cost         t_tool - t_baseline with STARTUP_EVENTS events
+  recording CPU per event        the same as the first, in user + system time
+                                 of the whole process tree (heaptrack records
+                                 in three processes, which run in parallel)
+  trace bytes per event          trace file size / N
+  analyzer events per second     N / analyzer wall time
+  analyzer peak memory           the analyzer's peak RSS (wait4's ru_maxrss)
+
+with a ratio column that reads "times better for gpushim" on every row:
+heaptrack / gpushim for costs, gpushim / heaptrack for throughput. Without
+heaptrack it prints gpushim's figures alone. It checks that gpushim's trace
+holds exactly N events, and exits non-zero if not or if any run fails.
+Builds nothing; standard library only.
+"""
+import argparse
+import glob
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+STARTUP_EVENTS = 1000
+
+
+def fail(msg):
+    print("bench: error: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def run(cmd, env, tmp, name):
+    """Runs cmd; returns (wall seconds, CPU seconds, peak RSS in KiB) of it
+    and its waited-for descendants. Output goes to a file, shown on failure."""
+    log = os.path.join(tmp, name + ".log")
+    with open(log, "wb") as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT)
+        _, status, ru = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        with open(log, "rb") as f:
+            tail = f.read()[-2000:].decode(errors="replace")
+        fail("%s exited with %d:\n%s\n%s" % (" ".join(cmd), proc.returncode, tail, "-" * 40))
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss
+
+
+def machine_info():
+    model = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    print("machine   %s, %d CPUs (nproc), Linux %s" % (model, len(os.sched_getaffinity(0)),
+                                                       platform.release()))
+    print("date      %s" % time.strftime("%Y-%m-%d %H:%M:%S %Z"))
+
+
+def heaptrack_version(exe):
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
+        return (out.stdout or out.stderr).strip().splitlines()[0]
+    except (OSError, IndexError, subprocess.TimeoutExpired):
+        return "heaptrack"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default="build", help="the build directory (default: build)")
+    ap.add_argument("--events", type=int, default=1000000, help="events N (default 1000000)")
+    ap.add_argument("--repeat", type=int, default=5, help="runs per figure, best taken (default 5)")
+    args = ap.parse_args()
+    n = args.events
+    if n < 2 * STARTUP_EVENTS:
+        fail("--events must be at least %d" % (2 * STARTUP_EVENTS))
+
+    build = os.path.abspath(args.build)
+    workload = os.path.join(build, "bench", "bench_workload")
+    shim = os.path.join(build, "libgpushim.so")
+    gpushim = os.path.join(build, "gpushim")
+    for path in (workload, shim, gpushim):
+        if not os.path.exists(path):
+            fail("%s is missing: run `make all progs` first" % path)
+    heaptrack = shutil.which("heaptrack")
+    heaptrack_print = shutil.which("heaptrack_print")
+
+    env = {k: v for k, v in os.environ.items()
+           if k != "LD_PRELOAD" and not k.startswith(("GPUSHIM_", "SIMCUDA_"))}
+    env.update(SIMCUDA_HOST_MALLOC="1", SIMCUDA_MEMORY="1T")
+
+    machine_info()
+    print("workload  %s: %d events (%d with the tiny workload), best of %d runs"
+          % (os.path.relpath(workload), n, STARTUP_EVENTS, args.repeat))
+    if heaptrack:
+        print("heaptrack %s" % heaptrack_version(heaptrack).replace("heaptrack ", "", 1))
+    else:
+        print("heaptrack is not installed: gpushim's figures alone")
+    sys.stdout.flush()
+
+    with tempfile.TemporaryDirectory(prefix="gpushim-bench-") as tmp:
+        trace = os.path.join(tmp, "b.trace")
+        hbase = os.path.join(tmp, "h")
+
+        def heaptrack_file():
+            found = glob.glob(hbase + ".*")
+            return found[0] if len(found) == 1 else None
+
+        def clean():
+            for path in glob.glob(trace) + glob.glob(hbase + ".*"):
+                os.remove(path)
+
+        gs_env = dict(env, LD_PRELOAD=shim, GPUSHIM_OUTPUT=trace)
+        tools = ["baseline", "gpushim"] + (["heaptrack"] if heaptrack else [])
+
+        def command(tool, events):
+            prefix = [heaptrack, "-o", hbase] if tool == "heaptrack" else []
+            return prefix + [workload, str(events)]
+
+        def tool_env(tool):
+            return gs_env if tool == "gpushim" else env
+
+        # Recording, interleaved so that drift touches every tool alike.
+        best = {}  # (tool, events) -> [wall, cpu]
+        for _ in range(args.repeat):
+            for events in (n, STARTUP_EVENTS):
+                for tool in tools:
+                    clean()
+                    wall, cpu, _ = run(command(tool, events), tool_env(tool), tmp, tool)
+                    b = best.setdefault((tool, events), [wall, cpu])
+                    b[0], b[1] = min(b[0], wall), min(b[1], cpu)
+        # The traces to analyze and measure: one last run at N of each tool.
+        clean()
+        run(command("gpushim", n), gs_env, tmp, "gpushim")
+        trace_bytes = {"gpushim": os.path.getsize(trace)}
+        if heaptrack:
+            run(command("heaptrack", n), env, tmp, "heaptrack")
+            hfile = heaptrack_file()
+            if not hfile:
+                fail("heaptrack wrote no single %s.* file: %s" % (hbase, os.listdir(tmp)))
+            trace_bytes["heaptrack"] = os.path.getsize(hfile)
+
+        # gpushim's trace must hold exactly the workload's events.
+        out = subprocess.run([gpushim, "report", "--json", trace], env=env,
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            fail("gpushim report --json failed (%d): %s" % (out.returncode, out.stderr))
+        ev = json.loads(out.stdout)["events"]
+        if ev["allocations"] + ev["frees"] != n:
+            fail("gpushim's trace holds %d allocations + %d frees, not %d events"
+                 % (ev["allocations"], ev["frees"], n))
+
+        # The analyzers.
+        analyzers = {"gpushim": [gpushim, "report", "--json", trace]}
+        if heaptrack and heaptrack_print:
+            analyzers["heaptrack"] = [heaptrack_print, "--print-leaks", "-f", hfile]
+        ana = {}  # tool -> [wall, peak KiB]
+        for _ in range(args.repeat):
+            for tool, cmd in analyzers.items():
+                wall, _, rss = run(cmd, env, tmp, tool + "-analyzer")
+                a = ana.setdefault(tool, [wall, rss])
+                a[0], a[1] = min(a[0], wall), min(a[1], rss)
+        if "heaptrack" in analyzers:
+            with open(os.path.join(tmp, "heaptrack-analyzer.log")) as f:
+                for line in f:
+                    if line.startswith("calls to allocation functions:"):
+                        calls = int(line.split(":")[1].split()[0])
+                        if calls < n // 2:
+                            print("warning: heaptrack saw %d allocations, fewer than %d"
+                                  % (calls, n // 2))
+
+    # The figures: a row is (label, unit, gpushim, heaptrack, cost?).
+    base_n, base_s = best[("baseline", n)], best[("baseline", STARTUP_EVENTS)]
+
+    def recording(tool):
+        if ("baseline", n) not in best or (tool, n) not in best:
+            return None, None, None
+        wall_n, cpu_n = best[(tool, n)]
+        wall_s = best[(tool, STARTUP_EVENTS)][0]
+        return ((wall_n - base_n[0]) / n * 1e9, (wall_s - base_s[0]) * 1e3,
+                (cpu_n - base_n[1]) / n * 1e9)
+
+    figures = {}
+    for tool in ("gpushim", "heaptrack"):
+        over, startup, cpu = recording(tool) if tool in tools else (None, None, None)
+        a = ana.get(tool)
+        figures[tool] = [over, startup, cpu, trace_bytes[tool] / n if tool in trace_bytes else None,
+                         n / a[0] if a else None, a[1] / 1024 if a else None]
+    rows = [("recording overhead per event", "ns", "%.0f", True),
+            ("recording startup cost", "ms", "%.1f", True),
+            ("recording CPU per event", "ns", "%.0f", True),
+            ("trace bytes per event", "B", "%.2f", True),
+            ("analyzer events per second", "M/s", "%.2f", False),
+            ("analyzer peak memory", "MiB", "%.1f", True)]
+
+    def fmt(spec, v, scale=1.0):
+        return "n/a" if v is None else spec % (v * scale)
+
+    print()
+    with_h = "heaptrack" in tools
+    head = "%-34s %12s" % ("", "gpushim")
+    if with_h:
+        head += " %12s %9s" % ("heaptrack", "ratio")
+    print(head)
+    for i, (label, unit, spec, cost) in enumerate(rows):
+        scale = 1e-6 if unit == "M/s" else 1.0
+        g, h = figures["gpushim"][i], figures["heaptrack"][i]
+        line = "%-34s %12s" % ("%s (%s)" % (label, unit), fmt(spec, g, scale))
+        if with_h:
+            ratio = None
+            if g is not None and h is not None and g > 0 and h > 0:
+                ratio = h / g if cost else g / h
+            line += " %12s %9s" % (fmt(spec, h, scale), fmt("%.2fx", ratio))
+        print(line)
+    if with_h:
+        print("ratio: times better for gpushim (heaptrack/gpushim for costs, gpushim/heaptrack"
+              " for events per second); > 1 favours gpushim")
+    print("baseline: %.1f ms for %d events without a profiler" % (base_n[0] * 1e3, n))
+
+
+if __name__ == "__main__":
+    main()
