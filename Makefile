@@ -1,7 +1,7 @@
 # gpushim - a GPU memory profiler.
 #
 #   make               build/libgpushim.so and build/gpushim
-#   make test          every test, then again under AddressSanitizer and UBSan
+#   make test          every test with gcc, under AddressSanitizer and UBSan, and with clang
 #   make check         every test, once (BUILD=dir SAN=1 for a sanitizer build)
 #   make demo          a simulated training job under the shim, then its report
 #   make bench         recording and analysis cost, side by side with heaptrack
@@ -39,7 +39,7 @@ UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_DEPS:%.c=$(BUILD)/obj/%.o)
 PROGS := $(PROG_SRC:tests/progs/%.c=$(BUILD)/progs/%)
 SIM := $(BUILD)/sim/libcuda.so.1 $(BUILD)/sim/libcudart.so.13
 
-.PHONY: all test check unit integration demo bench install uninstall clean sim progs
+.PHONY: all deps test check unit integration demo bench install uninstall clean sim progs
 all: $(BUILD)/libgpushim.so $(BUILD)/gpushim
 
 $(BUILD)/obj/pic/%.o: %.c
@@ -119,12 +119,18 @@ integration: all progs
 
 check: $(BUILD)/abi_check.ok unit integration
 
-test:
+deps:
+	@sh scripts/install-deps.sh
+
+# gcc, then gcc with AddressSanitizer and UBSan, then clang where installed.
+test: deps
 	$(MAKE) check
 	$(MAKE) check SAN=1 BUILD=build/san
+	@if command -v clang >/dev/null; then $(MAKE) check CC=clang BUILD=build/clang; \
+	else echo "clang: SKIPPED (not installed)"; fi
 
 # ---- for people ----
-demo: all $(BUILD)/examples/sim_training
+demo: deps all $(BUILD)/examples/sim_training
 	@sh examples/run_demo.sh $(BUILD)
 
 bench: all $(BUILD)/bench/bench_workload

@@ -29,6 +29,8 @@ static const char *human_bytes(uint64_t b, char *buf, size_t sz)
 
 static double seconds(uint64_t ns) { return (double)ns / 1e9; }
 
+static const char *plural(uint64_t n) { return n == 1 ? "" : "s"; }
+
 struct frame_printer {
     FILE *out;
     const char *lead;
@@ -85,12 +87,13 @@ static void header(const struct gs_report *rep, FILE *out)
     fprintf(out, "gpushim report for %s\n\n", rep->path);
     fprintf(out, "  process   %" PRIu64 " on %s, started %s\n", in->pid, in->host, when);
     fprintf(out, "  command   %s\n", in->command[0] ? in->command : "(unknown)");
-    fprintf(out, "  recorded  %.3f s: %" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64
-                 " failed allocations\n",
-            seconds(r->last_time_ns), r->allocations, r->frees, r->failed);
+    fprintf(out, "  recorded  %.3f s: %" PRIu64 " allocation%s, %" PRIu64 " free%s, %" PRIu64
+                 " failed allocation%s\n",
+            seconds(r->last_time_ns), r->allocations, plural(r->allocations), r->frees,
+            plural(r->frees), r->failed, plural(r->failed));
     if (r->frees_unknown)
-        fprintf(out, "            %" PRIu64 " frees of addresses allocated before recording "
-                     "began or by unseen means\n", r->frees_unknown);
+        fprintf(out, "            %" PRIu64 " free%s of addresses not allocated while recording\n",
+                r->frees_unknown, plural(r->frees_unknown));
 }
 
 static void trace_state(const struct gs_report *rep, FILE *out)
@@ -170,8 +173,8 @@ void gs_report_text(FILE *out, const struct gs_report *rep)
 
     uint64_t count, leaked = gs_replay_leaks(r, &count);
     if (count) {
-        fprintf(out, "\nUnfreed at the end: %s in %" PRIu64 " allocations, by call site:\n",
-                human_bytes(leaked, a, sizeof a), count);
+        fprintf(out, "\nUnfreed at the end: %s in %" PRIu64 " allocation%s, by call site:\n",
+                human_bytes(leaked, a, sizeof a), count, plural(count));
         print_sites(rep, out, GS_METRIC_LEAK);
     } else {
         fprintf(out, "\nEverything allocated was freed.\n");

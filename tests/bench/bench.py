@@ -20,10 +20,12 @@ fixed startup cost from the cost per event. Then each tool's analyzer on its
 trace: `gpushim report --json` and `heaptrack_print`. It prints one table:
 
   recording overhead per event   (t_tool - t_baseline) / N, wall clock
+    the same, less startup       the same after taking off the startup cost:
+                                 what one more event costs
   recording startup cost         t_tool - t_baseline with STARTUP_EVENTS events
-  recording CPU per event        the same as the first, in user + system time
-                                 of the whole process tree (heaptrack records
-                                 in three processes, which run in parallel)
+  recording CPU per event        as the first row, in user + system time of
+                                 the whole process tree (heaptrack records in
+                                 three processes, which run in parallel)
   trace bytes per event          trace file size / N
   analyzer events per second     N / analyzer wall time
   analyzer peak memory           the analyzer's peak RSS (wait4's ru_maxrss)
@@ -202,20 +204,22 @@ def main():
     base_n, base_s = best[("baseline", n)], best[("baseline", STARTUP_EVENTS)]
 
     def recording(tool):
-        if ("baseline", n) not in best or (tool, n) not in best:
-            return None, None, None
+        """Overhead per event over the whole run, less the startup cost, the
+        startup cost, and CPU per event over the whole run."""
         wall_n, cpu_n = best[(tool, n)]
         wall_s = best[(tool, STARTUP_EVENTS)][0]
-        return ((wall_n - base_n[0]) / n * 1e9, (wall_s - base_s[0]) * 1e3,
+        over_n, over_s = wall_n - base_n[0], wall_s - base_s[0]
+        return (over_n / n * 1e9, (over_n - over_s) / (n - STARTUP_EVENTS) * 1e9, over_s * 1e3,
                 (cpu_n - base_n[1]) / n * 1e9)
 
     figures = {}
     for tool in ("gpushim", "heaptrack"):
-        over, startup, cpu = recording(tool) if tool in tools else (None, None, None)
+        rec = recording(tool) if tool in tools else (None,) * 4
         a = ana.get(tool)
-        figures[tool] = [over, startup, cpu, trace_bytes[tool] / n if tool in trace_bytes else None,
-                         n / a[0] if a else None, a[1] / 1024 if a else None]
+        figures[tool] = list(rec) + [trace_bytes[tool] / n if tool in trace_bytes else None,
+                                     n / a[0] if a else None, a[1] / 1024 if a else None]
     rows = [("recording overhead per event", "ns", "%.0f", True),
+            ("  the same, less startup", "ns", "%.0f", True),
             ("recording startup cost", "ms", "%.1f", True),
             ("recording CPU per event", "ns", "%.0f", True),
             ("trace bytes per event", "B", "%.2f", True),
@@ -227,7 +231,7 @@ def main():
 
     print()
     with_h = "heaptrack" in tools
-    head = "%-34s %12s" % ("", "gpushim")
+    head = "%-34s %12s" % ("best of %d runs" % args.repeat, "gpushim")
     if with_h:
         head += " %12s %9s" % ("heaptrack", "ratio")
     print(head)

@@ -157,6 +157,17 @@ def test_driver_schedule_exact_figures():
         check(want in text.stdout, f"text report lacks {want!r}:\n{text.stdout}")
 
 
+def test_inlined_frames():
+    r = same_behaviour([E.prog("drv_inline")])
+    d = report_json(one_trace(r))
+    eq(len(d["leaks"]["sites"]), 1, "one site")
+    s = d["leaks"]["sites"][0]
+    eq((s["bytes"], s["count"]), (192 * KiB, 3), "leak")
+    eq([(f["function"], os.path.basename(f["file"] or ""), f["line"]) for f in s["frames"]],
+       [("grab_buffer", "drv_inline.c", 15), ("load_table", "drv_inline.c", 21),
+        ("main", "drv_inline.c", 28)], "frames, the inlined one first")
+
+
 def test_dlopen_and_both_dlsym_versions():
     r = same_behaviour([E.prog("dl_dlsym")])
     d = report_json(one_trace(r))

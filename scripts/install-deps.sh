@@ -1,0 +1,25 @@
+#!/bin/sh
+# Makes sure what gpushim needs is installed (Debian and Ubuntu package names).
+#   build:  a C compiler, make, zlib, elfutils' libdw
+#   run:    libunwind (opened at run time for call stacks)
+#   tests:  Criterion, python3
+# As root with apt-get, missing packages are installed; otherwise the exact
+# command to install them is printed and the script fails.
+set -eu
+need="make gcc zlib1g-dev libdw-dev libelf-dev libunwind8 libcriterion-dev python3"
+missing=""
+for p in $need; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+        missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "installing:$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends $missing >/dev/null
+    exit 0
+fi
+echo "gpushim needs:$missing" >&2
+echo "install them with:  sudo apt-get install$missing" >&2
+exit 1

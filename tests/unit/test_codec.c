@@ -1,0 +1,589 @@
+/*
+ * test_codec.c - shim/encode.c against analyzer/reader.c's gs_decode_block:
+ * ring bodies (events of every type with extreme values, stacks of 0, 1 and
+ * GS_MAX_FRAMES frames, modules, the END record) encoded into one raw block
+ * come back field for field, in order. Also: unknown record types are
+ * skipped, a record whose payload is short is counted as damaged and the
+ * records after it still decode, a record whose length runs past the block
+ * ends that block with one damaged record, and gs_encode refuses malformed
+ * bodies.
+ */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../analyzer/analyzer.h"
+#include "../../shim/shim.h"
+
+/* ---- what the callbacks saw ---- */
+
+#define CAP_MAX 64
+
+struct cap_stack {
+    uint32_t id;
+    unsigned n;
+    uint64_t pcs[GS_MAX_FRAMES];
+};
+
+struct cap_module {
+    uint32_t id;
+    uint64_t bias, lo, span;
+    char path[4096];
+    uint8_t build_id[256];
+    size_t build_id_len;
+};
+
+struct cap {
+    char order[CAP_MAX + 1]; /* 'e' event, 's' stack, 'm' module */
+    int n;
+    struct gs_revent ev[CAP_MAX];
+    int nev;
+    struct cap_stack st[8];
+    int nst;
+    struct cap_module mod[4];
+    int nmod;
+};
+
+static void on_event(void *ctx, const struct gs_revent *e)
+{
+    struct cap *c = ctx;
+    cr_assert_lt(c->nev, CAP_MAX);
+    c->ev[c->nev++] = *e;
+    c->order[c->n++] = 'e';
+}
+
+static void on_stack(void *ctx, uint32_t id, const uint64_t *pcs, unsigned n)
+{
+    struct cap *c = ctx;
+    cr_assert_lt(c->nst, 8);
+    cr_assert_leq(n, GS_MAX_FRAMES);
+    struct cap_stack *s = &c->st[c->nst++];
+    s->id = id;
+    s->n = n;
+    memcpy(s->pcs, pcs, n * sizeof *pcs);
+    c->order[c->n++] = 's';
+}
+
+static void on_module(void *ctx, const struct gs_rmodule *m)
+{
+    struct cap *c = ctx;
+    cr_assert_lt(c->nmod, 4);
+    struct cap_module *d = &c->mod[c->nmod++];
+    d->id = m->id;
+    d->bias = m->bias;
+    d->lo = m->lo;
+    d->span = m->span;
+    cr_assert_lt(strlen(m->path), sizeof d->path);
+    strcpy(d->path, m->path);
+    cr_assert_leq(m->build_id_len, sizeof d->build_id);
+    memcpy(d->build_id, m->build_id, m->build_id_len);
+    d->build_id_len = m->build_id_len;
+    c->order[c->n++] = 'm';
+}
+
+static const struct gs_reader_ops ops = {
+    .module = on_module, .stack = on_stack, .event = on_event};
+
+static struct cap *cap_new(void)
+{
+    struct cap *c = calloc(1, sizeof *c);
+    cr_assert_not_null(c);
+    return c;
+}
+
+/* ---- building a raw block ---- */
+
+struct blk {
+    uint8_t *buf;
+    size_t len;
+};
+
+static void blk_init(struct blk *b)
+{
+    b->buf = malloc(1 << 20);
+    cr_assert_not_null(b->buf);
+    b->len = 0;
+}
+
+static void put(struct blk *b, struct gs_encoder *e, const void *body, uint32_t len)
+{
+    size_t n = gs_encode(e, body, len, b->buf + b->len);
+    cr_assert_gt(n, 0, "gs_encode refused a well-formed body of type %u", *(const uint8_t *)body);
+    cr_assert_leq(n, GS_MAX_RECORD, "record of %zu bytes exceeds GS_MAX_RECORD", n);
+    b->len += n;
+}
+
+static void put_raw(struct blk *b, const void *bytes, size_t len)
+{
+    memcpy(b->buf + b->len, bytes, len);
+    b->len += len;
+}
+
+static struct gs_stack_body *stack_body(uint32_t id, uint32_t n, uint32_t *len)
+{
+    *len = (uint32_t)(sizeof(struct gs_stack_body) + n * 8u);
+    struct gs_stack_body *s = calloc(1, *len);
+    cr_assert_not_null(s);
+    s->type = GS_REC_STACK;
+    s->id = id;
+    s->n = n;
+    return s;
+}
+
+static struct gs_module_body *module_body(uint32_t id, const char *path, const uint8_t *bid,
+                                          uint8_t bid_len, uint32_t *len)
+{
+    size_t plen = strlen(path);
+    *len = (uint32_t)(sizeof(struct gs_module_body) + plen + bid_len);
+    struct gs_module_body *m = calloc(1, *len);
+    cr_assert_not_null(m);
+    m->type = GS_REC_MODULE;
+    m->id = id;
+    m->path_len = (uint16_t)plen;
+    m->build_id_len = bid_len;
+    memcpy(m->data, path, plen);
+    memcpy(m->data + plen, bid, bid_len);
+    return m;
+}
+
+/* What the reader must produce for a ring event. */
+static void check_event(const struct gs_revent *got, const struct gs_ev *ev, int i)
+{
+    cr_assert_eq(got->type, ev->type, "event %d: type %u vs %u", i, got->type, ev->type);
+    cr_assert_eq(got->time_ns, ev->time_ns, "event %d: time %llu vs %llu", i,
+                 (unsigned long long)got->time_ns, (unsigned long long)ev->time_ns);
+    cr_assert_eq(got->tid, ev->tid, "event %d: tid", i);
+    cr_assert_eq(got->api, ev->api, "event %d: api", i);
+    cr_assert_eq(got->device, ev->device, "event %d: device %d vs %d", i, got->device,
+                 ev->device);
+    int has_addr = ev->type != GS_REC_ALLOC_FAILED;
+    int has_size = ev->type == GS_REC_ALLOC || ev->type == GS_REC_ALLOC_FAILED;
+    int has_stream = ev->type != GS_REC_FREE_FAILED;
+    int has_result = ev->type == GS_REC_FREE_FAILED || ev->type == GS_REC_ALLOC_FAILED;
+    cr_assert_eq(got->addr, has_addr ? ev->addr : 0, "event %d: addr %#llx vs %#llx", i,
+                 (unsigned long long)got->addr, (unsigned long long)ev->addr);
+    cr_assert_eq(got->size, has_size ? ev->size : 0, "event %d: size", i);
+    cr_assert_eq(got->stream, has_stream ? ev->stream : 0, "event %d: stream", i);
+    cr_assert_eq(got->stack_id, has_size ? ev->stack_id : 0, "event %d: stack id", i);
+    cr_assert_eq(got->kind, ev->type == GS_REC_ALLOC ? ev->kind : 0, "event %d: kind", i);
+    cr_assert_eq(got->result, has_result ? (uint32_t)ev->result : 0, "event %d: result", i);
+    cr_assert_eq(got->free_bytes, ev->type == GS_REC_ALLOC_FAILED ? ev->free_bytes : 0,
+                 "event %d: free bytes", i);
+    cr_assert_eq(got->total_bytes, ev->type == GS_REC_ALLOC_FAILED ? ev->total_bytes : 0,
+                 "event %d: total bytes", i);
+}
+
+static const struct gs_ev extreme_events[] = {
+    {.type = GS_REC_ALLOC, .api = GS_API_cudaFreeAsync_ptsz, .kind = GS_KIND_MANAGED,
+     .device = 63, .tid = UINT32_MAX, .stack_id = UINT32_MAX, .time_ns = 1000000,
+     .addr = UINT64_MAX, .size = UINT64_MAX, .stream = UINT64_MAX},
+    /* time goes backwards, addr from UINT64_MAX to 0 */
+    {.type = GS_REC_FREE, .api = GS_API_UNKNOWN, .device = -1, .tid = 0, .time_ns = 5,
+     .addr = 0, .stream = 0},
+    /* time jumps to the top */
+    {.type = GS_REC_FREE_FAILED, .api = GS_API_cuMemFree_v2, .device = 0, .tid = 77,
+     .time_ns = UINT64_MAX, .addr = 0x7f0000001000, .result = -1},
+    /* and back to 0 */
+    {.type = GS_REC_ALLOC_FAILED, .api = GS_API_cuMemAlloc_v2, .device = 63, .tid = 1,
+     .stack_id = 7, .result = 2, .time_ns = 0, .size = UINT64_MAX, .stream = 3,
+     .free_bytes = UINT64_MAX, .total_bytes = UINT64_MAX},
+    {.type = GS_REC_ALLOC, .api = GS_API_cuMemAlloc_v2, .kind = GS_KIND_DEVICE, .device = -1,
+     .tid = 2, .stack_id = 1, .time_ns = 1ull << 63, .addr = 0, .size = 0, .stream = 0},
+    {.type = GS_REC_FREE, .api = GS_API_cudaFree, .device = 5, .tid = 2, .time_ns = 1ull << 62,
+     .addr = 1ull << 63, .stream = 1},
+    {.type = GS_REC_ALLOC_FAILED, .api = GS_API_cudaMalloc, .device = -1, .tid = 9,
+     .stack_id = 0, .result = INT32_MIN, .time_ns = 3, .size = 0, .stream = 0,
+     .free_bytes = 0, .total_bytes = 0},
+    {.type = GS_REC_FREE_FAILED, .api = GS_API_cudaFree, .device = 63, .tid = UINT32_MAX,
+     .time_ns = 2, .addr = UINT64_MAX, .result = INT32_MAX},
+};
+#define NEXTREME (sizeof extreme_events / sizeof extreme_events[0])
+
+Test(codec, events_with_extreme_values_round_trip)
+{
+    struct blk b;
+    blk_init(&b);
+    struct gs_encoder e;
+    gs_encoder_reset(&e);
+    for (size_t i = 0; i < NEXTREME; i++)
+        put(&b, &e, &extreme_events[i], sizeof extreme_events[i]);
+    struct cap *c = cap_new();
+    struct gs_reader_stats st = {0};
+    uint64_t recs = gs_decode_block(b.buf, b.len, &ops, c, &st);
+    cr_assert_eq(recs, NEXTREME, "records decoded: %llu", (unsigned long long)recs);
+    cr_assert_eq(st.damaged_records, 0);
+    cr_assert_eq(c->nev, (int)NEXTREME);
+    for (size_t i = 0; i < NEXTREME; i++)
+        check_event(&c->ev[i], &extreme_events[i], (int)i);
+    free(c);
+    free(b.buf);
+}
+
+Test(codec, every_record_kind_round_trips_in_order)
+{
+    struct blk b;
+    blk_init(&b);
+    struct gs_encoder e;
+    gs_encoder_reset(&e);
+
+    uint32_t len0, len1, lenmax, lenm1, lenm2;
+    struct gs_stack_body *s0 = stack_body(1, 0, &len0);
+    struct gs_stack_body *s1 = stack_body(2, 1, &len1);
+    s1->pcs[0] = UINT64_MAX;
+    struct gs_stack_body *smax = stack_body(UINT32_MAX, GS_MAX_FRAMES, &lenmax);
+    for (uint32_t i = 0; i < GS_MAX_FRAMES; i++) /* huge and descending, some wild jumps */
+        smax->pcs[i] = i % 17 == 5 ? (uint64_t)i * 3 : UINT64_MAX - (uint64_t)i * 0x100000001ull;
+
+    uint8_t bid[64];
+    for (int i = 0; i < 64; i++)
+        bid[i] = (uint8_t)(255 - i * 3); /* raw bytes, NULs included */
+    bid[10] = 0;
+    struct gs_module_body *m1 =
+        module_body(1, "/usr/lib/x86_64-linux-gnu/libcuda.so.1", bid, 20, &lenm1);
+    m1->bias = 0x7f0000000000;
+    m1->lo = 0x7f0000001000;
+    m1->span = UINT64_MAX;
+    char longpath[4096];
+    memset(longpath, 'p', 4095);
+    longpath[0] = '/';
+    longpath[4095] = 0;
+    struct gs_module_body *m2 = module_body(UINT32_MAX, longpath, bid, 64, &lenm2);
+    m2->bias = UINT64_MAX;
+    m2->lo = 0;
+    m2->span = 0;
+    uint32_t lenm3;
+    struct gs_module_body *m3 = module_body(3, "", bid, 0, &lenm3);
+
+    struct gs_end_body end = {.type = GS_REC_END, .events = 123456789, .lost = UINT64_MAX};
+
+    put(&b, &e, m1, lenm1);
+    put(&b, &e, s0, len0);
+    put(&b, &e, &extreme_events[0], sizeof(struct gs_ev));
+    put(&b, &e, s1, len1);
+    put(&b, &e, m2, lenm2);
+    put(&b, &e, &extreme_events[1], sizeof(struct gs_ev));
+    put(&b, &e, smax, lenmax);
+    put(&b, &e, m3, lenm3);
+    put(&b, &e, &extreme_events[2], sizeof(struct gs_ev));
+    put(&b, &e, &extreme_events[3], sizeof(struct gs_ev));
+    put(&b, &e, &end, sizeof end);
+
+    struct cap *c = cap_new();
+    struct gs_reader_stats st = {0};
+    uint64_t recs = gs_decode_block(b.buf, b.len, &ops, c, &st);
+    cr_assert_eq(recs, 11, "records: %llu", (unsigned long long)recs);
+    cr_assert_eq(st.damaged_records, 0, "damaged: %llu", (unsigned long long)st.damaged_records);
+    cr_assert_str_eq(c->order, "msesmesmee", "callback order %s", c->order);
+
+    cr_assert_eq(c->mod[0].id, 1);
+    cr_assert_eq(c->mod[0].bias, m1->bias);
+    cr_assert_eq(c->mod[0].lo, m1->lo);
+    cr_assert_eq(c->mod[0].span, m1->span);
+    cr_assert_str_eq(c->mod[0].path, "/usr/lib/x86_64-linux-gnu/libcuda.so.1");
+    cr_assert_eq(c->mod[0].build_id_len, 20);
+    cr_assert_eq(memcmp(c->mod[0].build_id, bid, 20), 0, "build id bytes");
+    cr_assert_eq(c->mod[1].id, UINT32_MAX);
+    cr_assert_eq(c->mod[1].bias, UINT64_MAX);
+    cr_assert_eq(c->mod[1].lo, 0);
+    cr_assert_eq(c->mod[1].span, 0);
+    cr_assert_str_eq(c->mod[1].path, longpath, "a 4095-byte path");
+    cr_assert_eq(c->mod[1].build_id_len, 64);
+    cr_assert_eq(memcmp(c->mod[1].build_id, bid, 64), 0);
+    cr_assert_eq(c->mod[2].id, 3);
+    cr_assert_str_eq(c->mod[2].path, "", "empty path");
+    cr_assert_eq(c->mod[2].build_id_len, 0);
+
+    cr_assert_eq(c->st[0].id, 1);
+    cr_assert_eq(c->st[0].n, 0);
+    cr_assert_eq(c->st[1].id, 2);
+    cr_assert_eq(c->st[1].n, 1);
+    cr_assert_eq(c->st[1].pcs[0], UINT64_MAX);
+    cr_assert_eq(c->st[2].id, UINT32_MAX);
+    cr_assert_eq(c->st[2].n, GS_MAX_FRAMES);
+    for (unsigned i = 0; i < GS_MAX_FRAMES; i++)
+        cr_assert_eq(c->st[2].pcs[i], smax->pcs[i], "frame %u: %#llx vs %#llx", i,
+                     (unsigned long long)c->st[2].pcs[i], (unsigned long long)smax->pcs[i]);
+
+    for (int i = 0; i < 4; i++)
+        check_event(&c->ev[i], &extreme_events[i], i);
+
+    cr_assert_eq(st.end_seen, 1, "END seen");
+    cr_assert_eq(st.end_events, 123456789);
+    cr_assert_eq(st.end_lost, UINT64_MAX);
+
+    free(s0);
+    free(s1);
+    free(smax);
+    free(m1);
+    free(m2);
+    free(m3);
+    free(c);
+    free(b.buf);
+}
+
+Test(codec, encoder_reset_restarts_deltas_per_block)
+{
+    /* The same events in two blocks, with a reset between: each block
+     * decodes alone, and the second's bytes equal the first's. */
+    struct gs_encoder e;
+    struct blk b1, b2;
+    blk_init(&b1);
+    blk_init(&b2);
+    gs_encoder_reset(&e);
+    for (size_t i = 0; i < NEXTREME; i++)
+        put(&b1, &e, &extreme_events[i], sizeof(struct gs_ev));
+    gs_encoder_reset(&e);
+    for (size_t i = 0; i < NEXTREME; i++)
+        put(&b2, &e, &extreme_events[i], sizeof(struct gs_ev));
+    cr_assert_eq(b1.len, b2.len);
+    cr_assert_eq(memcmp(b1.buf, b2.buf, b1.len), 0, "identical blocks after reset");
+    struct cap *c = cap_new();
+    struct gs_reader_stats st = {0};
+    gs_decode_block(b2.buf, b2.len, &ops, c, &st);
+    cr_assert_eq(c->nev, (int)NEXTREME);
+    for (size_t i = 0; i < NEXTREME; i++)
+        check_event(&c->ev[i], &extreme_events[i], (int)i);
+    free(c);
+    free(b1.buf);
+    free(b2.buf);
+}
+
+Test(codec, unknown_record_type_is_skipped)
+{
+    struct blk b;
+    blk_init(&b);
+    struct gs_encoder e;
+    gs_encoder_reset(&e);
+    put(&b, &e, &extreme_events[0], sizeof(struct gs_ev));
+    /* type 200, 5 bytes of payload that would look like records if misframed */
+    const uint8_t unknown[] = {200, 5, GS_REC_ALLOC, 3, 0xff, 0xff, 0xff};
+    put_raw(&b, unknown, sizeof unknown);
+    put(&b, &e, &extreme_events[1], sizeof(struct gs_ev));
+    struct cap *c = cap_new();
+    struct gs_reader_stats st = {0};
+    uint64_t recs = gs_decode_block(b.buf, b.len, &ops, c, &st);
+    cr_assert_eq(recs, 3, "three records framed, got %llu", (unsigned long long)recs);
+    cr_assert_eq(st.damaged_records, 0, "unknown type is not damage");
+    cr_assert_eq(c->nev, 2);
+    check_event(&c->ev[0], &extreme_events[0], 0);
+    check_event(&c->ev[1], &extreme_events[1], 1);
+    free(c);
+    free(b.buf);
+}
+
+Test(codec, extra_payload_bytes_are_ignored)
+{
+    /* An END record with a field appended by a newer writer. */
+    struct blk b;
+    blk_init(&b);
+    const uint8_t endrec[] = {GS_REC_END, 4, 7, 1, 0x80, 0x01};
+    put_raw(&b, endrec, sizeof endrec);
+    struct gs_encoder e;
+    gs_encoder_reset(&e);
+    put(&b, &e, &extreme_events[0], sizeof(struct gs_ev));
+    struct cap *c = cap_new();
+    struct gs_reader_stats st = {0};
+    cr_assert_eq(gs_decode_block(b.buf, b.len, &ops, c, &st), 2);
+    cr_assert_eq(st.damaged_records, 0);
+    cr_assert_eq(st.end_seen, 1);
+    cr_assert_eq(st.end_events, 7);
+    cr_assert_eq(st.end_lost, 1);
+    check_event(&c->ev[0], &extreme_events[0], 0);
+    free(c);
+    free(b.buf);
+}
+
+Test(codec, short_payload_is_damaged_and_decoding_goes_on)
+{
+    struct blk b;
+    blk_init(&b);
+    struct gs_encoder e;
+    gs_encoder_reset(&e);
+    struct gs_ev a = {.type = GS_REC_ALLOC, .device = 0, .tid = 1, .time_ns = 100,
+                      .addr = 0x1000, .size = 64, .stack_id = 1};
+    struct gs_ev f = {.type = GS_REC_FREE, .device = 0, .tid = 1, .time_ns = 200, .addr = 0x1000};
+    put(&b, &e, &a, sizeof a);
+    const uint8_t empty_free[] = {GS_REC_FREE, 0}; /* no fields at all */
+    put_raw(&b, empty_free, sizeof empty_free);
+    const uint8_t short_stack[] = {GS_REC_STACK, 3, 9, 3, 2}; /* says 3 pcs, has 1 */
+    put_raw(&b, short_stack, sizeof short_stack);
+    const uint8_t zero_id_stack[] = {GS_REC_STACK, 2, 0, 0}; /* id 0 is not an id */
+    put_raw(&b, zero_id_stack, sizeof zero_id_stack);
+    const uint8_t half_varint_end[] = {GS_REC_END, 2, 5, 0x80}; /* lost: cut varint */
+    put_raw(&b, half_varint_end, sizeof half_varint_end);
+    put(&b, &e, &f, sizeof f);
+    uint32_t lens;
+    struct gs_stack_body *s = stack_body(4, 2, &lens);
+    s->pcs[0] = 11;
+    s->pcs[1] = 22;
+    put(&b, &e, s, lens);
+
+    struct cap *c = cap_new();
+    struct gs_reader_stats st = {0};
+    uint64_t recs = gs_decode_block(b.buf, b.len, &ops, c, &st);
+    cr_assert_eq(recs, 7, "all 7 records framed, got %llu", (unsigned long long)recs);
+    cr_assert_eq(st.damaged_records, 4, "four damaged, got %llu",
+                 (unsigned long long)st.damaged_records);
+    cr_assert_eq(st.end_seen, 0, "a damaged END does not count");
+    cr_assert_str_eq(c->order, "ees", "only the good records reach the callbacks");
+    check_event(&c->ev[0], &a, 0);
+    check_event(&c->ev[1], &f, 1);
+    cr_assert_eq(c->st[0].id, 4);
+    cr_assert_eq(c->st[0].n, 2);
+    cr_assert_eq(c->st[0].pcs[1], 22);
+    free(s);
+    free(c);
+    free(b.buf);
+}
+
+Test(codec, oversized_build_id_is_damaged)
+{
+    /* The reader takes at most 64 bytes of build id. */
+    struct blk b;
+    blk_init(&b);
+    struct gs_encoder e;
+    gs_encoder_reset(&e);
+    uint8_t bid[65] = {1};
+    uint32_t len;
+    struct gs_module_body *m = module_body(1, "/lib/x.so", bid, 65, &len);
+    put(&b, &e, m, len);
+    put(&b, &e, &extreme_events[0], sizeof(struct gs_ev));
+    struct cap *c = cap_new();
+    struct gs_reader_stats st = {0};
+    cr_assert_eq(gs_decode_block(b.buf, b.len, &ops, c, &st), 2);
+    cr_assert_eq(st.damaged_records, 1);
+    cr_assert_str_eq(c->order, "e");
+    free(m);
+    free(c);
+    free(b.buf);
+}
+
+Test(codec, length_past_block_end_stops_the_block)
+{
+    struct blk b;
+    blk_init(&b);
+    struct gs_encoder e;
+    gs_encoder_reset(&e);
+    put(&b, &e, &extreme_events[0], sizeof(struct gs_ev));
+    size_t good = b.len;
+    put(&b, &e, &extreme_events[1], sizeof(struct gs_ev));
+    put(&b, &e, &extreme_events[2], sizeof(struct gs_ev));
+    /* rewrite the second record's length to run 100 bytes past the end */
+    uint8_t *rec = b.buf + good;
+    uint64_t plen;
+    const uint8_t *p = rec + 1;
+    cr_assert_eq(gs_get_varint(&p, b.buf + b.len, &plen), 0);
+    cr_assert_eq(p - (rec + 1), 1, "payload length fits one byte");
+    rec[1] = 0x7f; /* 127 > what is left */
+    cr_assert_gt((size_t)127, b.len - good - 2);
+    struct cap *c = cap_new();
+    struct gs_reader_stats st = {0};
+    uint64_t recs = gs_decode_block(b.buf, b.len, &ops, c, &st);
+    cr_assert_eq(recs, 1, "only the first record, got %llu", (unsigned long long)recs);
+    cr_assert_eq(st.damaged_records, 1, "one damaged record, got %llu",
+                 (unsigned long long)st.damaged_records);
+    cr_assert_eq(c->nev, 1, "the third record is not reached");
+    check_event(&c->ev[0], &extreme_events[0], 0);
+    free(c);
+    free(b.buf);
+}
+
+Test(codec, cut_length_varint_stops_the_block)
+{
+    struct blk b;
+    blk_init(&b);
+    struct gs_encoder e;
+    gs_encoder_reset(&e);
+    put(&b, &e, &extreme_events[0], sizeof(struct gs_ev));
+    const uint8_t cut[] = {GS_REC_STACK, 0x80}; /* the length varint never ends */
+    put_raw(&b, cut, sizeof cut);
+    struct cap *c = cap_new();
+    struct gs_reader_stats st = {0};
+    cr_assert_eq(gs_decode_block(b.buf, b.len, &ops, c, &st), 1);
+    cr_assert_eq(st.damaged_records, 1);
+    cr_assert_eq(c->nev, 1);
+    const uint8_t lone_type[] = {GS_REC_ALLOC}; /* a type byte and nothing else */
+    memset(&st, 0, sizeof st);
+    cr_assert_eq(gs_decode_block(lone_type, 1, &ops, c, &st), 0);
+    cr_assert_eq(st.damaged_records, 1);
+    memset(&st, 0, sizeof st);
+    cr_assert_eq(gs_decode_block(lone_type, 0, &ops, c, &st), 0, "an empty block");
+    cr_assert_eq(st.damaged_records, 0);
+    free(c);
+    free(b.buf);
+}
+
+Test(codec, encode_refuses_malformed_bodies)
+{
+    struct gs_encoder e;
+    gs_encoder_reset(&e);
+    static uint8_t out[GS_MAX_RECORD];
+    /* room for a stack of GS_MAX_FRAMES + 1 frames, suitably aligned */
+    static uint64_t buf[(sizeof(struct gs_stack_body) + (GS_MAX_FRAMES + 2) * 8) / 8 + 1];
+
+    struct gs_ev ev = {.type = GS_REC_ALLOC};
+    cr_assert_eq(gs_encode(&e, &ev, 0, out), 0, "length 0");
+    cr_assert_eq(gs_encode(&e, &ev, sizeof ev - 1, out), 0, "event one byte short");
+    uint8_t big[sizeof ev + 8] = {0};
+    memcpy(big, &ev, sizeof ev);
+    cr_assert_eq(gs_encode(&e, big, sizeof big, out), 0, "event 8 bytes long");
+    for (uint8_t t = GS_REC_ALLOC; t <= GS_REC_ALLOC_FAILED; t++) {
+        big[0] = t;
+        cr_assert_eq(gs_encode(&e, big, sizeof ev + 1, out), 0, "event type %u, wrong length", t);
+    }
+
+    struct gs_stack_body *s = (struct gs_stack_body *)buf;
+    s->type = GS_REC_STACK;
+    s->id = 1;
+    s->n = GS_MAX_FRAMES + 1;
+    cr_assert_eq(gs_encode(&e, s, (uint32_t)(sizeof *s + s->n * 8u), out), 0,
+                 "n > GS_MAX_FRAMES with a matching length");
+    s->n = 2;
+    cr_assert_eq(gs_encode(&e, s, (uint32_t)(sizeof *s + 8), out), 0, "n = 2, one pc");
+    cr_assert_eq(gs_encode(&e, s, (uint32_t)(sizeof *s + 24), out), 0, "n = 2, three pcs");
+    cr_assert_eq(gs_encode(&e, s, (uint32_t)sizeof *s - 1, out), 0, "shorter than the header");
+    cr_assert_gt(gs_encode(&e, s, (uint32_t)(sizeof *s + 16), out), 0, "n = 2, two pcs is fine");
+
+    struct gs_module_body *m = (struct gs_module_body *)buf;
+    memset(buf, 0, sizeof buf);
+    m->type = GS_REC_MODULE;
+    m->id = 1;
+    m->path_len = 10;
+    m->build_id_len = 4;
+    cr_assert_eq(gs_encode(&e, m, (uint32_t)(sizeof *m + 13), out), 0, "module one byte short");
+    cr_assert_eq(gs_encode(&e, m, (uint32_t)(sizeof *m + 15), out), 0, "module one byte long");
+    cr_assert_eq(gs_encode(&e, m, (uint32_t)sizeof *m - 1, out), 0, "module header cut");
+    cr_assert_gt(gs_encode(&e, m, (uint32_t)(sizeof *m + 14), out), 0, "exact length is fine");
+
+    static uint64_t mbuf[(sizeof(struct gs_module_body) + 4096 + 8) / 8 + 1];
+    m = (struct gs_module_body *)mbuf;
+    m->type = GS_REC_MODULE;
+    m->id = 1;
+    m->path_len = 4096;
+    cr_assert_eq(gs_encode(&e, m, (uint32_t)(sizeof *m + 4096), out), 0, "path of 4096 bytes");
+
+    struct gs_end_body end = {.type = GS_REC_END};
+    cr_assert_eq(gs_encode(&e, &end, sizeof end - 1, out), 0, "END short");
+    cr_assert_eq(gs_encode(&e, &end, sizeof end + 1, out), 0, "END long");
+
+    uint8_t unknown[sizeof ev] = {0};
+    for (unsigned t = 0; t < 256; t++) {
+        if (t == GS_REC_MODULE || t == GS_REC_STACK || t == GS_REC_END ||
+            (t >= GS_REC_ALLOC && t <= GS_REC_ALLOC_FAILED))
+            continue;
+        unknown[0] = (uint8_t)t;
+        cr_assert_eq(gs_encode(&e, unknown, sizeof unknown, out), 0, "type %u unknown", t);
+    }
+}
+
+Test(codec, refused_body_leaves_delta_state_alone)
+{
+    struct gs_encoder e;
+    gs_encoder_reset(&e);
+    struct gs_ev ev = {.type = GS_REC_ALLOC, .time_ns = 999, .addr = 0x5000};
+    uint8_t out[GS_MAX_RECORD];
+    cr_assert_eq(gs_encode(&e, &ev, sizeof ev - 1, out), 0);
+    cr_assert_eq(e.last_time, 0, "time state untouched");
+    cr_assert_eq(e.last_addr, 0, "addr state untouched");
+}
