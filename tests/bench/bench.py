@@ -100,7 +100,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default="build", help="the build directory (default: build)")
     ap.add_argument("--events", type=int, default=1000000, help="events N (default 1000000)")
-    ap.add_argument("--repeat", type=int, default=5, help="runs per figure, best taken (default 5)")
+    ap.add_argument("--repeat", type=int, default=7, help="runs per figure, best taken (default 7)")
     args = ap.parse_args()
     n = args.events
     if n < 2 * STARTUP_EVENTS:
@@ -138,7 +138,8 @@ def main():
             return found[0] if len(found) == 1 else None
 
         def clean():
-            for path in glob.glob(trace) + glob.glob(hbase + ".*"):
+            # (the shim does not overwrite a trace: it would pick b-1.trace)
+            for path in glob.glob(os.path.join(tmp, "b*.trace")) + glob.glob(hbase + ".*"):
                 os.remove(path)
 
         gs_env = dict(env, LD_PRELOAD=shim, GPUSHIM_OUTPUT=trace)

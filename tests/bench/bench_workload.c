@@ -12,6 +12,7 @@
  * steps. Sizes vary with the site and the step. LEAKS blocks, spread over
  * the run, are never freed (so there are allocations n/2 + LEAKS/2, frees
  * n/2 - LEAKS/2).
+ *
  * Everything is deterministic (a fixed-seed xorshift), and the only output
  * is the final "bench_workload: N events" line.
  */

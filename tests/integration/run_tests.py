@@ -168,6 +168,17 @@ def test_inlined_frames():
         ("main", "drv_inline.c", 28)], "frames, the inlined one first")
 
 
+def test_module_loaded_late_is_symbolized():
+    r = same_behaviour([E.prog("drv_plugin")])
+    d = report_json(one_trace(r))
+    sites = d["leaks"]["sites"]
+    eq(site_summary(sites), [(96 * KiB, 1, "plugin_allocate"), (32 * KiB, 1, "own_allocation")],
+       "leak sites")
+    f = sites[0]["frames"][0]
+    eq((os.path.basename(f["file"]), f["line"], os.path.basename(f["module"])),
+       ("gsplugin.c", 11, "libgsplugin.so"), "the plugin's frame")
+
+
 def test_dlopen_and_both_dlsym_versions():
     r = same_behaviour([E.prog("dl_dlsym")])
     d = report_json(one_trace(r))
