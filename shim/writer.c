@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,6 +41,8 @@ static struct {
     struct gs_ring ring;
     int state; /* enum state; read without the lock as a hint */
     int fd;
+    dev_t dev; /* the file fd was opened on */
+    ino_t ino;
     char path[4096];
     uint64_t start_ns;
     uint64_t events;
@@ -64,11 +67,23 @@ static void fail(const char *what)
     __atomic_store_n(&w.state, FAILED, __ATOMIC_RELEASE);
 }
 
+/* Is w.fd still our file? A program may close descriptors it does not know
+ * (a daemon closing them all) and reuse the number for a file of its own. */
+static int still_ours(void)
+{
+    struct stat sb;
+    if (fstat(w.fd, &sb) == 0 && sb.st_dev == w.dev && sb.st_ino == w.ino)
+        return 1;
+    errno = EBADF;
+    return 0;
+}
+
 static void write_block(void)
 {
     if (!w.raw_len)
         return;
-    if (w.state != FAILED && gs_write_block(w.fd, w.raw, w.raw_len, w.scratch, w.scratch_len) != 0)
+    if (w.state != FAILED && (!still_ours() || gs_write_block(w.fd, w.raw, w.raw_len, w.scratch,
+                                                              w.scratch_len) != 0))
         fail("write");
     w.raw_len = 0;
     gs_encoder_reset(&w.enc);
@@ -189,6 +204,13 @@ static void open_locked(void)
     clock_gettime(CLOCK_REALTIME, &rt);
     w.start_ns = gs_now_ns();
     uint64_t realtime = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+    struct stat sb;
+    if (fstat(w.fd, &sb) != 0) {
+        fail("write");
+        return;
+    }
+    w.dev = sb.st_dev;
+    w.ino = sb.st_ino;
     if (gs_write_header(w.fd, w.start_ns, realtime, c->stack_depth) != 0) {
         fail("write");
         return;

@@ -384,6 +384,15 @@ def test_bad_settings_and_unwritable_output():
        "said once: " + gone.err)
 
 
+def test_descriptor_taken_by_the_program():
+    tmp = tempfile.mkdtemp(prefix="gpushim-fds-")
+    mine = os.path.join(tmp, "mine.txt")
+    r = run([E.prog("drv_closefds"), mine], cwd=tmp)
+    eq((r.rc, r.out), (0, "closefds done\n"), "the program ran")
+    eq(open(mine).read(), "mine\n", "the program's own file")
+    eq(r.err.count("gpushim: cannot write trace"), 1, "said once: " + r.err)
+
+
 def test_stack_depth_setting():
     r = run([E.prog("drv_schedule")], env={"GPUSHIM_STACK_DEPTH": "3"})
     d = report_json(one_trace(r))
