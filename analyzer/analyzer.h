@@ -120,7 +120,7 @@ struct gs_module {
     uint32_t id;
     uint64_t bias, lo, span;
     char *path;
-    uint8_t build_id[64];
+    uint8_t build_id[GS_MAX_BUILD_ID];
     size_t build_id_len;
     int is_runtime; /* the shim or a CUDA library: trimmed from call sites */
 };

@@ -78,18 +78,19 @@ static int32_t device(struct cursor *c)
     return d < -1 || d >= GS_MAX_DEVICES ? GS_DEVICE_UNKNOWN : (int32_t)d;
 }
 
+/* Decodes an event; the block's delta state moves only if all of it parses. */
 static int event(struct cursor *c, struct block_state *bs, uint8_t type, struct gs_revent *e)
 {
     memset(e, 0, sizeof *e);
     e->type = (enum gs_record_type)type;
-    bs->time += (uint64_t)s(c);
-    e->time_ns = bs->time;
+    e->time_ns = bs->time + (uint64_t)s(c);
     e->tid = (uint32_t)u(c);
     e->api = (uint32_t)u(c);
     e->device = device(c);
+    uint64_t addr = bs->addr;
     if (type != GS_REC_ALLOC_FAILED) {
-        bs->addr += (uint64_t)s(c);
-        e->addr = bs->addr;
+        addr += (uint64_t)s(c);
+        e->addr = addr;
     }
     switch (type) {
     case GS_REC_ALLOC:
@@ -113,7 +114,11 @@ static int event(struct cursor *c, struct block_state *bs, uint8_t type, struct 
         e->total_bytes = u(c);
         break;
     }
-    return c->bad ? -1 : 0;
+    if (c->bad)
+        return -1;
+    bs->time = e->time_ns;
+    bs->addr = addr;
+    return 0;
 }
 
 static int stack(struct cursor *c, const struct gs_reader_ops *ops, void *ctx)
@@ -143,7 +148,7 @@ static int module(struct cursor *c, const struct gs_reader_ops *ops, void *ctx)
     m.span = u(c);
     string(c, path, sizeof path);
     m.build_id = bytes(c, &m.build_id_len);
-    if (c->bad || id == 0 || id > UINT32_MAX || m.build_id_len > 64)
+    if (c->bad || id == 0 || id > UINT32_MAX || m.build_id_len > GS_MAX_BUILD_ID)
         return -1;
     m.id = (uint32_t)id;
     m.path = path;

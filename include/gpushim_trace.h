@@ -52,7 +52,8 @@
 #define GS_BLOCK_HEADER_LEN 16
 #define GS_MAX_BLOCK (16u << 20)
 
-#define GS_MAX_FRAMES 256 /* deepest stack a writer may record */
+#define GS_MAX_FRAMES 256  /* deepest stack a writer may record */
+#define GS_MAX_BUILD_ID 64 /* longest build id a writer may record */
 
 enum gs_record_type {
     /* header records */

@@ -108,7 +108,7 @@ static int well_formed(const uint8_t *body, uint32_t len)
     case GS_REC_MODULE: {
         const struct gs_module_body *m = (const void *)body;
         return len >= sizeof *m && len == sizeof *m + m->path_len + m->build_id_len &&
-               m->path_len < 4096;
+               m->path_len < 4096 && m->build_id_len <= GS_MAX_BUILD_ID;
     }
     case GS_REC_END:
         return len == sizeof(struct gs_end_body);

@@ -28,7 +28,7 @@ struct module {
 
 struct image {
     struct module m;
-    uint8_t build_id[64];
+    uint8_t build_id[GS_MAX_BUILD_ID];
     size_t build_id_len;
     char path[4096];
 };

@@ -55,7 +55,7 @@ static void copy_out(const struct gs_ring *r, uint64_t pos, void *dst, size_t le
 int gs_ring_push(struct gs_ring *r, const void *body, uint32_t len)
 {
     uint32_t total = len + (uint32_t)sizeof(uint32_t);
-    if (len > GS_RING_MAX_BODY || r->head - r->tail + total > r->cap)
+    if (len == 0 || len > GS_RING_MAX_BODY || r->head - r->tail + total > r->cap)
         return -1;
     copy_in(r, r->head, &total, sizeof total);
     copy_in(r, r->head + sizeof total, body, len);

@@ -31,7 +31,8 @@ uint64_t gs_stack_hash(const uint64_t *pcs, unsigned n)
 static int same(const struct gs_stack_table *t, const struct gs_stack_slot *s, const uint64_t *pcs,
                 unsigned n, uint64_t hash)
 {
-    return s->hash == hash && s->n == n && memcmp(t->frames + s->offset, pcs, n * sizeof *pcs) == 0;
+    return s->hash == hash && s->n == n &&
+           (n == 0 || memcmp(t->frames + s->offset, pcs, n * sizeof *pcs) == 0);
 }
 
 static struct gs_stack_slot *probe(const struct gs_stack_table *t, const uint64_t *pcs, unsigned n,
@@ -99,7 +100,8 @@ uint32_t gs_stack_intern(struct gs_stack_table *t, const uint64_t *pcs, unsigned
         return s->id;
     if (grow_frames(t, n) != 0)
         return 0;
-    memcpy(t->frames + t->nframes, pcs, n * sizeof *pcs);
+    if (n) /* an empty stack (nothing could be unwound) has no frames to store */
+        memcpy(t->frames + t->nframes, pcs, n * sizeof *pcs);
     s->hash = hash;
     s->offset = t->nframes;
     s->n = n;

@@ -437,24 +437,42 @@ Test(codec, short_payload_is_damaged_and_decoding_goes_on)
     free(b.buf);
 }
 
-Test(codec, oversized_build_id_is_damaged)
+Test(codec, oversized_build_id_is_refused_and_damaged)
 {
-    /* The reader takes at most 64 bytes of build id. */
-    struct blk b;
-    blk_init(&b);
+    /* Writer and reader take at most GS_MAX_BUILD_ID bytes of build id: the
+     * encoder refuses a longer one, and a reader given one by hand (a
+     * hostile file) counts the record as damaged and goes on. */
     struct gs_encoder e;
     gs_encoder_reset(&e);
-    uint8_t bid[65] = {1};
+    uint8_t bid[GS_MAX_BUILD_ID + 1] = {1};
     uint32_t len;
-    struct gs_module_body *m = module_body(1, "/lib/x.so", bid, 65, &len);
-    put(&b, &e, m, len);
+    struct gs_module_body *m = module_body(1, "/lib/x.so", bid, sizeof bid, &len);
+    uint8_t out[GS_MAX_RECORD];
+    cr_assert_eq(gs_encode(&e, m, len, out), 0, "the encoder takes no build id over the limit");
+    free(m);
+
+    struct blk b;
+    blk_init(&b);
+    uint8_t rec[128], *p = rec + 2;
+    p += gs_put_varint(p, 1);                    /* id */
+    p += gs_put_varint(p, 0);                    /* bias */
+    p += gs_put_varint(p, 0x1000);               /* lo */
+    p += gs_put_varint(p, 0x1000);               /* span */
+    p += gs_put_varint(p, 1);                    /* path "x" */
+    *p++ = 'x';
+    p += gs_put_varint(p, sizeof bid);           /* build id, one byte too long */
+    memset(p, 7, sizeof bid);
+    p += sizeof bid;
+    rec[0] = GS_REC_MODULE;
+    rec[1] = (uint8_t)(p - rec - 2);             /* fits in one varint byte */
+    memcpy(b.buf + b.len, rec, (size_t)(p - rec));
+    b.len += (size_t)(p - rec);
     put(&b, &e, &extreme_events[0], sizeof(struct gs_ev));
     struct cap *c = cap_new();
     struct gs_reader_stats st = {0};
     cr_assert_eq(gs_decode_block(b.buf, b.len, &ops, c, &st), 2);
     cr_assert_eq(st.damaged_records, 1);
     cr_assert_str_eq(c->order, "e");
-    free(m);
     free(c);
     free(b.buf);
 }

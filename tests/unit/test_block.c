@@ -1,0 +1,543 @@
+/*
+ * test_block.c - the trace file end to end through files in a temp dir:
+ * shim/tracefile.c writes it (gs_create_trace, gs_write_header,
+ * gs_write_block), analyzer/reader.c reads it back (gs_read_trace). Covers
+ * block framing and checksums: every record arrives in order with the
+ * header's fields; a flipped byte in one block's payload loses only that
+ * block; a file cut inside its last block is reported truncated at that
+ * block; a damaged header is an error naming the file and the offset.
+ * Also gs_create_trace's rules (never overwrite: NAME-1.trace; never follow
+ * a symlink; mode 0600) and gs_expand_path's %p, %h, %% and a lone %.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <criterion/redirect.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../analyzer/analyzer.h"
+#include "../../shim/shim.h"
+
+/* ---- a temp dir per test ---- */
+
+static char tmpdir[256];
+
+static void make_tmpdir(void)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(tmpdir, sizeof tmpdir, "%s/gs_unit_XXXXXX", base && *base ? base : "/tmp");
+    cr_assert_not_null(mkdtemp(tmpdir), "mkdtemp: %s", strerror(errno));
+    cr_redirect_stderr(); /* gs_create_trace says where it writes instead */
+}
+
+static void remove_tmpdir(void)
+{
+    DIR *d = opendir(tmpdir);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, "%s/%s", tmpdir, de->d_name);
+        unlink(p);
+    }
+    closedir(d);
+    rmdir(tmpdir);
+}
+
+TestSuite(block, .init = make_tmpdir, .fini = remove_tmpdir);
+TestSuite(create, .init = make_tmpdir, .fini = remove_tmpdir);
+
+static void in_tmp(char *out, size_t outsz, const char *name)
+{
+    snprintf(out, outsz, "%s/%s", tmpdir, name);
+}
+
+/* ---- writing a trace of NBLOCKS blocks ---- */
+
+#define NBLOCKS 4
+#define PER_BLOCK 200 /* events per block: enough for a payload worth flipping */
+
+struct written {
+    char path[PATH_MAX];
+    uint64_t off[NBLOCKS]; /* where each block starts */
+    uint64_t end;          /* the file's size */
+};
+
+/* Event number k: tid k, so the order can be checked. */
+static struct gs_ev nth_event(unsigned k)
+{
+    struct gs_ev ev = {.type = k % 2 ? GS_REC_FREE : GS_REC_ALLOC,
+                       .api = GS_API_cuMemAlloc_v2,
+                       .device = (int32_t)(k % 3),
+                       .tid = k,
+                       .stack_id = 1,
+                       .time_ns = 1000ull * k,
+                       .addr = 0x7f0000000000ull + (k / 2) * 4096,
+                       .size = 4096,
+                       .stream = 0};
+    return ev;
+}
+
+static void write_trace(struct written *w)
+{
+    in_tmp(w->path, sizeof w->path, "t.trace");
+    int fd = gs_create_trace(w->path, sizeof w->path);
+    cr_assert_geq(fd, 0, "gs_create_trace: %s", strerror(errno));
+    cr_assert_eq(gs_write_header(fd, 111, 222, 48), 0, "gs_write_header");
+    size_t rawcap = 1 << 16;
+    uint8_t *raw = malloc(rawcap);
+    size_t scratch_len = gs_block_scratch_size(rawcap);
+    uint8_t *scratch = malloc(scratch_len);
+    cr_assert(raw && scratch);
+    struct gs_encoder e;
+    unsigned k = 0;
+    for (int b = 0; b < NBLOCKS; b++) {
+        size_t len = 0;
+        gs_encoder_reset(&e);
+        if (b == 0) {
+            uint64_t body[(sizeof(struct gs_stack_body) + 2 * 8) / 8] = {0};
+            struct gs_stack_body *st = (struct gs_stack_body *)body;
+            st->type = GS_REC_STACK;
+            st->id = 1;
+            st->n = 2;
+            st->pcs[0] = 0x401000;
+            st->pcs[1] = 0x402000;
+            len += gs_encode(&e, st, sizeof body, raw + len);
+        }
+        for (int i = 0; i < PER_BLOCK; i++, k++) {
+            struct gs_ev ev = nth_event(k);
+            size_t n = gs_encode(&e, &ev, sizeof ev, raw + len);
+            cr_assert_gt(n, 0);
+            len += n;
+        }
+        if (b == NBLOCKS - 1) {
+            struct gs_end_body end = {.type = GS_REC_END, .events = k, .lost = 3};
+            len += gs_encode(&e, &end, sizeof end, raw + len);
+        }
+        cr_assert_leq(len, rawcap);
+        off_t at = lseek(fd, 0, SEEK_CUR);
+        cr_assert_geq(at, 0);
+        w->off[b] = (uint64_t)at;
+        cr_assert_eq(gs_write_block(fd, raw, len, scratch, scratch_len), 0, "gs_write_block %d",
+                     b);
+    }
+    off_t end = lseek(fd, 0, SEEK_CUR);
+    w->end = (uint64_t)end;
+    close(fd);
+    free(raw);
+    free(scratch);
+}
+
+/* ---- reading it back ---- */
+
+struct seen {
+    unsigned tids[NBLOCKS * PER_BLOCK];
+    unsigned n;
+    unsigned stacks;
+    int in_order;
+    int fields_ok;
+};
+
+static void seen_event(void *ctx, const struct gs_revent *e)
+{
+    struct seen *s = ctx;
+    struct gs_ev want = nth_event(e->tid);
+    if (s->n && e->tid <= s->tids[s->n - 1])
+        s->in_order = 0;
+    if (e->type != want.type || e->time_ns != want.time_ns || e->addr != want.addr ||
+        e->device != want.device || (e->type == GS_REC_ALLOC && e->size != want.size))
+        s->fields_ok = 0;
+    if (s->n < NBLOCKS * PER_BLOCK)
+        s->tids[s->n++] = e->tid;
+}
+
+static void seen_stack(void *ctx, uint32_t id, const uint64_t *pcs, unsigned n)
+{
+    struct seen *s = ctx;
+    if (id == 1 && n == 2 && pcs[0] == 0x401000 && pcs[1] == 0x402000)
+        s->stacks++;
+}
+
+static const struct gs_reader_ops seen_ops = {.stack = seen_stack, .event = seen_event};
+
+static struct seen *read_back(const char *path, struct gs_trace_info *info,
+                              struct gs_reader_stats *st)
+{
+    struct seen *s = calloc(1, sizeof *s);
+    cr_assert_not_null(s);
+    s->in_order = s->fields_ok = 1;
+    char err[512] = "";
+    int rc = gs_read_trace(path, &seen_ops, s, info, st, err, sizeof err);
+    cr_assert_eq(rc, 0, "gs_read_trace: %s", err);
+    cr_assert(s->in_order, "events in file order");
+    cr_assert(s->fields_ok, "event fields as written");
+    return s;
+}
+
+/* Events of block b are the tids [b*PER_BLOCK, (b+1)*PER_BLOCK). */
+static int has_block(const struct seen *s, int b)
+{
+    unsigned found = 0;
+    for (unsigned i = 0; i < s->n; i++)
+        found += s->tids[i] / PER_BLOCK == (unsigned)b;
+    return found == PER_BLOCK ? 1 : found == 0 ? 0 : -1;
+}
+
+static uint32_t block_clen(const char *path, uint64_t off)
+{
+    uint8_t h[GS_BLOCK_HEADER_LEN];
+    int fd = open(path, O_RDONLY);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(pread(fd, h, sizeof h, (off_t)off), (ssize_t)sizeof h);
+    close(fd);
+    cr_assert_eq(gs_get_u32le(h), GS_BLOCK_MAGIC, "a block starts at %llu",
+                 (unsigned long long)off);
+    return gs_get_u32le(h + 4);
+}
+
+static void flip_byte(const char *path, uint64_t off)
+{
+    int fd = open(path, O_RDWR);
+    cr_assert_geq(fd, 0);
+    uint8_t b;
+    cr_assert_eq(pread(fd, &b, 1, (off_t)off), 1);
+    b ^= 0x5a;
+    cr_assert_eq(pwrite(fd, &b, 1, (off_t)off), 1);
+    close(fd);
+}
+
+Test(block, whole_trace_reads_back_complete)
+{
+    struct written w;
+    write_trace(&w);
+    struct gs_trace_info info;
+    struct gs_reader_stats st;
+    struct seen *s = read_back(w.path, &info, &st);
+    cr_assert_eq(st.blocks, NBLOCKS, "blocks %llu", (unsigned long long)st.blocks);
+    cr_assert_eq(s->n, NBLOCKS * PER_BLOCK, "all %u events, got %u", NBLOCKS * PER_BLOCK, s->n);
+    for (unsigned i = 0; i < s->n; i++)
+        cr_assert_eq(s->tids[i], i, "event %u in order", i);
+    cr_assert_eq(s->stacks, 1, "the stack arrived");
+    cr_assert_eq(st.damaged_blocks, 0);
+    cr_assert_eq(st.damaged_records, 0);
+    cr_assert_eq(st.truncated_at, 0);
+    cr_assert_eq(st.end_seen, 1, "END seen");
+    cr_assert_eq(st.end_events, NBLOCKS * PER_BLOCK);
+    cr_assert_eq(st.end_lost, 3);
+    cr_assert_eq(st.bytes, w.end, "file size");
+    cr_assert_eq(info.version, GS_TRACE_VERSION);
+    cr_assert_eq(info.pid, (uint64_t)getpid());
+    cr_assert_eq(info.ppid, (uint64_t)getppid());
+    cr_assert_eq(info.start_ns, 111);
+    cr_assert_eq(info.realtime_ns, 222);
+    cr_assert_eq(info.stack_depth, 48);
+    cr_assert_str_eq(info.shim_version, "0.1.0");
+    char host[256];
+    cr_assert_eq(gethostname(host, sizeof host), 0);
+    cr_assert_str_eq(info.host, host);
+    cr_assert_neq(info.command[0], 0, "command line recorded");
+    free(s);
+}
+
+Test(block, header_only_trace_has_no_blocks)
+{
+    char path[PATH_MAX];
+    in_tmp(path, sizeof path, "empty.trace");
+    int fd = gs_create_trace(path, sizeof path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(gs_write_header(fd, 1, 2, 3), 0);
+    close(fd);
+    struct gs_trace_info info;
+    struct gs_reader_stats st;
+    struct seen *s = read_back(path, &info, &st);
+    cr_assert_eq(st.blocks, 0);
+    cr_assert_eq(st.damaged_blocks, 0);
+    cr_assert_eq(st.truncated_at, 0);
+    cr_assert_eq(st.end_seen, 0);
+    cr_assert_eq(s->n, 0);
+    free(s);
+}
+
+Test(block, flipped_payload_byte_loses_only_that_block)
+{
+    struct written w;
+    write_trace(&w);
+    uint32_t clen = block_clen(w.path, w.off[1]);
+    flip_byte(w.path, w.off[1] + GS_BLOCK_HEADER_LEN + clen / 2);
+    struct gs_trace_info info;
+    struct gs_reader_stats st;
+    struct seen *s = read_back(w.path, &info, &st);
+    cr_assert_eq(st.damaged_blocks, 1, "damaged blocks %llu",
+                 (unsigned long long)st.damaged_blocks);
+    cr_assert_eq(st.blocks, NBLOCKS - 1);
+    cr_assert_eq(has_block(s, 0), 1, "block 1's events arrive");
+    cr_assert_eq(has_block(s, 1), 0, "block 2's events are dropped whole");
+    cr_assert_eq(has_block(s, 2), 1, "block 3's events arrive");
+    cr_assert_eq(has_block(s, 3), 1, "block 4's events arrive");
+    cr_assert_eq(st.truncated_at, 0);
+    cr_assert_eq(st.end_seen, 1);
+    free(s);
+}
+
+Test(block, flipped_block_header_byte_loses_only_that_block)
+{
+    struct written w;
+    write_trace(&w);
+    flip_byte(w.path, w.off[2] + 9); /* the raw length */
+    struct gs_trace_info info;
+    struct gs_reader_stats st;
+    struct seen *s = read_back(w.path, &info, &st);
+    cr_assert_eq(st.damaged_blocks, 1);
+    cr_assert_eq(st.blocks, NBLOCKS - 1);
+    cr_assert_eq(has_block(s, 1), 1);
+    cr_assert_eq(has_block(s, 2), 0);
+    cr_assert_eq(has_block(s, 3), 1);
+    free(s);
+}
+
+Test(block, cut_inside_last_block_is_truncated_there)
+{
+    struct written w;
+    write_trace(&w);
+    uint64_t last = w.off[NBLOCKS - 1];
+    uint32_t clen = block_clen(w.path, last);
+    cr_assert_eq(last + GS_BLOCK_HEADER_LEN + clen, w.end, "the last block ends the file");
+    cr_assert_eq(truncate(w.path, (off_t)(last + GS_BLOCK_HEADER_LEN + clen / 2)), 0);
+    struct gs_trace_info info;
+    struct gs_reader_stats st;
+    struct seen *s = read_back(w.path, &info, &st);
+    cr_assert_eq(st.truncated_at, last, "truncated at %llu, expected %llu",
+                 (unsigned long long)st.truncated_at, (unsigned long long)last);
+    cr_assert_eq(st.blocks, NBLOCKS - 1);
+    cr_assert_eq(st.damaged_blocks, 0, "a cut last block is not damage");
+    cr_assert_eq(st.end_seen, 0, "END was in the lost block");
+    cr_assert_eq(s->n, (NBLOCKS - 1) * PER_BLOCK);
+    free(s);
+}
+
+Test(block, cut_inside_last_block_header_is_truncated_there)
+{
+    struct written w;
+    write_trace(&w);
+    uint64_t last = w.off[NBLOCKS - 1];
+    cr_assert_eq(truncate(w.path, (off_t)(last + 7)), 0);
+    struct gs_trace_info info;
+    struct gs_reader_stats st;
+    struct seen *s = read_back(w.path, &info, &st);
+    cr_assert_eq(st.truncated_at, last);
+    cr_assert_eq(st.blocks, NBLOCKS - 1);
+    cr_assert_eq(st.damaged_blocks, 0);
+    free(s);
+}
+
+Test(block, flipped_header_byte_is_an_error_naming_file_and_offset)
+{
+    struct written w;
+    write_trace(&w);
+    flip_byte(w.path, GS_PREAMBLE_LEN + 4); /* inside the header records */
+    struct seen *s = calloc(1, sizeof *s);
+    struct gs_trace_info info;
+    struct gs_reader_stats st;
+    char err[512] = "";
+    cr_assert_eq(gs_read_trace(w.path, &seen_ops, s, &info, &st, err, sizeof err), -1,
+                 "a damaged header is an error");
+    cr_assert_not_null(strstr(err, w.path), "error names the file: %s", err);
+    cr_assert_not_null(strstr(err, "offset"), "error says offset: %s", err);
+    cr_assert_not_null(strstr(err, "checksum"), "error says why: %s", err);
+    cr_assert_eq(s->n, 0, "no events from an unreadable trace");
+    free(s);
+}
+
+Test(block, bad_magic_and_missing_file_are_errors)
+{
+    struct written w;
+    write_trace(&w);
+    flip_byte(w.path, 0);
+    struct gs_trace_info info;
+    struct gs_reader_stats st;
+    char err[512] = "";
+    cr_assert_eq(gs_read_trace(w.path, &seen_ops, NULL, &info, &st, err, sizeof err), -1);
+    cr_assert_not_null(strstr(err, w.path), "%s", err);
+    cr_assert_not_null(strstr(err, "offset 0"), "%s", err);
+    char missing[PATH_MAX];
+    in_tmp(missing, sizeof missing, "missing.trace");
+    cr_assert_eq(gs_read_trace(missing, &seen_ops, NULL, &info, &st, err, sizeof err), -1);
+    cr_assert_not_null(strstr(err, missing), "%s", err);
+}
+
+/* ---- creating the file ---- */
+
+static void write_str(int fd, const char *s)
+{
+    cr_assert_eq(write(fd, s, strlen(s)), (ssize_t)strlen(s));
+}
+
+static void check_content(const char *path, const char *want)
+{
+    char buf[256] = "";
+    int fd = open(path, O_RDONLY);
+    cr_assert_geq(fd, 0, "open %s", path);
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    cr_assert_geq(n, 0);
+    buf[n] = 0;
+    cr_assert_str_eq(buf, want, "content of %s", path);
+}
+
+Test(create, never_overwrites_adds_a_suffix)
+{
+    char p1[PATH_MAX], p2[PATH_MAX], p3[PATH_MAX], want[PATH_MAX];
+    in_tmp(p1, sizeof p1, "run.trace");
+    strcpy(p2, p1);
+    strcpy(p3, p1);
+    int fd1 = gs_create_trace(p1, sizeof p1);
+    cr_assert_geq(fd1, 0);
+    write_str(fd1, "first");
+    close(fd1);
+    int fd2 = gs_create_trace(p2, sizeof p2);
+    cr_assert_geq(fd2, 0, "second create succeeds under another name");
+    in_tmp(want, sizeof want, "run-1.trace");
+    cr_assert_str_eq(p2, want, "second name written back");
+    write_str(fd2, "second");
+    close(fd2);
+    int fd3 = gs_create_trace(p3, sizeof p3);
+    cr_assert_geq(fd3, 0);
+    in_tmp(want, sizeof want, "run-2.trace");
+    cr_assert_str_eq(p3, want, "third name written back");
+    close(fd3);
+    check_content(p1, "first");
+    check_content(p2, "second");
+}
+
+Test(create, suffix_for_a_name_without_dot_trace)
+{
+    char p[PATH_MAX], want[PATH_MAX];
+    in_tmp(p, sizeof p, "out.bin");
+    int fd = gs_create_trace(p, sizeof p);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    fd = gs_create_trace(p, sizeof p);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    in_tmp(want, sizeof want, "out.bin-1");
+    cr_assert_str_eq(p, want);
+}
+
+Test(create, symlink_is_not_followed)
+{
+    char link[PATH_MAX], victim[PATH_MAX], want[PATH_MAX];
+    in_tmp(link, sizeof link, "s.trace");
+    in_tmp(victim, sizeof victim, "victim");
+    cr_assert_eq(symlink(victim, link), 0, "symlink: %s", strerror(errno));
+    int fd = gs_create_trace(link, sizeof link);
+    cr_assert_geq(fd, 0);
+    write_str(fd, "trace");
+    close(fd);
+    in_tmp(want, sizeof want, "s-1.trace");
+    cr_assert_str_eq(link, want, "written beside the symlink, not through it");
+    struct stat sb;
+    cr_assert_eq(lstat(victim, &sb), -1, "the dangling symlink's target was not created");
+    char orig[PATH_MAX];
+    in_tmp(orig, sizeof orig, "s.trace");
+    cr_assert_eq(lstat(orig, &sb), 0);
+    cr_assert(S_ISLNK(sb.st_mode), "the symlink is still a symlink");
+}
+
+Test(create, symlink_to_existing_file_leaves_it_alone)
+{
+    char link[PATH_MAX], victim[PATH_MAX];
+    in_tmp(link, sizeof link, "s.trace");
+    in_tmp(victim, sizeof victim, "victim");
+    int vfd = open(victim, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    cr_assert_geq(vfd, 0);
+    write_str(vfd, "precious");
+    close(vfd);
+    cr_assert_eq(symlink(victim, link), 0);
+    int fd = gs_create_trace(link, sizeof link);
+    cr_assert_geq(fd, 0);
+    write_str(fd, "trace");
+    close(fd);
+    check_content(victim, "precious");
+}
+
+Test(create, files_are_mode_0600)
+{
+    umask(022);
+    char p[PATH_MAX];
+    in_tmp(p, sizeof p, "m.trace");
+    int fd = gs_create_trace(p, sizeof p);
+    cr_assert_geq(fd, 0);
+    struct stat sb;
+    cr_assert_eq(fstat(fd, &sb), 0);
+    cr_assert_eq(sb.st_mode & 07777, 0600, "mode %o", (unsigned)(sb.st_mode & 07777));
+    close(fd);
+    fd = gs_create_trace(p, sizeof p); /* the suffixed one too */
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(fstat(fd, &sb), 0);
+    cr_assert_eq(sb.st_mode & 07777, 0600, "suffixed file mode %o",
+                 (unsigned)(sb.st_mode & 07777));
+    close(fd);
+}
+
+Test(create, missing_directory_fails_with_errno)
+{
+    char p[PATH_MAX];
+    in_tmp(p, sizeof p, "no/such/dir.trace");
+    errno = 0;
+    cr_assert_eq(gs_create_trace(p, sizeof p), -1);
+    cr_assert_eq(errno, ENOENT, "errno %d", errno);
+}
+
+/* ---- gs_expand_path ---- */
+
+Test(expand, pid_host_percent_and_lone_percent)
+{
+    char out[512], want[512], host[256];
+    cr_assert_eq(gethostname(host, sizeof host), 0);
+    host[sizeof host - 1] = 0;
+
+    cr_assert_eq(gs_expand_path("gpushim.%p.trace", out, sizeof out), 0);
+    snprintf(want, sizeof want, "gpushim.%ld.trace", (long)getpid());
+    cr_assert_str_eq(out, want);
+
+    cr_assert_eq(gs_expand_path("%h-%p", out, sizeof out), 0);
+    snprintf(want, sizeof want, "%s-%ld", host, (long)getpid());
+    cr_assert_str_eq(out, want);
+
+    cr_assert_eq(gs_expand_path("100%%.trace", out, sizeof out), 0);
+    cr_assert_str_eq(out, "100%.trace");
+
+    cr_assert_eq(gs_expand_path("%%p", out, sizeof out), 0);
+    cr_assert_str_eq(out, "%p", "%%p is a percent then p");
+
+    cr_assert_eq(gs_expand_path("trace%", out, sizeof out), 0);
+    cr_assert_str_eq(out, "trace%", "a lone %% at the end stands for itself");
+
+    cr_assert_eq(gs_expand_path("%", out, sizeof out), 0);
+    cr_assert_str_eq(out, "%");
+
+    cr_assert_eq(gs_expand_path("a%xb", out, sizeof out), 0);
+    cr_assert_str_eq(out, "a%xb", "unknown escapes stand for themselves");
+}
+
+Test(expand, empty_and_too_long_fail)
+{
+    char out[16];
+    cr_assert_eq(gs_expand_path("", out, sizeof out), -1, "empty name");
+    cr_assert_eq(gs_expand_path("0123456789abcdef", out, sizeof out), -1, "16 chars + NUL");
+    cr_assert_eq(gs_expand_path("0123456789abcde", out, sizeof out), 0, "15 chars + NUL fit");
+    cr_assert_str_eq(out, "0123456789abcde");
+    char tiny[4];
+    cr_assert_eq(gs_expand_path("%p%p%p", tiny, sizeof tiny), -1, "pids do not fit");
+}
