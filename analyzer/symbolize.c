@@ -10,10 +10,12 @@
  *   affect the others. Every lookup goes to that module's Dwfl_Module, never
  *   through an address-to-module search.
  * - The file is reported with dwfl_report_elf(..., base = bias, add_p_vaddr =
- *   true): libdwfl then maps file vaddr V to bias + V, the same as the
- *   recording process did, so runtime addresses are used unchanged. (With
- *   add_p_vaddr false, base would instead be the address of the first
- *   PT_LOAD; for ET_EXEC files libdwfl ignores base.)
+ *   true): libdwfl then maps file vaddr V to bias + V, as the recording
+ *   process did, so runtime addresses are used unchanged. (With add_p_vaddr
+ *   false, base would instead be the address of the first PT_LOAD, which
+ *   differs when that segment's p_vaddr is not 0; ET_EXEC ignores base.)
+ *   Separate debug files are found by dwfl_standard_find_debuginfo (build
+ *   id, .gnu_debuglink; debuginfod too when DEBUGINFOD_URLS is set).
  * - A recorded build id that differs from the file's makes the module
  *   unusable: nothing from the wrong file is returned.
  * - Frames come from the DIE chain around pc (dwarf_getscopes for the
@@ -21,6 +23,9 @@
  *   frame takes its line from the line table, every outer frame takes its
  *   line from the call site (DW_AT_call_file/line) of the inlined subroutine
  *   just inside it. Without DWARF the ELF symbol table names the function.
+ * - Two lookups libdwfl 0.188 does poorly are done here from sorted address
+ *   indexes built once per module on first need: the CU for an address when
+ *   there is no .debug_aranges (clang), and the ELF symbol for an address.
  * - Three open-addressing tables (modules by id, answers by (module, pc),
  *   strings) share one small implementation. Answers are allocated one per
  *   entry, so arrays handed out never move.
@@ -30,6 +35,7 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -109,9 +115,22 @@ static void tab_free(struct table *t, void (*free_item)(void *))
 
 enum mod_state { MOD_UNOPENED, MOD_OPEN, MOD_UNUSABLE };
 
-struct cu_range {
-    Dwarf_Addr lo, hi; /* DWARF addresses */
-    Dwarf_Off off;     /* of the CU DIE */
+/* Sorted address ranges [lo, hi) with a payload; built once per module on
+ * first need. */
+struct span {
+    uint64_t lo, hi;
+    int rank;      /* among equal lo, the lowest rank is kept */
+    int open_end;  /* size unknown: hi is clipped to the next span's lo */
+    union {
+        Dwarf_Off cu;     /* CU index: DWARF addresses, CU DIE offset */
+        const char *name; /* symbol index: runtime addresses, libdw's string */
+    } u;
+};
+
+struct span_index {
+    struct span *v;
+    size_t n, cap;
+    int built;
 };
 
 struct module {
@@ -124,9 +143,8 @@ struct module {
     int status; /* gs_sym_module_status's answer, once opened */
     Dwfl *dwfl;
     Dwfl_Module *dmod;
-    struct cu_range *cus; /* sorted by lo; see cu_index_build */
-    size_t ncus, cus_cap;
-    int cus_built;
+    struct span_index cus;  /* see cu_index_build */
+    struct span_index syms; /* see sym_index_build */
 };
 
 struct answer {
@@ -228,7 +246,8 @@ static void module_free(void *item)
         dwfl_end(m->dwfl);
     free(m->path);
     free(m->build_id);
-    free(m->cus);
+    free(m->cus.v);
+    free(m->syms.v);
     free(m);
 }
 
@@ -341,32 +360,68 @@ int gs_sym_module_status(struct gs_symbolizer *s, uint32_t module_id)
     return m->status;
 }
 
+/* ---- address indexes ----------------------------------------------------- */
+
+static int span_cmp(const void *a, const void *b)
+{
+    const struct span *x = a, *y = b;
+    if (x->lo != y->lo)
+        return x->lo < y->lo ? -1 : 1;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static int span_add(struct span_index *ix, struct span sp)
+{
+    if (ix->n == ix->cap) {
+        size_t cap = ix->cap ? ix->cap * 2 : 64;
+        struct span *v = realloc(ix->v, cap * sizeof *v);
+        if (v == NULL)
+            return -1;
+        ix->v = v;
+        ix->cap = cap;
+    }
+    ix->v[ix->n++] = sp;
+    return 0;
+}
+
+/* Sorts, and keeps one span (the lowest rank) per start address. */
+static void span_finish(struct span_index *ix)
+{
+    if (ix->n < 2)
+        return;
+    qsort(ix->v, ix->n, sizeof ix->v[0], span_cmp);
+    size_t kept = 1;
+    for (size_t i = 1; i < ix->n; i++)
+        if (ix->v[i].lo != ix->v[kept - 1].lo)
+            ix->v[kept++] = ix->v[i];
+    ix->n = kept;
+}
+
+/* The span containing a: the nearest few starting at or below it are
+ * tried, as ranges may nest. */
+static const struct span *span_find(const struct span_index *ix, uint64_t a)
+{
+    size_t lo = 0, hi = ix->n; /* first span starting above a */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ix->v[mid].lo <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo, tries = 0; i > 0 && tries < 8; i--, tries++) {
+        const struct span *sp = &ix->v[i - 1];
+        if (a < sp->hi)
+            return sp;
+    }
+    return NULL;
+}
+
 /* ---- finding the CU ------------------------------------------------------- */
 
 /* libdwfl finds CUs through .debug_aranges only (elfutils 0.188), which
  * clang does not emit by default. When it finds none, this index of every
- * CU's address ranges, built once per module, is searched instead. */
-
-static int cu_range_cmp(const void *a, const void *b)
-{
-    const struct cu_range *x = a, *y = b;
-    return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
-static int cu_range_add(struct module *m, Dwarf_Addr lo, Dwarf_Addr hi, Dwarf_Off off)
-{
-    if (m->ncus == m->cus_cap) {
-        size_t cap = m->cus_cap ? m->cus_cap * 2 : 16;
-        struct cu_range *c = realloc(m->cus, cap * sizeof *c);
-        if (c == NULL)
-            return -1;
-        m->cus = c;
-        m->cus_cap = cap;
-    }
-    m->cus[m->ncus++] = (struct cu_range){lo, hi, off};
-    return 0;
-}
-
+ * CU's address ranges is searched instead. */
 static void cu_index_build(struct module *m)
 {
     Dwarf_Addr bias;
@@ -374,39 +429,29 @@ static void cu_index_build(struct module *m)
     Dwarf_CU *cu = NULL;
     Dwarf_Die cudie;
     uint8_t type;
-    m->cus_built = 1;
+    m->cus.built = 1;
     while (dw != NULL && dwarf_get_units(dw, cu, &cu, NULL, &type, &cudie, NULL) == 0) {
         if (type != DW_UT_compile && type != DW_UT_skeleton)
             continue;
         Dwarf_Addr base, lo, hi;
         ptrdiff_t off = 0;
-        while ((off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0)
-            if (lo < hi && cu_range_add(m, lo, hi, dwarf_dieoffset(&cudie)) != 0)
-                return;
+        while ((off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0) {
+            struct span sp = {.lo = lo, .hi = hi, .u.cu = dwarf_dieoffset(&cudie)};
+            if (lo < hi && span_add(&m->cus, sp) != 0)
+                goto done;
+        }
     }
-    if (m->ncus > 1)
-        qsort(m->cus, m->ncus, sizeof m->cus[0], cu_range_cmp);
+done:
+    span_finish(&m->cus);
 }
 
 static int cu_index_find(struct module *m, Dwarf_Addr addr, Dwarf_Die *cu, Dwarf_Addr *bias)
 {
-    if (!m->cus_built)
+    if (!m->cus.built)
         cu_index_build(m);
     Dwarf *dw = dwfl_module_getdwarf(m->dmod, bias);
-    if (dw == NULL || m->ncus == 0)
-        return -1;
-    Dwarf_Addr a = addr - *bias;
-    size_t lo = 0, hi = m->ncus; /* first range starting above a */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (m->cus[mid].lo <= a)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo == 0 || a >= m->cus[lo - 1].hi)
-        return -1;
-    return dwarf_offdie(dw, m->cus[lo - 1].off, cu) != NULL ? 0 : -1;
+    const struct span *sp = dw ? span_find(&m->cus, addr - *bias) : NULL;
+    return sp != NULL && dwarf_offdie(dw, sp->u.cu, cu) != NULL ? 0 : -1;
 }
 
 /* The CU covering runtime address addr, and the bias of its DWARF. */
@@ -418,6 +463,64 @@ static int find_cu(struct module *m, Dwarf_Addr addr, Dwarf_Die *cu, Dwarf_Addr 
         return 0;
     }
     return cu_index_find(m, addr, cu, bias);
+}
+
+/* ---- ELF symbols ---------------------------------------------------------- */
+
+/* dwfl_module_addrname scans the whole symbol table on every call, too slow
+ * for the large stripped libraries of GPU stacks; this sorted index of the
+ * function symbols (global before weak before local at one address) is
+ * searched instead. A symbol of size 0 reaches to the next one, or to the
+ * end of its section. */
+
+/* The runtime end address of section shndx of elf, or 0. */
+static GElf_Addr section_end(Elf *elf, GElf_Word shndx, Dwarf_Addr bias)
+{
+    GElf_Shdr mem, *sh = elf ? gelf_getshdr(elf_getscn(elf, shndx), &mem) : NULL;
+    return sh != NULL ? sh->sh_addr + sh->sh_size + bias : 0;
+}
+
+static void sym_index_add(struct module *m, int i)
+{
+    GElf_Sym sym;
+    GElf_Addr addr;
+    GElf_Word shndx;
+    Elf *elf;
+    Dwarf_Addr bias;
+    const char *name = dwfl_module_getsym_info(m->dmod, i, &sym, &addr, &shndx, &elf, &bias);
+    int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
+    if (name == NULL || name[0] == '\0' || sym.st_shndx == SHN_UNDEF ||
+        shndx == (GElf_Word)-1 || (type != STT_FUNC && type != STT_GNU_IFUNC))
+        return;
+    struct span sp = {.lo = addr, .hi = addr + sym.st_size, .u.name = name};
+    if (sym.st_size == 0) {
+        sp.hi = section_end(elf, shndx, bias);
+        sp.open_end = 1;
+    }
+    sp.rank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
+    if (sp.hi > sp.lo)
+        span_add(&m->syms, sp);
+}
+
+static void sym_index_build(struct module *m)
+{
+    int n = dwfl_module_getsymtab(m->dmod);
+    m->syms.built = 1;
+    for (int i = 1; i < n; i++)
+        sym_index_add(m, i);
+    span_finish(&m->syms);
+    for (size_t i = 0; i + 1 < m->syms.n; i++)
+        if (m->syms.v[i].open_end && m->syms.v[i].hi > m->syms.v[i + 1].lo)
+            m->syms.v[i].hi = m->syms.v[i + 1].lo;
+}
+
+/* The function symbol around runtime address addr, or NULL. */
+static const char *symbol_name(struct module *m, Dwarf_Addr addr)
+{
+    if (!m->syms.built)
+        sym_index_build(m);
+    const struct span *sp = span_find(&m->syms, addr);
+    return sp ? sp->u.name : NULL;
 }
 
 /* ---- building frames ------------------------------------------------------ */
@@ -463,8 +566,31 @@ static const char *die_function_name(Dwarf_Die *die)
     return NULL;
 }
 
-/* The call site of an inlined subroutine: file name (or NULL) and line. */
-static const char *call_site(Dwarf_Die *inl, int *line)
+/* name, made absolute against the CU's compilation directory when
+ * relative (clang's include directories are), interned. */
+static const char *source_path(struct gs_symbolizer *s, Dwarf_Die *cu, const char *name)
+{
+    Dwarf_Attribute mem;
+    const char *dir = NULL;
+    if (name != NULL && name[0] != '/')
+        dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &mem));
+    if (dir == NULL || dir[0] == '\0')
+        return intern(s, name);
+    while (name[0] == '.' && name[1] == '/')
+        name += 2;
+    size_t dlen = strlen(dir), len = dlen + strlen(name) + 2;
+    char *path = malloc(len);
+    if (path == NULL)
+        return intern(s, name);
+    snprintf(path, len, "%s%s%s", dir, dir[dlen - 1] == '/' ? "" : "/", name);
+    const char *interned = intern(s, path);
+    free(path);
+    return interned;
+}
+
+/* The call site of an inlined subroutine: interned file name (or NULL) and
+ * line. */
+static const char *call_site(struct gs_symbolizer *s, Dwarf_Die *inl, int *line)
 {
     Dwarf_Attribute mem;
     Dwarf_Word idx, ln;
@@ -479,7 +605,9 @@ static const char *call_site(Dwarf_Die *inl, int *line)
         dwarf_getsrcfiles(&cu, &files, &nfiles) != 0 || idx >= nfiles)
         return NULL;
     const char *name = dwarf_filesrc(files, idx, NULL, NULL);
-    return name != NULL && strcmp(name, "???") != 0 ? name : NULL; /* "???": DWARF<5 index 0 */
+    if (name == NULL || strcmp(name, "???") == 0) /* "???": DWARF<5 index 0 */
+        return NULL;
+    return source_path(s, &cu, name);
 }
 
 /* The DIE chain from the innermost scope around addr (a DWARF address in
@@ -528,7 +656,7 @@ static int frames_from_dwarf(struct gs_symbolizer *s, Dwarf_Die *chain, int n,
         int outer = next_function(chain, n, cur + 1);
         if (outer == n || (fr = push_frame(fs)) == NULL)
             break;
-        fr->file = intern(s, call_site(&chain[cur], &fr->line));
+        fr->file = call_site(s, &chain[cur], &fr->line);
         fr->function = intern(s, die_function_name(&chain[outer]));
         cur = outer;
     }
@@ -544,7 +672,7 @@ static void innermost_line(struct gs_symbolizer *s, Dwarf_Die *cu, Dwarf_Addr ad
     const char *file = line ? dwarf_linesrc(line, NULL, NULL) : NULL;
     if (file == NULL)
         return;
-    fr->file = intern(s, file);
+    fr->file = source_path(s, cu, file);
     fr->line = dwarf_lineno(line, &lineno) == 0 && lineno > 0 ? lineno : 0;
 }
 
@@ -579,7 +707,7 @@ static void symbolize(struct gs_symbolizer *s, struct module *m, uint64_t pc,
         return;
     struct gs_frame *outer = &fs->f[fs->n - 1];
     if (outer->function == NULL)
-        outer->function = intern(s, dwfl_module_addrname(m->dmod, addr));
+        outer->function = intern(s, symbol_name(m, addr));
 }
 
 /* ---- answers -------------------------------------------------------------- */

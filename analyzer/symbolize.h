@@ -6,7 +6,7 @@
  * GNU build id) and raw return addresses; the analyzer registers the modules
  * here and asks for addresses one at a time. Modules are opened lazily, on
  * the first question about them, with elfutils' libdwfl. Answers are cached
- * per (module, pc) and stay valid until gs_sym_free.
+ * per (module, pc).
  *
  * Not thread-safe: one symbolizer per thread.
  */
@@ -47,10 +47,11 @@ int gs_sym_add_module(struct gs_symbolizer *s, uint32_t id, const char *path, ui
  * Symbolizes the recorded return address pc, which lies in module module_id.
  * Looks up pc-1 (a return address points after its call). Sets *frames to n
  * frames, innermost (most deeply inlined) first, ending with the out-of-line
- * function, and returns n >= 1. The array stays valid until gs_sym_free.
- * When nothing is known (no file, no debug info, build id mismatch) it gives
- * one frame with function and file NULL. Returns 0 only when s or frames is
- * NULL.
+ * function, and returns n >= 1. When nothing is known (no file, no debug or
+ * symbol info, build id mismatch) it gives one frame with function and file
+ * NULL. The array stays valid until gs_sym_free, except for an unknown
+ * module id, or when memory runs out: then it is one frame that the next
+ * call may overwrite. Returns 0 only when s or frames is NULL.
  */
 int gs_sym_resolve(struct gs_symbolizer *s, uint32_t module_id, uint64_t pc,
                    const struct gs_frame **frames);
