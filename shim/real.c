@@ -47,10 +47,9 @@ static void *real_fn[GS_FN_COUNT]; /* accessed atomically */
 
 typedef void *(*dlsym_fn)(void *, const char *);
 static dlsym_fn real_dlsym;
-static uint64_t shim_lo, shim_hi;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
-/* The linker marks our image's first and last byte. */
+/* The linker marks where our image starts and ends. */
 extern const char __ehdr_start[] __attribute__((visibility("hidden")));
 extern const char _end[] __attribute__((visibility("hidden")));
 
@@ -64,8 +63,6 @@ static void real_init(void)
     real_dlsym = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
     if (!real_dlsym)
         real_dlsym = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-    shim_lo = (uint64_t)(uintptr_t)__ehdr_start;
-    shim_hi = (uint64_t)(uintptr_t)_end;
 }
 
 void *gs_real_dlsym(void *handle, const char *name)
@@ -81,9 +78,8 @@ void *gs_real_dlsym(void *handle, const char *name)
 
 int gs_in_shim(const void *addr)
 {
-    pthread_once(&init_once, real_init);
-    uint64_t a = (uint64_t)(uintptr_t)addr;
-    return a >= shim_lo && a < shim_hi;
+    uintptr_t a = (uintptr_t)addr;
+    return a >= (uintptr_t)__ehdr_start && a < (uintptr_t)_end;
 }
 
 const char *gs_fn_name(enum gs_fn fn) { return fn_names[fn]; }

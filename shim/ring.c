@@ -21,7 +21,10 @@ int gs_ring_init(struct gs_ring *r, size_t cap)
     memset(r, 0, sizeof *r);
     if (cap & (cap - 1))
         return -1;
-    void *p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    /* Populated now, on the first event, rather than a page fault at a time
+     * on the program's threads. */
+    void *p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+                   -1, 0);
     if (p == MAP_FAILED)
         return -1;
     r->buf = p;

@@ -29,7 +29,7 @@
 
 #include "shim.h"
 
-#define RING_SIZE (16u << 20)
+#define RING_SIZE (8u << 20)
 #define BLOCK_RAW (1u << 20) /* raw bytes of records per block, at most */
 
 enum state { NONE, OPEN, FINISHED, FAILED };
