@@ -64,6 +64,7 @@ struct gs_reader_stats {
     int end_seen;             /* the END record: the process finished cleanly */
     uint64_t end_events;      /* events the END record says were recorded */
     uint64_t end_lost;
+    uint64_t end_time_ns;     /* when the process finished the trace */
 };
 
 /* Reads the whole trace, calling ops in file order. Returns 0 (the stats
@@ -72,6 +73,10 @@ struct gs_reader_stats {
 int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
                   struct gs_trace_info *info, struct gs_reader_stats *st, char *err,
                   size_t errsz);
+/* The trace is complete: the END record was read and nothing was damaged. */
+int gs_trace_complete(const struct gs_reader_stats *st);
+/* From the first event to the END record, or to the last event without one. */
+uint64_t gs_trace_duration_ns(const struct gs_reader_stats *st, uint64_t last_event_ns);
 /* Decodes one block's records (exposed for tests). Returns records decoded. */
 uint64_t gs_decode_block(const uint8_t *raw, size_t len, const struct gs_reader_ops *ops,
                          void *ctx, struct gs_reader_stats *st);
@@ -214,8 +219,6 @@ struct gs_report {
 
 void gs_report_text(FILE *out, const struct gs_report *rep);
 void gs_report_json(FILE *out, const struct gs_report *rep);
-/* The trace is complete: the END record was read and nothing was damaged. */
-int gs_trace_complete(const struct gs_reader_stats *st);
 
 /* ---- json.c ---- */
 struct gs_json {

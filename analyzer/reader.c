@@ -159,13 +159,24 @@ static int module(struct cursor *c, const struct gs_reader_ops *ops, void *ctx)
 
 static int end_record(struct cursor *c, struct gs_reader_stats *st)
 {
-    uint64_t events = u(c), lost = u(c);
+    uint64_t events = u(c), lost = u(c), time_ns = u(c);
     if (c->bad)
         return -1;
     st->end_seen = 1;
     st->end_events = events;
     st->end_lost = lost;
+    st->end_time_ns = time_ns;
     return 0;
+}
+
+int gs_trace_complete(const struct gs_reader_stats *st)
+{
+    return st->end_seen && !st->damaged_blocks && !st->damaged_records && !st->truncated_at;
+}
+
+uint64_t gs_trace_duration_ns(const struct gs_reader_stats *st, uint64_t last_event_ns)
+{
+    return st->end_time_ns > last_event_ns ? st->end_time_ns : last_event_ns;
 }
 
 uint64_t gs_decode_block(const uint8_t *raw, size_t len, const struct gs_reader_ops *ops,

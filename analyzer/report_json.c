@@ -64,7 +64,7 @@ static void process(struct gs_json *j, const struct gs_report *rep)
     gs_json_string(j, "host", rep->info->host);
     gs_json_string(j, "command", rep->info->command);
     gs_json_uint(j, "start_unix_ns", rep->info->realtime_ns);
-    gs_json_uint(j, "duration_ns", rep->replay->last_time_ns);
+    gs_json_uint(j, "duration_ns", gs_trace_duration_ns(rep->stats, rep->replay->last_time_ns));
     gs_json_end_object(j);
 }
 

@@ -89,7 +89,7 @@ static void header(const struct gs_report *rep, FILE *out)
     fprintf(out, "  command   %s\n", in->command[0] ? in->command : "(unknown)");
     fprintf(out, "  recorded  %.3f s: %" PRIu64 " allocation%s, %" PRIu64 " free%s, %" PRIu64
                  " failed allocation%s\n",
-            seconds(r->last_time_ns), r->allocations, plural(r->allocations), r->frees,
+            seconds(gs_trace_duration_ns(rep->stats, r->last_time_ns)), r->allocations, plural(r->allocations), r->frees,
             plural(r->frees), r->failed, plural(r->failed));
     if (r->frees_unknown)
         fprintf(out, "            %" PRIu64 " free%s of addresses not allocated while recording\n",
@@ -180,9 +180,4 @@ void gs_report_text(FILE *out, const struct gs_report *rep)
         fprintf(out, "\nEverything allocated was freed.\n");
     }
     failures(rep, out);
-}
-
-int gs_trace_complete(const struct gs_reader_stats *st)
-{
-    return st->end_seen && !st->damaged_blocks && !st->damaged_records && !st->truncated_at;
 }

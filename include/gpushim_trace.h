@@ -79,8 +79,9 @@ enum gs_record_type {
                                * varint stack id, varint stream, varint result,
                                * varint free bytes, varint total bytes (both
                                * UINT64_MAX when the driver could not say) */
-    GS_REC_END = 22,          /* varint events recorded, varint events lost: the
-                               * process finished the trace cleanly */
+    GS_REC_END = 22,          /* varint events recorded, varint events lost, varint
+                               * time of the end (ns since the start): the process
+                               * finished the trace cleanly */
 };
 
 /* The API the program called, as it appears in reports. */

@@ -19,8 +19,10 @@
 static struct gs_config config;
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 
+/* One line on stderr in one write, so lines never interleave; keeps errno. */
 static void vsay(const char *fmt, va_list ap)
 {
+    int saved = errno;
     char line[512];
     int n = snprintf(line, sizeof line, "gpushim: ");
     int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
@@ -28,30 +30,27 @@ static void vsay(const char *fmt, va_list ap)
     if (len > sizeof line - 2)
         len = sizeof line - 2;
     line[len++] = '\n';
-    ssize_t w = write(STDERR_FILENO, line, len); /* one write: lines never interleave */
+    ssize_t w = write(STDERR_FILENO, line, len);
     (void)w;
+    errno = saved;
 }
 
 void gs_say(const char *fmt, ...)
 {
-    int saved = errno;
     va_list ap;
     va_start(ap, fmt);
     vsay(fmt, ap);
     va_end(ap);
-    errno = saved;
 }
 
 void gs_warn_once(int *once, const char *fmt, ...)
 {
     if (__atomic_exchange_n(once, 1, __ATOMIC_RELAXED))
         return;
-    int saved = errno;
     va_list ap;
     va_start(ap, fmt);
     vsay(fmt, ap);
     va_end(ap);
-    errno = saved;
 }
 
 /* Reads an unsigned setting in [lo, hi], or says why not and keeps def. */

@@ -89,7 +89,8 @@ static uint8_t *encode_module(const struct gs_module_body *m, uint8_t *p)
 static uint8_t *encode_end(const struct gs_end_body *b, uint8_t *p)
 {
     p = varint(p, b->events);
-    return varint(p, b->lost);
+    p = varint(p, b->lost);
+    return varint(p, b->time_ns);
 }
 
 /* Is the body long enough for what its type says it holds? */

@@ -154,6 +154,7 @@ struct gs_end_body {
     uint8_t pad[7];
     uint64_t events;
     uint64_t lost;
+    uint64_t time_ns; /* since the trace's start */
 };
 
 /* ---- stacks.c: capture and deduplication ---- */

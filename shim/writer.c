@@ -274,7 +274,8 @@ __attribute__((destructor)) static void writer_fini(void)
     if (w.state == OPEN) {
         drain_locked();
         pthread_mutex_lock(&w.ring_lock);
-        struct gs_end_body end = {.type = GS_REC_END, .events = w.events};
+        struct gs_end_body end = {
+            .type = GS_REC_END, .events = w.events, .time_ns = gs_now_ns() - w.start_ns};
         w.stop = 1;
         pthread_mutex_unlock(&w.ring_lock);
         add_record(&end, sizeof end);
