@@ -1,0 +1,130 @@
+"""harness.py - what the integration tests share: running a program with and
+without the shim, reading its trace through `gpushim report --json`, and
+exact comparisons that say what differed.
+"""
+import json
+import os
+import subprocess
+import tempfile
+
+MiB = 1024 * 1024
+KiB = 1024
+
+
+class Env:
+    """Paths and the way to preload the shim in this build (set by the runner)."""
+
+    def configure(self, build, sanitized):
+        self.build = os.path.abspath(build)
+        self.shim = os.path.join(self.build, "libgpushim.so")
+        self.gpushim = os.path.join(self.build, "gpushim")
+        self.preload = self.shim
+        self.env = {}
+        if sanitized:
+            # Sanitizers intercept dlopen, which then searches the run paths of
+            # the sanitizer's runtime instead of the program's: say where the
+            # simulated driver is.
+            self.env["LD_LIBRARY_PATH"] = os.path.join(self.build, "sim")
+            # The sanitizer runtime must come before any instrumented library.
+            cc = os.environ.get("CC", "cc")
+            libasan = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True,
+                                     text=True).stdout.strip()
+            self.preload = libasan + ":" + self.shim
+
+    def prog(self, name):
+        return os.path.join(self.build, "progs", name)
+
+
+E = Env()  # configured by run_tests.py before any test runs
+
+
+class Run:
+    def __init__(self, p, files):
+        self.rc = p.returncode
+        self.out = p.stdout
+        self.err = p.stderr
+        self.files = files
+
+
+def run(argv, shim=True, env=None, cwd=None, output=None):
+    """Runs argv in a fresh directory (or cwd); returns Run with the trace
+    files it left there."""
+    cwd = cwd or tempfile.mkdtemp(prefix="gpushim-test-")
+    e = dict(os.environ)
+    e.pop("LD_PRELOAD", None)
+    e.pop("GPUSHIM_OUTPUT", None)
+    e.update(E.env)
+    e.update(env or {})
+    if shim:
+        e["LD_PRELOAD"] = E.preload
+    if output:
+        e["GPUSHIM_OUTPUT"] = output
+    p = subprocess.run(argv, capture_output=True, text=True, env=e, cwd=cwd, timeout=120)
+    files = sorted(f for f in os.listdir(cwd) if f.endswith(".trace"))
+    return Run(p, [os.path.join(cwd, f) for f in files])
+
+
+def report(trace, *args):
+    p = subprocess.run([E.gpushim, "report", *args, trace], capture_output=True, text=True,
+                       timeout=120)
+    return p
+
+
+def report_json(trace):
+    p = report(trace, "--json")
+    check(p.returncode == 0, f"report --json failed ({p.returncode}): {p.stderr}")
+    return json.loads(p.stdout)
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def eq(got, want, what):
+    if got != want:
+        raise AssertionError(f"{what}: got {got!r}, want {want!r}")
+
+
+def one_trace(r):
+    eq(len(r.files), 1, f"trace files left ({r.files}); stderr: {r.err}")
+    return r.files[0]
+
+
+def site_summary(sites):
+    """[(bytes, count, innermost function)] of a list of SITEs."""
+    return [(s["bytes"], s["count"], s["frames"][0]["function"] if s["frames"] else None)
+            for s in sites]
+
+
+def same_behaviour(argv, env=None):
+    """Runs argv with and without the shim; checks that the program sees the
+    same; returns the run under the shim."""
+    bare = run(argv, shim=False, env=env)
+    shimmed = run(argv, shim=True, env=env)
+    eq(shimmed.rc, bare.rc, "exit status under the shim")
+    eq(shimmed.out, bare.out, "stdout under the shim")
+    eq(shimmed.err, bare.err, "stderr under the shim")
+    return shimmed
+
+
+def block_offsets(data):
+    """Offsets of the blocks of a trace, found by walking its framing."""
+    hlen = int.from_bytes(data[12:16], "little")
+    off = 16 + hlen + 4
+    out = []
+    while off + 16 <= len(data):
+        check(data[off:off + 4] == b"GBLK", f"block magic at {off}")
+        out.append(off)
+        off += 16 + int.from_bytes(data[off + 4:off + 8], "little")
+    return out
+
+
+def launcher_env():
+    e = dict(os.environ)
+    e.pop("LD_PRELOAD", None)
+    e.pop("GPUSHIM_OUTPUT", None)
+    e.update(E.env)
+    if E.preload != E.shim:  # sanitized: the runtime goes first, the launcher adds the shim
+        e["LD_PRELOAD"] = E.preload.split(":")[0]
+    return e
