@@ -69,14 +69,15 @@ $(BUILD)/sim/libcuda.so.1: $(BUILD)/obj/pic/tests/sim/driver.o
 	@mkdir -p $(@D)
 	$(CC) -shared -o $@ $< $(LDFLAGS) -Wl,-soname,libcuda.so.1 -ldl -lpthread
 	ln -sf libcuda.so.1 $(BUILD)/sim/libcuda.so
-$(BUILD)/sim/libcudart.so.13: $(BUILD)/obj/pic/tests/sim/runtime.o
+$(BUILD)/sim/libcudart.so.13: $(BUILD)/obj/pic/tests/sim/runtime.o tests/sim/runtime.map
 	@mkdir -p $(@D)
-	$(CC) -shared -o $@ $< $(LDFLAGS) -Wl,-soname,libcudart.so.13 -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
+	$(CC) -shared -o $@ $< $(LDFLAGS) -Wl,-soname,libcudart.so.13 -Wl,-rpath,'$$ORIGIN' \
+		-Wl,--version-script=tests/sim/runtime.map -ldl -lpthread
 	ln -sf libcudart.so.13 $(BUILD)/sim/libcudart.so
 
 # ---- programs the integration tests run under the shim ----
 # drv_*: linked with the driver (-lcuda); rt_*: with the runtime (-lcudart);
-# the rest link neither and dlopen what they use.
+# static_*: linked statically; the rest link neither and dlopen what they use.
 NVCC ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/local/cuda/bin/nvcc))
 REAL_CUDART := $(if $(NVCC),$(BUILD)/progs/real_cudart)
 progs: $(PROGS) $(BUILD)/progs/libgsplugin.so $(REAL_CUDART) $(BUILD)/examples/sim_training $(BUILD)/bench/bench_workload
@@ -88,6 +89,9 @@ $(BUILD)/progs/real_cudart: tests/progs/real_cudart.cu
 	@mkdir -p $(@D)
 	$(NVCC) -cudart shared -o $@ $<
 PROG_LINK = $(if $(filter drv_%,$(notdir $@)),-lcuda,$(if $(filter rt_%,$(notdir $@)),-lcudart))
+$(BUILD)/progs/static_%: tests/progs/static_%.c
+	@mkdir -p $(@D)
+	$(CC) $(filter-out -fsanitize%,$(ALL_CFLAGS)) -static -o $@ $<
 $(BUILD)/progs/%: tests/progs/%.c $(SIM)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -O1 -fno-omit-frame-pointer -o $@ $< $(LDFLAGS) -L$(BUILD)/sim \

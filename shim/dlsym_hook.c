@@ -75,7 +75,9 @@ static void *hooked_dlsym(void *handle, const char *name, const void *caller)
     return fn < 0 ? p : gs_substitute((enum gs_fn)fn, p);
 }
 
-/* The two versions of the same function, bound by the version script. */
+/* The two versions of the same function, bound by the version script. (An
+ * alias takes its visibility from the name it aliases, so these names are
+ * exported too.) */
 GS_EXPORT void *gs_dlsym_2_34(void *handle, const char *name)
 {
     return hooked_dlsym(handle, name, __builtin_return_address(0));
