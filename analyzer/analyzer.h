@@ -27,16 +27,18 @@ struct gs_rmodule {
 };
 
 struct gs_revent {
-    enum gs_record_type type; /* ALLOC, FREE, FREE_FAILED, ALLOC_FAILED */
+    enum gs_record_type type; /* ALLOC, FREE, FREE_FAILED, ALLOC_FAILED, REF, POOL */
     uint64_t time_ns;         /* since the trace's start */
     uint32_t tid;
     uint32_t api;
     int32_t device;
     uint64_t addr, size, stream;
     uint32_t stack_id;
-    uint32_t kind;
+    uint32_t kind;  /* enum gs_kind */
+    uint32_t space; /* enum gs_space: what addr names */
     uint32_t result;
     uint64_t free_bytes, total_bytes;
+    uint64_t pool, reserved, used; /* POOL */
 };
 
 struct gs_reader_ops {
@@ -83,7 +85,6 @@ uint64_t gs_decode_block(const uint8_t *raw, size_t len, const struct gs_reader_
 
 /* ---- replay.c ---- */
 #define GS_MAX_DEVICES 64
-#define GS_KINDS 2
 
 struct gs_site {
     uint32_t stack_id;
@@ -115,6 +116,16 @@ struct gs_kind_usage {
     uint64_t live_bytes, peak_bytes, allocs;
 };
 
+/* A stream-ordered pool, from its samples. */
+struct gs_pool_usage {
+    uint64_t pool;
+    int32_t device;
+    uint64_t reserved, used;           /* at its last sample */
+    uint64_t peak_reserved, peak_used; /* the largest sampled */
+    uint64_t peak_unused;              /* the most it held beyond use */
+    uint64_t samples;
+};
+
 struct gs_stack {
     uint32_t id;
     unsigned n;
@@ -139,7 +150,7 @@ struct gs_replay {
     size_t nstacks, stacks_cap;
 
     /* the live set and the sites */
-    struct gs_idmap *live;     /* address -> index in allocs */
+    struct gs_idmap *live[GS_SPACE_COUNT]; /* address (handle, ...) -> index in allocs */
     struct gs_live_alloc *allocs;
     size_t nallocs, allocs_cap, free_slot;
     struct gs_idmap *sites_by_key;
@@ -149,12 +160,17 @@ struct gs_replay {
     size_t recent_next;
 
     /* totals */
-    uint64_t allocations, frees, failed, frees_unknown, frees_undone;
+    uint64_t allocations, frees, failed, frees_unknown, frees_undone, refs;
     uint64_t last_time_ns;
     uint64_t live_bytes, peak_bytes, peak_time_ns, peak_epoch;
     uint64_t nthreads_hint;
     struct gs_device_usage devices[GS_MAX_DEVICES + 1]; /* [GS_MAX_DEVICES]: unknown */
-    struct gs_kind_usage kinds[GS_KINDS];
+    struct gs_kind_usage kinds[GS_KIND_COUNT];
+    struct gs_idmap *pools_by_id;
+    struct gs_pool_usage *pools;
+    size_t npools, pools_cap;
+    uint64_t pool_reserved, pool_used;           /* all pools, at their last samples */
+    uint64_t peak_pool_reserved, peak_pool_used; /* the same at the device peak */
     struct gs_failure *failures;
     size_t nfailures, failures_cap;
     uint64_t failures_dropped;
@@ -172,6 +188,7 @@ uint64_t gs_replay_leaks(const struct gs_replay *r, uint64_t *count);
 const struct gs_stack *gs_replay_stack(const struct gs_replay *r, uint32_t id);
 const struct gs_module *gs_replay_module_at(const struct gs_replay *r, uint64_t pc);
 const char *gs_api_name(uint32_t api);
+const char *gs_kind_name(uint32_t kind);
 const char *gs_result_name(uint32_t result);
 
 /* ---- sites.c ---- */

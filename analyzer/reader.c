@@ -88,7 +88,7 @@ static int event(struct cursor *c, struct block_state *bs, uint8_t type, struct 
     e->api = (uint32_t)u(c);
     e->device = device(c);
     uint64_t addr = bs->addr;
-    if (type != GS_REC_ALLOC_FAILED) {
+    if (type != GS_REC_ALLOC_FAILED && type != GS_REC_POOL) {
         addr += (uint64_t)s(c);
         e->addr = addr;
     }
@@ -98,12 +98,23 @@ static int event(struct cursor *c, struct block_state *bs, uint8_t type, struct 
         e->stack_id = (uint32_t)u(c);
         e->stream = u(c);
         e->kind = (uint32_t)u(c);
+        e->space = (uint32_t)u(c);
         break;
     case GS_REC_FREE:
         e->stream = u(c);
+        e->space = (uint32_t)u(c);
         break;
     case GS_REC_FREE_FAILED:
         e->result = (uint32_t)u(c);
+        e->space = (uint32_t)u(c);
+        break;
+    case GS_REC_REF:
+        e->space = (uint32_t)u(c);
+        break;
+    case GS_REC_POOL:
+        e->pool = u(c);
+        e->reserved = u(c);
+        e->used = u(c);
         break;
     default:
         e->size = u(c);
@@ -200,6 +211,8 @@ uint64_t gs_decode_block(const uint8_t *raw, size_t len, const struct gs_reader_
         case GS_REC_FREE:
         case GS_REC_FREE_FAILED:
         case GS_REC_ALLOC_FAILED:
+        case GS_REC_REF:
+        case GS_REC_POOL:
             bad = event(&c, &bs, type, &e);
             if (!bad && ops->event)
                 ops->event(ctx, &e);

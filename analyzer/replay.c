@@ -28,12 +28,17 @@ struct gs_live_alloc {
     uint32_t site;
     int32_t device;
     uint32_t kind;
+    uint32_t space;
     uint32_t tid;
+    uint32_t refs; /* a FREE drops one; the allocation ends at 0 */
 };
 
+/* A FREE that a FREE_FAILED may undo: the allocation it ended (removed), or
+ * the reference it dropped from one that lives on. */
 struct gs_recent_free {
     struct gs_live_alloc a;
-    int valid;
+    uint32_t tid;
+    int valid, removed;
 };
 
 static const char *const api_names[GS_API_COUNT] = {
@@ -57,8 +62,52 @@ static const char *const api_names[GS_API_COUNT] = {
     NAME(cudaMallocAsync_ptsz),
     NAME(cudaFreeAsync),
     NAME(cudaFreeAsync_ptsz),
+    NAME(cuMemCreate),
+    NAME(cuMemRelease),
+    NAME(cuMemRetainAllocationHandle),
+    NAME(cuMemImportFromShareableHandle),
+    NAME(cuMemMap),
+    NAME(cuMemUnmap),
+    NAME(cuMemAddressReserve),
+    NAME(cuMemAddressFree),
+    NAME(cuMemHostAlloc),
+    NAME(cuMemAllocHost_v2),
+    NAME(cuMemFreeHost),
+    NAME(cuMemHostRegister_v2),
+    NAME(cuMemHostUnregister),
+    NAME(cuArrayCreate_v2),
+    NAME(cuArray3DCreate_v2),
+    NAME(cuArrayDestroy),
+    NAME(cuMipmappedArrayCreate),
+    NAME(cuMipmappedArrayDestroy),
+    NAME(cuIpcOpenMemHandle_v2),
+    NAME(cuIpcCloseMemHandle),
+    NAME(cuMemPoolCreate),
+    NAME(cuMemPoolDestroy),
+    NAME(cudaMallocHost),
+    NAME(cudaHostAlloc),
+    NAME(cudaFreeHost),
+    NAME(cudaHostRegister),
+    NAME(cudaHostUnregister),
+    NAME(cudaMalloc3D),
+    NAME(cudaMallocArray),
+    NAME(cudaMalloc3DArray),
+    NAME(cudaFreeArray),
+    NAME(cudaMallocFromPoolAsync),
+    NAME(cudaMallocFromPoolAsync_ptsz),
+    NAME(cudaMemPoolCreate),
+    NAME(cudaMemPoolDestroy),
 #undef NAME
 };
+
+static const char *const kind_names[GS_KIND_COUNT] = {
+    [GS_KIND_DEVICE] = "device",   [GS_KIND_MANAGED] = "managed",
+    [GS_KIND_HOST_PINNED] = "host_pinned", [GS_KIND_ARRAY] = "array",
+    [GS_KIND_IMPORTED] = "imported", [GS_KIND_ADDRESS_SPACE] = "address_space",
+    [GS_KIND_MAPPED] = "mapped",
+};
+
+const char *gs_kind_name(uint32_t kind) { return kind < GS_KIND_COUNT ? kind_names[kind] : "?"; }
 
 const char *gs_api_name(uint32_t api) { return api < GS_API_COUNT ? api_names[api] : "unknown"; }
 
@@ -73,7 +122,10 @@ const char *gs_result_name(uint32_t result)
     case 100: return "CUDA_ERROR_NO_DEVICE";
     case 101: return "CUDA_ERROR_INVALID_DEVICE";
     case 201: return "CUDA_ERROR_INVALID_CONTEXT";
+    case 400: return "CUDA_ERROR_INVALID_HANDLE";
     case 700: return "CUDA_ERROR_ILLEGAL_ADDRESS";
+    case 712: return "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED";
+    case 713: return "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED";
     case 999: return "CUDA_ERROR_UNKNOWN";
     default: return "CUDA_ERROR";
     }
@@ -97,7 +149,9 @@ void gs_replay_init(struct gs_replay *r)
 {
     memset(r, 0, sizeof *r);
     r->stacks_by_id = gs_idmap_new();
-    r->live = gs_idmap_new();
+    for (int s = 0; s < GS_SPACE_COUNT; s++)
+        r->live[s] = gs_idmap_new();
+    r->pools_by_id = gs_idmap_new();
     r->sites_by_key = gs_idmap_new();
     r->recent = calloc(RECENT_FREES, sizeof *r->recent);
     r->free_slot = SIZE_MAX;
@@ -115,8 +169,11 @@ void gs_replay_free(struct gs_replay *r)
     free(r->sites);
     free(r->failures);
     free(r->recent);
+    free(r->pools);
     gs_idmap_free(r->stacks_by_id);
-    gs_idmap_free(r->live);
+    for (int s = 0; s < GS_SPACE_COUNT; s++)
+        gs_idmap_free(r->live[s]);
+    gs_idmap_free(r->pools_by_id);
     gs_idmap_free(r->sites_by_key);
     memset(r, 0, sizeof *r);
 }
@@ -271,6 +328,8 @@ static void add_live(struct gs_replay *r, const struct gs_live_alloc *a, uint64_
         r->peak_bytes = r->live_bytes;
         r->peak_time_ns = now;
         r->peak_epoch++;
+        r->peak_pool_reserved = r->pool_reserved;
+        r->peak_pool_used = r->pool_used;
     }
 }
 
@@ -298,19 +357,26 @@ static int insert(struct gs_replay *r, const struct gs_live_alloc *a)
             return -1;
         idx = r->nallocs++;
     }
-    if (gs_idmap_put(r->live, a->addr, idx) != 0)
+    if (gs_idmap_put(r->live[a->space], a->addr, idx) != 0)
         return -1;
     r->allocs[idx] = *a;
     return 0;
 }
 
-/* Takes the allocation at addr out of the live set into *out; -1 if none. */
-static int take(struct gs_replay *r, uint64_t addr, struct gs_live_alloc *out)
+/* The live allocation at addr in space, or NULL. */
+static struct gs_live_alloc *find_live(struct gs_replay *r, uint32_t space, uint64_t addr)
 {
     uint64_t idx;
-    if (gs_idmap_get(r->live, addr, &idx) != 0)
+    return gs_idmap_get(r->live[space], addr, &idx) == 0 ? &r->allocs[idx] : NULL;
+}
+
+/* Takes the allocation at addr out of the live set into *out; -1 if none. */
+static int take(struct gs_replay *r, uint32_t space, uint64_t addr, struct gs_live_alloc *out)
+{
+    uint64_t idx;
+    if (gs_idmap_get(r->live[space], addr, &idx) != 0)
         return -1;
-    gs_idmap_del(r->live, addr);
+    gs_idmap_del(r->live[space], addr);
     *out = r->allocs[idx];
     r->allocs[idx].addr = r->free_slot;
     r->free_slot = (size_t)idx;
@@ -320,9 +386,9 @@ static int take(struct gs_replay *r, uint64_t addr, struct gs_live_alloc *out)
 static void on_alloc(struct gs_replay *r, const struct gs_revent *e)
 {
     struct gs_live_alloc old;
-    if (e->kind >= GS_KINDS)
-        return; /* a kind from a newer writer: not counted here */
-    if (take(r, e->addr, &old) == 0) /* its free was lost with a damaged block */
+    if (e->kind >= GS_KIND_COUNT || e->space >= GS_SPACE_COUNT)
+        return; /* from a newer writer: not counted here */
+    if (take(r, e->space, e->addr, &old) == 0) /* its free was lost with a damaged block */
         remove_live(r, &old);
     struct gs_site *s = site(r, e->stack_id, e->kind);
     if (!s)
@@ -339,42 +405,99 @@ static void on_alloc(struct gs_replay *r, const struct gs_revent *e)
                               .site = (uint32_t)(s - r->sites),
                               .device = e->device,
                               .kind = e->kind,
-                              .tid = e->tid};
+                              .space = e->space,
+                              .tid = e->tid,
+                              .refs = 1};
     if (e->kind == GS_KIND_DEVICE)
         device_usage(r, e->device)->allocs++;
     if (insert(r, &a) == 0)
         add_live(r, &a, e->time_ns);
 }
 
+static void remember_free(struct gs_replay *r, const struct gs_live_alloc *a, uint32_t tid,
+                          int removed)
+{
+    struct gs_recent_free *slot = &r->recent[r->recent_next++ % RECENT_FREES];
+    slot->a = *a;
+    slot->tid = tid;
+    slot->valid = 1;
+    slot->removed = removed;
+}
+
+/* Drops one reference; the allocation ends with its last. */
 static void on_free(struct gs_replay *r, const struct gs_revent *e)
 {
-    struct gs_live_alloc a;
-    if (take(r, e->addr, &a) != 0) {
+    struct gs_live_alloc *live = e->space < GS_SPACE_COUNT ? find_live(r, e->space, e->addr) : NULL;
+    if (!live) {
         r->frees_unknown++;
         return;
     }
+    if (live->refs > 1) {
+        live->refs--;
+        remember_free(r, live, e->tid, 0);
+        return;
+    }
+    struct gs_live_alloc a;
+    take(r, e->space, e->addr, &a);
     remove_live(r, &a);
     r->frees++;
-    struct gs_recent_free *slot = &r->recent[r->recent_next++ % RECENT_FREES];
-    slot->a = a;
-    slot->a.tid = e->tid;
-    slot->valid = 1;
+    remember_free(r, &a, e->tid, 1);
 }
 
 static void on_free_failed(struct gs_replay *r, const struct gs_revent *e)
 {
     for (size_t i = 0; i < RECENT_FREES; i++) {
         struct gs_recent_free *f = &r->recent[(r->recent_next - 1 - i) % RECENT_FREES];
-        if (!f->valid || f->a.addr != e->addr || f->a.tid != e->tid)
+        if (!f->valid || f->a.addr != e->addr || f->a.space != e->space || f->tid != e->tid)
             continue;
         f->valid = 0;
+        if (!f->removed) {
+            struct gs_live_alloc *live = find_live(r, f->a.space, f->a.addr);
+            if (live)
+                live->refs++;
+            return;
+        }
         struct gs_live_alloc a = f->a;
+        a.refs = 1;
         if (insert(r, &a) == 0)
             add_live(r, &a, e->time_ns);
         r->frees--;
         r->frees_undone++;
         return;
     }
+}
+
+static void on_ref(struct gs_replay *r, const struct gs_revent *e)
+{
+    struct gs_live_alloc *live = e->space < GS_SPACE_COUNT ? find_live(r, e->space, e->addr) : NULL;
+    if (live) {
+        live->refs++;
+        r->refs++;
+    }
+}
+
+static void on_pool(struct gs_replay *r, const struct gs_revent *e)
+{
+    uint64_t idx;
+    if (gs_idmap_get(r->pools_by_id, e->pool, &idx) != 0) {
+        if (reserve((void **)&r->pools, &r->pools_cap, r->npools, sizeof *r->pools) != 0 ||
+            gs_idmap_put(r->pools_by_id, e->pool, r->npools) != 0)
+            return;
+        idx = r->npools++;
+        r->pools[idx] = (struct gs_pool_usage){.pool = e->pool, .device = e->device};
+    }
+    struct gs_pool_usage *p = &r->pools[idx];
+    r->pool_reserved += e->reserved - p->reserved;
+    r->pool_used += e->used - p->used;
+    p->reserved = e->reserved;
+    p->used = e->used;
+    p->samples++;
+    if (e->reserved > p->peak_reserved)
+        p->peak_reserved = e->reserved;
+    if (e->used > p->peak_used)
+        p->peak_used = e->used;
+    if (e->reserved > e->used && e->reserved - e->used > p->peak_unused)
+        p->peak_unused = e->reserved - e->used;
 }
 
 static void on_alloc_failed(struct gs_replay *r, const struct gs_revent *e)
@@ -412,6 +535,12 @@ void gs_replay_event(struct gs_replay *r, const struct gs_revent *e)
         break;
     case GS_REC_ALLOC_FAILED:
         on_alloc_failed(r, e);
+        break;
+    case GS_REC_REF:
+        on_ref(r, e);
+        break;
+    case GS_REC_POOL:
+        on_pool(r, e);
         break;
     default:
         break;

@@ -75,6 +75,7 @@ static void events(struct gs_json *j, const struct gs_replay *r)
     gs_json_uint(j, "frees", r->frees);
     gs_json_uint(j, "failed", r->failed);
     gs_json_uint(j, "frees_unknown", r->frees_unknown);
+    gs_json_uint(j, "references", r->refs);
     gs_json_end_object(j);
 }
 
@@ -98,15 +99,39 @@ static void devices(struct gs_json *j, const struct gs_replay *r)
 
 static void categories(struct gs_json *j, const struct gs_replay *r)
 {
-    static const char *const names[GS_KINDS] = {"device", "managed"};
     gs_json_begin_object(j, "categories");
-    for (int k = 0; k < GS_KINDS; k++) {
-        gs_json_begin_object(j, names[k]);
+    for (int k = 0; k < GS_KIND_COUNT; k++) {
+        gs_json_begin_object(j, gs_kind_name((uint32_t)k));
         gs_json_uint(j, "peak_bytes", r->kinds[k].peak_bytes);
         gs_json_uint(j, "live_bytes_at_end", r->kinds[k].live_bytes);
         gs_json_uint(j, "allocations", r->kinds[k].allocs);
         gs_json_end_object(j);
     }
+    gs_json_end_object(j);
+}
+
+static void pools(struct gs_json *j, const struct gs_replay *r)
+{
+    gs_json_begin_object(j, "pools");
+    gs_json_uint(j, "reserved_bytes_at_peak", r->peak_pool_reserved);
+    gs_json_uint(j, "used_bytes_at_peak", r->peak_pool_used);
+    gs_json_begin_array(j, "pools");
+    for (size_t i = 0; i < r->npools; i++) {
+        const struct gs_pool_usage *p = &r->pools[i];
+        char id[32];
+        snprintf(id, sizeof id, "0x%" PRIx64, p->pool);
+        gs_json_begin_object(j, NULL);
+        gs_json_string(j, "pool", id);
+        gs_json_int(j, "device", p->device);
+        gs_json_uint(j, "peak_reserved_bytes", p->peak_reserved);
+        gs_json_uint(j, "peak_used_bytes", p->peak_used);
+        gs_json_uint(j, "peak_unused_bytes", p->peak_unused);
+        gs_json_uint(j, "reserved_bytes_at_end", p->reserved);
+        gs_json_uint(j, "used_bytes_at_end", p->used);
+        gs_json_uint(j, "samples", p->samples);
+        gs_json_end_object(j);
+    }
+    gs_json_end_array(j);
     gs_json_end_object(j);
 }
 
@@ -164,6 +189,7 @@ void gs_report_json(FILE *out, const struct gs_report *rep)
     gs_json_end_object(&j);
     devices(&j, r);
     categories(&j, r);
+    pools(&j, r);
     gs_json_begin_object(&j, "leaks");
     gs_json_uint(&j, "bytes", leaked);
     gs_json_uint(&j, "count", count);

@@ -128,10 +128,25 @@ static void devices(const struct gs_report *rep, FILE *out)
         fprintf(out, " peak %s at %.3f s, %s live at the end\n", human_bytes(u->peak_bytes, a, sizeof a),
                 seconds(u->peak_time_ns), human_bytes(u->live_bytes, b, sizeof b));
     }
-    if (r->kinds[GS_KIND_MANAGED].allocs)
-        fprintf(out, "  managed   peak %s, %s live at the end (not counted in the peak below)\n",
-                human_bytes(r->kinds[GS_KIND_MANAGED].peak_bytes, a, sizeof a),
-                human_bytes(r->kinds[GS_KIND_MANAGED].live_bytes, b, sizeof b));
+    static const char *const labels[GS_KIND_COUNT] = {
+        [GS_KIND_MANAGED] = "managed memory", [GS_KIND_HOST_PINNED] = "pinned host memory",
+        [GS_KIND_ARRAY] = "CUDA arrays", [GS_KIND_IMPORTED] = "imported from other processes",
+        [GS_KIND_ADDRESS_SPACE] = "reserved address space", [GS_KIND_MAPPED] = "mapped ranges"};
+    for (int k = GS_KIND_DEVICE + 1; k < GS_KIND_COUNT; k++) {
+        const struct gs_kind_usage *u = &r->kinds[k];
+        if (u->allocs)
+            fprintf(out, "  %-29s peak %s, %s live at the end, %" PRIu64 " allocation%s\n",
+                    labels[k], human_bytes(u->peak_bytes, a, sizeof a),
+                    human_bytes(u->live_bytes, b, sizeof b), u->allocs, plural(u->allocs));
+    }
+    for (size_t i = 0; i < r->npools; i++) {
+        const struct gs_pool_usage *p = &r->pools[i];
+        char c[32];
+        fprintf(out, "  pool 0x%" PRIx64 " on device %d: reserved up to %s, used up to %s, "
+                     "up to %s held beyond use\n",
+                p->pool, p->device, human_bytes(p->peak_reserved, a, sizeof a),
+                human_bytes(p->peak_used, b, sizeof b), human_bytes(p->peak_unused, c, sizeof c));
+    }
 }
 
 static void failures(const struct gs_report *rep, FILE *out)

@@ -38,6 +38,8 @@ static const char usage_run[] =
     "  GPUSHIM_OUTPUT        as --output\n"
     "  GPUSHIM_STACK_DEPTH   as --stack-depth\n"
     "  GPUSHIM_FLUSH_MS      how often the trace is written, 10-10000 ms (default 100)\n"
+    "  GPUSHIM_POOL_SAMPLE_MS  how often a memory pool's use is sampled, at most,\n"
+    "                        0-60000 ms (default 10; 0: at every allocation and free)\n"
     "  GPUSHIM_VERBOSE=1     the recorder says on stderr where it writes\n"
     "\n"
     "Each process that allocates GPU memory writes its own trace; a process that\n"

@@ -25,6 +25,74 @@ typedef struct gs_cuctx_st *gs_cucontext;   /* CUcontext                   */
 typedef struct gs_custream_st *gs_custream; /* CUstream, cudaStream_t      */
 typedef struct gs_cupool_st *gs_cumempool;  /* CUmemoryPool                */
 typedef int gs_cudaerror;                   /* cudaError_t (an enum)       */
+typedef unsigned long long gs_cumemhandle;  /* CUmemGenericAllocationHandle */
+typedef struct gs_cuarray_st *gs_cuarray;   /* CUarray                     */
+typedef struct gs_cumiparray_st *gs_cumipmappedarray; /* CUmipmappedArray */
+typedef int gs_cumemhandletype;             /* CUmemAllocationHandleType   */
+typedef int gs_cumempoolattr;               /* CUmemPool_attribute         */
+typedef struct gs_cudaarray_st *gs_cudaarray; /* cudaArray_t               */
+typedef int gs_cudaentrystatus;             /* cudaDriverEntryPointQueryResult */
+
+/* CUmemLocation, CUmemAllocationProp (cuMemCreate's properties) */
+typedef struct {
+    int type; /* GS_CU_MEM_LOCATION_TYPE_* */
+    int id;   /* device ordinal for DEVICE */
+} gs_cumemlocation;
+typedef struct {
+    int type; /* CUmemAllocationType */
+    int requestedHandleTypes;
+    gs_cumemlocation location;
+    void *win32HandleMetaData;
+    struct {
+        unsigned char compressionType;
+        unsigned char gpuDirectRDMACapable;
+        unsigned short usage;
+        unsigned char reserved[4];
+    } allocFlags;
+} gs_cumemallocationprop;
+
+/* CUmemPoolProps (cuMemPoolCreate) */
+typedef struct {
+    int allocType;
+    int handleTypes;
+    gs_cumemlocation location;
+    void *win32SecurityAttributes;
+    size_t maxSize;
+    unsigned short usage;
+    unsigned char reserved[54];
+} gs_cumempoolprops;
+typedef gs_cumempoolprops gs_cudamempoolprops; /* struct cudaMemPoolProps: the same layout */
+
+/* CUDA_ARRAY_DESCRIPTOR and CUDA_ARRAY3D_DESCRIPTOR (array sizes) */
+typedef struct {
+    size_t Width, Height;
+    int Format; /* CUarray_format: GS_CU_AD_FORMAT_* */
+    unsigned int NumChannels;
+} gs_cuarraydesc;
+typedef struct {
+    size_t Width, Height, Depth;
+    int Format;
+    unsigned int NumChannels;
+    unsigned int Flags;
+} gs_cuarray3ddesc;
+
+/* CUipcMemHandle: passed by value */
+typedef struct {
+    char reserved[64];
+} gs_cuipcmemhandle;
+
+/* The runtime's structures passed by value or pointer to its allocators. */
+typedef struct {
+    size_t width, height, depth;
+} gs_cudaextent;
+typedef struct {
+    void *ptr;
+    size_t pitch, xsize, ysize;
+} gs_cudapitchedptr;
+typedef struct {
+    int x, y, z, w;
+    int f; /* enum cudaChannelFormatKind */
+} gs_cudachannelformatdesc;
 
 /* CUresult values */
 #define GS_CUDA_SUCCESS 0
@@ -53,6 +121,30 @@ typedef int gs_cudaerror;                   /* cudaError_t (an enum)       */
 /* cuMemAllocManaged flags */
 #define GS_CU_MEM_ATTACH_GLOBAL 1
 
+/* CUmemLocationType */
+#define GS_CU_MEM_LOCATION_TYPE_DEVICE 1
+#define GS_CU_MEM_LOCATION_TYPE_HOST 2
+#define GS_CU_MEM_LOCATION_TYPE_HOST_NUMA 3
+#define GS_CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT 4
+
+/* CUmemAllocationType */
+#define GS_CU_MEM_ALLOCATION_TYPE_PINNED 1
+
+/* CUmemPool_attribute */
+#define GS_CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4
+#define GS_CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT 5
+#define GS_CU_MEMPOOL_ATTR_USED_MEM_CURRENT 7
+
+/* CUarray_format: the bytes of one channel of each format */
+#define GS_CU_AD_FORMAT_UNSIGNED_INT8 0x01
+#define GS_CU_AD_FORMAT_UNSIGNED_INT16 0x02
+#define GS_CU_AD_FORMAT_UNSIGNED_INT32 0x03
+#define GS_CU_AD_FORMAT_SIGNED_INT8 0x08
+#define GS_CU_AD_FORMAT_SIGNED_INT16 0x09
+#define GS_CU_AD_FORMAT_SIGNED_INT32 0x0a
+#define GS_CU_AD_FORMAT_HALF 0x10
+#define GS_CU_AD_FORMAT_FLOAT 0x20
+
 /* Driver functions gpushim intercepts. */
 #define GS_DRIVER_HOOKED(X)                                                        \
     X(cuMemAlloc_v2, gs_curesult, (gs_cudeviceptr * dptr, size_t bytesize))         \
@@ -71,7 +163,41 @@ typedef int gs_cudaerror;                   /* cudaError_t (an enum)       */
     X(cuMemAllocFromPoolAsync, gs_curesult,                                         \
       (gs_cudeviceptr * dptr, size_t bytesize, gs_cumempool pool, gs_custream hStream)) \
     X(cuMemAllocFromPoolAsync_ptsz, gs_curesult,                                    \
-      (gs_cudeviceptr * dptr, size_t bytesize, gs_cumempool pool, gs_custream hStream))
+      (gs_cudeviceptr * dptr, size_t bytesize, gs_cumempool pool, gs_custream hStream)) \
+    X(cuMemCreate, gs_curesult,                                                     \
+      (gs_cumemhandle * handle, size_t size, const gs_cumemallocationprop *prop,      \
+       unsigned long long flags))                                                   \
+    X(cuMemRelease, gs_curesult, (gs_cumemhandle handle))                           \
+    X(cuMemRetainAllocationHandle, gs_curesult, (gs_cumemhandle * handle, void *addr)) \
+    X(cuMemImportFromShareableHandle, gs_curesult,                                  \
+      (gs_cumemhandle * handle, void *osHandle, gs_cumemhandletype shHandleType))     \
+    X(cuMemMap, gs_curesult,                                                        \
+      (gs_cudeviceptr ptr, size_t size, size_t offset, gs_cumemhandle handle,       \
+       unsigned long long flags))                                                   \
+    X(cuMemUnmap, gs_curesult, (gs_cudeviceptr ptr, size_t size))                   \
+    X(cuMemAddressReserve, gs_curesult,                                             \
+      (gs_cudeviceptr * ptr, size_t size, size_t alignment, gs_cudeviceptr addr,     \
+       unsigned long long flags))                                                   \
+    X(cuMemAddressFree, gs_curesult, (gs_cudeviceptr ptr, size_t size))             \
+    X(cuMemHostAlloc, gs_curesult, (void **pp, size_t bytesize, unsigned int Flags)) \
+    X(cuMemAllocHost_v2, gs_curesult, (void **pp, size_t bytesize))                 \
+    X(cuMemFreeHost, gs_curesult, (void *p))                                        \
+    X(cuMemHostRegister_v2, gs_curesult, (void *p, size_t bytesize, unsigned int Flags)) \
+    X(cuMemHostUnregister, gs_curesult, (void *p))                                  \
+    X(cuArrayCreate_v2, gs_curesult,                                                \
+      (gs_cuarray * pHandle, const gs_cuarraydesc *pAllocateArray))                 \
+    X(cuArray3DCreate_v2, gs_curesult,                                              \
+      (gs_cuarray * pHandle, const gs_cuarray3ddesc *pAllocateArray))               \
+    X(cuArrayDestroy, gs_curesult, (gs_cuarray hArray))                             \
+    X(cuMipmappedArrayCreate, gs_curesult,                                          \
+      (gs_cumipmappedarray * pHandle, const gs_cuarray3ddesc *pMipmappedArrayDesc,   \
+       unsigned int numMipmapLevels))                                               \
+    X(cuMipmappedArrayDestroy, gs_curesult, (gs_cumipmappedarray hMipmappedArray))  \
+    X(cuIpcOpenMemHandle_v2, gs_curesult,                                           \
+      (gs_cudeviceptr * pdptr, gs_cuipcmemhandle handle, unsigned int Flags))        \
+    X(cuIpcCloseMemHandle, gs_curesult, (gs_cudeviceptr dptr))                      \
+    X(cuMemPoolCreate, gs_curesult, (gs_cumempool * pool, const gs_cumempoolprops *poolProps)) \
+    X(cuMemPoolDestroy, gs_curesult, (gs_cumempool pool))
 
 /* The entry-point getter, in its two ABIs: the CUDA 11.3 one (4 arguments,
  * exported as "cuGetProcAddress") and the CUDA 12 one (5 arguments, exported
@@ -86,7 +212,13 @@ typedef int gs_cudaerror;                   /* cudaError_t (an enum)       */
 /* Driver functions the shim calls for itself (never recorded). */
 #define GS_DRIVER_USED(X)                                                          \
     X(cuMemGetInfo_v2, gs_curesult, (size_t * free, size_t *total))                 \
-    X(cuCtxGetDevice, gs_curesult, (gs_cudevice * device))
+    X(cuCtxGetDevice, gs_curesult, (gs_cudevice * device))                          \
+    X(cuStreamGetDevice, gs_curesult, (gs_custream hStream, gs_cudevice *device))   \
+    X(cuDeviceGetMemPool, gs_curesult, (gs_cumempool * pool, gs_cudevice dev))      \
+    X(cuMemPoolGetAttribute, gs_curesult,                                           \
+      (gs_cumempool pool, gs_cumempoolattr attr, void *value))                     \
+    X(cuMemGetAddressRange_v2, gs_curesult,                                         \
+      (gs_cudeviceptr * pbase, size_t *psize, gs_cudeviceptr dptr))
 
 /* Runtime functions whose calls label the driver event they cause. */
 #define GS_RUNTIME_HOOKED(X)                                                       \
@@ -99,7 +231,33 @@ typedef int gs_cudaerror;                   /* cudaError_t (an enum)       */
     X(cudaMallocAsync_ptsz, gs_cudaerror,                                           \
       (void **devPtr, size_t size, gs_custream hStream))                            \
     X(cudaFreeAsync, gs_cudaerror, (void *devPtr, gs_custream hStream))             \
-    X(cudaFreeAsync_ptsz, gs_cudaerror, (void *devPtr, gs_custream hStream))
+    X(cudaFreeAsync_ptsz, gs_cudaerror, (void *devPtr, gs_custream hStream))        \
+    X(cudaMallocHost, gs_cudaerror, (void **ptr, size_t size))                      \
+    X(cudaHostAlloc, gs_cudaerror, (void **pHost, size_t size, unsigned int flags))  \
+    X(cudaFreeHost, gs_cudaerror, (void *ptr))                                      \
+    X(cudaHostRegister, gs_cudaerror, (void *ptr, size_t size, unsigned int flags))  \
+    X(cudaHostUnregister, gs_cudaerror, (void *ptr))                                \
+    X(cudaMalloc3D, gs_cudaerror, (gs_cudapitchedptr * pitchedDevPtr, gs_cudaextent extent)) \
+    X(cudaMallocArray, gs_cudaerror,                                                \
+      (gs_cudaarray * array, const gs_cudachannelformatdesc *desc, size_t width,       \
+       size_t height, unsigned int flags))                                          \
+    X(cudaMalloc3DArray, gs_cudaerror,                                              \
+      (gs_cudaarray * array, const gs_cudachannelformatdesc *desc, gs_cudaextent extent, \
+       unsigned int flags))                                                         \
+    X(cudaFreeArray, gs_cudaerror, (gs_cudaarray array))                              \
+    X(cudaMallocFromPoolAsync, gs_cudaerror,                                        \
+      (void **ptr, size_t size, gs_cumempool memPool, gs_custream stream))           \
+    X(cudaMallocFromPoolAsync_ptsz, gs_cudaerror,                                   \
+      (void **ptr, size_t size, gs_cumempool memPool, gs_custream stream))           \
+    X(cudaMemPoolCreate, gs_cudaerror,                                              \
+      (gs_cumempool * memPool, const gs_cudamempoolprops *poolProps)) \
+    X(cudaMemPoolDestroy, gs_cudaerror, (gs_cumempool memPool))                     \
+    X(cudaGetDriverEntryPoint, gs_cudaerror,                                        \
+      (const char *symbol, void **funcPtr, unsigned long long flags,                \
+       gs_cudaentrystatus *driverStatus))                                           \
+    X(cudaGetDriverEntryPointByVersion, gs_cudaerror,                               \
+      (const char *symbol, void **funcPtr, unsigned int cudaVersion,                \
+       unsigned long long flags, gs_cudaentrystatus *driverStatus))
 
 /* Function-pointer types: gs_pfn_cuMemAlloc_v2 and so on. */
 #define GS_DECLARE_PFN(name, ret, params) typedef ret(*gs_pfn_##name) params;

@@ -69,12 +69,14 @@ enum gs_record_type {
     GS_REC_STACK = 17,  /* varint id, varint n, n x zz pc delta (from the
                          * previous pc, the first from 0); innermost first */
     GS_REC_ALLOC = 18,  /* zz dt, varint tid, varint api, zz device, zz addr delta,
-                         * varint size, varint stack id, varint stream, varint kind */
+                         * varint size, varint stack id, varint stream, varint kind,
+                         * varint space */
     GS_REC_FREE = 19,   /* zz dt, varint tid, varint api, zz device, zz addr delta,
-                         * varint stream */
+                         * varint stream, varint space: one reference dropped (an
+                         * allocation has one unless GS_REC_REF added more) */
     GS_REC_FREE_FAILED = 20, /* zz dt, varint tid, varint api, zz device, zz addr delta,
-                              * varint result: the FREE just before it for this
-                              * address and thread did not happen */
+                              * varint result, varint space: the FREE just before it
+                              * for this address, space and thread did not happen */
     GS_REC_ALLOC_FAILED = 21, /* zz dt, varint tid, varint api, zz device, varint size,
                                * varint stack id, varint stream, varint result,
                                * varint free bytes, varint total bytes (both
@@ -82,6 +84,13 @@ enum gs_record_type {
     GS_REC_END = 22,          /* varint events recorded, varint events lost, varint
                                * time of the end (ns since the start): the process
                                * finished the trace cleanly */
+    GS_REC_REF = 23,          /* zz dt, varint tid, varint api, zz device, zz addr delta,
+                               * varint space: one more reference to a live allocation
+                               * (cuMemRetainAllocationHandle) */
+    GS_REC_POOL = 24,         /* zz dt, varint tid, varint api, zz device, varint pool,
+                               * varint reserved bytes, varint used bytes: a
+                               * stream-ordered pool's state, sampled (both 0 once the
+                               * pool is destroyed) */
 };
 
 /* The API the program called, as it appears in reports. */
@@ -105,16 +114,71 @@ enum gs_api {
     GS_API_cudaMallocAsync_ptsz,
     GS_API_cudaFreeAsync,
     GS_API_cudaFreeAsync_ptsz,
+    GS_API_cuMemCreate,
+    GS_API_cuMemRelease,
+    GS_API_cuMemRetainAllocationHandle,
+    GS_API_cuMemImportFromShareableHandle,
+    GS_API_cuMemMap,
+    GS_API_cuMemUnmap,
+    GS_API_cuMemAddressReserve,
+    GS_API_cuMemAddressFree,
+    GS_API_cuMemHostAlloc,
+    GS_API_cuMemAllocHost_v2,
+    GS_API_cuMemFreeHost,
+    GS_API_cuMemHostRegister_v2,
+    GS_API_cuMemHostUnregister,
+    GS_API_cuArrayCreate_v2,
+    GS_API_cuArray3DCreate_v2,
+    GS_API_cuArrayDestroy,
+    GS_API_cuMipmappedArrayCreate,
+    GS_API_cuMipmappedArrayDestroy,
+    GS_API_cuIpcOpenMemHandle_v2,
+    GS_API_cuIpcCloseMemHandle,
+    GS_API_cuMemPoolCreate,
+    GS_API_cuMemPoolDestroy,
+    GS_API_cudaMallocHost,
+    GS_API_cudaHostAlloc,
+    GS_API_cudaFreeHost,
+    GS_API_cudaHostRegister,
+    GS_API_cudaHostUnregister,
+    GS_API_cudaMalloc3D,
+    GS_API_cudaMallocArray,
+    GS_API_cudaMalloc3DArray,
+    GS_API_cudaFreeArray,
+    GS_API_cudaMallocFromPoolAsync,
+    GS_API_cudaMallocFromPoolAsync_ptsz,
+    GS_API_cudaMemPoolCreate,
+    GS_API_cudaMemPoolDestroy,
     GS_API_COUNT
 };
 
-/* What kind of memory an allocation is. */
+/* What kind of memory an allocation is: each is a category of its own in
+ * reports; peak and leaks are about GS_KIND_DEVICE. */
 enum gs_kind {
-    GS_KIND_DEVICE = 0,
-    GS_KIND_MANAGED = 1,
+    GS_KIND_DEVICE = 0,        /* device memory: cuMemAlloc*, device-located cuMemCreate */
+    GS_KIND_MANAGED = 1,       /* cuMemAllocManaged */
+    GS_KIND_HOST_PINNED = 2,   /* cuMemHostAlloc, cuMemAllocHost, cuMemHostRegister,
+                                * host-located cuMemCreate */
+    GS_KIND_ARRAY = 3,         /* cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate */
+    GS_KIND_IMPORTED = 4,      /* another process's: cuIpcOpenMemHandle,
+                                * cuMemImportFromShareableHandle (seen, not owned) */
+    GS_KIND_ADDRESS_SPACE = 5, /* cuMemAddressReserve: addresses, not memory */
+    GS_KIND_MAPPED = 6,        /* cuMemMap: a view of physical memory counted elsewhere */
+    GS_KIND_COUNT
 };
 
-#define GS_DEVICE_UNKNOWN (-1)
+/* What an allocation's "address" names. Values of different spaces may be
+ * equal (a reservation and the first mapping in it start at one address). */
+enum gs_space {
+    GS_SPACE_ADDRESS = 0,     /* a device or host address */
+    GS_SPACE_HANDLE = 1,      /* a CUmemGenericAllocationHandle (physical memory) */
+    GS_SPACE_RESERVATION = 2, /* the start of a reserved address range */
+    GS_SPACE_MAPPING = 3,     /* the start of a mapped range */
+    GS_SPACE_ARRAY = 4,       /* a CUarray or CUmipmappedArray */
+    GS_SPACE_COUNT
+};
+
+#define GS_DEVICE_UNKNOWN (-1) /* also: host memory, address space */
 
 /* ---- varints, shared by the writer and the reader ---- */
 

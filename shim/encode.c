@@ -47,13 +47,23 @@ static uint8_t *encode_event(struct gs_encoder *e, const struct gs_ev *ev, uint8
         p = varint(p, ev->size);
         p = varint(p, ev->stack_id);
         p = varint(p, ev->stream);
-        return varint(p, ev->kind);
+        p = varint(p, ev->kind);
+        return varint(p, ev->space);
     case GS_REC_FREE:
         p = addr_delta(e, ev->addr, p);
-        return varint(p, ev->stream);
+        p = varint(p, ev->stream);
+        return varint(p, ev->space);
     case GS_REC_FREE_FAILED:
         p = addr_delta(e, ev->addr, p);
-        return varint(p, (uint64_t)(uint32_t)ev->result);
+        p = varint(p, (uint64_t)(uint32_t)ev->result);
+        return varint(p, ev->space);
+    case GS_REC_REF:
+        p = addr_delta(e, ev->addr, p);
+        return varint(p, ev->space);
+    case GS_REC_POOL:
+        p = varint(p, ev->addr);
+        p = varint(p, ev->size);
+        return varint(p, ev->free_bytes);
     default: /* GS_REC_ALLOC_FAILED */
         p = varint(p, ev->size);
         p = varint(p, ev->stack_id);
@@ -101,6 +111,8 @@ static int well_formed(const uint8_t *body, uint32_t len)
     case GS_REC_FREE:
     case GS_REC_FREE_FAILED:
     case GS_REC_ALLOC_FAILED:
+    case GS_REC_REF:
+    case GS_REC_POOL:
         return len == sizeof(struct gs_ev);
     case GS_REC_STACK: {
         const struct gs_stack_body *s = (const void *)body;

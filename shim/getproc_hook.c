@@ -14,12 +14,14 @@
  *   cuMemAllocFromPoolAsync                 per-thread flag -> the _ptsz ones
  *   cuGetProcAddress                        >= 12000 -> the 5-argument _v2,
  *                                           else the 4-argument one
+ *   the rest (VMM, host, arrays, IPC, pools) from the version each appeared in
  *
  * The getter returns itself too: the runtime asks for "cuGetProcAddress" at
  * 11030 (4 arguments) and at 12000 (5 arguments), one name with two ABIs.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <string.h>
 
 #include "shim.h"
@@ -51,6 +53,34 @@ static const struct getproc_rule rules[] = {
     {"cuMemGetInfo", 3020, GS_FN_cuMemGetInfo_v2, GS_FN_cuMemGetInfo_v2, 0,
      GS_FN_cuMemGetInfo_v2},
     {"cuCtxGetDevice", 0, GS_FN_cuCtxGetDevice, GS_FN_cuCtxGetDevice, 0, GS_FN_cuCtxGetDevice},
+#define SIMPLE(base, version, fn) {base, version, GS_FN_##fn, GS_FN_##fn, 0, GS_FN_##fn}
+    SIMPLE("cuMemCreate", 10020, cuMemCreate),
+    SIMPLE("cuMemRelease", 10020, cuMemRelease),
+    SIMPLE("cuMemRetainAllocationHandle", 11000, cuMemRetainAllocationHandle),
+    SIMPLE("cuMemImportFromShareableHandle", 10020, cuMemImportFromShareableHandle),
+    SIMPLE("cuMemMap", 10020, cuMemMap),
+    SIMPLE("cuMemUnmap", 10020, cuMemUnmap),
+    SIMPLE("cuMemAddressReserve", 10020, cuMemAddressReserve),
+    SIMPLE("cuMemAddressFree", 10020, cuMemAddressFree),
+    SIMPLE("cuMemHostAlloc", 2020, cuMemHostAlloc),
+    SIMPLE("cuMemAllocHost", 3020, cuMemAllocHost_v2),
+    SIMPLE("cuMemFreeHost", 2000, cuMemFreeHost),
+    SIMPLE("cuMemHostRegister", 6050, cuMemHostRegister_v2),
+    SIMPLE("cuMemHostUnregister", 4000, cuMemHostUnregister),
+    SIMPLE("cuArrayCreate", 3020, cuArrayCreate_v2),
+    SIMPLE("cuArray3DCreate", 3020, cuArray3DCreate_v2),
+    SIMPLE("cuArrayDestroy", 2000, cuArrayDestroy),
+    SIMPLE("cuMipmappedArrayCreate", 5000, cuMipmappedArrayCreate),
+    SIMPLE("cuMipmappedArrayDestroy", 5000, cuMipmappedArrayDestroy),
+    SIMPLE("cuIpcOpenMemHandle", 11000, cuIpcOpenMemHandle_v2),
+    SIMPLE("cuIpcCloseMemHandle", 4010, cuIpcCloseMemHandle),
+    SIMPLE("cuMemPoolCreate", 11020, cuMemPoolCreate),
+    SIMPLE("cuMemPoolDestroy", 11020, cuMemPoolDestroy),
+    SIMPLE("cuStreamGetDevice", 12080, cuStreamGetDevice),
+    SIMPLE("cuDeviceGetMemPool", 11020, cuDeviceGetMemPool),
+    SIMPLE("cuMemPoolGetAttribute", 11020, cuMemPoolGetAttribute),
+    SIMPLE("cuMemGetAddressRange", 3020, cuMemGetAddressRange_v2),
+#undef SIMPLE
 };
 
 static int by_rule(const char *symbol, int version, gs_cuuint64 flags)
@@ -69,11 +99,11 @@ static int by_rule(const char *symbol, int version, gs_cuuint64 flags)
     return -1;
 }
 
-/* What the program gets for a successful lookup of symbol that returned real. */
-static void *substitute(const char *symbol, void *real, int version, gs_cuuint64 flags)
+void *gs_getproc_substitute(const char *symbol, void *real, int version, gs_cuuint64 flags)
 {
     if (!symbol || !real || symbol[0] != 'c' || symbol[1] != 'u')
         return real;
+    int saved = errno;
     int fn = by_rule(symbol, version, flags);
     if (fn < 0)
         return real;
@@ -83,6 +113,7 @@ static void *substitute(const char *symbol, void *real, int version, gs_cuuint64
         if (named >= 0 && strncmp(info.dli_sname, symbol, strlen(symbol)) == 0)
             fn = named;
     }
+    errno = saved;
     return gs_substitute((enum gs_fn)fn, real);
 }
 
@@ -102,7 +133,7 @@ GS_EXPORT gs_curesult cuGetProcAddress_v2(const char *symbol, void **pfn, int cu
     }
     gs_curesult r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
     if (r == GS_CUDA_SUCCESS && pfn)
-        *pfn = substitute(symbol, *pfn, cudaVersion, flags);
+        *pfn = gs_getproc_substitute(symbol, *pfn, cudaVersion, flags);
     return r;
 }
 
@@ -114,6 +145,6 @@ GS_EXPORT gs_curesult cuGetProcAddress(const char *symbol, void **pfn, int cudaV
         return GS_CUDA_ERROR_NOT_FOUND;
     gs_curesult r = real(symbol, pfn, cudaVersion, flags);
     if (r == GS_CUDA_SUCCESS && pfn)
-        *pfn = substitute(symbol, *pfn, cudaVersion, flags);
+        *pfn = gs_getproc_substitute(symbol, *pfn, cudaVersion, flags);
     return r;
 }

@@ -1,5 +1,6 @@
 /*
- * hooks_runtime.c - the CUDA runtime's allocation functions, used as labels.
+ * hooks_runtime.c - the CUDA runtime's allocation functions, used as labels,
+ * and its driver entry-point getters.
  *
  * The runtime's cudaMalloc ends in the driver's cuMemAlloc_v2, where the
  * event is recorded. These wrappers only say, for the driver calls they
@@ -62,4 +63,99 @@ GS_EXPORT gs_cudaerror cudaFreeAsync(void *devPtr, gs_custream hStream)
 GS_EXPORT gs_cudaerror cudaFreeAsync_ptsz(void *devPtr, gs_custream hStream)
 {
     LABELLED(cudaFreeAsync_ptsz, real(devPtr, hStream));
+}
+
+GS_EXPORT gs_cudaerror cudaMallocHost(void **ptr, size_t size)
+{
+    LABELLED(cudaMallocHost, real(ptr, size));
+}
+
+GS_EXPORT gs_cudaerror cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
+{
+    LABELLED(cudaHostAlloc, real(pHost, size, flags));
+}
+
+GS_EXPORT gs_cudaerror cudaFreeHost(void *ptr) { LABELLED(cudaFreeHost, real(ptr)); }
+
+GS_EXPORT gs_cudaerror cudaHostRegister(void *ptr, size_t size, unsigned int flags)
+{
+    LABELLED(cudaHostRegister, real(ptr, size, flags));
+}
+
+GS_EXPORT gs_cudaerror cudaHostUnregister(void *ptr) { LABELLED(cudaHostUnregister, real(ptr)); }
+
+GS_EXPORT gs_cudaerror cudaMalloc3D(gs_cudapitchedptr *pitchedDevPtr, gs_cudaextent extent)
+{
+    LABELLED(cudaMalloc3D, real(pitchedDevPtr, extent));
+}
+
+GS_EXPORT gs_cudaerror cudaMallocArray(gs_cudaarray *array, const gs_cudachannelformatdesc *desc,
+                                       size_t width, size_t height, unsigned int flags)
+{
+    LABELLED(cudaMallocArray, real(array, desc, width, height, flags));
+}
+
+GS_EXPORT gs_cudaerror cudaMalloc3DArray(gs_cudaarray *array, const gs_cudachannelformatdesc *desc,
+                                         gs_cudaextent extent, unsigned int flags)
+{
+    LABELLED(cudaMalloc3DArray, real(array, desc, extent, flags));
+}
+
+GS_EXPORT gs_cudaerror cudaFreeArray(gs_cudaarray array) { LABELLED(cudaFreeArray, real(array)); }
+
+GS_EXPORT gs_cudaerror cudaMallocFromPoolAsync(void **ptr, size_t size, gs_cumempool memPool,
+                                               gs_custream stream)
+{
+    LABELLED(cudaMallocFromPoolAsync, real(ptr, size, memPool, stream));
+}
+
+GS_EXPORT gs_cudaerror cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, gs_cumempool memPool,
+                                                    gs_custream stream)
+{
+    LABELLED(cudaMallocFromPoolAsync_ptsz, real(ptr, size, memPool, stream));
+}
+
+GS_EXPORT gs_cudaerror cudaMemPoolCreate(gs_cumempool *memPool,
+                                         const gs_cudamempoolprops *poolProps)
+{
+    LABELLED(cudaMemPoolCreate, real(memPool, poolProps));
+}
+
+GS_EXPORT gs_cudaerror cudaMemPoolDestroy(gs_cumempool memPool)
+{
+    LABELLED(cudaMemPoolDestroy, real(memPool));
+}
+
+/* PyTorch and NCCL reach the driver through these. The runtime asks the
+ * driver's getter, which is normally ours already; where it is not (a
+ * runtime that found the getter before the shim could see it), the pointer
+ * is swapped here. Without a version, the runtime's own (13.0) is assumed
+ * when the returned function's exported name does not say. */
+GS_EXPORT gs_cudaerror cudaGetDriverEntryPoint(const char *symbol, void **funcPtr,
+                                               unsigned long long flags,
+                                               gs_cudaentrystatus *driverStatus)
+{
+    gs_pfn_cudaGetDriverEntryPoint real =
+        (gs_pfn_cudaGetDriverEntryPoint)gs_real(GS_FN_cudaGetDriverEntryPoint);
+    if (!real)
+        return missing(GS_FN_cudaGetDriverEntryPoint);
+    gs_cudaerror r = real(symbol, funcPtr, flags, driverStatus);
+    if (r == GS_cudaSuccess && funcPtr)
+        *funcPtr = gs_getproc_substitute(symbol, *funcPtr, 13000, flags);
+    return r;
+}
+
+GS_EXPORT gs_cudaerror cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr,
+                                                        unsigned int cudaVersion,
+                                                        unsigned long long flags,
+                                                        gs_cudaentrystatus *driverStatus)
+{
+    gs_pfn_cudaGetDriverEntryPointByVersion real =
+        (gs_pfn_cudaGetDriverEntryPointByVersion)gs_real(GS_FN_cudaGetDriverEntryPointByVersion);
+    if (!real)
+        return missing(GS_FN_cudaGetDriverEntryPointByVersion);
+    gs_cudaerror r = real(symbol, funcPtr, cudaVersion, flags, driverStatus);
+    if (r == GS_cudaSuccess && funcPtr)
+        *funcPtr = gs_getproc_substitute(symbol, *funcPtr, (int)cudaVersion, flags);
+    return r;
 }

@@ -59,7 +59,17 @@ static int32_t current_device(void)
     gs_cudevice dev;
     if (get && get(&dev) == GS_CUDA_SUCCESS)
         return dev;
-    return GS_DEVICE_UNKNOWN;
+    return GS_DEVICE_UNKNOWN; /* a thread with no current context */
+}
+
+int32_t gs_stream_device(gs_custream stream)
+{
+    gs_pfn_cuStreamGetDevice get = (gs_pfn_cuStreamGetDevice)gs_real(GS_FN_cuStreamGetDevice);
+    gs_cudevice dev;
+    int saved = errno;
+    int32_t d = get && get(stream, &dev) == GS_CUDA_SUCCESS ? dev : current_device();
+    errno = saved;
+    return d;
 }
 
 /* The id of the calling thread's current stack; 0 when it could not be had. */
@@ -105,7 +115,8 @@ static void record(struct gs_ev *ev, int with_stack)
     tls.busy = 1;
     int saved = errno;
     ev->tid = thread_id();
-    ev->device = current_device();
+    if (ev->device == GS_DEVICE_CURRENT)
+        ev->device = current_device();
     if (with_stack)
         ev->stack_id = current_stack();
     gs_emit(ev, sizeof *ev, 1);
@@ -113,22 +124,26 @@ static void record(struct gs_ev *ev, int with_stack)
     tls.busy = 0;
 }
 
-void gs_record_alloc(enum gs_api api, enum gs_kind kind, gs_cudeviceptr addr, uint64_t size,
-                     gs_custream stream)
+void gs_record_alloc(enum gs_api api, enum gs_kind kind, enum gs_space space, int32_t device,
+                     uint64_t addr, uint64_t size, gs_custream stream)
 {
     struct gs_ev ev = {.type = GS_REC_ALLOC,
                        .api = (uint8_t)gs_api_label(api),
                        .kind = (uint8_t)kind,
+                       .space = (uint8_t)space,
+                       .device = device,
                        .addr = addr,
                        .size = size,
                        .stream = (uint64_t)(uintptr_t)stream};
     record(&ev, 1);
 }
 
-void gs_record_alloc_failed(enum gs_api api, uint64_t size, gs_custream stream, gs_curesult result)
+void gs_record_alloc_failed(enum gs_api api, int32_t device, uint64_t size, gs_custream stream,
+                            gs_curesult result)
 {
     struct gs_ev ev = {.type = GS_REC_ALLOC_FAILED,
                        .api = (uint8_t)gs_api_label(api),
+                       .device = device,
                        .size = size,
                        .stream = (uint64_t)(uintptr_t)stream,
                        .result = result,
@@ -147,23 +162,51 @@ void gs_record_alloc_failed(enum gs_api api, uint64_t size, gs_custream stream, 
     record(&ev, 1);
 }
 
-void gs_record_free(enum gs_api api, gs_cudeviceptr addr, gs_custream stream)
+void gs_record_free(enum gs_api api, enum gs_space space, uint64_t addr, gs_custream stream)
 {
+    if (!addr)
+        return; /* freeing 0 (NULL) does nothing */
     struct gs_ev ev = {.type = GS_REC_FREE,
                        .api = (uint8_t)gs_api_label(api),
+                       .space = (uint8_t)space,
+                       .device = GS_DEVICE_CURRENT,
                        .addr = addr,
                        .stream = (uint64_t)(uintptr_t)stream};
     record(&ev, 0);
 }
 
-void gs_record_free_failed(enum gs_api api, gs_cudeviceptr addr, gs_custream stream,
-                           gs_curesult result)
+void gs_record_free_failed(enum gs_api api, enum gs_space space, uint64_t addr,
+                           gs_custream stream, gs_curesult result)
 {
     struct gs_ev ev = {.type = GS_REC_FREE_FAILED,
                        .api = (uint8_t)gs_api_label(api),
+                       .space = (uint8_t)space,
+                       .device = GS_DEVICE_CURRENT,
                        .addr = addr,
                        .stream = (uint64_t)(uintptr_t)stream,
                        .result = result};
+    record(&ev, 0);
+}
+
+void gs_record_ref(enum gs_api api, enum gs_space space, uint64_t addr)
+{
+    struct gs_ev ev = {.type = GS_REC_REF,
+                       .api = (uint8_t)gs_api_label(api),
+                       .space = (uint8_t)space,
+                       .device = GS_DEVICE_CURRENT,
+                       .addr = addr};
+    record(&ev, 0);
+}
+
+void gs_record_pool(enum gs_api api, int32_t device, gs_cumempool pool, uint64_t reserved,
+                    uint64_t used)
+{
+    struct gs_ev ev = {.type = GS_REC_POOL,
+                       .api = (uint8_t)gs_api_label(api),
+                       .device = device,
+                       .addr = (uint64_t)(uintptr_t)pool,
+                       .size = reserved,
+                       .free_bytes = used};
     record(&ev, 0);
 }
 

@@ -17,7 +17,8 @@
  *   dlsym_hook.c    the exported dlsym (both glibc symbol versions)
  *   getproc_hook.c  the wrapped cuGetProcAddress / cuGetProcAddress_v2
  *
- * Lock order (take only in this order): stack table, modules, writer, ring.
+ * Lock order (take only in this order): pools, stack table, modules, writer,
+ * ring.
  */
 #ifndef GPUSHIM_SHIM_H
 #define GPUSHIM_SHIM_H
@@ -36,6 +37,7 @@ struct gs_config {
     const char *output;   /* GPUSHIM_OUTPUT, default "gpushim.%p.trace" */
     unsigned stack_depth; /* GPUSHIM_STACK_DEPTH, 1..GS_MAX_FRAMES, default 64 */
     unsigned flush_ms;    /* GPUSHIM_FLUSH_MS, 10..10000, default 100 */
+    unsigned pool_sample_ms; /* GPUSHIM_POOL_SAMPLE_MS, 0..60000, default 10 */
     int verbose;          /* GPUSHIM_VERBOSE=1: say where the trace goes */
 };
 const struct gs_config *gs_config(void);
@@ -77,19 +79,67 @@ void *gs_real_dlsym(void *handle, const char *name);
 /* True when addr lies inside libgpushim.so's own image. */
 int gs_in_shim(const void *addr);
 
+/* ---- hooks_driver.c: what every hook file shares ---- */
+/* A hooked function whose real one cannot be found (our export called with
+ * no driver loaded): said once, and the driver's "not initialized". */
+gs_curesult gs_missing(enum gs_fn fn);
+#define GS_REAL_OR_MISSING(name)                                                                   \
+    gs_pfn_##name real = (gs_pfn_##name)gs_real(GS_FN_##name);                                     \
+    if (!real)                                                                                     \
+        return gs_missing(GS_FN_##name)
+/* Records what an allocating call did: on success the allocation named by
+ * the 8 bytes at out (a pointer, address or handle), else the failure. */
+void gs_after_alloc(enum gs_api api, enum gs_kind kind, enum gs_space space, int32_t device,
+                    gs_curesult r, const void *out, uint64_t size, gs_custream stream);
+/* After a freeing call whose free was recorded before it: undoes it if r failed. */
+void gs_after_free(enum gs_api api, enum gs_space space, uint64_t key, gs_custream stream,
+                   gs_curesult r);
+
+/* ---- hooks_pools.c: stream-ordered pools ---- */
+/* The device of a pool (from its creation), else of the stream. */
+int32_t gs_pool_device(gs_cumempool pool, gs_custream stream);
+/* After an allocation or free in pool (NULL: the device's current pool):
+ * samples its reserved and used bytes, at most every GPUSHIM_POOL_SAMPLE_MS
+ * unless now is set. */
+void gs_pool_note(gs_cumempool pool, int32_t device, int now);
+/* After a stream-ordered free on device: samples the pools seen on it. */
+void gs_pool_note_free(int32_t device);
+void gs_pools_lock(void);
+void gs_pools_unlock(void);
+void gs_pools_reset(void);
+
+/* ---- getproc_hook.c ---- */
+/* What a program gets for a driver entry point it looked up by base name
+ * (also through cudaGetDriverEntryPoint): our wrapper, or real untouched. */
+void *gs_getproc_substitute(const char *symbol, void *real, int version, gs_cuuint64 flags);
+
 /* ---- record.c: what the hooks call ---- */
 /* The API the program called: a runtime hook sets it for the driver calls it causes. */
 enum gs_api gs_api_label(enum gs_api driver_api);
 void gs_label_push(enum gs_api api);
 void gs_label_pop(void);
 
-void gs_record_alloc(enum gs_api api, enum gs_kind kind, gs_cudeviceptr addr, uint64_t size,
-                     gs_custream stream);
-void gs_record_alloc_failed(enum gs_api api, uint64_t size, gs_custream stream,
+/* A device argument that means: the current context's device. */
+#define GS_DEVICE_CURRENT (-2)
+/* The device of a stream (its context's), or else of the current context. */
+int32_t gs_stream_device(gs_custream stream);
+
+/* Each records one event and keeps errno. addr is in the given space
+ * (enum gs_space): an address, a handle, an array. */
+void gs_record_alloc(enum gs_api api, enum gs_kind kind, enum gs_space space, int32_t device,
+                     uint64_t addr, uint64_t size, gs_custream stream);
+/* A failed allocation, with the device's free and total memory now. */
+void gs_record_alloc_failed(enum gs_api api, int32_t device, uint64_t size, gs_custream stream,
                             gs_curesult result);
-void gs_record_free(enum gs_api api, gs_cudeviceptr addr, gs_custream stream);
-void gs_record_free_failed(enum gs_api api, gs_cudeviceptr addr, gs_custream stream,
-                           gs_curesult result);
+/* Recorded before the real call; followed by gs_record_free_failed if it fails. */
+void gs_record_free(enum gs_api api, enum gs_space space, uint64_t addr, gs_custream stream);
+void gs_record_free_failed(enum gs_api api, enum gs_space space, uint64_t addr,
+                           gs_custream stream, gs_curesult result);
+/* One more reference to a live allocation. */
+void gs_record_ref(enum gs_api api, enum gs_space space, uint64_t addr);
+/* A stream-ordered pool's reserved and used bytes. */
+void gs_record_pool(enum gs_api api, int32_t device, gs_cumempool pool, uint64_t reserved,
+                    uint64_t used);
 /* Around fork (writer.c): the stack table's lock, and the child's reset. */
 void gs_record_lock(void);
 void gs_record_unlock(void);
@@ -117,21 +167,21 @@ uint32_t gs_ring_read(const struct gs_ring *r, uint64_t pos, void *out, uint32_t
 
 /* Ring bodies (the in-memory shapes, not the file format). */
 struct gs_ev {
-    uint8_t type; /* GS_REC_ALLOC, _FREE, _FREE_FAILED, _ALLOC_FAILED */
+    uint8_t type; /* GS_REC_ALLOC, _FREE, _FREE_FAILED, _ALLOC_FAILED, _REF, _POOL */
     uint8_t api;
     uint8_t kind;
-    uint8_t pad;
+    uint8_t space;
     int32_t device;
     uint32_t tid;
     uint32_t stack_id;
     int32_t result;
     uint32_t pad2;
     uint64_t time_ns; /* since the trace's start */
-    uint64_t addr;
-    uint64_t size;
+    uint64_t addr; /* POOL: the pool */
+    uint64_t size; /* POOL: its reserved bytes */
     uint64_t stream;
-    uint64_t free_bytes;
-    uint64_t total_bytes;
+    uint64_t free_bytes;  /* ALLOC_FAILED; POOL: its used bytes */
+    uint64_t total_bytes; /* ALLOC_FAILED */
 };
 struct gs_stack_body {
     uint8_t type; /* GS_REC_STACK */
@@ -191,6 +241,11 @@ void gs_modules_reset(void);
 int gs_emit(void *body, uint32_t len, int timed);
 /* True once recording has stopped for good (the file could not be written). */
 int gs_recording_off(void);
+/* Before exec: drains the ring and writes the END record, if this process
+ * has a trace. Returns whether it did. */
+int gs_writer_finish_for_exec(void);
+/* After an exec that failed (it returned): the trace goes on. */
+void gs_writer_exec_failed(int finished);
 /* The trace's start on CLOCK_MONOTONIC (0 before the first event). */
 uint64_t gs_trace_start_ns(void);
 

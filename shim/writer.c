@@ -41,6 +41,7 @@ static struct {
     struct gs_ring ring;
     int state; /* enum state; read without the lock as a hint */
     int fd;
+    pid_t pid; /* the process that created the trace */
     dev_t dev; /* the file fd was opened on */
     ino_t ino;
     char path[4096];
@@ -195,6 +196,7 @@ static void open_locked(void)
         fail("allocate a buffer for");
         return;
     }
+    w.pid = getpid();
     w.fd = gs_create_trace(w.path, sizeof w.path);
     if (w.fd < 0) {
         fail("create");
@@ -266,22 +268,35 @@ int gs_emit(void *body, uint32_t len, int timed)
 
 int gs_recording_off(void) { return __atomic_load_n(&w.state, __ATOMIC_ACQUIRE) == FAILED; }
 
-/* At exit: everything still in the ring, then the END record. */
+/* Everything still in the ring, then the END record. Call with w.lock held;
+ * returns whether this process had a trace open to finish. */
+static int finish_locked(void)
+{
+    /* A vfork child shares our memory but is not the process that owns it. */
+    if (w.state != OPEN || w.pid != getpid())
+        return 0;
+    drain_locked();
+    pthread_mutex_lock(&w.ring_lock);
+    struct gs_end_body end = {
+        .type = GS_REC_END, .events = w.events, .time_ns = gs_now_ns() - w.start_ns};
+    pthread_mutex_unlock(&w.ring_lock);
+    add_record(&end, sizeof end);
+    write_block();
+    if (w.state == OPEN)
+        w.state = FINISHED;
+    return 1;
+}
+
+/* At exit. The writer thread is told to stop; late events (from other
+ * libraries' destructors) are written as they come. */
 __attribute__((destructor)) static void writer_fini(void)
 {
     int saved = errno;
     pthread_mutex_lock(&w.lock);
-    if (w.state == OPEN) {
-        drain_locked();
+    if (finish_locked()) {
         pthread_mutex_lock(&w.ring_lock);
-        struct gs_end_body end = {
-            .type = GS_REC_END, .events = w.events, .time_ns = gs_now_ns() - w.start_ns};
         w.stop = 1;
         pthread_mutex_unlock(&w.ring_lock);
-        add_record(&end, sizeof end);
-        write_block();
-        if (w.state == OPEN)
-            w.state = FINISHED;
         if (w.thread_running)
             pthread_cond_signal(&w.wake);
     }
@@ -289,8 +304,29 @@ __attribute__((destructor)) static void writer_fini(void)
     errno = saved;
 }
 
+int gs_writer_finish_for_exec(void)
+{
+    int saved = errno;
+    pthread_mutex_lock(&w.lock);
+    int finished = finish_locked();
+    pthread_mutex_unlock(&w.lock);
+    errno = saved;
+    return finished;
+}
+
+void gs_writer_exec_failed(int finished)
+{
+    if (!finished)
+        return;
+    pthread_mutex_lock(&w.lock);
+    if (w.state == FINISHED)
+        w.state = OPEN; /* more events, and another END at exit */
+    pthread_mutex_unlock(&w.lock);
+}
+
 static void before_fork(void)
 {
+    gs_pools_lock();
     gs_record_lock();
     gs_modules_lock();
     pthread_mutex_lock(&w.lock);
@@ -303,6 +339,7 @@ static void after_fork_parent(void)
     pthread_mutex_unlock(&w.lock);
     gs_modules_unlock();
     gs_record_unlock();
+    gs_pools_unlock();
 }
 
 static void after_fork_child(void)
@@ -320,6 +357,7 @@ static void after_fork_child(void)
     gs_encoder_reset(&w.enc);
     gs_record_reset_after_fork();
     gs_modules_reset();
+    gs_pools_reset();
 }
 
 __attribute__((constructor)) static void writer_init(void)

@@ -7,6 +7,8 @@
  * (`make check`), fails to compile if any type, constant or signature of
  * ours differs from NVIDIA's.
  */
+#include <stddef.h>
+
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
@@ -28,6 +30,40 @@ SAME_SIZE(gs_custream, CUstream);
 SAME_SIZE(gs_custream, cudaStream_t);
 SAME_SIZE(gs_cumempool, CUmemoryPool);
 SAME_SIZE(gs_cudaerror, cudaError_t);
+SAME_TYPE(gs_cumemhandle, CUmemGenericAllocationHandle);
+SAME_SIZE(gs_cuarray, CUarray);
+SAME_SIZE(gs_cudaarray, cudaArray_t);
+SAME_SIZE(gs_cumipmappedarray, CUmipmappedArray);
+SAME_SIZE(gs_cumemhandletype, CUmemAllocationHandleType);
+SAME_SIZE(gs_cumempoolattr, CUmemPool_attribute);
+SAME_SIZE(gs_cudaentrystatus, enum cudaDriverEntryPointQueryResult);
+
+/* Structures: size, and where each field the shim reads lies. */
+#define SAME_FIELD(ours, theirs, field)                                                           \
+    _Static_assert(offsetof(ours, field) == offsetof(theirs, field) &&                             \
+                       sizeof(((ours *)0)->field) == sizeof(((theirs *)0)->field),                 \
+                   #ours "." #field)
+SAME_SIZE(gs_cumemlocation, CUmemLocation);
+SAME_SIZE(gs_cumemallocationprop, CUmemAllocationProp);
+SAME_FIELD(gs_cumemallocationprop, CUmemAllocationProp, location);
+SAME_FIELD(gs_cumemallocationprop, CUmemAllocationProp, type);
+SAME_SIZE(gs_cumempoolprops, CUmemPoolProps);
+SAME_FIELD(gs_cumempoolprops, CUmemPoolProps, location);
+SAME_SIZE(gs_cuarraydesc, CUDA_ARRAY_DESCRIPTOR);
+SAME_FIELD(gs_cuarraydesc, CUDA_ARRAY_DESCRIPTOR, Width);
+SAME_FIELD(gs_cuarraydesc, CUDA_ARRAY_DESCRIPTOR, Height);
+SAME_FIELD(gs_cuarraydesc, CUDA_ARRAY_DESCRIPTOR, Format);
+SAME_FIELD(gs_cuarraydesc, CUDA_ARRAY_DESCRIPTOR, NumChannels);
+SAME_SIZE(gs_cuarray3ddesc, CUDA_ARRAY3D_DESCRIPTOR);
+SAME_FIELD(gs_cuarray3ddesc, CUDA_ARRAY3D_DESCRIPTOR, Depth);
+SAME_FIELD(gs_cuarray3ddesc, CUDA_ARRAY3D_DESCRIPTOR, Format);
+SAME_FIELD(gs_cuarray3ddesc, CUDA_ARRAY3D_DESCRIPTOR, NumChannels);
+SAME_SIZE(gs_cuipcmemhandle, CUipcMemHandle);
+SAME_SIZE(gs_cudamempoolprops, struct cudaMemPoolProps);
+SAME_FIELD(gs_cudamempoolprops, struct cudaMemPoolProps, location);
+SAME_SIZE(gs_cudaextent, struct cudaExtent);
+SAME_SIZE(gs_cudapitchedptr, struct cudaPitchedPtr);
+SAME_SIZE(gs_cudachannelformatdesc, struct cudaChannelFormatDesc);
 
 SAME_VALUE(GS_CUDA_SUCCESS, CUDA_SUCCESS);
 SAME_VALUE(GS_CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_INVALID_VALUE);
@@ -50,6 +86,22 @@ SAME_VALUE(GS_CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND, CU_GET_PROC_ADDRESS_SYMBOL_N
 SAME_VALUE(GS_CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT,
            CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
 SAME_VALUE(GS_CU_MEM_ATTACH_GLOBAL, CU_MEM_ATTACH_GLOBAL);
+SAME_VALUE(GS_CU_MEM_LOCATION_TYPE_DEVICE, CU_MEM_LOCATION_TYPE_DEVICE);
+SAME_VALUE(GS_CU_MEM_LOCATION_TYPE_HOST, CU_MEM_LOCATION_TYPE_HOST);
+SAME_VALUE(GS_CU_MEM_LOCATION_TYPE_HOST_NUMA, CU_MEM_LOCATION_TYPE_HOST_NUMA);
+SAME_VALUE(GS_CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT);
+SAME_VALUE(GS_CU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_ALLOCATION_TYPE_PINNED);
+SAME_VALUE(GS_CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD);
+SAME_VALUE(GS_CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
+SAME_VALUE(GS_CU_MEMPOOL_ATTR_USED_MEM_CURRENT, CU_MEMPOOL_ATTR_USED_MEM_CURRENT);
+SAME_VALUE(GS_CU_AD_FORMAT_UNSIGNED_INT8, CU_AD_FORMAT_UNSIGNED_INT8);
+SAME_VALUE(GS_CU_AD_FORMAT_UNSIGNED_INT16, CU_AD_FORMAT_UNSIGNED_INT16);
+SAME_VALUE(GS_CU_AD_FORMAT_UNSIGNED_INT32, CU_AD_FORMAT_UNSIGNED_INT32);
+SAME_VALUE(GS_CU_AD_FORMAT_SIGNED_INT8, CU_AD_FORMAT_SIGNED_INT8);
+SAME_VALUE(GS_CU_AD_FORMAT_SIGNED_INT16, CU_AD_FORMAT_SIGNED_INT16);
+SAME_VALUE(GS_CU_AD_FORMAT_SIGNED_INT32, CU_AD_FORMAT_SIGNED_INT32);
+SAME_VALUE(GS_CU_AD_FORMAT_HALF, CU_AD_FORMAT_HALF);
+SAME_VALUE(GS_CU_AD_FORMAT_FLOAT, CU_AD_FORMAT_FLOAT);
 
 /* Signatures: our lists expanded with NVIDIA's types in place of ours. */
 #define gs_curesult CUresult
@@ -60,6 +112,22 @@ SAME_VALUE(GS_CU_MEM_ATTACH_GLOBAL, CU_MEM_ATTACH_GLOBAL);
 #define gs_custream CUstream
 #define gs_cumempool CUmemoryPool
 #define gs_cudaerror cudaError_t
+#define gs_cumemhandle CUmemGenericAllocationHandle
+#define gs_cuarray CUarray
+#define gs_cudaarray cudaArray_t
+#define gs_cumipmappedarray CUmipmappedArray
+#define gs_cumemhandletype CUmemAllocationHandleType
+#define gs_cumempoolattr CUmemPool_attribute
+#define gs_cudaentrystatus enum cudaDriverEntryPointQueryResult
+#define gs_cumemallocationprop CUmemAllocationProp
+#define gs_cumempoolprops CUmemPoolProps
+#define gs_cudamempoolprops struct cudaMemPoolProps
+#define gs_cuarraydesc CUDA_ARRAY_DESCRIPTOR
+#define gs_cuarray3ddesc CUDA_ARRAY3D_DESCRIPTOR
+#define gs_cuipcmemhandle CUipcMemHandle
+#define gs_cudaextent struct cudaExtent
+#define gs_cudapitchedptr struct cudaPitchedPtr
+#define gs_cudachannelformatdesc struct cudaChannelFormatDesc
 #define AS_NVIDIA(name, ret, params) typedef ret(*nv_##name) params;
 GS_DRIVER_HOOKED(AS_NVIDIA)
 GS_DRIVER_GETTERS(AS_NVIDIA)
@@ -89,6 +157,50 @@ SAME_TYPE(nv_cudaMallocAsync, __typeof__(&cudaMallocAsync));
 SAME_TYPE(nv_cudaMallocAsync_ptsz, __typeof__(&cudaMallocAsync));
 SAME_TYPE(nv_cudaFreeAsync, __typeof__(&cudaFreeAsync));
 SAME_TYPE(nv_cudaFreeAsync_ptsz, __typeof__(&cudaFreeAsync));
+SAME_TYPE(nv_cuMemCreate, __typeof__(&cuMemCreate));
+SAME_TYPE(nv_cuMemRelease, __typeof__(&cuMemRelease));
+SAME_TYPE(nv_cuMemRetainAllocationHandle, __typeof__(&cuMemRetainAllocationHandle));
+SAME_TYPE(nv_cuMemImportFromShareableHandle, __typeof__(&cuMemImportFromShareableHandle));
+SAME_TYPE(nv_cuMemMap, __typeof__(&cuMemMap));
+SAME_TYPE(nv_cuMemUnmap, __typeof__(&cuMemUnmap));
+SAME_TYPE(nv_cuMemAddressReserve, __typeof__(&cuMemAddressReserve));
+SAME_TYPE(nv_cuMemAddressFree, __typeof__(&cuMemAddressFree));
+SAME_TYPE(nv_cuMemHostAlloc, __typeof__(&cuMemHostAlloc));
+SAME_TYPE(nv_cuMemAllocHost_v2, __typeof__(&cuMemAllocHost_v2));
+SAME_TYPE(nv_cuMemFreeHost, __typeof__(&cuMemFreeHost));
+SAME_TYPE(nv_cuMemHostRegister_v2, __typeof__(&cuMemHostRegister_v2));
+SAME_TYPE(nv_cuMemHostUnregister, __typeof__(&cuMemHostUnregister));
+SAME_TYPE(nv_cuArrayCreate_v2, __typeof__(&cuArrayCreate_v2));
+SAME_TYPE(nv_cuArray3DCreate_v2, __typeof__(&cuArray3DCreate_v2));
+SAME_TYPE(nv_cuArrayDestroy, __typeof__(&cuArrayDestroy));
+SAME_TYPE(nv_cuMipmappedArrayCreate, __typeof__(&cuMipmappedArrayCreate));
+SAME_TYPE(nv_cuMipmappedArrayDestroy, __typeof__(&cuMipmappedArrayDestroy));
+SAME_TYPE(nv_cuIpcOpenMemHandle_v2, __typeof__(&cuIpcOpenMemHandle_v2));
+SAME_TYPE(nv_cuIpcCloseMemHandle, __typeof__(&cuIpcCloseMemHandle));
+SAME_TYPE(nv_cuMemPoolCreate, __typeof__(&cuMemPoolCreate));
+SAME_TYPE(nv_cuMemPoolDestroy, __typeof__(&cuMemPoolDestroy));
+SAME_TYPE(nv_cuStreamGetDevice, __typeof__(&cuStreamGetDevice));
+SAME_TYPE(nv_cuDeviceGetMemPool, __typeof__(&cuDeviceGetMemPool));
+SAME_TYPE(nv_cuMemPoolGetAttribute, __typeof__(&cuMemPoolGetAttribute));
+SAME_TYPE(nv_cuMemGetAddressRange_v2, __typeof__(&cuMemGetAddressRange_v2));
+SAME_TYPE(nv_cudaMallocHost, __typeof__(&cudaMallocHost));
+SAME_TYPE(nv_cudaHostAlloc, __typeof__(&cudaHostAlloc));
+SAME_TYPE(nv_cudaFreeHost, __typeof__(&cudaFreeHost));
+SAME_TYPE(nv_cudaHostRegister, __typeof__(&cudaHostRegister));
+SAME_TYPE(nv_cudaHostUnregister, __typeof__(&cudaHostUnregister));
+SAME_TYPE(nv_cudaMalloc3D, __typeof__(&cudaMalloc3D));
+SAME_TYPE(nv_cudaMallocArray, __typeof__(&cudaMallocArray));
+SAME_TYPE(nv_cudaMalloc3DArray, __typeof__(&cudaMalloc3DArray));
+SAME_TYPE(nv_cudaFreeArray, __typeof__(&cudaFreeArray));
+SAME_TYPE(nv_cudaMallocFromPoolAsync, __typeof__(&cudaMallocFromPoolAsync));
+SAME_TYPE(nv_cudaMallocFromPoolAsync_ptsz, __typeof__(&cudaMallocFromPoolAsync));
+SAME_TYPE(nv_cudaMemPoolCreate, __typeof__(&cudaMemPoolCreate));
+SAME_TYPE(nv_cudaMemPoolDestroy, __typeof__(&cudaMemPoolDestroy));
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+SAME_TYPE(nv_cudaGetDriverEntryPoint, __typeof__(&cudaGetDriverEntryPoint));
+#pragma GCC diagnostic pop
+SAME_TYPE(nv_cudaGetDriverEntryPointByVersion, __typeof__(&cudaGetDriverEntryPointByVersion));
 /* The 4-argument getter is the 5-argument one without its last parameter. */
 SAME_TYPE(nv_cuGetProcAddress,
           CUresult (*)(const char *, void **, int, cuuint64_t));

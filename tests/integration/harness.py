@@ -19,6 +19,7 @@ class Env:
         self.shim = os.path.join(self.build, "libgpushim.so")
         self.gpushim = os.path.join(self.build, "gpushim")
         self.preload = self.shim
+        self.sanitized = sanitized
         self.env = {}
         if sanitized:
             # Sanitizers intercept dlopen, which then searches the run paths of

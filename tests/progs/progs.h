@@ -35,6 +35,11 @@ gs_curesult cuMemAllocPitch_v2(gs_cudeviceptr *dptr, size_t *pitch, size_t width
 gs_curesult cuMemAllocManaged(gs_cudeviceptr *dptr, size_t bytesize, unsigned int flags);
 gs_curesult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes);
 
+gs_curesult cuStreamCreate(gs_custream *stream, unsigned int flags);
+gs_curesult cuMemAllocAsync(gs_cudeviceptr *dptr, size_t bytesize, gs_custream stream);
+gs_curesult cuMemFreeAsync(gs_cudeviceptr dptr, gs_custream stream);
+gs_curesult cuStreamSynchronize(gs_custream stream);
+
 /* Makes device dev's primary context current on the calling thread. */
 static inline void use_device(int dev)
 {

@@ -1,8 +1,9 @@
 /*
  * driver.c - the simulated CUDA driver, built as libcuda.so.1.
  *
- * Owns: devices, primary contexts, the thread's current context, default
- * memory pools, the device-memory allocator and cuGetProcAddress. It lets
+ * Owns: devices, primary contexts, the thread's current context, streams,
+ * memory pools, the device-memory allocator, virtual memory management,
+ * pinned host memory, arrays, IPC handles and cuGetProcAddress. It lets
  * gpushim's tests run where there is no GPU: it exports the real driver's
  * names with the real ABIs (the gs_ declarations of include/gpushim_cuda.h)
  * and behaves like the real driver wherever a memory profiler can tell.
@@ -10,19 +11,47 @@
  * Design
  *   - Nothing but cuInit, cuDriverGetVersion, cuGetProcAddress[_v2] and the
  *     error-string lookups works before cuInit (CUDA_ERROR_NOT_INITIALIZED).
- *     Memory calls need a current context (CUDA_ERROR_INVALID_CONTEXT). The
- *     current context is thread-local; each device has one primary context
- *     and one default memory pool, both static objects.
- *   - Memory is never touched, only accounted. Each device owns 1 TiB of
- *     fake address space at SIM_BASE + device * SIM_SPAN. Sizes are rounded
- *     up to 512 bytes; used bytes are the sum of rounded sizes, so
- *     cuMemGetInfo reports exactly capacity - used.
+ *     Allocation calls need a current context (CUDA_ERROR_INVALID_CONTEXT),
+ *     except the virtual-memory ones, which name their device. The current
+ *     context is thread-local; each device has one primary context and one
+ *     default memory pool, both static objects.
+ *   - Device memory is never touched, only accounted. Each device owns 1 TiB
+ *     of fake address space at SIM_BASE + device * SIM_SPAN; cuMemAddress-
+ *     Reserve ranges come from a region of their own (SIM_VA_BASE) and
+ *     cuIpcOpenMemHandle addresses from another (SIM_IPC_BASE). Sizes are
+ *     rounded up to 512 bytes. A device's used bytes are its cuMemAlloc-
+ *     style allocations, its cuMemCreate physical memory, its arrays and its
+ *     pools' reserved bytes, so cuMemGetInfo reports exactly capacity - used.
  *   - Addresses come from a first-fit list of holes (sorted by address,
  *     coalesced) and, when no hole fits, from a bump pointer. A freed range
  *     is a hole again, so later allocations reuse it, as the real one does.
  *   - Live allocations sit in an open-addressing hash table keyed by
- *     address (linear probing, backward-shift deletion).
- *   - One mutex guards the allocator and the context reference counts.
+ *     address (linear probing, backward-shift deletion). Reservations,
+ *     mappings and pinned host ranges sit in sorted arrays.
+ *   - Pools (cuMemAllocAsync, cuMemAllocFromPoolAsync): used is the sum of
+ *     the live allocations from the pool; reserved grows in 2 MiB chunks to
+ *     cover used and is what the device is charged. A free returns bytes to
+ *     the pool only; cuStreamSynchronize and cuCtxSynchronize shrink the
+ *     reserved bytes of the device's pools to the chunks used needs or the
+ *     release threshold (rounded up to a chunk), whichever is more;
+ *     cuMemPoolTrimTo likewise with its own minimum.
+ *   - Virtual memory: cuMemCreate makes a physical allocation (2 MiB
+ *     granularity) with a reference count; its handles are small integers,
+ *     the lowest free one, reused once the allocation is gone, which is when
+ *     the count is 0 and no mapping refers to it. Imports make a new handle
+ *     for the same allocation; the "file descriptors" that cuMemExportTo-
+ *     ShareableHandle writes are tokens from 1000000 up, valid in this
+ *     process (and its forks) while the allocation lives.
+ *   - Pinned host memory (cuMemHostAlloc, cuMemAllocHost) is real, page-
+ *     aligned heap memory; registrations are tracked by exact byte range.
+ *     Neither consumes device capacity.
+ *   - Arrays and mipmapped arrays are heap objects charged to the current
+ *     context's device; their handles are the objects' addresses.
+ *   - Streams are heap objects that remember their device; the NULL,
+ *     legacy (0x1) and per-thread (0x2) streams mean the current context's.
+ *   - One mutex guards all of this state and the context reference counts.
+ *     It is held across fork() (pthread_atfork), so a child forked while
+ *     another thread is inside the driver can use it.
  *   - cuGetProcAddress resolves base names through a table of this file's
  *     own static functions, never through the dynamic linker: a preloaded
  *     interposer exports the same names, and must get the driver's code.
@@ -35,12 +64,16 @@
  *                        with CUDA_ERROR_NO_DEVICE)
  *   SIMCUDA_MEMORY       capacity per device in bytes, suffix K/M/G/T for
  *                        KiB/MiB/GiB/TiB (default 16G, at most 1T)
- *   SIMCUDA_HOST_MALLOC  1: each allocation also holds a malloc(64), so a
- *                        heap profiler sees one heap event per device event
+ *   SIMCUDA_HOST_MALLOC  1: each cuMemAlloc-style allocation (cuMemAlloc,
+ *                        cuMemAllocPitch, cuMemAllocManaged, the async ones)
+ *                        also holds a malloc(64), so a heap profiler sees one
+ *                        heap event per device event
  *   SIMCUDA_LOG          1: trace calls to stderr
  *
  * Not simulated: releasing a primary context to zero references does not
- * free the allocations made in it; streams are accepted and ignored.
+ * free the allocations made in it; stream order (everything completes at
+ * once); an exported token does not keep its allocation alive; IPC handles
+ * are not checked against the exporter's live allocations.
  */
 #include "gpushim_cuda.h"
 
@@ -50,6 +83,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define SIM_DRIVER_VERSION 13000
 #define SIM_MAX_DEVICES 16
@@ -57,6 +91,12 @@
 #define SIM_BASE 0x700000000000ull
 #define SIM_SPAN (1ull << 40)
 #define SIM_DEFAULT_MEMORY (16ull << 30)
+#define SIM_GRANULE (2ull << 20) /* VMM granularity and pool chunk */
+#define SIM_VA_BASE 0x720000000000ull
+#define SIM_IPC_BASE 0x740000000000ull
+#define SIM_REGION_SPAN (1ull << 44)
+#define SIM_PAGE 4096ull
+#define SIM_FIRST_TOKEN 1000000
 
 /* cuda.h values that gpushim_cuda.h does not carry */
 #define SIM_CU_MEM_ATTACH_HOST 2
@@ -67,7 +107,25 @@
 #define SIM_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL 9
 #define SIM_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR 11
 #define SIM_CU_POINTER_ATTRIBUTE_RANGE_SIZE 12
+#define SIM_CUDA_ERROR_INVALID_HANDLE 400
+#define SIM_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED 712
+#define SIM_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED 713
 #define SIM_CUDA_ERROR_UNKNOWN 999
+#define SIM_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR 1
+#define SIM_CU_MEM_ALLOC_GRANULARITY_RECOMMENDED 1
+#define SIM_CU_MEM_ACCESS_FLAGS_PROT_READ 1
+#define SIM_CU_MEM_ACCESS_FLAGS_PROT_READWRITE 3
+#define SIM_CU_MEMHOSTALLOC_ALL 0x7    /* PORTABLE | DEVICEMAP | WRITECOMBINED */
+#define SIM_CU_MEMHOSTREGISTER_ALL 0xf /* ... | IOMEMORY | READ_ONLY */
+#define SIM_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 1
+#define SIM_CU_STREAM_NON_BLOCKING 1
+#define SIM_CU_STREAM_LEGACY ((gs_custream)0x1)
+#define SIM_CU_STREAM_PER_THREAD ((gs_custream)0x2)
+#define SIM_CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES 1
+#define SIM_CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC 2
+#define SIM_CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES 3
+#define SIM_CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH 6
+#define SIM_CU_MEMPOOL_ATTR_USED_MEM_HIGH 8
 
 /* Exported names are aliases of the static sim_ definitions (see above). */
 #define SIM_EXPORT(name)                                                           \
@@ -88,26 +146,110 @@ struct gs_cuctx_st {
 
 struct gs_cupool_st {
     int device;
+    int destroyed; /* by cuMemPoolDestroy; freed once used drops to 0 */
+    uint64_t used, reserved, threshold, max_size, used_high, reserved_high;
+    int reuse[3]; /* the REUSE_* attributes, by value - 1 */
 };
+
+struct gs_custream_st {
+    int device;
+    unsigned int flags;
+};
+
+/* What CUarray and CUmipmappedArray handles point to. */
+struct sim_array {
+    int device;
+    uint64_t size; /* rounded, as accounted */
+};
+
+/* CUmemAccessDesc */
+struct sim_access_desc {
+    gs_cumemlocation location;
+    int flags;
+};
+
+/* What cuIpcGetMemHandle writes into the 64 bytes of a CUipcMemHandle. */
+struct sim_ipc {
+    char magic[8];
+    int32_t pid, device;
+    uint64_t dptr, size, serial;
+};
+_Static_assert(sizeof(struct sim_ipc) <= sizeof(gs_cuipcmemhandle), "IPC handle too small");
 
 struct hole {
     uint64_t off, len;
 };
 
-struct device {
-    uint64_t capacity, used, top; /* top: end of the bump-allocated space */
-    struct hole *holes;           /* sorted by offset, never adjacent      */
+/* A region of fake address space: holes below a bump pointer. No hole ends
+ * at top (it would have been given back to the bump pointer). */
+struct space {
+    uint64_t base, limit, top;
+    struct hole *holes; /* sorted by offset, never adjacent */
     size_t nholes, holes_cap;
+};
+
+struct device {
+    uint64_t capacity, used;
+    struct space space;
     int ctx_refs;
     struct gs_cuctx_st ctx;
-    struct gs_cupool_st pool;
+    struct gs_cupool_st pool;      /* the default pool */
+    struct gs_cupool_st *cur_pool; /* cuDeviceSetMemPool's */
 };
 
 struct live {
     gs_cudeviceptr addr; /* 0: empty slot */
     uint64_t size;       /* rounded, as accounted */
     int device;
-    void *host; /* SIMCUDA_HOST_MALLOC block */
+    int managed;
+    struct gs_cupool_st *pool; /* the pool charged, NULL: the device */
+    uint64_t serial;           /* unique per allocation, for IPC handles */
+    void *host;                /* SIMCUDA_HOST_MALLOC block */
+};
+
+/* An address range: a reservation, a mapping or pinned host memory. */
+struct range {
+    uint64_t addr, size;
+    uint64_t offset;       /* mapping: offset into the physical allocation */
+    gs_cumemhandle handle; /* mapping: the handle it was mapped with */
+    int phys;              /* mapping: index of the physical allocation */
+    int count;             /* reservation: its mappings; host: HOST_* */
+};
+
+enum { HOST_ALLOCATED = 1, HOST_REGISTERED = 2 };
+
+struct rangeset {
+    struct range *v; /* sorted by address, disjoint */
+    size_t n, cap;
+};
+
+/* A cuMemCreate allocation. */
+struct phys {
+    uint64_t serial; /* 0: free slot */
+    uint64_t size;
+    gs_cumemallocationprop prop;
+    int device; /* charged device; -1: host memory */
+    int refs;   /* cuMemCreate/Retain/Import minus cuMemRelease */
+    int maps;   /* mappings of it */
+};
+
+/* A cuMemExportToShareableHandle token. */
+struct token {
+    int fd, phys;
+    uint64_t serial;
+};
+
+/* A handle opened with cuIpcOpenMemHandle. */
+struct ipc_open {
+    gs_cuipcmemhandle handle;
+    uint64_t addr, size;
+    int refs;
+};
+
+/* A set of heap objects handed out as handles. */
+struct reg {
+    void **v;
+    size_t n, cap;
 };
 
 static struct {
@@ -124,6 +266,21 @@ static struct device devices[SIM_MAX_DEVICES];
 static struct live *table;
 static size_t table_cap, table_count;
 static __thread struct gs_cuctx_st *current_ctx;
+
+static struct space va_space = {SIM_VA_BASE, SIM_REGION_SPAN, 0, NULL, 0, 0};
+static struct space ipc_space = {SIM_IPC_BASE, SIM_REGION_SPAN, 0, NULL, 0, 0};
+static struct rangeset reservations, mappings, host_ranges;
+static struct phys *phys_tab;
+static size_t phys_cap;
+static int *handle_tab; /* handle h -> its phys index + 1; 0: free */
+static size_t handle_cap;
+static struct token *tokens;
+static size_t ntokens, tokens_cap;
+static int next_token = SIM_FIRST_TOKEN;
+static struct ipc_open *ipc_opens;
+static size_t nipc_opens, ipc_opens_cap;
+static struct reg pools, arrays, mip_arrays, streams;
+static uint64_t next_serial = 1;
 
 /* ---- configuration and logging ---------------------------------------- */
 
@@ -186,6 +343,11 @@ static uint64_t env_bytes(const char *name, uint64_t fallback)
     return v > SIM_SPAN >> shift ? SIM_SPAN : v << shift;
 }
 
+static void pool_init(struct gs_cupool_st *p, int device)
+{
+    *p = (struct gs_cupool_st){.device = device, .reuse = {1, 1, 1}};
+}
+
 static void read_env(void)
 {
     long n = env_long("SIMCUDA_DEVICES", 1);
@@ -195,10 +357,30 @@ static void read_env(void)
     cfg.host_malloc = env_long("SIMCUDA_HOST_MALLOC", 0) == 1;
     cfg.log = env_long("SIMCUDA_LOG", 0) == 1;
     for (int i = 0; i < SIM_MAX_DEVICES; i++) {
-        devices[i].capacity = cfg.capacity;
-        devices[i].ctx.device = i;
-        devices[i].pool.device = i;
+        struct device *d = &devices[i];
+
+        d->capacity = cfg.capacity;
+        d->space.base = SIM_BASE + (uint64_t)i * SIM_SPAN;
+        d->space.limit = SIM_SPAN;
+        d->ctx.device = i;
+        pool_init(&d->pool, i);
+        d->cur_pool = &d->pool;
     }
+}
+
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&lock);
+}
+
+static void fork_done(void)
+{
+    pthread_mutex_unlock(&lock);
+}
+
+__attribute__((constructor)) static void sim_setup(void)
+{
+    pthread_atfork(fork_prepare, fork_done, fork_done);
 }
 
 /* ---- checks shared by the entry points -------------------------------- */
@@ -221,14 +403,6 @@ static struct gs_cuctx_st *ctx_of(const void *p)
     return NULL;
 }
 
-static struct gs_cupool_st *pool_of(const void *p)
-{
-    for (int i = 0; i < cfg.ndevices; i++)
-        if (p == &devices[i].pool)
-            return &devices[i].pool;
-    return NULL;
-}
-
 /* Initialized and a live context current: its device, else -error. */
 static int current_device(void)
 {
@@ -242,6 +416,123 @@ static int current_device(void)
     refs = devices[current_ctx->device].ctx_refs;
     pthread_mutex_unlock(&lock);
     return refs > 0 ? current_ctx->device : -GS_CUDA_ERROR_INVALID_CONTEXT;
+}
+
+static uint64_t round_up(uint64_t n, uint64_t align)
+{
+    return (n + align - 1) & ~(align - 1);
+}
+
+/* ---- growable arrays, range sets, handle registries (lock held) --------- */
+
+/* v with room for need elements of elem bytes, the new ones zeroed; NULL
+ * when out of memory (v stays valid). */
+static void *grow(void *v, size_t *cap, size_t need, size_t elem)
+{
+    size_t n = *cap ? *cap : 16;
+    char *p;
+
+    if (need <= *cap)
+        return v;
+    while (n < need)
+        n *= 2;
+    p = realloc(v, n * elem);
+    if (!p)
+        return NULL;
+    memset(p + *cap * elem, 0, (n - *cap) * elem);
+    *cap = n;
+    return p;
+}
+
+/* Index of the first range that ends above addr. */
+static size_t rs_lower(const struct rangeset *s, uint64_t addr)
+{
+    size_t lo = 0, hi = s->n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (s->v[mid].addr + s->v[mid].size <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static struct range *rs_find(const struct rangeset *s, uint64_t addr)
+{
+    size_t i = rs_lower(s, addr);
+
+    return i < s->n && s->v[i].addr <= addr ? &s->v[i] : NULL;
+}
+
+static int rs_overlaps(const struct rangeset *s, uint64_t addr, uint64_t size)
+{
+    size_t i = rs_lower(s, addr);
+
+    return i < s->n && s->v[i].addr < addr + size;
+}
+
+static int rs_insert(struct rangeset *s, const struct range *r)
+{
+    size_t i = rs_lower(s, r->addr);
+    struct range *v = grow(s->v, &s->cap, s->n + 1, sizeof *v);
+
+    if (!v)
+        return -1;
+    s->v = v;
+    memmove(&v[i + 1], &v[i], (s->n - i) * sizeof *v);
+    v[i] = *r;
+    s->n++;
+    return 0;
+}
+
+static void rs_remove(struct rangeset *s, size_t i, size_t count)
+{
+    memmove(&s->v[i], &s->v[i + count], (s->n - i - count) * sizeof *s->v);
+    s->n -= count;
+}
+
+/* Index of the first of the whole, adjacent ranges that make up exactly
+ * [addr, addr+size), their number in *count; -1 when there are none. */
+static long rs_run(const struct rangeset *s, uint64_t addr, uint64_t size, size_t *count)
+{
+    size_t i = rs_lower(s, addr), j = i;
+    uint64_t end = addr;
+
+    if (i >= s->n || s->v[i].addr != addr)
+        return -1;
+    while (j < s->n && s->v[j].addr == end && end - addr < size)
+        end += s->v[j++].size;
+    if (end - addr != size)
+        return -1;
+    *count = j - i;
+    return (long)i;
+}
+
+static int reg_add(struct reg *r, void *p)
+{
+    void **v = grow(r->v, &r->cap, r->n + 1, sizeof *v);
+
+    if (!v)
+        return -1;
+    r->v = v;
+    v[r->n++] = p;
+    return 0;
+}
+
+static long reg_index(const struct reg *r, const void *p)
+{
+    for (size_t i = 0; p && i < r->n; i++)
+        if (r->v[i] == p)
+            return (long)i;
+    return -1;
+}
+
+static void reg_del(struct reg *r, size_t i)
+{
+    r->v[i] = r->v[--r->n];
 }
 
 /* ---- live-allocation hash table (lock held) --------------------------- */
@@ -318,117 +609,283 @@ static void table_remove(size_t i)
     table_count--;
 }
 
-/* ---- per-device address space (lock held) ----------------------------- */
+/* ---- address spaces (lock held) ---------------------------------------- */
 
-static void hole_delete(struct device *d, size_t i)
+static void hole_delete(struct space *s, size_t i)
 {
-    memmove(&d->holes[i], &d->holes[i + 1], (d->nholes - i - 1) * sizeof *d->holes);
-    d->nholes--;
+    memmove(&s->holes[i], &s->holes[i + 1], (s->nholes - i - 1) * sizeof *s->holes);
+    s->nholes--;
 }
 
-/* First fit: the lowest hole that is large enough, else the bump pointer. */
-static int space_take(struct device *d, uint64_t len, uint64_t *off)
+static int hole_insert(struct space *s, size_t i, uint64_t off, uint64_t len)
 {
-    for (size_t i = 0; i < d->nholes; i++) {
-        struct hole *h = &d->holes[i];
+    struct hole *h = grow(s->holes, &s->holes_cap, s->nholes + 1, sizeof *h);
 
-        if (h->len < len)
-            continue;
-        *off = h->off;
+    if (!h)
+        return -1;
+    s->holes = h;
+    memmove(&h[i + 1], &h[i], (s->nholes - i) * sizeof *h);
+    h[i] = (struct hole){off, len};
+    s->nholes++;
+    return 0;
+}
+
+/* Takes [off, off+len), which lies inside hole i, out of it. */
+static int hole_carve(struct space *s, size_t i, uint64_t off, uint64_t len)
+{
+    struct hole *h = &s->holes[i];
+    uint64_t end = h->off + h->len;
+
+    if (off > h->off && off + len < end) {
+        if (hole_insert(s, i + 1, off + len, end - off - len) != 0)
+            return -1;
+        s->holes[i].len = off - s->holes[i].off;
+    } else if (off > h->off) {
+        h->len = off - h->off;
+    } else if (off + len < end) {
         h->off += len;
         h->len -= len;
-        if (!h->len)
-            hole_delete(d, i);
+    } else {
+        hole_delete(s, i);
+    }
+    return 0;
+}
+
+/* Offset of the first address at or above base + off aligned to align. */
+static uint64_t align_off(const struct space *s, uint64_t off, uint64_t align)
+{
+    return round_up(s->base + off, align) - s->base;
+}
+
+/* Takes [off, off+len) at or above the bump pointer; the gap is a hole. */
+static int space_take_top(struct space *s, uint64_t off, uint64_t len, uint64_t *addr)
+{
+    if (off > s->limit || s->limit - off < len)
+        return -1;
+    if (off > s->top && hole_insert(s, s->nholes, s->top, off - s->top) != 0)
+        return -1;
+    s->top = off + len;
+    *addr = s->base + off;
+    return 0;
+}
+
+/* First fit: the lowest hole that holds len bytes at an address aligned to
+ * align (a power of two, at most the region's span), else the bump pointer. */
+static int space_take(struct space *s, uint64_t len, uint64_t align, uint64_t *addr)
+{
+    for (size_t i = 0; i < s->nholes; i++) {
+        uint64_t off = align_off(s, s->holes[i].off, align);
+        uint64_t end = s->holes[i].off + s->holes[i].len;
+
+        if (off >= end || end - off < len)
+            continue;
+        if (hole_carve(s, i, off, len) != 0)
+            return -1;
+        *addr = s->base + off;
         return 0;
     }
-    if (SIM_SPAN - d->top < len)
+    return space_take_top(s, align_off(s, s->top, align), len, addr);
+}
+
+/* Takes exactly [addr, addr+len) if all of it is free. */
+static int space_take_at(struct space *s, uint64_t addr, uint64_t len)
+{
+    uint64_t off = addr - s->base, got;
+
+    if (addr < s->base)
         return -1;
-    *off = d->top;
-    d->top += len;
-    return 0;
-}
+    if (off >= s->top)
+        return space_take_top(s, off, len, &got);
+    for (size_t i = 0; i < s->nholes; i++) {
+        const struct hole *h = &s->holes[i];
 
-static int hole_insert(struct device *d, size_t i, uint64_t off, uint64_t len)
-{
-    if (d->nholes == d->holes_cap) {
-        size_t cap = d->holes_cap ? d->holes_cap * 2 : 64;
-        struct hole *h = realloc(d->holes, cap * sizeof *h);
-
-        if (!h)
-            return -1;
-        d->holes = h;
-        d->holes_cap = cap;
+        if (h->off <= off && off - h->off < h->len && h->off + h->len - off >= len)
+            return hole_carve(s, i, off, len);
     }
-    memmove(&d->holes[i + 1], &d->holes[i], (d->nholes - i) * sizeof *d->holes);
-    d->holes[i] = (struct hole){off, len};
-    d->nholes++;
-    return 0;
+    return -1;
 }
 
-/* Returns [off, off+len) to the free space, merging with its neighbours
+/* Returns [addr, addr+len) to the free space, merging with its neighbours
  * and giving the last hole back to the bump pointer. */
-static void space_put(struct device *d, uint64_t off, uint64_t len)
+static void space_put(struct space *s, uint64_t addr, uint64_t len)
 {
+    uint64_t off = addr - s->base;
     size_t i = 0;
 
-    while (i < d->nholes && d->holes[i].off < off)
+    while (i < s->nholes && s->holes[i].off < off)
         i++;
-    if (i > 0 && d->holes[i - 1].off + d->holes[i - 1].len == off) {
+    if (i > 0 && s->holes[i - 1].off + s->holes[i - 1].len == off) {
         i--;
-        d->holes[i].len += len;
-    } else if (hole_insert(d, i, off, len) != 0) {
+        s->holes[i].len += len;
+    } else if (hole_insert(s, i, off, len) != 0) {
         return; /* out of host memory: the range is lost, nothing breaks */
     }
-    if (i + 1 < d->nholes && d->holes[i].off + d->holes[i].len == d->holes[i + 1].off) {
-        d->holes[i].len += d->holes[i + 1].len;
-        hole_delete(d, i + 1);
+    if (i + 1 < s->nholes && s->holes[i].off + s->holes[i].len == s->holes[i + 1].off) {
+        s->holes[i].len += s->holes[i + 1].len;
+        hole_delete(s, i + 1);
     }
-    if (i + 1 == d->nholes && d->holes[i].off + d->holes[i].len == d->top) {
-        d->top = d->holes[i].off;
-        d->nholes--;
+    if (i + 1 == s->nholes && s->holes[i].off + s->holes[i].len == s->top) {
+        s->top = s->holes[i].off;
+        s->nholes--;
+    }
+}
+
+/* ---- pool accounting (lock held) --------------------------------------- */
+
+/* A live pool: a default pool or a created one not destroyed. */
+static struct gs_cupool_st *pool_of(const void *p)
+{
+    long i;
+
+    for (int d = 0; d < cfg.ndevices; d++)
+        if (p == &devices[d].pool)
+            return &devices[d].pool;
+    i = reg_index(&pools, p);
+    if (i < 0 || ((struct gs_cupool_st *)pools.v[i])->destroyed)
+        return NULL;
+    return pools.v[i];
+}
+
+/* Device bytes pool p must add to hold size more; UINT64_MAX: over its
+ * maximum size. */
+static uint64_t pool_growth(const struct gs_cupool_st *p, uint64_t size)
+{
+    uint64_t need = round_up(p->used + size, SIM_GRANULE);
+
+    if (p->max_size && need > p->max_size)
+        return UINT64_MAX;
+    return need > p->reserved ? need - p->reserved : 0;
+}
+
+static void pool_take(struct gs_cupool_st *p, uint64_t size, uint64_t growth)
+{
+    p->used += size;
+    p->reserved += growth;
+    if (p->used > p->used_high)
+        p->used_high = p->used;
+    if (p->reserved > p->reserved_high)
+        p->reserved_high = p->reserved;
+}
+
+/* Gives the device back the chunks neither used nor keep needs. */
+static void pool_shrink(struct gs_cupool_st *p, uint64_t keep)
+{
+    uint64_t target;
+
+    if (keep >= p->reserved)
+        return;
+    target = round_up(keep, SIM_GRANULE);
+    if (target < round_up(p->used, SIM_GRANULE))
+        target = round_up(p->used, SIM_GRANULE);
+    if (target >= p->reserved)
+        return;
+    devices[p->device].used -= p->reserved - target;
+    p->reserved = target;
+}
+
+/* A destroyed pool keeps only what its live allocations need, and goes
+ * once it has none. */
+static void pool_reap(struct gs_cupool_st *p)
+{
+    if (!p->destroyed)
+        return;
+    pool_shrink(p, 0);
+    if (p->used == 0) {
+        reg_del(&pools, (size_t)reg_index(&pools, p));
+        free(p);
+    }
+}
+
+/* A free into pool p. */
+static void pool_put(struct gs_cupool_st *p, uint64_t size)
+{
+    p->used -= size;
+    pool_reap(p);
+}
+
+/* What a synchronize on device dev does to its pools. */
+static void trim_pools(int dev)
+{
+    pool_shrink(&devices[dev].pool, devices[dev].pool.threshold);
+    for (size_t i = 0; i < pools.n; i++) {
+        struct gs_cupool_st *p = pools.v[i];
+
+        if (p->device == dev && !p->destroyed)
+            pool_shrink(p, p->threshold);
     }
 }
 
 /* ---- allocate and free ------------------------------------------------- */
 
-static gs_curesult alloc_locked(int dev, uint64_t size, gs_cudeviceptr *dptr)
+/* How an allocation is charged. */
+struct charge {
+    int dev;
+    int managed;
+    int pooled;         /* from a pool: the given one, else dev's current */
+    gs_cumempool given; /* cuMemAllocFromPoolAsync's pool */
+};
+
+static gs_curesult alloc_locked(int dev, uint64_t size, struct gs_cupool_st *pool,
+                                int managed, gs_cudeviceptr *dptr)
 {
     struct device *d = &devices[dev];
-    uint64_t off;
+    uint64_t charge = pool ? pool_growth(pool, size) : size;
+    uint64_t addr;
     struct live *e;
 
-    if (d->capacity - d->used < size)
+    if (charge == UINT64_MAX || d->capacity - d->used < charge)
         return GS_CUDA_ERROR_OUT_OF_MEMORY;
     if ((table_count + 1) * 2 > table_cap && table_grow() != 0)
         return GS_CUDA_ERROR_OUT_OF_MEMORY;
-    if (space_take(d, size, &off) != 0)
+    if (space_take(&d->space, size, SIM_ALIGN, &addr) != 0)
         return GS_CUDA_ERROR_OUT_OF_MEMORY;
-    d->used += size;
-    e = &table[slot_find(SIM_BASE + dev * SIM_SPAN + off)];
-    *e = (struct live){SIM_BASE + dev * SIM_SPAN + off, size, dev, NULL};
+    d->used += charge;
+    if (pool)
+        pool_take(pool, size, charge);
+    e = &table[slot_find(addr)];
+    *e = (struct live){addr, size, dev, managed, pool, next_serial++, NULL};
     if (cfg.host_malloc)
         e->host = malloc(64);
     table_count++;
-    *dptr = e->addr;
+    *dptr = addr;
     return GS_CUDA_SUCCESS;
 }
 
-/* Charges bytesize (rounded to 512) to device dev. */
-static gs_curesult sim_alloc(const char *api, int dev, gs_cudeviceptr *dptr, size_t bytesize)
+/* The pool c charges (NULL: none) in *pool; fails for an unknown pool. */
+static gs_curesult charge_pool(struct charge *c, struct gs_cupool_st **pool)
+{
+    *pool = NULL;
+    if (c->pooled && c->given) {
+        *pool = pool_of(c->given);
+        if (!*pool)
+            return GS_CUDA_ERROR_INVALID_VALUE;
+        c->dev = (*pool)->device;
+    } else if (c->pooled) {
+        *pool = devices[c->dev].cur_pool;
+    }
+    return GS_CUDA_SUCCESS;
+}
+
+/* Charges bytesize (rounded to 512) as c says. */
+static gs_curesult sim_alloc(const char *api, struct charge c, gs_cudeviceptr *dptr,
+                             size_t bytesize)
 {
     gs_curesult rc = GS_CUDA_ERROR_OUT_OF_MEMORY;
+    struct gs_cupool_st *pool;
     gs_cudeviceptr p = 0;
 
     if (!dptr || !bytesize)
         return GS_CUDA_ERROR_INVALID_VALUE;
-    if (bytesize <= SIM_SPAN) {
-        pthread_mutex_lock(&lock);
-        rc = alloc_locked(dev, (bytesize + SIM_ALIGN - 1) & ~(SIM_ALIGN - 1), &p);
-        pthread_mutex_unlock(&lock);
-    }
+    pthread_mutex_lock(&lock);
+    rc = charge_pool(&c, &pool);
+    if (rc == GS_CUDA_SUCCESS && bytesize > SIM_SPAN)
+        rc = GS_CUDA_ERROR_OUT_OF_MEMORY;
+    if (rc == GS_CUDA_SUCCESS)
+        rc = alloc_locked(c.dev, round_up(bytesize, SIM_ALIGN), pool, c.managed, &p);
+    pthread_mutex_unlock(&lock);
     if (rc == GS_CUDA_SUCCESS)
         *dptr = p;
-    sim_log("%s(%zu) dev %d -> %d 0x%llx", api, bytesize, dev, rc, p);
+    sim_log("%s(%zu) dev %d -> %d 0x%llx", api, bytesize, c.dev, rc, p);
     return rc;
 }
 
@@ -443,9 +900,11 @@ static gs_curesult sim_free(const char *api, gs_cudeviceptr dptr)
     e = table_get(dptr);
     if (e) {
         gone = *e;
-        devices[gone.device].used -= gone.size;
-        space_put(&devices[gone.device], gone.addr - SIM_BASE - gone.device * SIM_SPAN,
-                  gone.size);
+        if (gone.pool)
+            pool_put(gone.pool, gone.size);
+        else
+            devices[gone.device].used -= gone.size;
+        space_put(&devices[gone.device].space, gone.addr, gone.size);
         table_remove((size_t)(e - table));
     }
     pthread_mutex_unlock(&lock);
@@ -488,7 +947,12 @@ static const struct {
     {GS_CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
     {GS_CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
     {GS_CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {SIM_CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {GS_CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {SIM_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
+     "part or all of the requested memory range is already mapped"},
+    {SIM_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
+     "pointer does not correspond to a registered memory region"},
     {SIM_CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
@@ -571,18 +1035,57 @@ static gs_curesult sim_cuDeviceTotalMem_v2(size_t *bytes, gs_cudevice dev)
 }
 SIM_EXPORT(cuDeviceTotalMem_v2)
 
-static gs_curesult sim_cuDeviceGetDefaultMemPool(gs_cumempool *pool_out, gs_cudevice dev)
+/* The checks of the cuDevice*MemPool calls. */
+static gs_curesult device_pool_check(const void *out, gs_cudevice dev)
 {
     if (!is_initialized())
         return GS_CUDA_ERROR_NOT_INITIALIZED;
-    if (!pool_out)
+    if (!out)
         return GS_CUDA_ERROR_INVALID_VALUE;
-    if (!valid_device(dev))
-        return GS_CUDA_ERROR_INVALID_DEVICE;
-    *pool_out = &devices[dev].pool;
-    return GS_CUDA_SUCCESS;
+    return valid_device(dev) ? GS_CUDA_SUCCESS : GS_CUDA_ERROR_INVALID_DEVICE;
+}
+
+static gs_curesult sim_cuDeviceGetDefaultMemPool(gs_cumempool *pool_out, gs_cudevice dev)
+{
+    gs_curesult rc = device_pool_check(pool_out, dev);
+
+    if (rc == GS_CUDA_SUCCESS)
+        *pool_out = &devices[dev].pool;
+    return rc;
 }
 SIM_EXPORT(cuDeviceGetDefaultMemPool)
+
+static gs_curesult sim_cuDeviceGetMemPool(gs_cumempool *pool, gs_cudevice dev)
+{
+    gs_curesult rc = device_pool_check(pool, dev);
+
+    if (rc != GS_CUDA_SUCCESS)
+        return rc;
+    pthread_mutex_lock(&lock);
+    *pool = devices[dev].cur_pool;
+    pthread_mutex_unlock(&lock);
+    return GS_CUDA_SUCCESS;
+}
+SIM_EXPORT(cuDeviceGetMemPool)
+
+/* The pool must be dev's (CUDA_ERROR_INVALID_VALUE otherwise). */
+static gs_curesult sim_cuDeviceSetMemPool(gs_cudevice dev, gs_cumempool pool)
+{
+    gs_curesult rc = device_pool_check(pool, dev);
+    struct gs_cupool_st *p;
+
+    if (rc != GS_CUDA_SUCCESS)
+        return rc;
+    pthread_mutex_lock(&lock);
+    p = pool_of(pool);
+    if (p && p->device == dev)
+        devices[dev].cur_pool = p;
+    else
+        rc = GS_CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+SIM_EXPORT(cuDeviceSetMemPool)
 
 /* ---- contexts ----------------------------------------------------------- */
 
@@ -660,13 +1163,19 @@ static gs_curesult ctx_get_device_v2(gs_cudevice *device, gs_cucontext ctx)
     return GS_CUDA_SUCCESS;
 }
 
+/* Completes everything at once: the device's pools release what they may. */
 static gs_curesult ctx_synchronize_v2(gs_cucontext ctx)
 {
     if (!is_initialized())
         return GS_CUDA_ERROR_NOT_INITIALIZED;
     if (!ctx)
         ctx = current_ctx;
-    return ctx && ctx_of(ctx) ? GS_CUDA_SUCCESS : GS_CUDA_ERROR_INVALID_CONTEXT;
+    if (!ctx || !ctx_of(ctx))
+        return GS_CUDA_ERROR_INVALID_CONTEXT;
+    pthread_mutex_lock(&lock);
+    trim_pools(ctx->device);
+    pthread_mutex_unlock(&lock);
+    return GS_CUDA_SUCCESS;
 }
 
 static gs_curesult sim_cuCtxGetDevice(gs_cudevice *device)
@@ -680,6 +1189,167 @@ static gs_curesult sim_cuCtxSynchronize(void)
     return ctx_synchronize_v2(NULL);
 }
 SIM_EXPORT(cuCtxSynchronize)
+
+/* ---- streams ------------------------------------------------------------ */
+
+/* The device of a stream: the current context's for the NULL, legacy and
+ * per-thread streams. Unknown streams are CUDA_ERROR_INVALID_HANDLE. */
+static gs_curesult stream_device(gs_custream s, int *dev)
+{
+    long i;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    if (!s || s == SIM_CU_STREAM_LEGACY || s == SIM_CU_STREAM_PER_THREAD) {
+        *dev = current_device();
+        return *dev < 0 ? -*dev : GS_CUDA_SUCCESS;
+    }
+    pthread_mutex_lock(&lock);
+    i = reg_index(&streams, s);
+    if (i >= 0)
+        *dev = ((struct gs_custream_st *)streams.v[i])->device;
+    pthread_mutex_unlock(&lock);
+    return i >= 0 ? GS_CUDA_SUCCESS : SIM_CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* Flags: 0 or CU_STREAM_NON_BLOCKING. */
+static gs_curesult sim_cuStreamCreate(gs_custream *phStream, unsigned int Flags)
+{
+    int dev = current_device();
+    struct gs_custream_st *s;
+    int bad;
+
+    if (dev < 0)
+        return -dev;
+    if (!phStream || (Flags & ~(unsigned)SIM_CU_STREAM_NON_BLOCKING))
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    s = malloc(sizeof *s);
+    if (!s)
+        return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    *s = (struct gs_custream_st){dev, Flags};
+    pthread_mutex_lock(&lock);
+    bad = reg_add(&streams, s);
+    pthread_mutex_unlock(&lock);
+    if (bad) {
+        free(s);
+        return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *phStream = s;
+    sim_log("cuStreamCreate dev %d -> %p", dev, (void *)s);
+    return GS_CUDA_SUCCESS;
+}
+SIM_EXPORT(cuStreamCreate)
+
+static gs_curesult sim_cuStreamDestroy_v2(gs_custream hStream)
+{
+    long i;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    pthread_mutex_lock(&lock);
+    i = reg_index(&streams, hStream);
+    if (i >= 0)
+        reg_del(&streams, (size_t)i);
+    pthread_mutex_unlock(&lock);
+    if (i < 0)
+        return SIM_CUDA_ERROR_INVALID_HANDLE;
+    free(hStream);
+    return GS_CUDA_SUCCESS;
+}
+SIM_EXPORT(cuStreamDestroy_v2)
+
+static gs_curesult stream_synchronize(gs_custream hStream)
+{
+    int dev;
+    gs_curesult rc = stream_device(hStream, &dev);
+
+    if (rc != GS_CUDA_SUCCESS)
+        return rc;
+    pthread_mutex_lock(&lock);
+    trim_pools(dev);
+    pthread_mutex_unlock(&lock);
+    return GS_CUDA_SUCCESS;
+}
+
+static gs_curesult sim_cuStreamSynchronize(gs_custream hStream)
+{
+    return stream_synchronize(hStream);
+}
+SIM_EXPORT(cuStreamSynchronize)
+
+static gs_curesult sim_cuStreamSynchronize_ptsz(gs_custream hStream)
+{
+    return stream_synchronize(hStream);
+}
+SIM_EXPORT(cuStreamSynchronize_ptsz)
+
+static gs_curesult stream_get_device(gs_custream hStream, gs_cudevice *device)
+{
+    int dev;
+    gs_curesult rc;
+
+    if (!device)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    rc = stream_device(hStream, &dev);
+    if (rc == GS_CUDA_SUCCESS)
+        *device = dev;
+    return rc;
+}
+
+static gs_curesult sim_cuStreamGetDevice(gs_custream hStream, gs_cudevice *device)
+{
+    return stream_get_device(hStream, device);
+}
+SIM_EXPORT(cuStreamGetDevice)
+
+static gs_curesult sim_cuStreamGetDevice_ptsz(gs_custream hStream, gs_cudevice *device)
+{
+    return stream_get_device(hStream, device);
+}
+SIM_EXPORT(cuStreamGetDevice_ptsz)
+
+/* cuStreamGetCtx_v2 (CUDA 12.5) adds the green context: always NULL here. */
+static gs_curesult stream_get_ctx(gs_custream hStream, gs_cucontext *pctx, void **pGreenCtx)
+{
+    int dev;
+    gs_curesult rc;
+
+    if (!pctx)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    rc = stream_device(hStream, &dev);
+    if (rc != GS_CUDA_SUCCESS)
+        return rc;
+    *pctx = &devices[dev].ctx;
+    if (pGreenCtx)
+        *pGreenCtx = NULL;
+    return GS_CUDA_SUCCESS;
+}
+
+static gs_curesult sim_cuStreamGetCtx(gs_custream hStream, gs_cucontext *pctx)
+{
+    return stream_get_ctx(hStream, pctx, NULL);
+}
+SIM_EXPORT(cuStreamGetCtx)
+
+static gs_curesult sim_cuStreamGetCtx_ptsz(gs_custream hStream, gs_cucontext *pctx)
+{
+    return stream_get_ctx(hStream, pctx, NULL);
+}
+SIM_EXPORT(cuStreamGetCtx_ptsz)
+
+static gs_curesult sim_cuStreamGetCtx_v2(gs_custream hStream, gs_cucontext *pctx,
+                                         void **pGreenCtx)
+{
+    return stream_get_ctx(hStream, pctx, pGreenCtx);
+}
+SIM_EXPORT(cuStreamGetCtx_v2)
+
+static gs_curesult sim_cuStreamGetCtx_v2_ptsz(gs_custream hStream, gs_cucontext *pctx,
+                                              void **pGreenCtx)
+{
+    return stream_get_ctx(hStream, pctx, pGreenCtx);
+}
+SIM_EXPORT(cuStreamGetCtx_v2_ptsz)
 
 /* ---- memory ------------------------------------------------------------- */
 
@@ -703,7 +1373,8 @@ static gs_curesult sim_cuMemAlloc_v2(gs_cudeviceptr *dptr, size_t bytesize)
 {
     int dev = current_device();
 
-    return dev < 0 ? -dev : sim_alloc("cuMemAlloc_v2", dev, dptr, bytesize);
+    return dev < 0 ? -dev
+                   : sim_alloc("cuMemAlloc_v2", (struct charge){.dev = dev}, dptr, bytesize);
 }
 SIM_EXPORT(cuMemAlloc_v2)
 
@@ -728,10 +1399,10 @@ static gs_curesult sim_cuMemAllocPitch_v2(gs_cudeviceptr *dptr, size_t *pPitch,
     if (!pPitch || !WidthInBytes || !Height || WidthInBytes > SIM_SPAN ||
         (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16))
         return GS_CUDA_ERROR_INVALID_VALUE;
-    pitch = (WidthInBytes + SIM_ALIGN - 1) & ~(SIM_ALIGN - 1);
+    pitch = round_up(WidthInBytes, SIM_ALIGN);
     if (Height > SIM_SPAN / pitch)
         return dptr ? GS_CUDA_ERROR_OUT_OF_MEMORY : GS_CUDA_ERROR_INVALID_VALUE;
-    rc = sim_alloc("cuMemAllocPitch_v2", dev, dptr, pitch * Height);
+    rc = sim_alloc("cuMemAllocPitch_v2", (struct charge){.dev = dev}, dptr, pitch * Height);
     if (rc == GS_CUDA_SUCCESS)
         *pPitch = pitch;
     return rc;
@@ -747,85 +1418,1102 @@ static gs_curesult sim_cuMemAllocManaged(gs_cudeviceptr *dptr, size_t bytesize,
         return -dev;
     if (flags != GS_CU_MEM_ATTACH_GLOBAL && flags != SIM_CU_MEM_ATTACH_HOST)
         return GS_CUDA_ERROR_INVALID_VALUE;
-    return sim_alloc("cuMemAllocManaged", dev, dptr, bytesize);
+    return sim_alloc("cuMemAllocManaged", (struct charge){.dev = dev, .managed = 1}, dptr,
+                     bytesize);
 }
 SIM_EXPORT(cuMemAllocManaged)
 
-/* Stream-ordered allocation: the stream is accepted and ignored. */
-static gs_curesult alloc_async(const char *api, gs_cudeviceptr *dptr, size_t bytesize)
+/* Stream-ordered allocation from the current pool of the stream's device. */
+static gs_curesult alloc_async(const char *api, gs_cudeviceptr *dptr, size_t bytesize,
+                               gs_custream hStream)
 {
-    int dev = current_device();
+    int dev;
+    gs_curesult rc = stream_device(hStream, &dev);
 
-    return dev < 0 ? -dev : sim_alloc(api, dev, dptr, bytesize);
+    if (rc != GS_CUDA_SUCCESS)
+        return rc;
+    return sim_alloc(api, (struct charge){.dev = dev, .pooled = 1}, dptr, bytesize);
 }
 
-static gs_curesult free_async(const char *api, gs_cudeviceptr dptr)
+static gs_curesult free_async(const char *api, gs_cudeviceptr dptr, gs_custream hStream)
 {
-    int dev = current_device();
+    int dev;
+    gs_curesult rc = stream_device(hStream, &dev);
 
-    return dev < 0 ? -dev : sim_free(api, dptr);
+    return rc != GS_CUDA_SUCCESS ? rc : sim_free(api, dptr);
 }
 
-/* From a pool: needs a current context, charges the pool's device. */
+/* From a given pool, whatever device the stream is on. */
 static gs_curesult alloc_from_pool(const char *api, gs_cudeviceptr *dptr, size_t bytesize,
-                                   gs_cumempool pool)
+                                   gs_cumempool pool, gs_custream hStream)
 {
-    int dev = current_device();
-    struct gs_cupool_st *p;
+    int dev;
+    gs_curesult rc = stream_device(hStream, &dev);
 
-    if (dev < 0)
-        return -dev;
-    p = pool_of(pool);
-    if (!p)
+    if (rc != GS_CUDA_SUCCESS)
+        return rc;
+    if (!pool)
         return GS_CUDA_ERROR_INVALID_VALUE;
-    return sim_alloc(api, p->device, dptr, bytesize);
+    return sim_alloc(api, (struct charge){.dev = dev, .pooled = 1, .given = pool}, dptr,
+                     bytesize);
 }
 
 static gs_curesult sim_cuMemAllocAsync(gs_cudeviceptr *dptr, size_t bytesize,
                                        gs_custream hStream)
 {
-    (void)hStream;
-    return alloc_async("cuMemAllocAsync", dptr, bytesize);
+    return alloc_async("cuMemAllocAsync", dptr, bytesize, hStream);
 }
 SIM_EXPORT(cuMemAllocAsync)
 
 static gs_curesult sim_cuMemAllocAsync_ptsz(gs_cudeviceptr *dptr, size_t bytesize,
                                             gs_custream hStream)
 {
-    (void)hStream;
-    return alloc_async("cuMemAllocAsync_ptsz", dptr, bytesize);
+    return alloc_async("cuMemAllocAsync_ptsz", dptr, bytesize, hStream);
 }
 SIM_EXPORT(cuMemAllocAsync_ptsz)
 
 static gs_curesult sim_cuMemFreeAsync(gs_cudeviceptr dptr, gs_custream hStream)
 {
-    (void)hStream;
-    return free_async("cuMemFreeAsync", dptr);
+    return free_async("cuMemFreeAsync", dptr, hStream);
 }
 SIM_EXPORT(cuMemFreeAsync)
 
 static gs_curesult sim_cuMemFreeAsync_ptsz(gs_cudeviceptr dptr, gs_custream hStream)
 {
-    (void)hStream;
-    return free_async("cuMemFreeAsync_ptsz", dptr);
+    return free_async("cuMemFreeAsync_ptsz", dptr, hStream);
 }
 SIM_EXPORT(cuMemFreeAsync_ptsz)
 
 static gs_curesult sim_cuMemAllocFromPoolAsync(gs_cudeviceptr *dptr, size_t bytesize,
                                                gs_cumempool pool, gs_custream hStream)
 {
-    (void)hStream;
-    return alloc_from_pool("cuMemAllocFromPoolAsync", dptr, bytesize, pool);
+    return alloc_from_pool("cuMemAllocFromPoolAsync", dptr, bytesize, pool, hStream);
 }
 SIM_EXPORT(cuMemAllocFromPoolAsync)
 
 static gs_curesult sim_cuMemAllocFromPoolAsync_ptsz(gs_cudeviceptr *dptr, size_t bytesize,
                                                     gs_cumempool pool, gs_custream hStream)
 {
-    (void)hStream;
-    return alloc_from_pool("cuMemAllocFromPoolAsync_ptsz", dptr, bytesize, pool);
+    return alloc_from_pool("cuMemAllocFromPoolAsync_ptsz", dptr, bytesize, pool, hStream);
 }
 SIM_EXPORT(cuMemAllocFromPoolAsync_ptsz)
+
+/* ---- memory pools ------------------------------------------------------- */
+
+/* Device-located pinned pools only; maxSize (0: none) caps reserved. */
+static gs_curesult sim_cuMemPoolCreate(gs_cumempool *pool, const gs_cumempoolprops *poolProps)
+{
+    struct gs_cupool_st *p;
+    int bad;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    if (!pool || !poolProps || poolProps->allocType != GS_CU_MEM_ALLOCATION_TYPE_PINNED ||
+        poolProps->location.type != GS_CU_MEM_LOCATION_TYPE_DEVICE ||
+        !valid_device(poolProps->location.id))
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    p = malloc(sizeof *p);
+    if (!p)
+        return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    pool_init(p, poolProps->location.id);
+    p->max_size = poolProps->maxSize;
+    pthread_mutex_lock(&lock);
+    bad = reg_add(&pools, p);
+    pthread_mutex_unlock(&lock);
+    if (bad) {
+        free(p);
+        return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *pool = p;
+    sim_log("cuMemPoolCreate dev %d -> %p", p->device, (void *)p);
+    return GS_CUDA_SUCCESS;
+}
+SIM_EXPORT(cuMemPoolCreate)
+
+/* A pool with live allocations goes once they are freed; a device whose
+ * current pool it was gets its default pool back. */
+static gs_curesult sim_cuMemPoolDestroy(gs_cumempool pool)
+{
+    struct gs_cupool_st *p;
+    int ok;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    pthread_mutex_lock(&lock);
+    p = pool_of(pool);
+    ok = p && p != &devices[p->device].pool;
+    if (ok) {
+        if (devices[p->device].cur_pool == p)
+            devices[p->device].cur_pool = &devices[p->device].pool;
+        p->destroyed = 1;
+        pool_reap(p);
+    }
+    pthread_mutex_unlock(&lock);
+    sim_log("cuMemPoolDestroy(%p) -> %d", (void *)pool, ok ? 0 : 1);
+    return ok ? GS_CUDA_SUCCESS : GS_CUDA_ERROR_INVALID_VALUE;
+}
+SIM_EXPORT(cuMemPoolDestroy)
+
+static gs_curesult pool_get_locked(const struct gs_cupool_st *p, gs_cumempoolattr attr,
+                                   void *value)
+{
+    gs_cuuint64 *v = value;
+
+    switch (attr) {
+    case SIM_CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES: /* fall through */
+    case SIM_CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC: /* fall through */
+    case SIM_CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+        *(int *)value = p->reuse[attr - 1];
+        return GS_CUDA_SUCCESS;
+    case GS_CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: *v = p->threshold; break;
+    case GS_CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: *v = p->reserved; break;
+    case SIM_CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: *v = p->reserved_high; break;
+    case GS_CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *v = p->used; break;
+    case SIM_CU_MEMPOOL_ATTR_USED_MEM_HIGH: *v = p->used_high; break;
+    default: return GS_CUDA_ERROR_INVALID_VALUE;
+    }
+    return GS_CUDA_SUCCESS;
+}
+
+/* The high-water marks can only be reset (to the current values, by 0). */
+static gs_curesult pool_set_locked(struct gs_cupool_st *p, gs_cumempoolattr attr, void *value)
+{
+    const gs_cuuint64 *v = value;
+
+    switch (attr) {
+    case SIM_CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES: /* fall through */
+    case SIM_CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC: /* fall through */
+    case SIM_CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+        p->reuse[attr - 1] = *(int *)value != 0;
+        return GS_CUDA_SUCCESS;
+    case GS_CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+        p->threshold = *v;
+        return GS_CUDA_SUCCESS;
+    case SIM_CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+        if (*v)
+            return GS_CUDA_ERROR_INVALID_VALUE;
+        p->reserved_high = p->reserved;
+        return GS_CUDA_SUCCESS;
+    case SIM_CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+        if (*v)
+            return GS_CUDA_ERROR_INVALID_VALUE;
+        p->used_high = p->used;
+        return GS_CUDA_SUCCESS;
+    default:
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+/* Both attribute calls: set != 0 for cuMemPoolSetAttribute. */
+static gs_curesult pool_attribute(gs_cumempool pool, gs_cumempoolattr attr, void *value,
+                                  int set)
+{
+    struct gs_cupool_st *p;
+    gs_curesult rc = GS_CUDA_ERROR_INVALID_VALUE;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    if (!value)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    p = pool_of(pool);
+    if (p)
+        rc = set ? pool_set_locked(p, attr, value) : pool_get_locked(p, attr, value);
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+static gs_curesult sim_cuMemPoolGetAttribute(gs_cumempool pool, gs_cumempoolattr attr,
+                                             void *value)
+{
+    return pool_attribute(pool, attr, value, 0);
+}
+SIM_EXPORT(cuMemPoolGetAttribute)
+
+static gs_curesult sim_cuMemPoolSetAttribute(gs_cumempool pool, gs_cumempoolattr attr,
+                                             void *value)
+{
+    return pool_attribute(pool, attr, value, 1);
+}
+SIM_EXPORT(cuMemPoolSetAttribute)
+
+static gs_curesult sim_cuMemPoolTrimTo(gs_cumempool pool, size_t minBytesToKeep)
+{
+    struct gs_cupool_st *p;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    pthread_mutex_lock(&lock);
+    p = pool_of(pool);
+    if (p)
+        pool_shrink(p, minBytesToKeep);
+    pthread_mutex_unlock(&lock);
+    return p ? GS_CUDA_SUCCESS : GS_CUDA_ERROR_INVALID_VALUE;
+}
+SIM_EXPORT(cuMemPoolTrimTo)
+
+/* ---- virtual memory: physical allocations and handles (lock held) ------- */
+
+/* A usable handle's physical allocation index: live and not released to 0. */
+static int handle_phys(gs_cumemhandle h)
+{
+    int i;
+
+    if (!h || h > handle_cap || !handle_tab[h - 1])
+        return -1;
+    i = handle_tab[h - 1] - 1;
+    return phys_tab[i].refs > 0 ? i : -1;
+}
+
+/* The lowest free handle, now naming physical allocation i; 0: none. */
+static gs_cumemhandle handle_new(int i)
+{
+    size_t h = 0;
+    int *v;
+
+    while (h < handle_cap && handle_tab[h])
+        h++;
+    v = grow(handle_tab, &handle_cap, h + 1, sizeof *v);
+    if (!v)
+        return 0;
+    handle_tab = v;
+    handle_tab[h] = i + 1;
+    return h + 1;
+}
+
+/* The lowest free physical-allocation slot; -1: none. */
+static int phys_new(void)
+{
+    size_t i = 0;
+    struct phys *v;
+
+    while (i < phys_cap && phys_tab[i].serial)
+        i++;
+    v = grow(phys_tab, &phys_cap, i + 1, sizeof *v);
+    if (!v || i > INT32_MAX - 1)
+        return -1;
+    phys_tab = v;
+    return (int)i;
+}
+
+/* Frees allocation i once it has no references and no mappings; its
+ * handles become free. */
+static void phys_maybe_free(int i)
+{
+    struct phys *p = &phys_tab[i];
+
+    if (p->refs || p->maps)
+        return;
+    if (p->device >= 0)
+        devices[p->device].used -= p->size;
+    p->serial = 0;
+    for (size_t h = 0; h < handle_cap; h++)
+        if (handle_tab[h] == i + 1)
+            handle_tab[h] = 0;
+}
+
+static gs_curesult create_locked(gs_cumemhandle *out, uint64_t size,
+                                 const gs_cumemallocationprop *prop)
+{
+    int dev = prop->location.type == GS_CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
+    gs_cumemhandle h;
+    int i;
+
+    if (size > SIM_SPAN || (dev >= 0 && devices[dev].capacity - devices[dev].used < size))
+        return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    i = phys_new();
+    h = i < 0 ? 0 : handle_new(i);
+    if (!h)
+        return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    phys_tab[i] = (struct phys){next_serial++, size, *prop, dev, 1, 0};
+    if (dev >= 0)
+        devices[dev].used += size;
+    *out = h;
+    return GS_CUDA_SUCCESS;
+}
+
+/* ---- virtual memory: the calls ------------------------------------------ */
+
+/* A location cuMemCreate accepts: a device, or the host (HOST_NUMA: node 0,
+ * the only one; HOST: not shareable, so no requested handle types). */
+static gs_curesult location_check(const gs_cumemlocation *loc, int handle_types)
+{
+    switch (loc->type) {
+    case GS_CU_MEM_LOCATION_TYPE_DEVICE:
+        return valid_device(loc->id) ? GS_CUDA_SUCCESS : GS_CUDA_ERROR_INVALID_DEVICE;
+    case GS_CU_MEM_LOCATION_TYPE_HOST:
+        return handle_types ? GS_CUDA_ERROR_INVALID_VALUE : GS_CUDA_SUCCESS;
+    case GS_CU_MEM_LOCATION_TYPE_HOST_NUMA:
+        return loc->id == 0 ? GS_CUDA_SUCCESS : GS_CUDA_ERROR_INVALID_VALUE;
+    case GS_CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
+        return GS_CUDA_SUCCESS;
+    default:
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+static gs_curesult prop_check(const gs_cumemallocationprop *prop)
+{
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    if (!prop || prop->type != GS_CU_MEM_ALLOCATION_TYPE_PINNED)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    return location_check(&prop->location, prop->requestedHandleTypes);
+}
+
+static gs_curesult sim_cuMemGetAllocationGranularity(size_t *granularity,
+                                                     const gs_cumemallocationprop *prop,
+                                                     int option)
+{
+    gs_curesult rc = prop_check(prop);
+
+    if (rc == GS_CUDA_SUCCESS &&
+        (!granularity || option < 0 || option > SIM_CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
+        rc = GS_CUDA_ERROR_INVALID_VALUE;
+    if (rc == GS_CUDA_SUCCESS)
+        *granularity = SIM_GRANULE;
+    return rc;
+}
+SIM_EXPORT(cuMemGetAllocationGranularity)
+
+static gs_curesult sim_cuMemCreate(gs_cumemhandle *handle, size_t size,
+                                   const gs_cumemallocationprop *prop, unsigned long long flags)
+{
+    gs_curesult rc = prop_check(prop);
+
+    if (rc == GS_CUDA_SUCCESS && (!handle || !size || size % SIM_GRANULE || flags))
+        rc = GS_CUDA_ERROR_INVALID_VALUE;
+    if (rc == GS_CUDA_SUCCESS) {
+        pthread_mutex_lock(&lock);
+        rc = create_locked(handle, size, prop);
+        pthread_mutex_unlock(&lock);
+    }
+    sim_log("cuMemCreate(%zu, location %d/%d) -> %d handle %llu", size,
+            prop ? prop->location.type : -1, prop ? prop->location.id : -1, rc,
+            rc == GS_CUDA_SUCCESS ? *handle : 0);
+    return rc;
+}
+SIM_EXPORT(cuMemCreate)
+
+static gs_curesult sim_cuMemRelease(gs_cumemhandle handle)
+{
+    int i;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    pthread_mutex_lock(&lock);
+    i = handle_phys(handle);
+    if (i >= 0) {
+        phys_tab[i].refs--;
+        phys_maybe_free(i);
+    }
+    pthread_mutex_unlock(&lock);
+    sim_log("cuMemRelease(%llu) -> %d", handle, i >= 0 ? 0 : 1);
+    return i >= 0 ? GS_CUDA_SUCCESS : GS_CUDA_ERROR_INVALID_VALUE;
+}
+SIM_EXPORT(cuMemRelease)
+
+/* Any address inside a mapping: the handle it was mapped with, retained. */
+static gs_curesult sim_cuMemRetainAllocationHandle(gs_cumemhandle *handle, void *addr)
+{
+    struct range *m;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    if (!handle)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    m = rs_find(&mappings, (uint64_t)(uintptr_t)addr);
+    if (m) {
+        phys_tab[m->phys].refs++;
+        *handle = m->handle;
+    }
+    pthread_mutex_unlock(&lock);
+    return m ? GS_CUDA_SUCCESS : GS_CUDA_ERROR_INVALID_VALUE;
+}
+SIM_EXPORT(cuMemRetainAllocationHandle)
+
+/* Only POSIX file descriptors, and only for an allocation that asked for
+ * them in requestedHandleTypes. */
+static gs_curesult export_locked(int *fd, gs_cumemhandle handle)
+{
+    int i = handle_phys(handle);
+    struct token *t;
+
+    if (i < 0 || !(phys_tab[i].prop.requestedHandleTypes &
+                   SIM_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    t = grow(tokens, &tokens_cap, ntokens + 1, sizeof *t);
+    if (!t || next_token == INT32_MAX)
+        return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    tokens = t;
+    tokens[ntokens++] = (struct token){next_token, i, phys_tab[i].serial};
+    *fd = next_token++;
+    return GS_CUDA_SUCCESS;
+}
+
+static gs_curesult sim_cuMemExportToShareableHandle(void *shareableHandle, gs_cumemhandle handle,
+                                                    gs_cumemhandletype handleType,
+                                                    unsigned long long flags)
+{
+    gs_curesult rc;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    if (!shareableHandle || flags || handleType != SIM_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    rc = export_locked(shareableHandle, handle);
+    pthread_mutex_unlock(&lock);
+    sim_log("cuMemExportToShareableHandle(%llu) -> %d fd %d", handle, rc,
+            rc == GS_CUDA_SUCCESS ? *(int *)shareableHandle : -1);
+    return rc;
+}
+SIM_EXPORT(cuMemExportToShareableHandle)
+
+/* A new handle for the allocation behind token fd, while it lives. */
+static gs_curesult import_locked(gs_cumemhandle *handle, int fd)
+{
+    const struct token *t = NULL;
+
+    for (size_t k = 0; !t && k < ntokens; k++)
+        if (tokens[k].fd == fd)
+            t = &tokens[k];
+    if (!t || phys_tab[t->phys].serial != t->serial)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    *handle = handle_new(t->phys);
+    if (!*handle)
+        return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    phys_tab[t->phys].refs++;
+    return GS_CUDA_SUCCESS;
+}
+
+static gs_curesult sim_cuMemImportFromShareableHandle(gs_cumemhandle *handle, void *osHandle,
+                                                      gs_cumemhandletype shHandleType)
+{
+    gs_curesult rc;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    if (!handle || shHandleType != SIM_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    rc = import_locked(handle, (int)(intptr_t)osHandle);
+    pthread_mutex_unlock(&lock);
+    sim_log("cuMemImportFromShareableHandle(fd %d) -> %d handle %llu", (int)(intptr_t)osHandle,
+            rc, rc == GS_CUDA_SUCCESS ? *handle : 0);
+    return rc;
+}
+SIM_EXPORT(cuMemImportFromShareableHandle)
+
+static gs_curesult sim_cuMemGetAllocationPropertiesFromHandle(gs_cumemallocationprop *prop,
+                                                              gs_cumemhandle handle)
+{
+    int i;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    if (!prop)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    i = handle_phys(handle);
+    if (i >= 0)
+        *prop = phys_tab[i].prop;
+    pthread_mutex_unlock(&lock);
+    return i >= 0 ? GS_CUDA_SUCCESS : GS_CUDA_ERROR_INVALID_VALUE;
+}
+SIM_EXPORT(cuMemGetAllocationPropertiesFromHandle)
+
+/* A non-zero hint is honoured when that range is free and aligned. */
+static gs_curesult reserve_locked(gs_cudeviceptr *ptr, uint64_t size, uint64_t align,
+                                  uint64_t hint)
+{
+    uint64_t addr = hint;
+    struct range r = {0};
+
+    if (!hint || hint % align || space_take_at(&va_space, hint, size) != 0)
+        if (space_take(&va_space, size, align, &addr) != 0)
+            return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    r.addr = addr;
+    r.size = size;
+    if (rs_insert(&reservations, &r) != 0) {
+        space_put(&va_space, addr, size);
+        return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *ptr = addr;
+    return GS_CUDA_SUCCESS;
+}
+
+/* size in 2 MiB multiples, addr (a hint) in pages; alignment 0 or a power
+ * of two (at least 2 MiB is used). Consumes no device memory. */
+static gs_curesult sim_cuMemAddressReserve(gs_cudeviceptr *ptr, size_t size, size_t alignment,
+                                           gs_cudeviceptr addr, unsigned long long flags)
+{
+    uint64_t align = alignment > SIM_GRANULE ? alignment : SIM_GRANULE;
+    gs_curesult rc;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    if (!ptr || !size || size % SIM_GRANULE || addr % SIM_PAGE || flags ||
+        (alignment & (alignment - 1)))
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    if (size > SIM_REGION_SPAN || align > SIM_REGION_SPAN)
+        return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&lock);
+    rc = reserve_locked(ptr, size, align, addr);
+    pthread_mutex_unlock(&lock);
+    sim_log("cuMemAddressReserve(%zu) -> %d 0x%llx", size, rc, rc ? 0ull : *ptr);
+    return rc;
+}
+SIM_EXPORT(cuMemAddressReserve)
+
+/* Exactly a reservation, with nothing mapped in it. */
+static gs_curesult sim_cuMemAddressFree(gs_cudeviceptr ptr, size_t size)
+{
+    struct range *r;
+    int ok;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    pthread_mutex_lock(&lock);
+    r = rs_find(&reservations, ptr);
+    ok = r && r->addr == ptr && r->size == size && r->count == 0;
+    if (ok) {
+        space_put(&va_space, ptr, size);
+        rs_remove(&reservations, (size_t)(r - reservations.v), 1);
+    }
+    pthread_mutex_unlock(&lock);
+    sim_log("cuMemAddressFree(0x%llx, %zu) -> %d", ptr, size, ok ? 0 : 1);
+    return ok ? GS_CUDA_SUCCESS : GS_CUDA_ERROR_INVALID_VALUE;
+}
+SIM_EXPORT(cuMemAddressFree)
+
+static gs_curesult map_locked(uint64_t ptr, uint64_t size, uint64_t offset, gs_cumemhandle h)
+{
+    int i = handle_phys(h);
+    struct range *r = rs_find(&reservations, ptr);
+    struct range m = {ptr, size, offset, h, i, 0};
+
+    if (i < 0 || !r || size > r->addr + r->size - ptr || rs_overlaps(&mappings, ptr, size) ||
+        offset > phys_tab[i].size || size > phys_tab[i].size - offset)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    if (rs_insert(&mappings, &m) != 0)
+        return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    r->count++;
+    phys_tab[i].maps++;
+    return GS_CUDA_SUCCESS;
+}
+
+/* ptr, size and offset in 2 MiB multiples; the range inside one
+ * reservation and not mapped yet; offset + size within the allocation. */
+static gs_curesult sim_cuMemMap(gs_cudeviceptr ptr, size_t size, size_t offset,
+                                gs_cumemhandle handle, unsigned long long flags)
+{
+    gs_curesult rc;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    if (!size || ptr % SIM_GRANULE || size % SIM_GRANULE || offset % SIM_GRANULE || flags)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    rc = map_locked(ptr, size, offset, handle);
+    pthread_mutex_unlock(&lock);
+    sim_log("cuMemMap(0x%llx, %zu, %zu, %llu) -> %d", ptr, size, offset, handle, rc);
+    return rc;
+}
+SIM_EXPORT(cuMemMap)
+
+/* Drops mappings [i, i+count): their allocations may go. */
+static void unmap_locked(size_t i, size_t count)
+{
+    for (size_t k = i; k < i + count; k++) {
+        const struct range *m = &mappings.v[k];
+
+        rs_find(&reservations, m->addr)->count--;
+        phys_tab[m->phys].maps--;
+        phys_maybe_free(m->phys);
+    }
+    rs_remove(&mappings, i, count);
+}
+
+/* The range must be one mapping, or several adjacent ones, exactly. */
+static gs_curesult sim_cuMemUnmap(gs_cudeviceptr ptr, size_t size)
+{
+    size_t count = 0;
+    long i;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    pthread_mutex_lock(&lock);
+    i = size ? rs_run(&mappings, ptr, size, &count) : -1;
+    if (i >= 0)
+        unmap_locked((size_t)i, count);
+    pthread_mutex_unlock(&lock);
+    sim_log("cuMemUnmap(0x%llx, %zu) -> %d", ptr, size, i >= 0 ? 0 : 1);
+    return i >= 0 ? GS_CUDA_SUCCESS : GS_CUDA_ERROR_INVALID_VALUE;
+}
+SIM_EXPORT(cuMemUnmap)
+
+static gs_curesult access_check(const struct sim_access_desc *desc, size_t count)
+{
+    for (size_t k = 0; k < count; k++) {
+        gs_curesult rc = location_check(&desc[k].location, 0);
+
+        if (rc != GS_CUDA_SUCCESS)
+            return rc;
+        if (desc[k].flags != 0 && desc[k].flags != SIM_CU_MEM_ACCESS_FLAGS_PROT_READ &&
+            desc[k].flags != SIM_CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+            return GS_CUDA_ERROR_INVALID_VALUE;
+    }
+    return GS_CUDA_SUCCESS;
+}
+
+/* Checks the arguments and that the range is whole adjacent mappings;
+ * access is not simulated. */
+static gs_curesult sim_cuMemSetAccess(gs_cudeviceptr ptr, size_t size,
+                                      const struct sim_access_desc *desc, size_t count)
+{
+    gs_curesult rc;
+    size_t n;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    if (!desc || !count || !size)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    rc = access_check(desc, count);
+    if (rc != GS_CUDA_SUCCESS)
+        return rc;
+    pthread_mutex_lock(&lock);
+    if (rs_run(&mappings, ptr, size, &n) < 0)
+        rc = GS_CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+SIM_EXPORT(cuMemSetAccess)
+
+/* ---- pinned host memory ------------------------------------------------- */
+
+/* Real, page-aligned memory, tracked so cuMemFreeHost can check it. */
+static gs_curesult host_alloc(const char *api, void **pp, size_t bytesize, unsigned int flags)
+{
+    int dev = current_device();
+    struct range r = {0};
+    void *p;
+    int bad;
+
+    if (dev < 0)
+        return -dev;
+    if (!pp || !bytesize || (flags & ~(unsigned)SIM_CU_MEMHOSTALLOC_ALL))
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    if (bytesize > SIM_SPAN)
+        return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    r.size = round_up(bytesize, SIM_PAGE);
+    p = aligned_alloc(SIM_PAGE, r.size);
+    if (!p)
+        return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    r.addr = (uint64_t)(uintptr_t)p;
+    r.count = HOST_ALLOCATED;
+    pthread_mutex_lock(&lock);
+    bad = rs_insert(&host_ranges, &r);
+    pthread_mutex_unlock(&lock);
+    if (bad)
+        free(p);
+    else
+        *pp = p;
+    sim_log("%s(%zu) -> %d %p", api, bytesize, bad ? 2 : 0, bad ? NULL : p);
+    return bad ? GS_CUDA_ERROR_OUT_OF_MEMORY : GS_CUDA_SUCCESS;
+}
+
+static gs_curesult sim_cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+{
+    return host_alloc("cuMemHostAlloc", pp, bytesize, Flags);
+}
+SIM_EXPORT(cuMemHostAlloc)
+
+static gs_curesult sim_cuMemAllocHost_v2(void **pp, size_t bytesize)
+{
+    return host_alloc("cuMemAllocHost_v2", pp, bytesize, 0);
+}
+SIM_EXPORT(cuMemAllocHost_v2)
+
+/* Removes the host range that starts at p if it has the given kind. */
+static int host_take(const void *p, int kind)
+{
+    struct range *r;
+    int found;
+
+    pthread_mutex_lock(&lock);
+    r = rs_find(&host_ranges, (uint64_t)(uintptr_t)p);
+    found = p && r && r->addr == (uint64_t)(uintptr_t)p && r->count == kind;
+    if (found)
+        rs_remove(&host_ranges, (size_t)(r - host_ranges.v), 1);
+    pthread_mutex_unlock(&lock);
+    return found;
+}
+
+static gs_curesult sim_cuMemFreeHost(void *p)
+{
+    int dev = current_device();
+    int found;
+
+    if (dev < 0)
+        return -dev;
+    found = host_take(p, HOST_ALLOCATED);
+    if (found)
+        free(p);
+    sim_log("cuMemFreeHost(%p) -> %d", p, found ? 0 : 1);
+    return found ? GS_CUDA_SUCCESS : GS_CUDA_ERROR_INVALID_VALUE;
+}
+SIM_EXPORT(cuMemFreeHost)
+
+/* Any overlap with a registration or a pinned allocation is refused. */
+static gs_curesult sim_cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
+{
+    int dev = current_device();
+    struct range r = {(uint64_t)(uintptr_t)p, bytesize, 0, 0, 0, HOST_REGISTERED};
+    gs_curesult rc = GS_CUDA_SUCCESS;
+
+    if (dev < 0)
+        return -dev;
+    if (!p || !bytesize || bytesize > UINT64_MAX - r.addr ||
+        (Flags & ~(unsigned)SIM_CU_MEMHOSTREGISTER_ALL))
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    if (rs_overlaps(&host_ranges, r.addr, bytesize))
+        rc = SIM_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    else if (rs_insert(&host_ranges, &r) != 0)
+        rc = GS_CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_unlock(&lock);
+    sim_log("cuMemHostRegister_v2(%p, %zu) -> %d", p, bytesize, rc);
+    return rc;
+}
+SIM_EXPORT(cuMemHostRegister_v2)
+
+/* p must be the start of a registration. */
+static gs_curesult sim_cuMemHostUnregister(void *p)
+{
+    int dev = current_device();
+    int found;
+
+    if (dev < 0)
+        return -dev;
+    found = host_take(p, HOST_REGISTERED);
+    sim_log("cuMemHostUnregister(%p) -> %d", p, found ? 0 : 713);
+    return found ? GS_CUDA_SUCCESS : SIM_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+}
+SIM_EXPORT(cuMemHostUnregister)
+
+/* Unified addressing: the device sees pinned memory at the host address. */
+static gs_curesult sim_cuMemHostGetDevicePointer_v2(gs_cudeviceptr *pdptr, void *p,
+                                                    unsigned int Flags)
+{
+    int dev = current_device();
+    int found;
+
+    if (dev < 0)
+        return -dev;
+    if (!pdptr || Flags)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    found = rs_find(&host_ranges, (uint64_t)(uintptr_t)p) != NULL;
+    pthread_mutex_unlock(&lock);
+    if (found)
+        *pdptr = (gs_cudeviceptr)(uintptr_t)p;
+    return found ? GS_CUDA_SUCCESS : GS_CUDA_ERROR_INVALID_VALUE;
+}
+SIM_EXPORT(cuMemHostGetDevicePointer_v2)
+
+/* ---- arrays ------------------------------------------------------------- */
+
+static unsigned int format_bytes(int format)
+{
+    switch (format) {
+    case GS_CU_AD_FORMAT_UNSIGNED_INT8:
+    case GS_CU_AD_FORMAT_SIGNED_INT8:
+        return 1;
+    case GS_CU_AD_FORMAT_UNSIGNED_INT16:
+    case GS_CU_AD_FORMAT_SIGNED_INT16:
+    case GS_CU_AD_FORMAT_HALF:
+        return 2;
+    case GS_CU_AD_FORMAT_UNSIGNED_INT32:
+    case GS_CU_AD_FORMAT_SIGNED_INT32:
+    case GS_CU_AD_FORMAT_FLOAT:
+        return 4;
+    default:
+        return 0;
+    }
+}
+
+/* Bytes of one array: width * max(height,1) * max(depth,1) elements. Too
+ * big for any device: CUDA_ERROR_OUT_OF_MEMORY. */
+static gs_curesult array_bytes(size_t w, size_t h, size_t d, int format, unsigned int channels,
+                               uint64_t *out)
+{
+    uint64_t n = format_bytes(format);
+
+    if (!w || !n || (channels != 1 && channels != 2 && channels != 4))
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    if (__builtin_mul_overflow(n * channels, (uint64_t)w, &n) ||
+        __builtin_mul_overflow(n, (uint64_t)(h ? h : 1), &n) ||
+        __builtin_mul_overflow(n, (uint64_t)(d ? d : 1), &n) || n > SIM_SPAN)
+        return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    *out = n;
+    return GS_CUDA_SUCCESS;
+}
+
+static size_t level_extent(size_t extent, unsigned int level)
+{
+    return extent >> level ? extent >> level : 1;
+}
+
+/* The sum over levels 0..levels-1, each extent halved per level (at least
+ * 1); at most floor(log2(largest extent)) + 1 levels. */
+static gs_curesult mipmap_bytes(const gs_cuarray3ddesc *a, unsigned int levels, uint64_t *out)
+{
+    size_t big = a->Width > a->Height ? a->Width : a->Height;
+    unsigned int max_levels = 0;
+    uint64_t sum = 0, n;
+
+    if (a->Depth > big)
+        big = a->Depth;
+    while (max_levels < 64 && big >> max_levels)
+        max_levels++;
+    if (!levels || levels > max_levels)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    for (unsigned int l = 0; l < levels; l++) {
+        gs_curesult rc = array_bytes(level_extent(a->Width, l), level_extent(a->Height, l),
+                                     level_extent(a->Depth, l), a->Format, a->NumChannels, &n);
+
+        if (rc != GS_CUDA_SUCCESS)
+            return rc;
+        sum += n;
+    }
+    if (sum > SIM_SPAN)
+        return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    *out = sum;
+    return GS_CUDA_SUCCESS;
+}
+
+/* A new object of bytes (rounded to 512) charged to dev and registered;
+ * NULL when out of memory. */
+static struct sim_array *array_new(const char *api, struct reg *set, int dev, uint64_t bytes)
+{
+    struct sim_array *a = malloc(sizeof *a);
+    int ok = 0;
+
+    if (!a)
+        return NULL;
+    *a = (struct sim_array){dev, round_up(bytes, SIM_ALIGN)};
+    pthread_mutex_lock(&lock);
+    if (devices[dev].capacity - devices[dev].used >= a->size && reg_add(set, a) == 0) {
+        devices[dev].used += a->size;
+        ok = 1;
+    }
+    pthread_mutex_unlock(&lock);
+    sim_log("%s(%llu) dev %d -> %d %p", api, (unsigned long long)bytes, dev, ok ? 0 : 2,
+            (void *)a);
+    if (!ok)
+        free(a);
+    return ok ? a : NULL;
+}
+
+static gs_curesult array_destroy(const char *api, struct reg *set, void *handle)
+{
+    long i;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    pthread_mutex_lock(&lock);
+    i = reg_index(set, handle);
+    if (i >= 0) {
+        const struct sim_array *a = handle;
+
+        devices[a->device].used -= a->size;
+        reg_del(set, (size_t)i);
+    }
+    pthread_mutex_unlock(&lock);
+    sim_log("%s(%p) -> %d", api, handle, i >= 0 ? 0 : SIM_CUDA_ERROR_INVALID_HANDLE);
+    if (i < 0)
+        return SIM_CUDA_ERROR_INVALID_HANDLE;
+    free(handle);
+    return GS_CUDA_SUCCESS;
+}
+
+static gs_curesult sim_cuArrayCreate_v2(gs_cuarray *pHandle, const gs_cuarraydesc *pAllocateArray)
+{
+    int dev = current_device();
+    const gs_cuarraydesc *a = pAllocateArray;
+    uint64_t bytes;
+    gs_curesult rc;
+
+    if (dev < 0)
+        return -dev;
+    if (!pHandle || !a)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    rc = array_bytes(a->Width, a->Height, 0, a->Format, a->NumChannels, &bytes);
+    if (rc != GS_CUDA_SUCCESS)
+        return rc;
+    *pHandle = (gs_cuarray)(void *)array_new("cuArrayCreate_v2", &arrays, dev, bytes);
+    return *pHandle ? GS_CUDA_SUCCESS : GS_CUDA_ERROR_OUT_OF_MEMORY;
+}
+SIM_EXPORT(cuArrayCreate_v2)
+
+static gs_curesult sim_cuArray3DCreate_v2(gs_cuarray *pHandle,
+                                          const gs_cuarray3ddesc *pAllocateArray)
+{
+    int dev = current_device();
+    const gs_cuarray3ddesc *a = pAllocateArray;
+    uint64_t bytes;
+    gs_curesult rc;
+
+    if (dev < 0)
+        return -dev;
+    if (!pHandle || !a)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    rc = array_bytes(a->Width, a->Height, a->Depth, a->Format, a->NumChannels, &bytes);
+    if (rc != GS_CUDA_SUCCESS)
+        return rc;
+    *pHandle = (gs_cuarray)(void *)array_new("cuArray3DCreate_v2", &arrays, dev, bytes);
+    return *pHandle ? GS_CUDA_SUCCESS : GS_CUDA_ERROR_OUT_OF_MEMORY;
+}
+SIM_EXPORT(cuArray3DCreate_v2)
+
+static gs_curesult sim_cuArrayDestroy(gs_cuarray hArray)
+{
+    return array_destroy("cuArrayDestroy", &arrays, hArray);
+}
+SIM_EXPORT(cuArrayDestroy)
+
+static gs_curesult sim_cuMipmappedArrayCreate(gs_cumipmappedarray *pHandle,
+                                              const gs_cuarray3ddesc *pMipmappedArrayDesc,
+                                              unsigned int numMipmapLevels)
+{
+    int dev = current_device();
+    uint64_t bytes;
+    gs_curesult rc;
+
+    if (dev < 0)
+        return -dev;
+    if (!pHandle || !pMipmappedArrayDesc)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    rc = mipmap_bytes(pMipmappedArrayDesc, numMipmapLevels, &bytes);
+    if (rc != GS_CUDA_SUCCESS)
+        return rc;
+    *pHandle = (gs_cumipmappedarray)(void *)array_new("cuMipmappedArrayCreate", &mip_arrays,
+                                                      dev, bytes);
+    return *pHandle ? GS_CUDA_SUCCESS : GS_CUDA_ERROR_OUT_OF_MEMORY;
+}
+SIM_EXPORT(cuMipmappedArrayCreate)
+
+static gs_curesult sim_cuMipmappedArrayDestroy(gs_cumipmappedarray hMipmappedArray)
+{
+    return array_destroy("cuMipmappedArrayDestroy", &mip_arrays, hMipmappedArray);
+}
+SIM_EXPORT(cuMipmappedArrayDestroy)
+
+/* ---- IPC ---------------------------------------------------------------- */
+
+static const char ipc_magic[8] = "SIMIPC1";
+
+/* Any address inside a live cuMemAlloc/cuMemAllocPitch allocation (not
+ * managed, not from a pool): the handle names the whole allocation. */
+static gs_curesult sim_cuIpcGetMemHandle(gs_cuipcmemhandle *pHandle, gs_cudeviceptr dptr)
+{
+    int dev = current_device();
+    struct sim_ipc ipc = {{0}, 0, 0, 0, 0, 0};
+    struct live *e;
+
+    if (dev < 0)
+        return -dev;
+    if (!pHandle)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    e = table_containing(dptr);
+    if (e && !e->managed && !e->pool)
+        ipc = (struct sim_ipc){{0}, (int32_t)getpid(), e->device, e->addr, e->size, e->serial};
+    pthread_mutex_unlock(&lock);
+    if (!ipc.size)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    memcpy(ipc.magic, ipc_magic, sizeof ipc.magic);
+    memset(pHandle, 0, sizeof *pHandle);
+    memcpy(pHandle->reserved, &ipc, sizeof ipc);
+    return GS_CUDA_SUCCESS;
+}
+SIM_EXPORT(cuIpcGetMemHandle)
+
+/* An open handle gets one address per process, reference-counted. */
+static gs_curesult ipc_open_locked(gs_cudeviceptr *pdptr, const gs_cuipcmemhandle *h,
+                                   uint64_t size)
+{
+    struct ipc_open *v;
+    uint64_t addr;
+
+    for (size_t k = 0; k < nipc_opens; k++) {
+        if (memcmp(&ipc_opens[k].handle, h, sizeof *h) == 0) {
+            ipc_opens[k].refs++;
+            *pdptr = ipc_opens[k].addr;
+            return GS_CUDA_SUCCESS;
+        }
+    }
+    v = grow(ipc_opens, &ipc_opens_cap, nipc_opens + 1, sizeof *v);
+    if (!v)
+        return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    ipc_opens = v;
+    if (space_take(&ipc_space, size, SIM_ALIGN, &addr) != 0)
+        return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    ipc_opens[nipc_opens++] = (struct ipc_open){*h, addr, size, 1};
+    *pdptr = addr;
+    return GS_CUDA_SUCCESS;
+}
+
+/* Any handle this sim wrote, even this process's own; no device memory. */
+static gs_curesult sim_cuIpcOpenMemHandle_v2(gs_cudeviceptr *pdptr, gs_cuipcmemhandle handle,
+                                             unsigned int Flags)
+{
+    int dev = current_device();
+    struct sim_ipc ipc;
+    gs_curesult rc;
+
+    if (dev < 0)
+        return -dev;
+    memcpy(&ipc, handle.reserved, sizeof ipc);
+    if (!pdptr || (Flags & ~(unsigned)SIM_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) ||
+        memcmp(ipc.magic, ipc_magic, sizeof ipc.magic) != 0 || !valid_device(ipc.device) ||
+        !ipc.size || ipc.size > SIM_SPAN)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    rc = ipc_open_locked(pdptr, &handle, ipc.size);
+    pthread_mutex_unlock(&lock);
+    sim_log("cuIpcOpenMemHandle_v2(dev %d 0x%llx) -> %d 0x%llx", ipc.device,
+            (unsigned long long)ipc.dptr, rc, rc ? 0ull : *pdptr);
+    return rc;
+}
+SIM_EXPORT(cuIpcOpenMemHandle_v2)
+
+/* The last close of an opened handle frees its address. */
+static gs_curesult sim_cuIpcCloseMemHandle(gs_cudeviceptr dptr)
+{
+    int dev = current_device();
+    size_t k = 0;
+    int found;
+
+    if (dev < 0)
+        return -dev;
+    pthread_mutex_lock(&lock);
+    while (k < nipc_opens && ipc_opens[k].addr != dptr)
+        k++;
+    found = k < nipc_opens;
+    if (found && --ipc_opens[k].refs == 0) {
+        space_put(&ipc_space, ipc_opens[k].addr, ipc_opens[k].size);
+        ipc_opens[k] = ipc_opens[--nipc_opens];
+    }
+    pthread_mutex_unlock(&lock);
+    sim_log("cuIpcCloseMemHandle(0x%llx) -> %d", dptr, found ? 0 : 1);
+    return found ? GS_CUDA_SUCCESS : GS_CUDA_ERROR_INVALID_VALUE;
+}
+SIM_EXPORT(cuIpcCloseMemHandle)
+
+/* ---- pointer queries ---------------------------------------------------- */
 
 /* Writes attribute `attribute` of allocation e into data. */
 static gs_curesult pointer_attribute(void *data, int attribute, const struct live *e,
@@ -855,8 +2543,8 @@ static gs_curesult pointer_attribute(void *data, int attribute, const struct liv
     }
 }
 
-/* Answers for any address inside a live allocation; RANGE_SIZE is the
- * accounted (rounded) size. */
+/* Answers for any address inside a live cuMemAlloc-style allocation;
+ * RANGE_SIZE is the accounted (rounded) size. */
 static gs_curesult sim_cuPointerGetAttribute(void *data, int attribute, gs_cudeviceptr ptr)
 {
     struct live *e;
@@ -875,6 +2563,50 @@ static gs_curesult sim_cuPointerGetAttribute(void *data, int attribute, gs_cudev
 }
 SIM_EXPORT(cuPointerGetAttribute)
 
+/* The range holding dptr, lock held: an allocation (rounded size), a
+ * mapping, or an opened IPC handle. */
+static int address_range_locked(gs_cudeviceptr dptr, uint64_t *base, uint64_t *size)
+{
+    struct live *e = table_containing(dptr);
+    const struct range *m = e ? NULL : rs_find(&mappings, dptr);
+
+    if (e || m) {
+        *base = e ? e->addr : m->addr;
+        *size = e ? e->size : m->size;
+        return 1;
+    }
+    for (size_t k = 0; k < nipc_opens; k++) {
+        if (dptr - ipc_opens[k].addr < ipc_opens[k].size) {
+            *base = ipc_opens[k].addr;
+            *size = ipc_opens[k].size;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static gs_curesult sim_cuMemGetAddressRange_v2(gs_cudeviceptr *pbase, size_t *psize,
+                                               gs_cudeviceptr dptr)
+{
+    uint64_t base = 0, size = 0;
+    int found;
+    int dev = current_device();
+
+    if (dev < 0)
+        return -dev;
+    pthread_mutex_lock(&lock);
+    found = address_range_locked(dptr, &base, &size);
+    pthread_mutex_unlock(&lock);
+    if (!found)
+        return GS_CUDA_ERROR_NOT_FOUND;
+    if (pbase)
+        *pbase = base;
+    if (psize)
+        *psize = size;
+    return GS_CUDA_SUCCESS;
+}
+SIM_EXPORT(cuMemGetAddressRange_v2)
+
 /* ---- cuGetProcAddress --------------------------------------------------- */
 
 typedef void (*sim_fn)(void);
@@ -886,7 +2618,9 @@ static gs_curesult sim_cuGetProcAddress_v2(const char *symbol, void **pfn, int c
                                            gs_cuuint64 flags, gs_cuprocstatus *symbolStatus);
 
 /* Base name -> the function of the newest ABI whose first CUDA version is
- * at most the caller's. Rows of one name go newest first. */
+ * at most the caller's. Rows of one name go newest first. Older ABIs that
+ * differ (32-bit sizes) are not simulated: asking for them gives
+ * VERSION_NOT_SUFFICIENT; older rows with the same ABI share the function. */
 static const struct proc {
     const char *name;
     int version;
@@ -901,6 +2635,8 @@ static const struct proc {
     {"cuDeviceGetName", 2000, FN(sim_cuDeviceGetName), NULL},
     {"cuDeviceTotalMem", 3020, FN(sim_cuDeviceTotalMem_v2), NULL},
     {"cuDeviceGetDefaultMemPool", 11020, FN(sim_cuDeviceGetDefaultMemPool), NULL},
+    {"cuDeviceGetMemPool", 11020, FN(sim_cuDeviceGetMemPool), NULL},
+    {"cuDeviceSetMemPool", 11020, FN(sim_cuDeviceSetMemPool), NULL},
     {"cuDevicePrimaryCtxRetain", 7000, FN(sim_cuDevicePrimaryCtxRetain), NULL},
     {"cuDevicePrimaryCtxRelease", 11000, FN(sim_cuDevicePrimaryCtxRelease_v2), NULL},
     {"cuCtxSetCurrent", 4000, FN(sim_cuCtxSetCurrent), NULL},
@@ -909,6 +2645,13 @@ static const struct proc {
     {"cuCtxGetDevice", 2000, FN(sim_cuCtxGetDevice), NULL},
     {"cuCtxSynchronize", 13000, FN(ctx_synchronize_v2), NULL},
     {"cuCtxSynchronize", 2000, FN(sim_cuCtxSynchronize), NULL},
+    {"cuStreamCreate", 2000, FN(sim_cuStreamCreate), NULL},
+    {"cuStreamDestroy", 4000, FN(sim_cuStreamDestroy_v2), NULL},
+    {"cuStreamDestroy", 2000, FN(sim_cuStreamDestroy_v2), NULL},
+    {"cuStreamSynchronize", 2000, FN(sim_cuStreamSynchronize), FN(sim_cuStreamSynchronize_ptsz)},
+    {"cuStreamGetDevice", 12080, FN(sim_cuStreamGetDevice), FN(sim_cuStreamGetDevice_ptsz)},
+    {"cuStreamGetCtx", 12050, FN(sim_cuStreamGetCtx_v2), FN(sim_cuStreamGetCtx_v2_ptsz)},
+    {"cuStreamGetCtx", 9020, FN(sim_cuStreamGetCtx), FN(sim_cuStreamGetCtx_ptsz)},
     {"cuMemGetInfo", 3020, FN(sim_cuMemGetInfo_v2), NULL},
     {"cuMemAlloc", 3020, FN(sim_cuMemAlloc_v2), NULL},
     {"cuMemFree", 3020, FN(sim_cuMemFree_v2), NULL},
@@ -918,7 +2661,42 @@ static const struct proc {
     {"cuMemFreeAsync", 11020, FN(sim_cuMemFreeAsync), FN(sim_cuMemFreeAsync_ptsz)},
     {"cuMemAllocFromPoolAsync", 11020, FN(sim_cuMemAllocFromPoolAsync),
      FN(sim_cuMemAllocFromPoolAsync_ptsz)},
+    {"cuMemPoolCreate", 11020, FN(sim_cuMemPoolCreate), NULL},
+    {"cuMemPoolDestroy", 11020, FN(sim_cuMemPoolDestroy), NULL},
+    {"cuMemPoolGetAttribute", 11020, FN(sim_cuMemPoolGetAttribute), NULL},
+    {"cuMemPoolSetAttribute", 11020, FN(sim_cuMemPoolSetAttribute), NULL},
+    {"cuMemPoolTrimTo", 11020, FN(sim_cuMemPoolTrimTo), NULL},
+    {"cuMemGetAllocationGranularity", 10020, FN(sim_cuMemGetAllocationGranularity), NULL},
+    {"cuMemCreate", 10020, FN(sim_cuMemCreate), NULL},
+    {"cuMemRelease", 10020, FN(sim_cuMemRelease), NULL},
+    {"cuMemRetainAllocationHandle", 11000, FN(sim_cuMemRetainAllocationHandle), NULL},
+    {"cuMemExportToShareableHandle", 10020, FN(sim_cuMemExportToShareableHandle), NULL},
+    {"cuMemImportFromShareableHandle", 10020, FN(sim_cuMemImportFromShareableHandle), NULL},
+    {"cuMemGetAllocationPropertiesFromHandle", 10020,
+     FN(sim_cuMemGetAllocationPropertiesFromHandle), NULL},
+    {"cuMemAddressReserve", 10020, FN(sim_cuMemAddressReserve), NULL},
+    {"cuMemAddressFree", 10020, FN(sim_cuMemAddressFree), NULL},
+    {"cuMemMap", 10020, FN(sim_cuMemMap), NULL},
+    {"cuMemUnmap", 10020, FN(sim_cuMemUnmap), NULL},
+    {"cuMemSetAccess", 10020, FN(sim_cuMemSetAccess), NULL},
+    {"cuMemHostAlloc", 2020, FN(sim_cuMemHostAlloc), NULL},
+    {"cuMemAllocHost", 3020, FN(sim_cuMemAllocHost_v2), NULL},
+    {"cuMemFreeHost", 2000, FN(sim_cuMemFreeHost), NULL},
+    {"cuMemHostRegister", 6050, FN(sim_cuMemHostRegister_v2), NULL},
+    {"cuMemHostRegister", 4000, FN(sim_cuMemHostRegister_v2), NULL},
+    {"cuMemHostUnregister", 4000, FN(sim_cuMemHostUnregister), NULL},
+    {"cuMemHostGetDevicePointer", 3020, FN(sim_cuMemHostGetDevicePointer_v2), NULL},
+    {"cuArrayCreate", 3020, FN(sim_cuArrayCreate_v2), NULL},
+    {"cuArray3DCreate", 3020, FN(sim_cuArray3DCreate_v2), NULL},
+    {"cuArrayDestroy", 2000, FN(sim_cuArrayDestroy), NULL},
+    {"cuMipmappedArrayCreate", 5000, FN(sim_cuMipmappedArrayCreate), NULL},
+    {"cuMipmappedArrayDestroy", 5000, FN(sim_cuMipmappedArrayDestroy), NULL},
+    {"cuIpcGetMemHandle", 4010, FN(sim_cuIpcGetMemHandle), NULL},
+    {"cuIpcOpenMemHandle", 11000, FN(sim_cuIpcOpenMemHandle_v2), NULL},
+    {"cuIpcOpenMemHandle", 4010, FN(sim_cuIpcOpenMemHandle_v2), NULL},
+    {"cuIpcCloseMemHandle", 4010, FN(sim_cuIpcCloseMemHandle), NULL},
     {"cuPointerGetAttribute", 4000, FN(sim_cuPointerGetAttribute), NULL},
+    {"cuMemGetAddressRange", 3020, FN(sim_cuMemGetAddressRange_v2), NULL},
     {"cuGetProcAddress", 12000, FN(sim_cuGetProcAddress_v2), NULL},
     {"cuGetProcAddress", 11030, FN(sim_cuGetProcAddress), NULL},
 };
@@ -949,7 +2727,8 @@ static gs_curesult get_proc(const char *api, const char *symbol, void **pfn, int
     }
     if (symbolStatus)
         *symbolStatus = status;
-    sim_log("%s(%s, %d, %llu) -> status %d", api, symbol, cudaVersion, (unsigned long long)flags, status);
+    sim_log("%s(%s, %d, %llu) -> status %d", api, symbol, cudaVersion,
+            (unsigned long long)flags, status);
     return hit ? GS_CUDA_SUCCESS : GS_CUDA_ERROR_NOT_FOUND;
 }
 

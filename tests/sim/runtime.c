@@ -21,9 +21,27 @@
  *     and makes it current on the thread (once per thread and device).
  *   - Internal calls never go through exported names, so an interposer
  *     that hooks cudaMalloc sees one call per program call.
+ *   - The context lock is held across fork() (pthread_atfork), so a child
+ *     forked while another thread binds a context can use the runtime.
+ *   - Each cuda* allocator maps onto one driver call: cudaMallocHost ->
+ *     cuMemAllocHost_v2, cudaHostAlloc -> cuMemHostAlloc (same flag
+ *     values), cudaMalloc3D -> cuMemAllocPitch_v2 (width x height*depth,
+ *     element size 4: pitch is the width rounded up to 512),
+ *     cudaMallocArray -> cuArrayCreate_v2 (flags 0) or cuArray3DCreate_v2
+ *     (other flags, depth 0), cudaMalloc3DArray -> cuArray3DCreate_v2,
+ *     cudaMallocFromPoolAsync -> cuMemAllocFromPoolAsync[_ptsz]. A channel
+ *     descriptor becomes a CUarray_format and a channel count (its non-zero
+ *     sizes, all equal: 8/16/32 bits signed or unsigned, 16/32 float).
+ *   - A zero-byte cudaMalloc, cudaMallocHost, cudaHostAlloc or cudaMalloc3D
+ *     succeeds with NULL without calling the driver; cudaFree, cudaFreeHost
+ *     and cudaFreeArray of NULL succeed.
+ *   - cudaGetDriverEntryPoint[ByVersion] pass the caller's flags (and
+ *     version; cudaGetDriverEntryPoint: the runtime's) to the 5-argument
+ *     getter; a version above the driver's is cudaErrorInvalidValue.
  *
  * Environment
- *   SIMCUDART_PTDS  1: cudaMallocAsync/cudaFreeAsync use the driver's
+ *   SIMCUDART_PTDS  1: cudaMallocAsync, cudaFreeAsync and
+ *                   cudaStreamSynchronize use the driver's
  *                   per-thread-default-stream (_ptsz) variants, as a program
  *                   built with --default-stream per-thread would.
  */
@@ -40,10 +58,24 @@
 #define SIM_MAX_DEVICES 16 /* as the simulated driver */
 
 /* cudaError_t values that gpushim_cuda.h does not carry */
+#define SIM_cudaErrorInvalidChannelDescriptor 20
 #define SIM_cudaErrorInsufficientDriver 35
 #define SIM_cudaErrorNoDevice 100
 #define SIM_cudaErrorInvalidDevice 101
+#define SIM_cudaErrorInvalidResourceHandle 400
+#define SIM_cudaErrorHostMemoryAlreadyRegistered 712
+#define SIM_cudaErrorHostMemoryNotRegistered 713
 #define SIM_cudaErrorUnknown 999
+
+/* CUresult values that gpushim_cuda.h does not carry */
+#define SIM_CUDA_ERROR_INVALID_HANDLE 400
+#define SIM_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED 712
+#define SIM_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED 713
+
+/* enum cudaChannelFormatKind */
+#define SIM_cudaChannelFormatKindSigned 0
+#define SIM_cudaChannelFormatKindUnsigned 1
+#define SIM_cudaChannelFormatKindFloat 2
 
 #define SIM_EXPORT __attribute__((visibility("default")))
 
@@ -59,23 +91,54 @@ typedef gs_curesult (*pfn_cuDeviceGetCount)(int *count);
 typedef gs_curesult (*pfn_cuDevicePrimaryCtxRetain)(gs_cucontext *ctx, gs_cudevice dev);
 typedef gs_curesult (*pfn_cuCtxSetCurrent)(gs_cucontext ctx);
 typedef gs_curesult (*pfn_cuCtxSynchronize)(void);
+typedef gs_curesult (*pfn_cuStreamCreate)(gs_custream *stream, unsigned int flags);
+typedef gs_curesult (*pfn_cuStream)(gs_custream stream); /* Destroy, Synchronize */
+typedef gs_curesult (*pfn_cuDeviceGetDefaultMemPool)(gs_cumempool *pool, gs_cudevice dev);
+
+/* The driver functions the runtime looks up (all of them must be found):
+ * field, base name, type, cuGetProcAddress flags. `async` is the flag that
+ * SIMCUDART_PTDS selects, PTSZ the per-thread one. */
+#define PTSZ GS_CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+#define SIM_DRIVER_FUNCTIONS(X)                                                    \
+    X(init, "cuInit", pfn_cuInit, 0)                                               \
+    X(driver_version, "cuDriverGetVersion", pfn_cuDriverGetVersion, 0)             \
+    X(device_count, "cuDeviceGetCount", pfn_cuDeviceGetCount, 0)                   \
+    X(ctx_retain, "cuDevicePrimaryCtxRetain", pfn_cuDevicePrimaryCtxRetain, 0)     \
+    X(ctx_set, "cuCtxSetCurrent", pfn_cuCtxSetCurrent, 0)                          \
+    X(ctx_sync, "cuCtxSynchronize", pfn_cuCtxSynchronize, 0)                       \
+    X(mem_info, "cuMemGetInfo", gs_pfn_cuMemGetInfo_v2, 0)                         \
+    X(alloc, "cuMemAlloc", gs_pfn_cuMemAlloc_v2, 0)                                \
+    X(alloc_pitch, "cuMemAllocPitch", gs_pfn_cuMemAllocPitch_v2, 0)                \
+    X(alloc_managed, "cuMemAllocManaged", gs_pfn_cuMemAllocManaged, 0)             \
+    X(alloc_async, "cuMemAllocAsync", gs_pfn_cuMemAllocAsync, async)               \
+    X(free_async, "cuMemFreeAsync", gs_pfn_cuMemFreeAsync, async)                  \
+    X(alloc_async_ptsz, "cuMemAllocAsync", gs_pfn_cuMemAllocAsync, PTSZ)           \
+    X(free_async_ptsz, "cuMemFreeAsync", gs_pfn_cuMemFreeAsync, PTSZ)              \
+    X(pool_alloc, "cuMemAllocFromPoolAsync", gs_pfn_cuMemAllocFromPoolAsync, 0)    \
+    X(pool_alloc_ptsz, "cuMemAllocFromPoolAsync", gs_pfn_cuMemAllocFromPoolAsync, PTSZ) \
+    X(pool_create, "cuMemPoolCreate", gs_pfn_cuMemPoolCreate, 0)                   \
+    X(pool_destroy, "cuMemPoolDestroy", gs_pfn_cuMemPoolDestroy, 0)                \
+    X(pool_get, "cuMemPoolGetAttribute", gs_pfn_cuMemPoolGetAttribute, 0)          \
+    X(default_pool, "cuDeviceGetDefaultMemPool", pfn_cuDeviceGetDefaultMemPool, 0) \
+    X(host_alloc, "cuMemHostAlloc", gs_pfn_cuMemHostAlloc, 0)                      \
+    X(alloc_host, "cuMemAllocHost", gs_pfn_cuMemAllocHost_v2, 0)                   \
+    X(free_host, "cuMemFreeHost", gs_pfn_cuMemFreeHost, 0)                         \
+    X(host_register, "cuMemHostRegister", gs_pfn_cuMemHostRegister_v2, 0)          \
+    X(host_unregister, "cuMemHostUnregister", gs_pfn_cuMemHostUnregister, 0)       \
+    X(array_create, "cuArrayCreate", gs_pfn_cuArrayCreate_v2, 0)                   \
+    X(array3d_create, "cuArray3DCreate", gs_pfn_cuArray3DCreate_v2, 0)             \
+    X(array_destroy, "cuArrayDestroy", gs_pfn_cuArrayDestroy, 0)                   \
+    X(stream_create, "cuStreamCreate", pfn_cuStreamCreate, 0)                      \
+    X(stream_destroy, "cuStreamDestroy", pfn_cuStream, 0)                          \
+    X(stream_sync, "cuStreamSynchronize", pfn_cuStream, async)
 
 static struct {
     gs_pfn_cuGetProcAddress get4;
     gs_pfn_cuGetProcAddress_v2 get5;
-    pfn_cuInit init;
-    pfn_cuDriverGetVersion driver_version;
-    pfn_cuDeviceGetCount device_count;
-    pfn_cuDevicePrimaryCtxRetain ctx_retain;
-    pfn_cuCtxSetCurrent ctx_set;
-    pfn_cuCtxSynchronize ctx_sync;
-    gs_pfn_cuMemGetInfo_v2 mem_info;
-    gs_pfn_cuMemAlloc_v2 alloc;
-    gs_pfn_cuMemFree_v2 free;
-    gs_pfn_cuMemAllocPitch_v2 alloc_pitch;
-    gs_pfn_cuMemAllocManaged alloc_managed;
-    gs_pfn_cuMemAllocAsync alloc_async, alloc_async_ptsz;
-    gs_pfn_cuMemFreeAsync free_async, free_async_ptsz;
+    gs_pfn_cuMemFree_v2 free; /* through the 4-argument getter */
+#define SIM_FIELD(field, name, type, flags) type field;
+    SIM_DRIVER_FUNCTIONS(SIM_FIELD)
+#undef SIM_FIELD
 } drv;
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
@@ -89,6 +152,21 @@ static gs_cucontext primary[SIM_MAX_DEVICES];
 static __thread int current_device;
 static __thread int bound_device = -1; /* device whose context is current */
 static __thread gs_cudaerror last_error;
+
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&ctx_lock);
+}
+
+static void fork_done(void)
+{
+    pthread_mutex_unlock(&ctx_lock);
+}
+
+__attribute__((constructor)) static void sim_setup(void)
+{
+    pthread_atfork(fork_prepare, fork_done, fork_done);
+}
 
 /* ---- errors ------------------------------------------------------------- */
 
@@ -105,6 +183,12 @@ static gs_cudaerror from_driver(gs_curesult rc)
         return SIM_cudaErrorNoDevice;
     case GS_CUDA_ERROR_INVALID_DEVICE:
         return SIM_cudaErrorInvalidDevice;
+    case SIM_CUDA_ERROR_INVALID_HANDLE:
+        return SIM_cudaErrorInvalidResourceHandle;
+    case SIM_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED:
+        return SIM_cudaErrorHostMemoryAlreadyRegistered;
+    case SIM_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED:
+        return SIM_cudaErrorHostMemoryNotRegistered;
     default:
         return SIM_cudaErrorUnknown;
     }
@@ -135,6 +219,14 @@ SIM_EXPORT const char *cudaGetErrorString(gs_cudaerror error)
         return "no CUDA-capable device is detected";
     case SIM_cudaErrorInvalidDevice:
         return "invalid device ordinal";
+    case SIM_cudaErrorInvalidChannelDescriptor:
+        return "invalid channel descriptor";
+    case SIM_cudaErrorInvalidResourceHandle:
+        return "invalid resource handle";
+    case SIM_cudaErrorHostMemoryAlreadyRegistered:
+        return "part or all of the requested memory range is already mapped";
+    case SIM_cudaErrorHostMemoryNotRegistered:
+        return "pointer does not correspond to a registered memory region";
     case SIM_cudaErrorUnknown:
         return "unknown error";
     default:
@@ -184,36 +276,19 @@ static int load_getters(void)
 
 static int load_functions(void)
 {
-    gs_cuuint64 async_flags = GS_CU_GET_PROC_ADDRESS_DEFAULT;
+    gs_cuuint64 async = GS_CU_GET_PROC_ADDRESS_DEFAULT;
     const char *ptds = getenv("SIMCUDART_PTDS");
     void *fn = NULL;
+    int ok = 1;
 
     if (ptds && strcmp(ptds, "1") == 0)
-        async_flags = GS_CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
-    drv.init = (pfn_cuInit)lookup("cuInit", 0);
-    drv.driver_version = (pfn_cuDriverGetVersion)lookup("cuDriverGetVersion", 0);
-    drv.device_count = (pfn_cuDeviceGetCount)lookup("cuDeviceGetCount", 0);
-    drv.ctx_retain = (pfn_cuDevicePrimaryCtxRetain)lookup("cuDevicePrimaryCtxRetain", 0);
-    drv.ctx_set = (pfn_cuCtxSetCurrent)lookup("cuCtxSetCurrent", 0);
-    drv.ctx_sync = (pfn_cuCtxSynchronize)lookup("cuCtxSynchronize", 0);
-    drv.mem_info = (gs_pfn_cuMemGetInfo_v2)lookup("cuMemGetInfo", 0);
-    drv.alloc = (gs_pfn_cuMemAlloc_v2)lookup("cuMemAlloc", 0);
-    drv.alloc_pitch = (gs_pfn_cuMemAllocPitch_v2)lookup("cuMemAllocPitch", 0);
-    drv.alloc_managed = (gs_pfn_cuMemAllocManaged)lookup("cuMemAllocManaged", 0);
-    drv.alloc_async = (gs_pfn_cuMemAllocAsync)lookup("cuMemAllocAsync", async_flags);
-    drv.free_async = (gs_pfn_cuMemFreeAsync)lookup("cuMemFreeAsync", async_flags);
-    drv.alloc_async_ptsz = (gs_pfn_cuMemAllocAsync)lookup(
-        "cuMemAllocAsync", GS_CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
-    drv.free_async_ptsz = (gs_pfn_cuMemFreeAsync)lookup(
-        "cuMemFreeAsync", GS_CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+        async = PTSZ;
+#define SIM_LOAD(field, name, type, flags) ok &= (drv.field = (type)lookup(name, flags)) != NULL;
+    SIM_DRIVER_FUNCTIONS(SIM_LOAD)
+#undef SIM_LOAD
     if (drv.get4("cuMemFree", &fn, SIM_LOOKUP_VERSION, 0) == GS_CUDA_SUCCESS)
         drv.free = (gs_pfn_cuMemFree_v2)fn;
-    return drv.init && drv.driver_version && drv.device_count && drv.ctx_retain &&
-                   drv.ctx_set && drv.ctx_sync && drv.mem_info && drv.alloc && drv.free &&
-                   drv.alloc_pitch && drv.alloc_managed && drv.alloc_async &&
-                   drv.free_async && drv.alloc_async_ptsz && drv.free_async_ptsz
-               ? 0
-               : -1;
+    return ok && drv.free ? 0 : -1;
 }
 
 static void load_driver(void)
@@ -443,22 +518,305 @@ gs_cudaerror cudaFreeAsync_ptsz(void *devPtr, gs_custream hStream)
                                  : free_async(drv.free_async_ptsz, devPtr, hStream);
 }
 
+/* ---- memory pools and streams -------------------------------------------- */
+
+static gs_cudaerror malloc_from_pool(gs_pfn_cuMemAllocFromPoolAsync fn, void **ptr, size_t size,
+                                     gs_cumempool pool, gs_custream stream)
+{
+    gs_cudaerror err = bind_context();
+    gs_cudeviceptr p = 0;
+
+    if (err != GS_cudaSuccess)
+        return done(err);
+    if (!ptr)
+        return done(GS_cudaErrorInvalidValue);
+    err = from_driver(fn(&p, size, pool, stream));
+    if (err == GS_cudaSuccess)
+        *ptr = (void *)(uintptr_t)p;
+    return done(err);
+}
+
+gs_cudaerror cudaMallocFromPoolAsync(void **ptr, size_t size, gs_cumempool memPool,
+                                     gs_custream stream)
+{
+    gs_cudaerror err = driver_ready();
+
+    return err != GS_cudaSuccess ? done(err)
+                                 : malloc_from_pool(drv.pool_alloc, ptr, size, memPool, stream);
+}
+
+gs_cudaerror cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, gs_cumempool memPool,
+                                          gs_custream stream)
+{
+    gs_cudaerror err = driver_ready();
+
+    return err != GS_cudaSuccess
+               ? done(err)
+               : malloc_from_pool(drv.pool_alloc_ptsz, ptr, size, memPool, stream);
+}
+
+gs_cudaerror cudaMemPoolCreate(gs_cumempool *memPool, const gs_cudamempoolprops *poolProps)
+{
+    gs_cudaerror err = bind_context();
+
+    return done(err != GS_cudaSuccess ? err : from_driver(drv.pool_create(memPool, poolProps)));
+}
+
+gs_cudaerror cudaMemPoolDestroy(gs_cumempool memPool)
+{
+    gs_cudaerror err = bind_context();
+
+    return done(err != GS_cudaSuccess ? err : from_driver(drv.pool_destroy(memPool)));
+}
+
+/* enum cudaMemPoolAttr has the driver's values. */
+SIM_EXPORT gs_cudaerror cudaMemPoolGetAttribute(gs_cumempool memPool, gs_cumempoolattr attr,
+                                                void *value)
+{
+    gs_cudaerror err = bind_context();
+
+    return done(err != GS_cudaSuccess ? err : from_driver(drv.pool_get(memPool, attr, value)));
+}
+
+SIM_EXPORT gs_cudaerror cudaDeviceGetDefaultMemPool(gs_cumempool *memPool, int device)
+{
+    gs_cudaerror err = driver_ready();
+
+    if (err != GS_cudaSuccess)
+        return done(err);
+    if (device < 0 || device >= device_count)
+        return done(SIM_cudaErrorInvalidDevice);
+    return done(from_driver(drv.default_pool(memPool, device)));
+}
+
+/* Flags: cudaStreamDefault 0 or cudaStreamNonBlocking 1, as the driver's. */
+SIM_EXPORT gs_cudaerror cudaStreamCreateWithFlags(gs_custream *pStream, unsigned int flags)
+{
+    gs_cudaerror err = bind_context();
+
+    return done(err != GS_cudaSuccess ? err : from_driver(drv.stream_create(pStream, flags)));
+}
+
+SIM_EXPORT gs_cudaerror cudaStreamCreate(gs_custream *pStream)
+{
+    return cudaStreamCreateWithFlags(pStream, 0);
+}
+
+SIM_EXPORT gs_cudaerror cudaStreamDestroy(gs_custream stream)
+{
+    gs_cudaerror err = bind_context();
+
+    return done(err != GS_cudaSuccess ? err : from_driver(drv.stream_destroy(stream)));
+}
+
+SIM_EXPORT gs_cudaerror cudaStreamSynchronize(gs_custream stream)
+{
+    gs_cudaerror err = bind_context();
+
+    return done(err != GS_cudaSuccess ? err : from_driver(drv.stream_sync(stream)));
+}
+
+/* ---- pinned host memory -------------------------------------------------- */
+
+gs_cudaerror cudaMallocHost(void **ptr, size_t size)
+{
+    gs_cudaerror err = bind_context();
+
+    if (err != GS_cudaSuccess)
+        return done(err);
+    if (!ptr)
+        return done(GS_cudaErrorInvalidValue);
+    *ptr = NULL;
+    return size ? done(from_driver(drv.alloc_host(ptr, size))) : GS_cudaSuccess;
+}
+
+/* cudaHostAlloc* flags are the driver's CU_MEMHOSTALLOC_* values. */
+gs_cudaerror cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
+{
+    gs_cudaerror err = bind_context();
+
+    if (err != GS_cudaSuccess)
+        return done(err);
+    if (!pHost)
+        return done(GS_cudaErrorInvalidValue);
+    *pHost = NULL;
+    return size ? done(from_driver(drv.host_alloc(pHost, size, flags))) : GS_cudaSuccess;
+}
+
+gs_cudaerror cudaFreeHost(void *ptr)
+{
+    gs_cudaerror err = bind_context();
+
+    if (err != GS_cudaSuccess || !ptr)
+        return done(err);
+    return done(from_driver(drv.free_host(ptr)));
+}
+
+/* cudaHostRegister* flags are the driver's CU_MEMHOSTREGISTER_* values. */
+gs_cudaerror cudaHostRegister(void *ptr, size_t size, unsigned int flags)
+{
+    gs_cudaerror err = bind_context();
+
+    return done(err != GS_cudaSuccess ? err : from_driver(drv.host_register(ptr, size, flags)));
+}
+
+gs_cudaerror cudaHostUnregister(void *ptr)
+{
+    gs_cudaerror err = bind_context();
+
+    return done(err != GS_cudaSuccess ? err : from_driver(drv.host_unregister(ptr)));
+}
+
+/* ---- 3D memory and arrays ------------------------------------------------- */
+
+/* One cuMemAllocPitch_v2 of width x (height * depth); any zero extent:
+ * success, NULL, pitch 0. */
+gs_cudaerror cudaMalloc3D(gs_cudapitchedptr *pitchedDevPtr, gs_cudaextent extent)
+{
+    gs_cudaerror err = bind_context();
+    gs_cudeviceptr p = 0;
+    size_t pitch = 0, rows;
+
+    if (err != GS_cudaSuccess)
+        return done(err);
+    if (!pitchedDevPtr)
+        return done(GS_cudaErrorInvalidValue);
+    *pitchedDevPtr = (gs_cudapitchedptr){NULL, 0, extent.width, extent.height};
+    if (!extent.width || !extent.height || !extent.depth)
+        return GS_cudaSuccess;
+    if (__builtin_mul_overflow(extent.height, extent.depth, &rows))
+        return done(GS_cudaErrorMemoryAllocation);
+    err = from_driver(drv.alloc_pitch(&p, &pitch, extent.width, rows, 4));
+    if (err == GS_cudaSuccess) {
+        pitchedDevPtr->ptr = (void *)(uintptr_t)p;
+        pitchedDevPtr->pitch = pitch;
+    }
+    return done(err);
+}
+
+static int channel_format(int kind, int bits)
+{
+    switch (kind) {
+    case SIM_cudaChannelFormatKindSigned:
+        return bits == 8    ? GS_CU_AD_FORMAT_SIGNED_INT8
+               : bits == 16 ? GS_CU_AD_FORMAT_SIGNED_INT16
+               : bits == 32 ? GS_CU_AD_FORMAT_SIGNED_INT32
+                            : 0;
+    case SIM_cudaChannelFormatKindUnsigned:
+        return bits == 8    ? GS_CU_AD_FORMAT_UNSIGNED_INT8
+               : bits == 16 ? GS_CU_AD_FORMAT_UNSIGNED_INT16
+               : bits == 32 ? GS_CU_AD_FORMAT_UNSIGNED_INT32
+                            : 0;
+    case SIM_cudaChannelFormatKindFloat:
+        return bits == 16 ? GS_CU_AD_FORMAT_HALF : bits == 32 ? GS_CU_AD_FORMAT_FLOAT : 0;
+    default:
+        return 0;
+    }
+}
+
+/* The driver's format and channel count for desc; -1 when it has none. */
+static int array_format(const gs_cudachannelformatdesc *desc, int *format,
+                        unsigned int *channels)
+{
+    const int bits[4] = {desc->x, desc->y, desc->z, desc->w};
+    int size = 0;
+
+    *channels = 0;
+    for (int i = 0; i < 4; i++) {
+        if (!bits[i])
+            continue;
+        if (size && bits[i] != size)
+            return -1;
+        size = bits[i];
+        ++*channels;
+    }
+    *format = channel_format(desc->f, size);
+    return *format && (*channels == 1 || *channels == 2 || *channels == 4) ? 0 : -1;
+}
+
+/* The checks both array allocators start with. */
+static gs_cudaerror array_start(gs_cudaarray *array, const gs_cudachannelformatdesc *desc,
+                                int *format, unsigned int *channels)
+{
+    gs_cudaerror err = bind_context();
+
+    if (err != GS_cudaSuccess)
+        return err;
+    if (!array || !desc)
+        return GS_cudaErrorInvalidValue;
+    return array_format(desc, format, channels) == 0 ? GS_cudaSuccess
+                                                     : SIM_cudaErrorInvalidChannelDescriptor;
+}
+
+/* The driver's CUarray is the cudaArray_t. d3: 3D descriptor, else d. */
+static gs_cudaerror array_create(const gs_cuarraydesc *d, const gs_cuarray3ddesc *d3,
+                                 gs_cudaarray *array)
+{
+    gs_cuarray made = NULL;
+    gs_curesult rc = d3 ? drv.array3d_create(&made, d3) : drv.array_create(&made, d);
+
+    if (rc == GS_CUDA_SUCCESS)
+        *array = (gs_cudaarray)(void *)made;
+    return done(from_driver(rc));
+}
+
+/* height 0: a 1D array. */
+gs_cudaerror cudaMallocArray(gs_cudaarray *array, const gs_cudachannelformatdesc *desc,
+                             size_t width, size_t height, unsigned int flags)
+{
+    int format = 0;
+    unsigned int channels = 0;
+    gs_cudaerror err = array_start(array, desc, &format, &channels);
+    gs_cuarraydesc d = {width, height, format, channels};
+    gs_cuarray3ddesc d3 = {width, height, 0, format, channels, flags};
+
+    if (err != GS_cudaSuccess)
+        return done(err);
+    return array_create(&d, flags ? &d3 : NULL, array);
+}
+
+gs_cudaerror cudaMalloc3DArray(gs_cudaarray *array, const gs_cudachannelformatdesc *desc,
+                               gs_cudaextent extent, unsigned int flags)
+{
+    int format = 0;
+    unsigned int channels = 0;
+    gs_cudaerror err = array_start(array, desc, &format, &channels);
+    gs_cuarray3ddesc d = {extent.width, extent.height, extent.depth, format, channels, flags};
+
+    if (err != GS_cudaSuccess)
+        return done(err);
+    return array_create(NULL, &d, array);
+}
+
+gs_cudaerror cudaFreeArray(gs_cudaarray array)
+{
+    gs_cudaerror err = bind_context();
+
+    if (err != GS_cudaSuccess || !array)
+        return done(err);
+    return done(from_driver(drv.array_destroy((gs_cuarray)(void *)array)));
+}
+
 /* ---- driver entry points -------------------------------------------------- */
 
 /* A symbol the driver does not have is success with *funcPtr = NULL; the
  * reason is in *driverStatus (cudaDriverEntryPointQueryResult has the
  * driver's values). */
 static gs_cudaerror entry_point(const char *symbol, void **funcPtr, unsigned int cudaVersion,
-                                unsigned long long flags, int *driverStatus)
+                                unsigned long long flags, gs_cudaentrystatus *driverStatus)
 {
     gs_cuprocstatus status = GS_CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    int driver_version = 0;
     gs_curesult rc;
 
-    if (!symbol || !funcPtr || cudaVersion > SIM_RUNTIME_VERSION)
+    if (!symbol || !funcPtr)
         return GS_cudaErrorInvalidValue;
     driver_ready();
     if (!driver_loaded)
         return SIM_cudaErrorInsufficientDriver;
+    if (drv.driver_version(&driver_version) != GS_CUDA_SUCCESS ||
+        cudaVersion > (unsigned int)driver_version)
+        return GS_cudaErrorInvalidValue;
     rc = drv.get5(symbol, funcPtr, (int)cudaVersion, flags, &status);
     if (driverStatus)
         *driverStatus = status;
@@ -472,14 +830,15 @@ static gs_cudaerror entry_point(const char *symbol, void **funcPtr, unsigned int
 SIM_EXPORT gs_cudaerror cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr,
                                                          unsigned int cudaVersion,
                                                          unsigned long long flags,
-                                                         int *driverStatus)
+                                                         gs_cudaentrystatus *driverStatus)
 {
     return done(entry_point(symbol, funcPtr, cudaVersion, flags, driverStatus));
 }
 
 /* Resolves at the runtime's own version, as the real one does. */
 SIM_EXPORT gs_cudaerror cudaGetDriverEntryPoint(const char *symbol, void **funcPtr,
-                                                unsigned long long flags, int *driverStatus)
+                                                unsigned long long flags,
+                                                gs_cudaentrystatus *driverStatus)
 {
     return done(entry_point(symbol, funcPtr, SIM_RUNTIME_VERSION, flags, driverStatus));
 }

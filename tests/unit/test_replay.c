@@ -299,7 +299,7 @@ Test(replay, unknown_kind_is_ignored)
 {
     struct gs_replay r;
     gs_replay_init(&r);
-    alloc_k(&r, 10, 0x1000, 100, 1, 0, GS_KINDS);
+    alloc_k(&r, 10, 0x1000, 100, 1, 0, GS_KIND_COUNT);
     alloc_k(&r, 11, 0x2000, 100, 1, 0, UINT32_MAX);
     ASSERT_U64(r.allocations, 0, "not counted");
     ASSERT_U64(r.nsites, 0, "no site made");
@@ -557,4 +557,95 @@ Test(idmap, colliding_cluster_across_the_end_survives_every_deletion)
             gs_idmap_free(m);
         }
     }
+}
+
+/* ---- references, spaces, pools (virtual memory management) ---- */
+
+static void ev(struct gs_replay *r, enum gs_record_type type, uint64_t addr, uint32_t space,
+               uint32_t kind, uint64_t size)
+{
+    struct gs_revent e = {.type = type, .time_ns = 1, .tid = 7, .addr = addr, .size = size,
+                          .space = space, .kind = kind, .stack_id = 9, .device = 0, .result = 1};
+    gs_replay_event(r, &e);
+}
+
+Test(replay, a_handle_lives_until_its_last_reference)
+{
+    /* NCCL: create, map, retain, release, unmap, release. */
+    struct gs_replay r;
+    gs_replay_init(&r);
+    ev(&r, GS_REC_ALLOC, 0x42, GS_SPACE_HANDLE, GS_KIND_DEVICE, 4096);
+    ev(&r, GS_REC_ALLOC, 0x42, GS_SPACE_MAPPING, GS_KIND_MAPPED, 4096); /* same value, other space */
+    ev(&r, GS_REC_REF, 0x42, GS_SPACE_HANDLE, 0, 0);
+    ev(&r, GS_REC_FREE, 0x42, GS_SPACE_HANDLE, 0, 0);
+    ASSERT_U64(r.kinds[GS_KIND_DEVICE].live_bytes, 4096, "one reference left: still live");
+    ASSERT_U64(r.frees, 0, "no allocation ended yet");
+    ev(&r, GS_REC_FREE, 0x42, GS_SPACE_MAPPING, 0, 0);
+    ASSERT_U64(r.kinds[GS_KIND_MAPPED].live_bytes, 0, "unmapped");
+    ASSERT_U64(r.kinds[GS_KIND_DEVICE].live_bytes, 4096, "the mapping's end is not the handle's");
+    ev(&r, GS_REC_FREE, 0x42, GS_SPACE_HANDLE, 0, 0);
+    ASSERT_U64(r.kinds[GS_KIND_DEVICE].live_bytes, 0, "the last reference released");
+    ASSERT_U64(r.frees, 2, "the mapping and the handle ended");
+    ASSERT_U64(r.refs, 1, "references taken");
+    ASSERT_U64(r.peak_bytes, 4096, "the mapping did not count twice");
+    gs_replay_free(&r);
+}
+
+Test(replay, a_failed_release_gives_the_reference_back)
+{
+    struct gs_replay r;
+    gs_replay_init(&r);
+    ev(&r, GS_REC_ALLOC, 0x42, GS_SPACE_HANDLE, GS_KIND_DEVICE, 100);
+    ev(&r, GS_REC_REF, 0x42, GS_SPACE_HANDLE, 0, 0);
+    ev(&r, GS_REC_FREE, 0x42, GS_SPACE_HANDLE, 0, 0);        /* 2 -> 1 */
+    ev(&r, GS_REC_FREE_FAILED, 0x42, GS_SPACE_HANDLE, 0, 0); /* back to 2 */
+    ev(&r, GS_REC_FREE, 0x42, GS_SPACE_HANDLE, 0, 0);        /* 2 -> 1 */
+    ASSERT_U64(r.kinds[GS_KIND_DEVICE].live_bytes, 100, "still referenced");
+    ev(&r, GS_REC_FREE, 0x42, GS_SPACE_HANDLE, 0, 0); /* 1 -> 0 */
+    ASSERT_U64(r.kinds[GS_KIND_DEVICE].live_bytes, 0, "gone");
+    ev(&r, GS_REC_FREE_FAILED, 0x42, GS_SPACE_HANDLE, 0, 0); /* the release did not happen */
+    ASSERT_U64(r.kinds[GS_KIND_DEVICE].live_bytes, 100, "restored");
+    ASSERT_U64(r.frees, 0, "the undone end is not counted");
+    gs_replay_free(&r);
+}
+
+Test(replay, a_free_in_one_space_leaves_the_others)
+{
+    struct gs_replay r;
+    gs_replay_init(&r);
+    ev(&r, GS_REC_ALLOC, 0x7000, GS_SPACE_RESERVATION, GS_KIND_ADDRESS_SPACE, 1 << 20);
+    ev(&r, GS_REC_ALLOC, 0x7000, GS_SPACE_MAPPING, GS_KIND_MAPPED, 1 << 16);
+    ev(&r, GS_REC_ALLOC, 0x7000, GS_SPACE_ADDRESS, GS_KIND_DEVICE, 10);
+    ev(&r, GS_REC_FREE, 0x7000, GS_SPACE_RESERVATION, 0, 0);
+    ASSERT_U64(r.kinds[GS_KIND_ADDRESS_SPACE].live_bytes, 0, "reservation freed");
+    ASSERT_U64(r.kinds[GS_KIND_MAPPED].live_bytes, 1 << 16, "mapping untouched");
+    ASSERT_U64(r.kinds[GS_KIND_DEVICE].live_bytes, 10, "allocation untouched");
+    ev(&r, GS_REC_FREE, 0x7000, GS_SPACE_COUNT, 0, 0);
+    ASSERT_U64(r.frees_unknown, 1, "a space from a newer writer frees nothing");
+    gs_replay_free(&r);
+}
+
+Test(replay, pools_from_their_samples)
+{
+    struct gs_replay r;
+    gs_replay_init(&r);
+    struct gs_revent s = {.type = GS_REC_POOL, .device = 1, .pool = 0xabc};
+    s.reserved = 4 << 20, s.used = 3 << 20;
+    gs_replay_event(&r, &s);
+    alloc(&r, 2, 0x1000, 5 << 20, 1, 1); /* the device peak, with the pool as sampled */
+    s.reserved = 4 << 20, s.used = 1 << 20;
+    gs_replay_event(&r, &s);
+    s.reserved = 0, s.used = 0; /* destroyed */
+    gs_replay_event(&r, &s);
+    cr_assert_eq(r.npools, 1);
+    const struct gs_pool_usage *p = &r.pools[0];
+    ASSERT_U64(p->peak_reserved, 4 << 20, "peak reserved");
+    ASSERT_U64(p->peak_used, 3 << 20, "peak used");
+    ASSERT_U64(p->peak_unused, 3 << 20, "most held beyond use");
+    ASSERT_U64(p->samples, 3, "samples");
+    cr_assert_eq(p->device, 1);
+    ASSERT_U64(r.peak_pool_reserved, 4 << 20, "reserved at the device peak");
+    ASSERT_U64(r.peak_pool_used, 3 << 20, "used at the device peak");
+    ASSERT_U64(r.pool_reserved, 0, "all pools now");
+    gs_replay_free(&r);
 }

@@ -1,0 +1,106 @@
+"""test_lifecycle.py - the process around the allocations (issue 3): fork,
+exec, many threads, programs that are not CUDA programs, and NVIDIA's real
+runtime in front of the simulated driver.
+"""
+import os
+import shutil
+import tempfile
+
+from harness import E, KiB, MiB, check, eq, one_trace, report_json, run, same_behaviour
+
+
+# LeakSanitizer, in a sanitized build, cannot stop a forked child's threads and says so.
+NO_LSAN = {"ASAN_OPTIONS": "detect_leaks=0"}
+
+
+def test_fork_children_trace_their_own_events_only():
+    r = same_behaviour([E.prog("drv_fork")], env=NO_LSAN)
+    eq(r.out, "reaped 20 children\n", "output")
+    traces = [report_json(t) for t in r.files]
+    parent = [d for d in traces if d["process"]["command"].endswith("drv_fork")
+              and d["leaks"]["bytes"] == MiB]
+    children = [d for d in traces if d not in parent]
+    eq(len(parent), 1, f"the parent's trace among {len(traces)}")
+    p = parent[0]
+    eq(p["trace"]["complete"], True, "the parent's trace is whole")
+    eq(p["events"]["allocations"] - p["events"]["frees"], 1, "the parent's live allocations")
+    eq(len(children), 10, "one trace per child that allocated; none for the others")
+    for d in children:
+        eq((d["events"]["allocations"], d["events"]["frees"], d["trace"]["complete"]), (1, 0, True),
+           "a child's own events")
+        eq([(s["bytes"], s["frames"][0]["function"]) for s in d["leaks"]["sites"]],
+           [(64 * KiB, "child_alloc")], "a child's allocation")
+        check(d["process"]["ppid"] == p["process"]["pid"], "the child names its parent")
+
+
+def test_fork_without_pid_in_the_name_still_gives_distinct_files():
+    r = run([E.prog("drv_fork")], output="fixed.trace", env=NO_LSAN)
+    eq(r.rc, 0, "status")
+    eq(len(r.files), 11, "the parent's file and one per allocating child")
+    for path in r.files:
+        eq(report_json(path)["trace"]["complete"], True, f"{os.path.basename(path)} is whole")
+
+
+def test_exec_finishes_the_old_images_trace():
+    r = run([E.prog("drv_exec")])
+    eq((r.rc, r.out), (0, "after exec\n"), "the new image ran")
+    eq(len(r.files), 2, "a trace per image")
+    second = [p for p in r.files if p.endswith("-1.trace")]
+    eq(len(second), 1, f"the new image's file has a suffix: {r.files}")
+    new = report_json(second[0])
+    old = report_json([p for p in r.files if p not in second][0])
+    eq((old["trace"]["finished"], old["events"]["allocations"]), (True, 1), "the old image's trace")
+    eq(leak_sites(old), [(2 * MiB, "before_exec")], "the old image's allocation")
+    eq(leak_sites(new), [(3 * MiB, "after_exec")], "the new image's allocation")
+    check("exists; writing" in r.err, "the second name is said: " + r.err)
+
+
+def leak_sites(d):
+    return [(s["bytes"], s["frames"][0]["function"]) for s in d["leaks"]["sites"]]
+
+
+def test_sixteen_threads_lose_nothing():
+    r = same_behaviour([E.prog("drv_stress")])
+    d = report_json(one_trace(r))
+    eq((d["events"]["allocations"], d["events"]["frees"], d["events"]["frees_unknown"]),
+       (800000, 800000, 0), "events")
+    eq((d["leaks"]["count"], d["trace"]["complete"]), (0, True), "leaks, completeness")
+
+
+def test_programs_that_are_not_cuda_programs():
+    commands = [["python3", "-c", "import sys; print(sys.version_info[0])"],
+                ["bash", "-c", "echo $((6*7)); exit 4"],
+                ["gcc", "--version"],
+                [E.prog("static_hello")]]
+    if shutil.which("git"):
+        commands.append(["git", "--version"])
+    for cmd in commands:
+        r = same_behaviour(cmd, env={"ASAN_OPTIONS": "detect_leaks=0"})
+        eq(r.files, [], f"trace files of {cmd[0]}")
+    eq(same_behaviour([E.prog("static_hello")]).rc, 5, "the static program's status")
+
+
+def test_real_runtime_with_the_simulated_driver():
+    exe = E.prog("real_cudart")
+    if not os.path.exists(exe):
+        return "SKIP (no nvcc on this machine)"
+    if E.sanitized:
+        return "SKIP (a sanitized driver cannot load into NVIDIA's unsanitized program alone)"
+    # The simulated driver alone where the loader looks first (not the
+    # simulated runtime beside it: the program must get NVIDIA's).
+    driver_only = tempfile.mkdtemp(prefix="gpushim-driver-")
+    os.symlink(os.path.join(E.build, "sim", "libcuda.so.1"), os.path.join(driver_only, "libcuda.so.1"))
+    env = {"LD_LIBRARY_PATH": driver_only, "SIMCUDA_LOG": "1"}
+    r = same_behaviour([exe], env=env)  # every lookup the runtime makes, as the driver logs it
+    lookups = r.err.count("cuGetProcAddress")
+    check(lookups >= 100, f"the runtime asked for {lookups} entry points")
+    check("cudaGetDeviceCount" in r.out, "the program ran: " + r.out)
+
+
+def test_driver_opened_late_with_deepbind():
+    if E.sanitized:
+        return "SKIP (AddressSanitizer refuses RTLD_DEEPBIND)"
+    r = same_behaviour([E.prog("dl_deepbind")])
+    d = report_json(one_trace(r))
+    eq([(s["bytes"], s["frames"][0]["function"]) for s in d["leaks"]["sites"]],
+       [(MiB, "deep_alloc")], "the allocation")
