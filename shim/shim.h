@@ -17,8 +17,8 @@
  *   dlsym_hook.c    the exported dlsym (both glibc symbol versions)
  *   getproc_hook.c  the wrapped cuGetProcAddress / cuGetProcAddress_v2
  *
- * Lock order (take only in this order): pools, stack table, modules, writer,
- * ring.
+ * Lock order (take only in this order): the unwinding gate, pools, stack
+ * table, modules, writer, ring.
  */
 #ifndef GPUSHIM_SHIM_H
 #define GPUSHIM_SHIM_H
@@ -211,6 +211,10 @@ struct gs_end_body {
 /* Captures up to max return addresses of the calling thread, innermost
  * first, starting at the first frame outside the shim. */
 unsigned gs_capture_stack(uint64_t *pcs, unsigned max);
+/* Around fork: no capture runs while the gate is held (see unwind.c). */
+void gs_unwind_lock(void);
+void gs_unwind_unlock(void);
+void gs_unwind_reset_after_fork(void);
 /* A hash table of distinct stacks; not thread-safe (record.c locks it). */
 struct gs_stack_table {
     struct gs_stack_slot *slots;

@@ -7,6 +7,11 @@
  * glibc's for the whole process. Opened locally it changes nothing the
  * program sees. Its per-thread cache makes repeated stacks cheap. Without
  * it, glibc's backtrace() stands in.
+ *
+ * libunwind has locks of its own that a fork would leave held in the child
+ * if another thread were unwinding at that moment. So every capture holds a
+ * read lock of a gate that fork takes for writing (writer.c's handlers):
+ * nobody is inside libunwind when the process forks.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -36,12 +41,41 @@ static void unwind_init(void)
         caching(*space, 2 /* UNW_CACHE_PER_THREAD */);
 }
 
+static pthread_rwlock_t gate;
+static pthread_once_t gate_once = PTHREAD_ONCE_INIT;
+
+static void gate_init(void)
+{
+    pthread_rwlockattr_t attr;
+    pthread_rwlockattr_init(&attr);
+    /* a fork waits for the captures under way, not for every one to come */
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&gate, &attr);
+    pthread_rwlockattr_destroy(&attr);
+}
+
+void gs_unwind_lock(void)
+{
+    pthread_once(&gate_once, gate_init);
+    pthread_rwlock_wrlock(&gate);
+}
+
+void gs_unwind_unlock(void) { pthread_rwlock_unlock(&gate); }
+
+void gs_unwind_reset_after_fork(void)
+{
+    gate_init(); /* the child's only thread held it for writing */
+}
+
 unsigned gs_capture_stack(uint64_t *pcs, unsigned max)
 {
     pthread_once(&unwind_once, unwind_init);
+    pthread_once(&gate_once, gate_init);
     void *raw[GS_MAX_FRAMES + 16];
     int want = (int)max + 16; /* room for the shim's own frames, dropped below */
+    pthread_rwlock_rdlock(&gate);
     int got = unw_bt ? unw_bt(raw, want) : backtrace(raw, want);
+    pthread_rwlock_unlock(&gate);
     int first = 0;
     while (first < got && gs_in_shim(raw[first]))
         first++;

@@ -326,6 +326,7 @@ void gs_writer_exec_failed(int finished)
 
 static void before_fork(void)
 {
+    gs_unwind_lock();
     gs_pools_lock();
     gs_record_lock();
     gs_modules_lock();
@@ -340,6 +341,7 @@ static void after_fork_parent(void)
     gs_modules_unlock();
     gs_record_unlock();
     gs_pools_unlock();
+    gs_unwind_unlock();
 }
 
 static void after_fork_child(void)
@@ -358,6 +360,7 @@ static void after_fork_child(void)
     gs_record_reset_after_fork();
     gs_modules_reset();
     gs_pools_reset();
+    gs_unwind_reset_after_fork();
 }
 
 __attribute__((constructor)) static void writer_init(void)
