@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <glob.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,7 +31,11 @@ static const char usage_run[] =
     "\n"
     "options:\n"
     "  -o, --output FILE     where the trace goes (default ./gpushim.%p.trace);\n"
-    "                        %p is the process id, %h the host name, %% a percent\n"
+    "                        %p is the process id, %h the host name, %r the rank\n"
+    "                        (RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK),\n"
+    "                        %l the local rank (LOCAL_RANK, ...), %t the start\n"
+    "                        time (UTC, 20261202-153000), %% a percent sign;\n"
+    "                        missing directories are created\n"
     "  --stack-depth N       frames recorded per stack, 1-256 (default 64)\n"
     "  -h, --help            this text\n"
     "\n"
@@ -107,15 +112,32 @@ static int set_output(const char *tmpl)
     return setenv("GPUSHIM_OUTPUT", abs, 1);
 }
 
-static void tell(pid_t pid)
+/* The trace of process pid, if it wrote one: the template expanded as the
+ * shim did (a %t, unknown here, matched as any time). 0 if found. */
+static int find_trace(const char *tmpl, pid_t pid, char *out, size_t outsz)
 {
-    char host[256], path[PATH_MAX * 2];
+    char host[256], pattern[PATH_MAX * 2];
     if (gethostname(host, sizeof host) != 0)
         strcpy(host, "unknown-host");
     host[sizeof host - 1] = 0;
+    struct gs_name_values v = {.pid = (long)pid, .host = host, .rank = gs_rank(),
+                               .local_rank = gs_local_rank(), .start = "*"};
+    glob_t g;
+    if (gs_expand_output(tmpl, &v, pattern, sizeof pattern) != 0 ||
+        glob(pattern, GLOB_NOSORT, NULL, &g) != 0)
+        return -1;
+    int found = g.gl_pathc > 0 && strlen(g.gl_pathv[g.gl_pathc - 1]) < outsz;
+    if (found)
+        snprintf(out, outsz, "%s", g.gl_pathv[g.gl_pathc - 1]);
+    globfree(&g);
+    return found ? 0 : -1;
+}
+
+static void tell(pid_t pid)
+{
     const char *tmpl = getenv("GPUSHIM_OUTPUT");
-    struct stat sb;
-    if (gs_expand_output(tmpl, (long)pid, host, path, sizeof path) == 0 && stat(path, &sb) == 0) {
+    char path[PATH_MAX * 2];
+    if (find_trace(tmpl, pid, path, sizeof path) == 0) {
         fprintf(stderr, "gpushim: trace written to %s\ngpushim: read it with: gpushim report %s\n",
                 path, path);
         return;
@@ -125,7 +147,7 @@ static void tell(pid_t pid)
                         "allocation, or only its child processes did (look for %s with their "
                         "process ids)\n", tmpl);
     else
-        fprintf(stderr, "gpushim: no trace at %s: the command made no GPU allocation\n", path);
+        fprintf(stderr, "gpushim: no trace at %s: the command made no GPU allocation\n", tmpl);
 }
 
 int gs_cmd_run(int argc, char **argv)

@@ -3,7 +3,11 @@
  * shim (which creates the file) and `gpushim run` (which tells the user
  * where it went).
  *
- *   %p  the process id      %h  the host name      %%  a percent sign
+ *   %p  the process id           %h  the host name
+ *   %r  the rank: RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID or PMI_RANK (0 if none)
+ *   %l  the local rank: LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK or SLURM_LOCALID (0 if none)
+ *   %t  when the trace began, UTC: 20261202-153000
+ *   %%  a percent sign
  *
  * Any other character, a lone % included, stands for itself.
  */
@@ -11,13 +15,47 @@
 #define GPUSHIM_NAMING_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define GS_DEFAULT_OUTPUT "gpushim.%p.trace"
 
+struct gs_name_values {
+    long pid;
+    const char *host;
+    const char *rank;
+    const char *local_rank;
+    const char *start; /* for %t */
+};
+
+/* The first of the variables that is set, else "0". */
+static inline const char *gs_first_env(const char *const *names)
+{
+    for (; *names; names++) {
+        const char *v = getenv(*names);
+        if (v && *v)
+            return v;
+    }
+    return "0";
+}
+
+static inline const char *gs_rank(void)
+{
+    static const char *const names[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",
+                                        "PMI_RANK", NULL};
+    return gs_first_env(names);
+}
+
+static inline const char *gs_local_rank(void)
+{
+    static const char *const names[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                        "SLURM_LOCALID", NULL};
+    return gs_first_env(names);
+}
+
 /* Writes the name into out (outsz bytes). Returns 0, or -1 when it does not
  * fit or would be empty. */
-static inline int gs_expand_output(const char *tmpl, long pid, const char *host, char *out,
+static inline int gs_expand_output(const char *tmpl, const struct gs_name_values *v, char *out,
                                    size_t outsz)
 {
     size_t n = 0;
@@ -25,13 +63,17 @@ static inline int gs_expand_output(const char *tmpl, long pid, const char *host,
         char num[32];
         const char *piece = p;
         size_t len = 1;
-        if (p[0] == '%' && (p[1] == 'p' || p[1] == 'h' || p[1] == '%')) {
-            p++;
-            if (*p == 'p') {
-                snprintf(num, sizeof num, "%ld", pid);
+        if (p[0] == '%' && p[1] && strchr("phrlt%", p[1])) {
+            switch (*++p) {
+            case 'p':
+                snprintf(num, sizeof num, "%ld", v->pid);
                 piece = num;
-            } else {
-                piece = *p == 'h' ? host : "%";
+                break;
+            case 'h': piece = v->host; break;
+            case 'r': piece = v->rank; break;
+            case 'l': piece = v->local_rank; break;
+            case 't': piece = v->start; break;
+            default: piece = "%"; break;
             }
             len = strlen(piece);
         }

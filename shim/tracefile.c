@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,11 +24,32 @@
 
 int gs_expand_path(const char *tmpl, char *out, size_t outsz)
 {
-    char host[256];
+    char host[256], start[32] = "0";
     if (gethostname(host, sizeof host) != 0)
         strcpy(host, "unknown-host");
     host[sizeof host - 1] = 0;
-    return gs_expand_output(tmpl, (long)getpid(), host, out, outsz);
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm))
+        strftime(start, sizeof start, "%Y%m%d-%H%M%S", &tm);
+    struct gs_name_values v = {.pid = (long)getpid(), .host = host, .rank = gs_rank(),
+                               .local_rank = gs_local_rank(), .start = start};
+    return gs_expand_output(tmpl, &v, out, outsz);
+}
+
+/* Creates the directories above path that are missing (as mkdir -p). */
+static void make_parents(const char *path)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    for (char *p = dir + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+            return; /* the open that follows says why */
+        *p = '/';
+    }
 }
 
 static int create_exclusive(const char *path)
@@ -52,6 +74,10 @@ static int with_suffix(const char *path, unsigned i, char *out, size_t outsz)
 int gs_create_trace(char *path, size_t outsz)
 {
     int fd = create_exclusive(path);
+    if (fd < 0 && errno == ENOENT) {
+        make_parents(path);
+        fd = create_exclusive(path);
+    }
     if (fd >= 0 || errno != EEXIST)
         return fd;
     char alt[4096];

@@ -247,9 +247,14 @@ def test_bad_settings_and_unwritable_output():
     bad = run([E.prog("drv_schedule")], env={"GPUSHIM_STACK_DEPTH": "lots"})
     eq((bad.rc, bad.out), (r.rc, r.out), "program unaffected by a bad setting")
     eq(bad.err.count("gpushim: GPUSHIM_STACK_DEPTH=lots is not a number"), 1, "said once: " + bad.err)
-    gone = run([E.prog("drv_schedule")], output="/nonexistent/dir/t.trace")
+    # A path that cannot be made, even by root: a plain file stands where a
+    # directory would have to be created.
+    blocker = os.path.join(tempfile.mkdtemp(prefix="gpushim-blocked-"), "plain")
+    open(blocker, "w").close()
+    target = os.path.join(blocker, "dir", "t.trace")
+    gone = run([E.prog("drv_schedule")], output=target)
     eq((gone.rc, gone.out), (r.rc, r.out), "program unaffected by an unwritable trace")
-    eq(gone.err.count("gpushim: cannot create trace /nonexistent/dir/t.trace"), 1,
+    eq(gone.err.count(f"gpushim: cannot create trace {target}: Not a directory"), 1,
        "said once: " + gone.err)
 
 
@@ -278,3 +283,19 @@ def test_real_nvidia_runtime_without_driver():
     r = same_behaviour([exe], env=env)
     check("cudaGetDeviceCount" in r.out, "the program ran: " + r.out)
     eq(r.files, [], "trace files (nothing reached a driver)")
+
+
+def test_names_for_multi_process_jobs():
+    tmp = tempfile.mkdtemp(prefix="gpushim-names-")
+    env = launcher_env()
+    env.update({"RANK": "5", "LOCAL_RANK": "1"})
+    tmpl = os.path.join(tmp, "new", "dir", "job-r%r-l%l-%t.trace")
+    p = subprocess.run([E.gpushim, "run", "-o", tmpl, "--", E.prog("drv_schedule")],
+                       capture_output=True, text=True, env=env)
+    eq(p.returncode, 0, "status of run")
+    made = os.listdir(os.path.join(tmp, "new", "dir"))
+    eq(len(made), 1, "one trace, in directories made for it")
+    check(made[0].startswith("job-r5-l1-") and len(made[0]) == len("job-r5-l1-20261202-153000.trace"),
+          f"name: {made[0]}")
+    path = os.path.join(tmp, "new", "dir", made[0])
+    check(f"trace written to {path}" in p.stderr, "run finds it, whatever the time: " + p.stderr)

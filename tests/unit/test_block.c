@@ -490,16 +490,50 @@ Test(create, files_are_mode_0600)
     close(fd);
 }
 
-Test(create, missing_directory_fails_with_errno)
+Test(create, missing_directories_are_created)
 {
     char p[PATH_MAX];
     in_tmp(p, sizeof p, "no/such/dir.trace");
+    int fd = gs_create_trace(p, sizeof p);
+    cr_assert_geq(fd, 0, "created through missing directories: errno %d", errno);
+    close(fd);
+    struct stat sb;
+    cr_assert_eq(stat(p, &sb), 0);
+    cr_assert_eq(sb.st_mode & 0777, 0600);
+}
+
+Test(create, a_file_in_the_way_of_a_directory_fails_with_errno)
+{
+    char blocker[PATH_MAX], p[PATH_MAX];
+    in_tmp(blocker, sizeof blocker, "plain");
+    int fd = open(blocker, O_WRONLY | O_CREAT, 0600);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    in_tmp(p, sizeof p, "plain/sub/x.trace");
     errno = 0;
     cr_assert_eq(gs_create_trace(p, sizeof p), -1);
-    cr_assert_eq(errno, ENOENT, "errno %d", errno);
+    cr_assert_eq(errno, ENOTDIR, "errno %d", errno);
 }
 
 /* ---- gs_expand_path ---- */
+
+Test(expand, rank_local_rank_and_time)
+{
+    char out[512];
+    setenv("RANK", "7", 1);
+    setenv("LOCAL_RANK", "3", 1);
+    cr_assert_eq(gs_expand_path("r%r-l%l", out, sizeof out), 0);
+    cr_assert_str_eq(out, "r7-l3");
+    unsetenv("RANK");
+    unsetenv("LOCAL_RANK");
+    setenv("SLURM_PROCID", "12", 1);
+    cr_assert_eq(gs_expand_path("r%r-l%l", out, sizeof out), 0);
+    cr_assert_str_eq(out, "r12-l0", "the next variable, and 0 for none");
+    unsetenv("SLURM_PROCID");
+    cr_assert_eq(gs_expand_path("%t", out, sizeof out), 0);
+    cr_assert_eq(strlen(out), 15, "YYYYMMDD-HHMMSS: %s", out);
+    cr_assert_eq(out[8], '-');
+}
 
 Test(expand, pid_host_percent_and_lone_percent)
 {
