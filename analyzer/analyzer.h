@@ -77,6 +77,8 @@ int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
                   size_t errsz);
 /* The trace is complete: the END record was read and nothing was damaged. */
 int gs_trace_complete(const struct gs_reader_stats *st);
+/* The process that writes the trace is still running (on this host). */
+int gs_trace_live(const struct gs_trace_info *info, const struct gs_reader_stats *st);
 /* From the first event to the END record, or to the last event without one. */
 uint64_t gs_trace_duration_ns(const struct gs_reader_stats *st, uint64_t last_event_ns);
 /* Decodes one block's records (exposed for tests). Returns records decoded. */

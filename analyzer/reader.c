@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,6 +184,32 @@ static int end_record(struct cursor *c, struct gs_reader_stats *st)
 int gs_trace_complete(const struct gs_reader_stats *st)
 {
     return st->end_seen && !st->damaged_blocks && !st->damaged_records && !st->truncated_at;
+}
+
+int gs_trace_live(const struct gs_trace_info *info, const struct gs_reader_stats *st)
+{
+    char host[256];
+    if (st->end_seen || !info->pid || info->pid > INT32_MAX || gethostname(host, sizeof host) != 0)
+        return 0;
+    host[sizeof host - 1] = 0;
+    if (strcmp(host, info->host) != 0 || (kill((pid_t)info->pid, 0) != 0 && errno != EPERM))
+        return 0;
+    /* The same process, not a later one given its pid: started before the trace. */
+    char path[64], stat[1024];
+    snprintf(path, sizeof path, "/proc/%llu/stat", (unsigned long long)info->pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(stat, 1, sizeof stat - 1, f);
+    fclose(f);
+    stat[n] = 0;
+    const char *p = strrchr(stat, ')'); /* the command may hold spaces */
+    unsigned long long start_ticks = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+                            "%*d %*d %llu", &start_ticks) != 1)
+        return 0;
+    double started = (double)start_ticks / (double)sysconf(_SC_CLK_TCK);
+    return started <= (double)info->start_ns / 1e9 + 1.0;
 }
 
 uint64_t gs_trace_duration_ns(const struct gs_reader_stats *st, uint64_t last_event_ns)

@@ -165,6 +165,7 @@ static void trace(struct gs_json *j, const struct gs_report *rep)
     gs_json_uint(j, "format_version", rep->info->version);
     gs_json_bool(j, "complete", gs_trace_complete(st));
     gs_json_bool(j, "finished", st->end_seen);
+    gs_json_bool(j, "live", gs_trace_live(rep->info, st));
     gs_json_uint(j, "bytes", st->bytes);
     gs_json_uint(j, "blocks", st->blocks);
     gs_json_uint(j, "damaged_blocks", st->damaged_blocks);

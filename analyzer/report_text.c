@@ -107,9 +107,10 @@ static void trace_state(const struct gs_report *rep, FILE *out)
         fprintf(out, ", %" PRIu64 " damaged records skipped", st->damaged_records);
     if (st->truncated_at)
         fprintf(out, ", cut off at byte %" PRIu64, st->truncated_at);
-    if (!st->end_seen)
-        fprintf(out, " (the process did not finish the trace: it was killed, crashed or is "
-                     "still running)");
+    if (!st->end_seen && gs_trace_live(rep->info, st))
+        fprintf(out, " (the process is still running: this is what it has written so far)");
+    else if (!st->end_seen)
+        fprintf(out, " (the process did not finish the trace: it was killed or crashed)");
     fputc('\n', out);
 }
 

@@ -4,7 +4,10 @@ runtime in front of the simulated driver.
 """
 import os
 import shutil
+import signal
+import subprocess
 import tempfile
+import time
 
 from harness import E, KiB, MiB, check, eq, one_trace, report_json, run, same_behaviour
 
@@ -104,3 +107,24 @@ def test_driver_opened_late_with_deepbind():
     d = report_json(one_trace(r))
     eq([(s["bytes"], s["frames"][0]["function"]) for s in d["leaks"]["sites"]],
        [(MiB, "deep_alloc")], "the allocation")
+
+
+def test_live_look_then_sigterm():
+    tmp = tempfile.mkdtemp(prefix="gpushim-live-")
+    env = dict(os.environ)
+    env.update(E.env)
+    env.update({"LD_PRELOAD": E.preload, "GPUSHIM_OUTPUT": os.path.join(tmp, "live.trace")})
+    p = subprocess.Popen([E.prog("drv_longrun")], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        eq(p.stdout.readline(), "allocated\n", "the job runs")
+        time.sleep(0.5)  # more than the 100 ms between writes
+        d = report_json(os.path.join(tmp, "live.trace"))
+        eq((d["trace"]["finished"], d["trace"]["live"], d["leaks"]["bytes"]), (False, True, MiB),
+           "a look at the running job")
+        p.send_signal(signal.SIGTERM)
+        eq(p.wait(timeout=30), 0, "the job's own handler ended it")
+    finally:
+        p.kill()
+    d = report_json(os.path.join(tmp, "live.trace"))
+    eq((d["trace"]["complete"], d["trace"]["live"], d["leaks"]["bytes"]), (True, False, MiB),
+       "the trace after SIGTERM and exit")
