@@ -7,8 +7,75 @@
  * cause, which API the program called: one cudaMalloc is one event,
  * labelled cudaMalloc. A statically linked runtime never reaches them; its
  * events are labelled with the driver function.
+ *
+ * Which runtime: the one the caller would have reached. A library opened
+ * with RTLD_LOCAL (a Python extension) binds its cudaMalloc to our export,
+ * while its runtime is in its own scope, not after the shim; and a process
+ * may hold two runtimes. So the real function is looked up in the scope of
+ * the caller's object, and only for the program's own scope (where the
+ * lookup finds our export) is it the next definition after the shim. The
+ * answer is cached by call site.
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+
 #include "shim.h"
+
+#define SITES 256
+
+static struct {
+    const void *caller;
+    int fn;
+    void *real;
+} sites[SITES];
+static pthread_mutex_t sites_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The definition of fn in the scope of the object holding caller. */
+static void *in_callers_scope(enum gs_fn fn, const void *caller)
+{
+    Dl_info info;
+    struct link_map *lm = NULL;
+    if (!dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
+        return NULL;
+    void *h = dlopen(lm->l_name && lm->l_name[0] ? lm->l_name : NULL, RTLD_NOLOAD | RTLD_LAZY);
+    if (!h)
+        return NULL;
+    void *p = gs_real_dlsym(h, gs_fn_name(fn));
+    dlclose(h);
+    return p && !gs_in_shim(p) ? p : NULL;
+}
+
+void gs_runtime_lock(void) { pthread_mutex_lock(&sites_lock); }
+void gs_runtime_unlock(void) { pthread_mutex_unlock(&sites_lock); }
+void gs_runtime_reset_after_fork(void) { pthread_mutex_init(&sites_lock, NULL); }
+
+static void *runtime_real(enum gs_fn fn, const void *caller)
+{
+    size_t slot = ((uintptr_t)caller >> 4 ^ (uintptr_t)fn * 0x9e37u) % SITES;
+    void *p = NULL;
+    pthread_mutex_lock(&sites_lock);
+    if (sites[slot].caller == caller && sites[slot].fn == (int)fn)
+        p = sites[slot].real;
+    pthread_mutex_unlock(&sites_lock);
+    if (p)
+        return p;
+    int saved = errno;
+    p = in_callers_scope(fn, caller);
+    if (!p)
+        p = gs_real(fn);
+    errno = saved;
+    if (p) {
+        pthread_mutex_lock(&sites_lock);
+        sites[slot].caller = caller;
+        sites[slot].fn = (int)fn;
+        sites[slot].real = p;
+        pthread_mutex_unlock(&sites_lock);
+    }
+    return p;
+}
 
 static gs_cudaerror missing(enum gs_fn fn)
 {
@@ -19,7 +86,8 @@ static gs_cudaerror missing(enum gs_fn fn)
 
 #define LABELLED(name, call)                                                                       \
     do {                                                                                           \
-        gs_pfn_##name real = (gs_pfn_##name)gs_real(GS_FN_##name);                                 \
+        gs_pfn_##name real =                                                                       \
+            (gs_pfn_##name)runtime_real(GS_FN_##name, __builtin_return_address(0));               \
         if (!real)                                                                                 \
             return missing(GS_FN_##name);                                                          \
         gs_label_push(GS_API_##name);                                                              \
@@ -135,8 +203,8 @@ GS_EXPORT gs_cudaerror cudaGetDriverEntryPoint(const char *symbol, void **funcPt
                                                unsigned long long flags,
                                                gs_cudaentrystatus *driverStatus)
 {
-    gs_pfn_cudaGetDriverEntryPoint real =
-        (gs_pfn_cudaGetDriverEntryPoint)gs_real(GS_FN_cudaGetDriverEntryPoint);
+    gs_pfn_cudaGetDriverEntryPoint real = (gs_pfn_cudaGetDriverEntryPoint)runtime_real(
+        GS_FN_cudaGetDriverEntryPoint, __builtin_return_address(0));
     if (!real)
         return missing(GS_FN_cudaGetDriverEntryPoint);
     gs_cudaerror r = real(symbol, funcPtr, flags, driverStatus);
@@ -151,7 +219,8 @@ GS_EXPORT gs_cudaerror cudaGetDriverEntryPointByVersion(const char *symbol, void
                                                         gs_cudaentrystatus *driverStatus)
 {
     gs_pfn_cudaGetDriverEntryPointByVersion real =
-        (gs_pfn_cudaGetDriverEntryPointByVersion)gs_real(GS_FN_cudaGetDriverEntryPointByVersion);
+        (gs_pfn_cudaGetDriverEntryPointByVersion)runtime_real(
+            GS_FN_cudaGetDriverEntryPointByVersion, __builtin_return_address(0));
     if (!real)
         return missing(GS_FN_cudaGetDriverEntryPointByVersion);
     gs_cudaerror r = real(symbol, funcPtr, cudaVersion, flags, driverStatus);

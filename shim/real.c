@@ -65,6 +65,11 @@ static void real_init(void)
         real_dlsym = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
 }
 
+/* Everything the lookups need, found before any program thread can ask: a
+ * first lookup from inside a library's constructor (loader lock held) must
+ * not wait for another thread's first lookup (which needs that lock). */
+__attribute__((constructor)) static void real_early(void) { pthread_once(&init_once, real_init); }
+
 void *gs_real_dlsym(void *handle, const char *name)
 {
     pthread_once(&init_once, real_init);

@@ -17,8 +17,8 @@
  *   dlsym_hook.c    the exported dlsym (both glibc symbol versions)
  *   getproc_hook.c  the wrapped cuGetProcAddress / cuGetProcAddress_v2
  *
- * Lock order (take only in this order): the unwinding gate, pools, stack
- * table, modules, writer, ring.
+ * Lock order (take only in this order): the unwinding gate, runtime call
+ * sites, pools, stack table, modules, writer, ring.
  */
 #ifndef GPUSHIM_SHIM_H
 #define GPUSHIM_SHIM_H
@@ -107,6 +107,11 @@ void gs_pool_note_free(int32_t device);
 void gs_pools_lock(void);
 void gs_pools_unlock(void);
 void gs_pools_reset(void);
+
+/* ---- hooks_runtime.c: around fork, the table of call sites ---- */
+void gs_runtime_lock(void);
+void gs_runtime_unlock(void);
+void gs_runtime_reset_after_fork(void);
 
 /* ---- getproc_hook.c ---- */
 /* What a program gets for a driver entry point it looked up by base name

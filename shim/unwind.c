@@ -24,7 +24,6 @@ typedef int (*unw_backtrace_fn)(void **, int);
 typedef int (*unw_caching_fn)(void *, int);
 
 static unw_backtrace_fn unw_bt;
-static pthread_once_t unwind_once = PTHREAD_ONCE_INIT;
 
 static void unwind_init(void)
 {
@@ -67,14 +66,34 @@ void gs_unwind_reset_after_fork(void)
     gate_init(); /* the child's only thread held it for writing */
 }
 
+/* libunwind is opened by the first capture. That takes the loader's lock,
+ * which a thread inside dlopen holds while a library's constructor runs; if
+ * that constructor allocates, its capture must not wait for ours: a thread
+ * that finds the opening under way uses glibc's backtrace this once. */
+static int unwind_ready(void)
+{
+    static int state; /* 0 not opened, 1 being opened, 2 opened */
+    int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+    if (s == 2)
+        return 1;
+    int expected = 0;
+    if (s == 0 && __atomic_compare_exchange_n(&state, &expected, 1, 0, __ATOMIC_ACQ_REL,
+                                              __ATOMIC_ACQUIRE)) {
+        unwind_init();
+        __atomic_store_n(&state, 2, __ATOMIC_RELEASE);
+        return 1;
+    }
+    return 0;
+}
+
 unsigned gs_capture_stack(uint64_t *pcs, unsigned max)
 {
-    pthread_once(&unwind_once, unwind_init);
+    int ready = unwind_ready();
     pthread_once(&gate_once, gate_init);
     void *raw[GS_MAX_FRAMES + 16];
     int want = (int)max + 16; /* room for the shim's own frames, dropped below */
     pthread_rwlock_rdlock(&gate);
-    int got = unw_bt ? unw_bt(raw, want) : backtrace(raw, want);
+    int got = ready && unw_bt ? unw_bt(raw, want) : backtrace(raw, want);
     pthread_rwlock_unlock(&gate);
     int first = 0;
     while (first < got && gs_in_shim(raw[first]))

@@ -327,6 +327,7 @@ void gs_writer_exec_failed(int finished)
 static void before_fork(void)
 {
     gs_unwind_lock();
+    gs_runtime_lock();
     gs_pools_lock();
     gs_record_lock();
     gs_modules_lock();
@@ -341,6 +342,7 @@ static void after_fork_parent(void)
     gs_modules_unlock();
     gs_record_unlock();
     gs_pools_unlock();
+    gs_runtime_unlock();
     gs_unwind_unlock();
 }
 
@@ -360,6 +362,7 @@ static void after_fork_child(void)
     gs_record_reset_after_fork();
     gs_modules_reset();
     gs_pools_reset();
+    gs_runtime_reset_after_fork();
     gs_unwind_reset_after_fork();
 }
 

@@ -299,3 +299,11 @@ def test_names_for_multi_process_jobs():
           f"name: {made[0]}")
     path = os.path.join(tmp, "new", "dir", made[0])
     check(f"trace written to {path}" in p.stderr, "run finds it, whatever the time: " + p.stderr)
+
+
+def test_runtime_in_a_library_opened_locally():
+    r = same_behaviour([E.prog("dl_rt_plugin")])
+    eq(r.out, "cudaMalloc returned 0\n", "the call reached the library's own runtime")
+    d = report_json(one_trace(r))
+    eq([(s["bytes"], s["api"], s["frames"][0]["function"]) for s in d["leaks"]["sites"]],
+       [(2 * MiB, "cudaMalloc", "plugin_cuda_malloc")], "the event, labelled")
