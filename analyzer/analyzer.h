@@ -104,7 +104,7 @@ struct gs_failure {
     uint32_t api, result;
     int32_t device;
     uint64_t requested, free_bytes, total_bytes;
-    uint64_t process_live_bytes; /* device bytes this process held then */
+    uint64_t process_live_bytes; /* device bytes this process held then, on that device */
     uint32_t stack_id;
 };
 

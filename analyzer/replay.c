@@ -33,12 +33,13 @@ struct gs_live_alloc {
     uint32_t refs; /* a FREE drops one; the allocation ends at 0 */
 };
 
-/* A FREE that a FREE_FAILED may undo: the allocation it ended (removed), or
- * the reference it dropped from one that lives on. */
+/* A FREE that a FREE_FAILED may undo: the allocation it ended (removed), the
+ * reference it dropped from one that lives on, or nothing (the address was
+ * not live: a double free, whose refusal must not revive an older one). */
 struct gs_recent_free {
     struct gs_live_alloc a;
     uint32_t tid;
-    int valid, removed;
+    int valid, removed, nothing;
 };
 
 static const char *const api_names[GS_API_COUNT] = {
@@ -422,6 +423,7 @@ static void remember_free(struct gs_replay *r, const struct gs_live_alloc *a, ui
     slot->tid = tid;
     slot->valid = 1;
     slot->removed = removed;
+    slot->nothing = 0;
 }
 
 /* Drops one reference; the allocation ends with its last. */
@@ -430,6 +432,9 @@ static void on_free(struct gs_replay *r, const struct gs_revent *e)
     struct gs_live_alloc *live = e->space < GS_SPACE_COUNT ? find_live(r, e->space, e->addr) : NULL;
     if (!live) {
         r->frees_unknown++;
+        struct gs_live_alloc none = {.addr = e->addr, .space = e->space};
+        remember_free(r, &none, e->tid, 0);
+        r->recent[(r->recent_next - 1) % RECENT_FREES].nothing = 1;
         return;
     }
     if (live->refs > 1) {
@@ -451,6 +456,8 @@ static void on_free_failed(struct gs_replay *r, const struct gs_revent *e)
         if (!f->valid || f->a.addr != e->addr || f->a.space != e->space || f->tid != e->tid)
             continue;
         f->valid = 0;
+        if (f->nothing)
+            return; /* the refused free of an address that was not live */
         if (!f->removed) {
             struct gs_live_alloc *live = find_live(r, f->a.space, f->a.addr);
             if (live)
@@ -515,7 +522,10 @@ static void on_alloc_failed(struct gs_replay *r, const struct gs_revent *e)
                                                       .requested = e->size,
                                                       .free_bytes = e->free_bytes,
                                                       .total_bytes = e->total_bytes,
-                                                      .process_live_bytes = r->live_bytes,
+                                                      .process_live_bytes =
+                                                          e->device >= 0 && e->device < GS_MAX_DEVICES
+                                                              ? r->devices[e->device].live_bytes
+                                                              : r->live_bytes,
                                                       .stack_id = e->stack_id};
 }
 

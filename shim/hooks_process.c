@@ -14,7 +14,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
-#include <stdlib.h>
 #include <unistd.h>
 
 #include "shim.h"
@@ -92,69 +91,41 @@ GS_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *co
     AROUND_EXEC(real(dirfd, path, argv, envp, flags));
 }
 
-/* The arguments of an execl* call after arg0, up to the NULL, as an argv;
- * for execle also the environment after the NULL. */
-static char **collect(const char *arg0, va_list ap, char ***envp)
-{
-    va_list count;
-    va_copy(count, ap);
-    size_t n = 1;
-    while (va_arg(count, char *))
-        n++;
-    va_end(count);
-    char **argv = malloc((n + 1) * sizeof *argv);
-    if (!argv)
-        return NULL;
-    argv[0] = (char *)arg0;
-    for (size_t i = 1; i <= n; i++)
-        argv[i] = va_arg(ap, char *); /* the last one read is the NULL */
-    if (envp)
-        *envp = va_arg(ap, char **);
-    return argv;
-}
+/* The execl* forms: the arguments after arg0, up to the NULL, into argv (on
+ * the caller's stack, as glibc does: no malloc, which may be unusable after
+ * vfork or in a signal handler); for execle also the environment after the
+ * NULL. */
+#define EXECL_ARGV(arg, argv, envp, with_env)                                                      \
+    va_list ap;                                                                                    \
+    va_start(ap, arg);                                                                             \
+    size_t n = 1;                                                                                  \
+    while (va_arg(ap, char *))                                                                     \
+        n++;                                                                                       \
+    va_end(ap);                                                                                    \
+    char *argv[n + 1];                                                                             \
+    va_start(ap, arg);                                                                             \
+    argv[0] = (char *)arg;                                                                         \
+    for (size_t i = 1; i <= n; i++)                                                                \
+        argv[i] = va_arg(ap, char *); /* the last one read is the NULL */                          \
+    char **envp = (with_env) ? va_arg(ap, char **) : NULL;                                         \
+    va_end(ap)
 
 GS_EXPORT int execl(const char *path, const char *arg, ...)
 {
-    va_list ap;
-    va_start(ap, arg);
-    char **argv = collect(arg, ap, NULL);
-    va_end(ap);
-    if (!argv)
-        return -1;
-    int r = execv(path, argv);
-    int saved = errno;
-    free(argv);
-    errno = saved;
-    return r;
+    EXECL_ARGV(arg, argv, envp, 0);
+    (void)envp;
+    return execv(path, argv);
 }
 
 GS_EXPORT int execlp(const char *file, const char *arg, ...)
 {
-    va_list ap;
-    va_start(ap, arg);
-    char **argv = collect(arg, ap, NULL);
-    va_end(ap);
-    if (!argv)
-        return -1;
-    int r = execvp(file, argv);
-    int saved = errno;
-    free(argv);
-    errno = saved;
-    return r;
+    EXECL_ARGV(arg, argv, envp, 0);
+    (void)envp;
+    return execvp(file, argv);
 }
 
 GS_EXPORT int execle(const char *path, const char *arg, ...)
 {
-    va_list ap;
-    char **envp = NULL;
-    va_start(ap, arg);
-    char **argv = collect(arg, ap, &envp);
-    va_end(ap);
-    if (!argv)
-        return -1;
-    int r = execve(path, argv, envp);
-    int saved = errno;
-    free(argv);
-    errno = saved;
-    return r;
+    EXECL_ARGV(arg, argv, envp, 1);
+    return execve(path, argv, envp);
 }

@@ -44,6 +44,8 @@ static void *const wrappers[GS_FN_COUNT] = {
 };
 
 static void *real_fn[GS_FN_COUNT]; /* accessed atomically */
+static char absent[GS_FN_COUNT];   /* the loaded driver lacks it: not looked up again */
+static void *driver;               /* the loaded libcuda.so.1, once found */
 
 typedef void *(*dlsym_fn)(void *, const char *);
 static dlsym_fn real_dlsym;
@@ -103,25 +105,40 @@ int gs_fn_by_name(const char *name)
 
 static int is_driver_fn(enum gs_fn fn) { return fn < GS_FN_cudaMalloc; }
 
-/* The libcuda.so.1 the program loaded, if it did; never loads it. */
+/* The libcuda.so.1 the program loaded, if it did; never loads it. Found once:
+ * the one reference taken is kept (a driver is never unloaded anyway). */
 static void *loaded_driver(void)
 {
-    void *h = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
-    return h; /* the reference is kept: the driver is never unloaded anyway */
+    void *h = __atomic_load_n(&driver, __ATOMIC_ACQUIRE);
+    if (h)
+        return h;
+    h = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
+    void *expected = NULL;
+    if (h && !__atomic_compare_exchange_n(&driver, &expected, h, 0, __ATOMIC_ACQ_REL,
+                                          __ATOMIC_ACQUIRE))
+        dlclose(h); /* another thread found it first */
+    return __atomic_load_n(&driver, __ATOMIC_ACQUIRE);
 }
 
 void *gs_real(enum gs_fn fn)
 {
     void *p = __atomic_load_n(&real_fn[fn], __ATOMIC_ACQUIRE);
-    if (p)
+    if (p || __atomic_load_n(&absent[fn], __ATOMIC_RELAXED))
         return p;
     int saved = errno; /* the lookups below must not show in the program's errno */
+    char *err = NULL;  /* nor in its dlerror(): a failed lookup sets it */
     p = gs_real_dlsym(RTLD_NEXT, fn_names[fn]);
+    void *h = NULL;
     if ((!p || gs_in_shim(p)) && is_driver_fn(fn)) {
-        void *h = loaded_driver();
+        h = loaded_driver();
         p = h ? gs_real_dlsym(h, fn_names[fn]) : NULL;
     }
+    if (!p)
+        err = dlerror(); /* consumed: the program sees no error of ours */
+    (void)err;
     errno = saved;
+    if (!p && h) /* a driver that lacks it (older than the function) will not gain it */
+        __atomic_store_n(&absent[fn], 1, __ATOMIC_RELAXED);
     if (!p || gs_in_shim(p))
         return NULL;
     void *expected = NULL;

@@ -152,9 +152,14 @@ void gs_record_alloc_failed(enum gs_api api, int32_t device, uint64_t size, gs_c
     if (tls.busy)
         return;
     int saved = errno;
+    int32_t current = current_device();
+    if (ev.device == GS_DEVICE_CURRENT)
+        ev.device = current;
+    /* cuMemGetInfo speaks of the current context's device only. */
     gs_pfn_cuMemGetInfo_v2 info = (gs_pfn_cuMemGetInfo_v2)gs_real(GS_FN_cuMemGetInfo_v2);
     size_t free_b, total_b;
-    if (info && info(&free_b, &total_b) == GS_CUDA_SUCCESS) {
+    if (ev.device == current && current >= 0 && info &&
+        info(&free_b, &total_b) == GS_CUDA_SUCCESS) {
         ev.free_bytes = free_b;
         ev.total_bytes = total_b;
     }

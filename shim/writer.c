@@ -306,8 +306,16 @@ __attribute__((destructor)) static void writer_fini(void)
 
 int gs_writer_finish_for_exec(void)
 {
+    /* A vfork child, or exec from a signal handler that interrupted the
+     * writer: leave the trace to the process that owns it, take no lock
+     * that may be held. */
+    if (__atomic_load_n(&w.state, __ATOMIC_ACQUIRE) != OPEN || w.pid != getpid())
+        return 0;
     int saved = errno;
-    pthread_mutex_lock(&w.lock);
+    if (pthread_mutex_trylock(&w.lock) != 0) {
+        errno = saved;
+        return 0;
+    }
     int finished = finish_locked();
     pthread_mutex_unlock(&w.lock);
     errno = saved;
@@ -350,8 +358,8 @@ static void after_fork_child(void)
 {
     pthread_mutex_init(&w.lock, NULL);
     pthread_mutex_init(&w.ring_lock, NULL);
-    if (w.fd >= 0)
-        close(w.fd); /* the parent's file */
+    if (w.fd >= 0 && w.state != FAILED && still_ours())
+        close(w.fd); /* the parent's trace; a number the program reused is left alone */
     w.fd = -1;
     w.state = NONE;
     w.ring.head = w.ring.tail = 0;

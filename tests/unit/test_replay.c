@@ -338,8 +338,9 @@ Test(replay, failures_record_process_live_bytes)
 {
     struct gs_replay r;
     gs_replay_init(&r);
-    alloc(&r, 10, 0x1000, 300, 1, 0);
-    alloc_k(&r, 20, 0x2000, 1000, 1, 0, GS_KIND_MANAGED);
+    alloc(&r, 10, 0x1000, 300, 1, 1);
+    alloc(&r, 15, 0x3000, 77, 1, 0); /* another device's bytes are not counted */
+    alloc_k(&r, 20, 0x2000, 1000, 1, 1, GS_KIND_MANAGED);
     struct gs_revent f = {.type = GS_REC_ALLOC_FAILED, .time_ns = 30, .tid = 3,
                           .api = GS_API_cuMemAlloc_v2, .device = 1, .size = 1ull << 40,
                           .stack_id = 9, .result = 2, .free_bytes = 5, .total_bytes = 10};
@@ -350,7 +351,7 @@ Test(replay, failures_record_process_live_bytes)
     gs_replay_event(&r, &f);
     ASSERT_U64(r.failed, 2, "failed");
     ASSERT_U64(r.nfailures, 2, "failures kept");
-    ASSERT_U64(r.allocations, 2, "failures are not allocations");
+    ASSERT_U64(r.allocations, 3, "failures are not allocations");
     const struct gs_failure *a = &r.failures[0], *b = &r.failures[1];
     ASSERT_U64(a->time_ns, 30, "time");
     ASSERT_U64(a->api, GS_API_cuMemAlloc_v2, "api");
@@ -360,7 +361,7 @@ Test(replay, failures_record_process_live_bytes)
     ASSERT_U64(a->free_bytes, 5, "free bytes");
     ASSERT_U64(a->total_bytes, 10, "total bytes");
     ASSERT_U64(a->stack_id, 9, "stack");
-    ASSERT_U64(a->process_live_bytes, 300, "device bytes held then (managed excluded)");
+    ASSERT_U64(a->process_live_bytes, 300, "device 1's bytes held then (managed excluded)");
     ASSERT_U64(b->process_live_bytes, 0, "after the free");
     ASSERT_U64(b->free_bytes, UINT64_MAX, "unknown free bytes");
     gs_replay_free(&r);
@@ -647,5 +648,20 @@ Test(replay, pools_from_their_samples)
     ASSERT_U64(r.peak_pool_reserved, 4 << 20, "reserved at the device peak");
     ASSERT_U64(r.peak_pool_used, 3 << 20, "used at the device peak");
     ASSERT_U64(r.pool_reserved, 0, "all pools now");
+    gs_replay_free(&r);
+}
+
+Test(replay, a_refused_double_free_revives_nothing)
+{
+    /* alloc, free, free again (the driver refuses the second): still freed. */
+    struct gs_replay r;
+    gs_replay_init(&r);
+    alloc(&r, 1, 0x1000, 64, 1, 0);
+    free_t(&r, 2, 0x1000, 1);
+    free_t(&r, 3, 0x1000, 1);
+    free_failed(&r, 4, 0x1000, 1);
+    ASSERT_U64(r.live_bytes, 0, "nothing live");
+    ASSERT_U64(r.frees, 1, "one free");
+    ASSERT_U64(r.frees_unknown, 1, "one free of an address not live");
     gs_replay_free(&r);
 }
