@@ -39,6 +39,7 @@ struct gs_revent {
     uint32_t result;
     uint64_t free_bytes, total_bytes;
     uint64_t pool, reserved, used; /* POOL */
+    uint64_t parent;               /* ALLOC of a mapping: the handle it maps */
 };
 
 struct gs_reader_ops {

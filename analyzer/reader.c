@@ -100,10 +100,12 @@ static int event(struct cursor *c, struct block_state *bs, uint8_t type, struct 
         e->stream = u(c);
         e->kind = (uint32_t)u(c);
         e->space = (uint32_t)u(c);
+        e->parent = u(c);
         break;
     case GS_REC_FREE:
         e->stream = u(c);
         e->space = (uint32_t)u(c);
+        e->size = u(c);
         break;
     case GS_REC_FREE_FAILED:
         e->result = (uint32_t)u(c);

@@ -30,7 +30,8 @@ struct gs_live_alloc {
     uint32_t kind;
     uint32_t space;
     uint32_t tid;
-    uint32_t refs; /* a FREE drops one; the allocation ends at 0 */
+    uint32_t refs;   /* a FREE drops one; the allocation ends at 0 */
+    uint64_t parent; /* a mapping's physical memory (a handle), which it holds a reference to */
 };
 
 /* A FREE that a FREE_FAILED may undo: the allocation it ended (removed), the
@@ -409,6 +410,13 @@ static void on_alloc(struct gs_replay *r, const struct gs_revent *e)
                               .space = e->space,
                               .tid = e->tid,
                               .refs = 1};
+    if (e->space == GS_SPACE_MAPPING && e->parent) {
+        struct gs_live_alloc *mem = find_live(r, GS_SPACE_HANDLE, e->parent);
+        if (mem) { /* mapped memory lives while mapped, even once released */
+            mem->refs++;
+            a.parent = e->parent;
+        }
+    }
     if (e->kind == GS_KIND_DEVICE)
         device_usage(r, e->device)->allocs++;
     if (insert(r, &a) == 0)
@@ -426,27 +434,57 @@ static void remember_free(struct gs_replay *r, const struct gs_live_alloc *a, ui
     slot->nothing = 0;
 }
 
-/* Drops one reference; the allocation ends with its last. */
+/* Drops one reference of the allocation at (space, addr); it ends with its
+ * last, and a mapping that ends drops its reference to its memory. Returns
+ * -1 if nothing is live there. */
+static int drop(struct gs_replay *r, uint32_t space, uint64_t addr, uint32_t tid)
+{
+    struct gs_live_alloc *live = find_live(r, space, addr);
+    if (!live)
+        return -1;
+    if (live->refs > 1) {
+        live->refs--;
+        remember_free(r, live, tid, 0);
+        return 0;
+    }
+    struct gs_live_alloc a;
+    take(r, space, addr, &a);
+    remove_live(r, &a);
+    r->frees++;
+    remember_free(r, &a, tid, 1);
+    if (a.parent)
+        drop(r, GS_SPACE_HANDLE, a.parent, tid);
+    return 0;
+}
+
+/* Ends every mapping in [addr, addr+size): one unmap may cover several. */
+static int unmap_range(struct gs_replay *r, uint64_t addr, uint64_t size, uint32_t tid)
+{
+    int ended = 0;
+    for (size_t i = 0; i < r->nallocs; i++) {
+        struct gs_live_alloc *a = &r->allocs[i];
+        if (a->space != GS_SPACE_MAPPING || a->addr < addr || a->addr - addr >= size ||
+            find_live(r, GS_SPACE_MAPPING, a->addr) != a)
+            continue; /* another space, outside, or a free slot */
+        drop(r, GS_SPACE_MAPPING, a->addr, tid);
+        ended++;
+    }
+    return ended ? 0 : -1;
+}
+
 static void on_free(struct gs_replay *r, const struct gs_revent *e)
 {
-    struct gs_live_alloc *live = e->space < GS_SPACE_COUNT ? find_live(r, e->space, e->addr) : NULL;
-    if (!live) {
+    int found = -1;
+    if (e->space == GS_SPACE_MAPPING && e->size)
+        found = unmap_range(r, e->addr, e->size, e->tid);
+    else if (e->space < GS_SPACE_COUNT)
+        found = drop(r, e->space, e->addr, e->tid);
+    if (found != 0) {
         r->frees_unknown++;
         struct gs_live_alloc none = {.addr = e->addr, .space = e->space};
         remember_free(r, &none, e->tid, 0);
         r->recent[(r->recent_next - 1) % RECENT_FREES].nothing = 1;
-        return;
     }
-    if (live->refs > 1) {
-        live->refs--;
-        remember_free(r, live, e->tid, 0);
-        return;
-    }
-    struct gs_live_alloc a;
-    take(r, e->space, e->addr, &a);
-    remove_live(r, &a);
-    r->frees++;
-    remember_free(r, &a, e->tid, 1);
 }
 
 static void on_free_failed(struct gs_replay *r, const struct gs_revent *e)
@@ -468,6 +506,9 @@ static void on_free_failed(struct gs_replay *r, const struct gs_revent *e)
         a.refs = 1;
         if (insert(r, &a) == 0)
             add_live(r, &a, e->time_ns);
+        struct gs_live_alloc *mem = a.parent ? find_live(r, GS_SPACE_HANDLE, a.parent) : NULL;
+        if (mem)
+            mem->refs++; /* the restored mapping holds its memory again */
         r->frees--;
         r->frees_undone++;
         return;

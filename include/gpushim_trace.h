@@ -70,10 +70,14 @@ enum gs_record_type {
                          * previous pc, the first from 0); innermost first */
     GS_REC_ALLOC = 18,  /* zz dt, varint tid, varint api, zz device, zz addr delta,
                          * varint size, varint stack id, varint stream, varint kind,
-                         * varint space */
+                         * varint space, varint parent (for a mapping: the handle
+                         * of the physical memory it maps, which it holds a
+                         * reference to; else 0) */
     GS_REC_FREE = 19,   /* zz dt, varint tid, varint api, zz device, zz addr delta,
-                         * varint stream, varint space: one reference dropped (an
-                         * allocation has one unless GS_REC_REF added more) */
+                         * varint stream, varint space, varint size: one reference
+                         * dropped (an allocation has one unless GS_REC_REF or a
+                         * mapping added more); for a mapping, every mapping in
+                         * [addr, addr+size) ends */
     GS_REC_FREE_FAILED = 20, /* zz dt, varint tid, varint api, zz device, zz addr delta,
                               * varint result, varint space: the FREE just before it
                               * for this address, space and thread did not happen */

@@ -48,11 +48,13 @@ static uint8_t *encode_event(struct gs_encoder *e, const struct gs_ev *ev, uint8
         p = varint(p, ev->stack_id);
         p = varint(p, ev->stream);
         p = varint(p, ev->kind);
-        return varint(p, ev->space);
+        p = varint(p, ev->space);
+        return varint(p, ev->parent);
     case GS_REC_FREE:
         p = addr_delta(e, ev->addr, p);
         p = varint(p, ev->stream);
-        return varint(p, ev->space);
+        p = varint(p, ev->space);
+        return varint(p, ev->size);
     case GS_REC_FREE_FAILED:
         p = addr_delta(e, ev->addr, p);
         p = varint(p, (uint64_t)(uint32_t)ev->result);

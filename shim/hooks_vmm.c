@@ -10,7 +10,9 @@
  *   cuMemAddressReserve / Free         address space: never counted as memory
  *   cuMemMap / cuMemUnmap              views of physical memory (mapped): counted
  *                                      apart, so that memory mapped twice still
- *                                      counts once
+ *                                      counts once; a mapping holds a reference
+ *                                      to its memory (released while mapped, it
+ *                                      lives on), and one unmap may end several
  *
  * NCCL frees with retain -> release -> unmap -> release: the analyzer keeps a
  * reference count per handle, and the memory is gone when it reaches zero.
@@ -90,15 +92,17 @@ GS_EXPORT gs_curesult cuMemMap(gs_cudeviceptr ptr, size_t size, size_t offset,
 {
     GS_REAL_OR_MISSING(cuMemMap);
     gs_curesult r = real(ptr, size, offset, handle, flags);
-    gs_after_alloc(GS_API_cuMemMap, GS_KIND_MAPPED, GS_SPACE_MAPPING, GS_DEVICE_CURRENT, r, &ptr,
-                   size, NULL);
+    if (r == GS_CUDA_SUCCESS)
+        gs_record_map(GS_API_cuMemMap, ptr, size, handle);
+    else
+        gs_record_alloc_failed(GS_API_cuMemMap, GS_DEVICE_CURRENT, size, NULL, r);
     return r;
 }
 
 GS_EXPORT gs_curesult cuMemUnmap(gs_cudeviceptr ptr, size_t size)
 {
     GS_REAL_OR_MISSING(cuMemUnmap);
-    gs_record_free(GS_API_cuMemUnmap, GS_SPACE_MAPPING, ptr, NULL);
+    gs_record_unmap(GS_API_cuMemUnmap, ptr, size);
     gs_curesult r = real(ptr, size);
     gs_after_free(GS_API_cuMemUnmap, GS_SPACE_MAPPING, ptr, NULL, r);
     return r;

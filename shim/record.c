@@ -193,6 +193,31 @@ void gs_record_free_failed(enum gs_api api, enum gs_space space, uint64_t addr,
     record(&ev, 0);
 }
 
+void gs_record_map(enum gs_api api, uint64_t addr, uint64_t size, gs_cumemhandle handle)
+{
+    struct gs_ev ev = {.type = GS_REC_ALLOC,
+                       .api = (uint8_t)gs_api_label(api),
+                       .kind = GS_KIND_MAPPED,
+                       .space = GS_SPACE_MAPPING,
+                       .device = GS_DEVICE_CURRENT,
+                       .addr = addr,
+                       .size = size,
+                       .parent = handle};
+    record(&ev, 1);
+}
+
+void gs_record_unmap(enum gs_api api, uint64_t addr, uint64_t size)
+{
+    struct gs_ev ev = {.type = GS_REC_FREE,
+                       .api = (uint8_t)gs_api_label(api),
+                       .space = GS_SPACE_MAPPING,
+                       .device = GS_DEVICE_CURRENT,
+                       .addr = addr,
+                       .size = size};
+    if (addr)
+        record(&ev, 0);
+}
+
 void gs_record_ref(enum gs_api api, enum gs_space space, uint64_t addr)
 {
     struct gs_ev ev = {.type = GS_REC_REF,

@@ -140,6 +140,10 @@ void gs_record_alloc_failed(enum gs_api api, int32_t device, uint64_t size, gs_c
 void gs_record_free(enum gs_api api, enum gs_space space, uint64_t addr, gs_custream stream);
 void gs_record_free_failed(enum gs_api api, enum gs_space space, uint64_t addr,
                            gs_custream stream, gs_curesult result);
+/* A mapping of physical memory (handle) at [addr, addr+size), and the end of
+ * every mapping in [addr, addr+size) (recorded before the real call). */
+void gs_record_map(enum gs_api api, uint64_t addr, uint64_t size, gs_cumemhandle handle);
+void gs_record_unmap(enum gs_api api, uint64_t addr, uint64_t size);
 /* One more reference to a live allocation. */
 void gs_record_ref(enum gs_api api, enum gs_space space, uint64_t addr);
 /* A stream-ordered pool's reserved and used bytes. */
@@ -187,6 +191,7 @@ struct gs_ev {
     uint64_t stream;
     uint64_t free_bytes;  /* ALLOC_FAILED; POOL: its used bytes */
     uint64_t total_bytes; /* ALLOC_FAILED */
+    uint64_t parent;      /* ALLOC of a mapping: the physical memory's handle */
 };
 struct gs_stack_body {
     uint8_t type; /* GS_REC_STACK */

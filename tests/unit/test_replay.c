@@ -665,3 +665,37 @@ Test(replay, a_refused_double_free_revives_nothing)
     ASSERT_U64(r.frees_unknown, 1, "one free of an address not live");
     gs_replay_free(&r);
 }
+
+static void map_ev(struct gs_replay *r, uint64_t addr, uint64_t size, uint64_t handle)
+{
+    struct gs_revent e = {.type = GS_REC_ALLOC, .time_ns = 1, .tid = 7, .addr = addr, .size = size,
+                          .space = GS_SPACE_MAPPING, .kind = GS_KIND_MAPPED, .parent = handle};
+    gs_replay_event(r, &e);
+}
+
+static void unmap_ev(struct gs_replay *r, uint64_t addr, uint64_t size)
+{
+    struct gs_revent e = {.type = GS_REC_FREE, .time_ns = 2, .tid = 7, .addr = addr, .size = size,
+                          .space = GS_SPACE_MAPPING};
+    gs_replay_event(r, &e);
+}
+
+Test(replay, memory_released_while_mapped_lives_until_unmapped)
+{
+    /* NVIDIA's vectorAddMMAP: create, map, release at once; unmap later. */
+    struct gs_replay r;
+    gs_replay_init(&r);
+    ev(&r, GS_REC_ALLOC, 0x1, GS_SPACE_HANDLE, GS_KIND_DEVICE, 2 << 20);
+    ev(&r, GS_REC_ALLOC, 0x2, GS_SPACE_HANDLE, GS_KIND_DEVICE, 2 << 20);
+    map_ev(&r, 0x70000000, 2 << 20, 0x1);
+    map_ev(&r, 0x70200000, 2 << 20, 0x2);
+    ev(&r, GS_REC_FREE, 0x1, GS_SPACE_HANDLE, 0, 0);
+    ev(&r, GS_REC_FREE, 0x2, GS_SPACE_HANDLE, 0, 0);
+    ASSERT_U64(r.kinds[GS_KIND_DEVICE].live_bytes, 4 << 20, "released but mapped: still held");
+    unmap_ev(&r, 0x70000000, 4 << 20); /* one unmap over both mappings */
+    ASSERT_U64(r.kinds[GS_KIND_MAPPED].live_bytes, 0, "both mappings ended");
+    ASSERT_U64(r.kinds[GS_KIND_DEVICE].live_bytes, 0, "and with them the memory");
+    ASSERT_U64(r.frees, 4, "two mappings, two allocations");
+    ASSERT_U64(r.frees_unknown, 0, "nothing unknown");
+    gs_replay_free(&r);
+}
