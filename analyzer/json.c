@@ -11,10 +11,34 @@ static void indent(struct gs_json *j)
         fputs("  ", j->out);
 }
 
+/* Bytes in a valid UTF-8 sequence starting at p (1 to 4), or 0 if invalid. */
+static int utf8_length(const unsigned char *p)
+{
+    int n = p[0] < 0x80 ? 1 : (p[0] & 0xe0) == 0xc0 ? 2 : (p[0] & 0xf0) == 0xe0 ? 3
+                            : (p[0] & 0xf8) == 0xf0 ? 4 : 0;
+    if (n == 2 && p[0] < 0xc2)
+        return 0; /* overlong */
+    for (int i = 1; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    return n;
+}
+
+/* A JSON string: escaped, and valid UTF-8 (a file name from a trace may be
+ * in any encoding: a byte that is not UTF-8 becomes U+FFFD). */
 static void quoted(FILE *out, const char *s)
 {
     fputc('"', out);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p >= 0x80) {
+            int n = utf8_length(p);
+            if (n)
+                fwrite(p, 1, (size_t)n, out);
+            else
+                fputs("\\ufffd", out);
+            p += n ? n - 1 : 0;
+            continue;
+        }
         switch (*p) {
         case '"': fputs("\\\"", out); break;
         case '\\': fputs("\\\\", out); break;

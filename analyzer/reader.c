@@ -272,6 +272,7 @@ struct file {
     int fd;
     const char *path;
     uint64_t size;
+    uint64_t scan_budget; /* bytes that candidates found by scanning may still cost */
     char *err;
     size_t errsz;
 };
@@ -413,10 +414,22 @@ static uint64_t next_magic(struct file *f, uint64_t off)
     }
 }
 
-enum block_result { BLOCK_OK, BLOCK_DAMAGED, BLOCK_TRUNCATED };
+enum block_result { BLOCK_OK, BLOCK_DAMAGED, BLOCK_TRUNCATED, BLOCK_GIVE_UP };
 
-static enum block_result read_block(struct file *f, uint64_t off, uint8_t *comp, uint8_t *raw,
-                                    const struct gs_reader_ops *ops, void *ctx,
+/* Does a block of clen bytes at off end where the file or another block
+ * starts? Checked before a block found by scanning is checksummed, so that
+ * a hostile file of fake block magics costs a read of 4 bytes each, not a
+ * checksum of up to 16 MiB. */
+static int ends_at_a_boundary(struct file *f, uint64_t off, uint32_t clen)
+{
+    uint64_t end = off + GS_BLOCK_HEADER_LEN + clen;
+    uint8_t m[4];
+    return end == f->size ||
+           (end + 4 <= f->size && read_at(f, end, m, 4) == 0 && gs_get_u32le(m) == GS_BLOCK_MAGIC);
+}
+
+static enum block_result read_block(struct file *f, uint64_t off, int scanned, uint8_t *comp,
+                                    uint8_t *raw, const struct gs_reader_ops *ops, void *ctx,
                                     struct gs_reader_stats *st, uint64_t *next)
 {
     uint32_t clen, rlen, crc;
@@ -426,6 +439,13 @@ static enum block_result read_block(struct file *f, uint64_t off, uint8_t *comp,
         return BLOCK_DAMAGED;
     if (off + GS_BLOCK_HEADER_LEN + clen > f->size)
         return BLOCK_TRUNCATED;
+    if (scanned && !ends_at_a_boundary(f, off, clen))
+        return BLOCK_DAMAGED;
+    if (scanned) { /* a file of fake blocks must not cost a checksum per byte */
+        if (clen > f->scan_budget)
+            return BLOCK_GIVE_UP;
+        f->scan_budget -= clen;
+    }
     uint8_t h[12];
     if (read_at(f, off, h, sizeof h) != 0 ||
         read_at(f, off + GS_BLOCK_HEADER_LEN, comp, clen) != 0)
@@ -457,6 +477,7 @@ int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
         return fail(&f, 0, "not a regular file");
     }
     f.size = st->bytes = (uint64_t)sb.st_size;
+    f.scan_budget = 2 * f.size + (64u << 20);
     uint64_t off = 0;
     if (read_header(&f, info, &off) != 0) {
         close(f.fd);
@@ -469,18 +490,25 @@ int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
         close(f.fd);
         return fail(&f, off, "out of memory");
     }
+    int scanned = 0; /* off was found by scanning past damage */
     while (off < f.size) {
         uint64_t next;
-        enum block_result r = read_block(&f, off, comp, raw, ops, ctx, st, &next);
+        enum block_result r = read_block(&f, off, scanned, comp, raw, ops, ctx, st, &next);
         if (r == BLOCK_OK) {
             st->blocks++;
             off = next;
+            scanned = 0;
+        } else if (r == BLOCK_GIVE_UP) {
+            st->truncated_at = off; /* damage too dense to search: read no further */
+            break;
         } else if (r == BLOCK_TRUNCATED && next_magic(&f, off + 1) >= f.size) {
             st->truncated_at = off; /* the process stopped while writing it */
             break;
         } else {
-            st->damaged_blocks++;
+            if (!scanned)
+                st->damaged_blocks++;
             off = next_magic(&f, off + 1);
+            scanned = 1;
         }
     }
     free(comp);

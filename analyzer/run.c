@@ -28,6 +28,7 @@ static const char usage_run[] =
     "Runs CMD with libgpushim.so preloaded (LD_PRELOAD), so that every GPU memory\n"
     "allocation and free it makes through the CUDA driver is recorded, with its\n"
     "call stack. Exits with CMD's exit status (128+N if a signal N ended it).\n"
+    "SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to gpushim are passed on to CMD.\n"
     "\n"
     "options:\n"
     "  -o, --output FILE     where the trace goes (default ./gpushim.%p.trace);\n"
@@ -150,6 +151,27 @@ static void tell(pid_t pid)
         fprintf(stderr, "gpushim: no trace at %s: the command made no GPU allocation\n", tmpl);
 }
 
+static volatile pid_t child;
+
+/* What a scheduler or a container sends the launcher goes to the command. */
+static void forward(int sig)
+{
+    if (child > 0)
+        kill(child, sig);
+}
+
+static void forward_signals(void)
+{
+    static const int sigs[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = forward;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaction(sigs[i], &sa, NULL);
+}
+
 int gs_cmd_run(int argc, char **argv)
 {
     static const struct option longopts[] = {{"output", required_argument, NULL, 'o'},
@@ -202,9 +224,12 @@ int gs_cmd_run(int argc, char **argv)
         fprintf(stderr, "gpushim run: cannot run %s: %s\n", argv[optind], strerror(errno));
         _exit(errno == ENOENT ? 127 : 126);
     }
-    /* The terminal's ^C and ^\ are for the command; we wait for it to end. */
+    /* The terminal's ^C and ^\ reach the command itself; we wait for it to end.
+     * Signals sent to us alone (SIGTERM from a scheduler) are passed on. */
+    child = pid;
     signal(SIGINT, SIG_IGN);
     signal(SIGQUIT, SIG_IGN);
+    forward_signals();
     int status;
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR) {
