@@ -80,10 +80,14 @@ $(BUILD)/sim/libcudart.so.13: $(BUILD)/obj/pic/tests/sim/runtime.o tests/sim/run
 # static_*: linked statically; the rest link neither and dlopen what they use.
 NVCC ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/local/cuda/bin/nvcc))
 REAL_CUDART := $(if $(NVCC),$(BUILD)/progs/real_cudart)
-progs: $(PROGS) $(BUILD)/progs/libgsplugin.so $(BUILD)/progs/libgsrtplugin.so $(REAL_CUDART) $(BUILD)/examples/sim_training $(BUILD)/bench/bench_workload
+progs: $(PROGS) $(BUILD)/progs/libgsplugin.so $(BUILD)/progs/libgsrtplugin.so \
+	$(BUILD)/progs/libgsnext.so $(REAL_CUDART) $(BUILD)/examples/sim_training $(BUILD)/bench/bench_workload
 $(BUILD)/progs/libgsplugin.so: tests/progs/plugin/gsplugin.c $(SIM)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -O1 -fPIC -shared -o $@ $< $(LDFLAGS) -L$(BUILD)/sim -lcuda
+$(BUILD)/progs/libgsnext.so: tests/progs/plugin/gsnext.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -fPIC -shared -o $@ $< $(LDFLAGS)
 $(BUILD)/progs/libgsrtplugin.so: tests/progs/plugin/gsrtplugin.c $(SIM)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -O1 -fPIC -shared -o $@ $< $(LDFLAGS) -L$(BUILD)/sim \

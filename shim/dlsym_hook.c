@@ -20,6 +20,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <link.h>
 #include <string.h>
 
@@ -34,29 +35,46 @@ static struct link_map *link_map_of(const void *addr)
     return lm;
 }
 
+/* name defined by l itself (not by one of its dependencies), or NULL. */
+static void *own_definition(struct link_map *l, const char *name)
+{
+    if (!l->l_name || !l->l_name[0])
+        return NULL;
+    void *h = dlopen(l->l_name, RTLD_NOLOAD | RTLD_LAZY);
+    if (!h)
+        return NULL;
+    void *p = gs_real_dlsym(h, name);
+    dlclose(h);
+    return p && link_map_of(p) == l ? p : NULL;
+}
+
 /* The first definition of name in an object loaded after the one holding
  * caller, as glibc's RTLD_NEXT would find it for that caller. */
 static void *next_after(const void *caller, const char *name)
 {
     struct link_map *from = link_map_of(caller), *shim = link_map_of((const void *)next_after);
-    int after_shim = 0;
-    for (struct link_map *l = shim ? shim->l_next : NULL; l && from; l = l->l_next)
-        after_shim |= l == from;
-    /* A caller before the shim (a sanitizer's runtime, another preloaded
-     * library) gets what follows the shim: the same objects, less the shim,
-     * whose own names hooked_dlsym substitutes anyway. */
-    if (!after_shim)
+    if (!from || !shim)
         return gs_real_dlsym(RTLD_NEXT, name);
+    int after_shim = 0;
+    for (struct link_map *l = shim->l_next; l; l = l->l_next)
+        after_shim |= l == from;
+    if (!after_shim) {
+        /* A caller before the shim: what follows the shim is what glibc
+         * would search (the shim's own names hooked_dlsym substitutes).
+         * For the program itself, first the libraries preloaded before the
+         * shim. Not for a preloaded library: a sanitizer's runtime asks
+         * from there before it can bear the dlopen this walk makes. */
+        int program = !from->l_name || !from->l_name[0];
+        for (struct link_map *l = from->l_next; program && l && l != shim; l = l->l_next) {
+            void *p = own_definition(l, name);
+            if (p)
+                return p;
+        }
+        return gs_real_dlsym(RTLD_NEXT, name);
+    }
     for (struct link_map *l = from->l_next; l; l = l->l_next) {
-        if (!l->l_name || !l->l_name[0])
-            continue;
-        void *h = dlopen(l->l_name, RTLD_NOLOAD | RTLD_LAZY);
-        if (!h)
-            continue;
-        void *p = gs_real_dlsym(h, name);
-        dlclose(h);
-        /* dlsym(h) also searches h's dependencies; RTLD_NEXT wants h's own. */
-        if (p && link_map_of(p) == l)
+        void *p = own_definition(l, name);
+        if (p)
             return p;
     }
     return NULL;
@@ -65,10 +83,13 @@ static void *next_after(const void *caller, const char *name)
 static void *hooked_dlsym(void *handle, const char *name, const void *caller)
 {
     void *p;
-    if (handle == RTLD_NEXT && !gs_in_shim(caller))
+    if (handle == RTLD_NEXT && !gs_in_shim(caller)) {
+        int saved = errno; /* our walk through the loaded objects is not the program's */
         p = next_after(caller, name);
-    else
+        errno = saved;
+    } else {
         p = gs_real_dlsym(handle, name);
+    }
     if (!p || gs_in_shim(caller))
         return p;
     int fn = gs_fn_by_name(name);

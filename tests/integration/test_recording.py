@@ -307,3 +307,17 @@ def test_runtime_in_a_library_opened_locally():
     d = report_json(one_trace(r))
     eq([(s["bytes"], s["api"], s["frames"][0]["function"]) for s in d["leaks"]["sites"]],
        [(2 * MiB, "cudaMalloc", "plugin_cuda_malloc")], "the event, labelled")
+
+
+def test_rtld_next_from_the_program_with_another_preload_first():
+    other = E.prog("libgsnext.so")
+    env = dict(os.environ)
+    env.update(E.env)
+    outs = []
+    for preload in (E.preload.replace(E.shim, other), E.preload.replace(E.shim, other + ":" + E.shim)):
+        env["LD_PRELOAD"] = preload
+        p = subprocess.run([E.prog("dl_next")], capture_output=True, text=True, env=env,
+                           cwd=tempfile.mkdtemp())
+        outs.append((p.returncode, p.stdout))
+    eq(outs[0], (0, "probe found 42\ngetpid found\n"), "without the shim")
+    eq(outs[1], outs[0], "with the shim after another preloaded library")
