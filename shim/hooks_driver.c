@@ -107,9 +107,10 @@ GS_EXPORT gs_curesult cuMemAllocFromPoolAsync(gs_cudeviceptr *dptr, size_t bytes
 {
     GS_REAL_OR_MISSING(cuMemAllocFromPoolAsync);
     gs_curesult r = real(dptr, bytesize, pool, hStream);
-    int32_t device = gs_pool_device(pool, hStream);
+    enum gs_kind kind;
+    int32_t device = gs_pool_device(pool, hStream, &kind);
     gs_pool_note(pool, device, r != GS_CUDA_SUCCESS);
-    after_alloc(GS_API_cuMemAllocFromPoolAsync, GS_KIND_DEVICE, device, r, dptr, bytesize, hStream);
+    after_alloc(GS_API_cuMemAllocFromPoolAsync, kind, device, r, dptr, bytesize, hStream);
     return r;
 }
 
@@ -118,9 +119,10 @@ GS_EXPORT gs_curesult cuMemAllocFromPoolAsync_ptsz(gs_cudeviceptr *dptr, size_t 
 {
     GS_REAL_OR_MISSING(cuMemAllocFromPoolAsync_ptsz);
     gs_curesult r = real(dptr, bytesize, pool, hStream);
-    int32_t device = gs_pool_device(pool, hStream);
+    enum gs_kind kind;
+    int32_t device = gs_pool_device(pool, hStream, &kind);
     gs_pool_note(pool, device, r != GS_CUDA_SUCCESS);
-    after_alloc(GS_API_cuMemAllocFromPoolAsync_ptsz, GS_KIND_DEVICE, device, r, dptr, bytesize, hStream);
+    after_alloc(GS_API_cuMemAllocFromPoolAsync_ptsz, kind, device, r, dptr, bytesize, hStream);
     return r;
 }
 

@@ -24,6 +24,7 @@
 struct pool {
     gs_cumempool pool;
     int32_t device;
+    enum gs_kind kind;   /* host-located pools (CUDA 12.2) hold pinned host memory */
     uint64_t sampled_ns; /* 0: never */
 };
 
@@ -44,16 +45,20 @@ static struct pool *slot(gs_cumempool pool, int add)
         memset(empty, 0, sizeof *empty);
         empty->pool = pool;
         empty->device = GS_DEVICE_CURRENT;
+        empty->kind = GS_KIND_DEVICE;
     }
     return add ? empty : NULL;
 }
 
-int32_t gs_pool_device(gs_cumempool pool, gs_custream stream)
+int32_t gs_pool_device(gs_cumempool pool, gs_custream stream, enum gs_kind *kind)
 {
     pthread_mutex_lock(&pools_lock);
     struct pool *p = pool ? slot(pool, 0) : NULL;
     int32_t device = p ? p->device : GS_DEVICE_CURRENT;
+    *kind = p ? p->kind : GS_KIND_DEVICE;
     pthread_mutex_unlock(&pools_lock);
+    if (*kind != GS_KIND_DEVICE)
+        return GS_DEVICE_UNKNOWN;
     return device != GS_DEVICE_CURRENT ? device : gs_stream_device(stream);
 }
 
@@ -126,12 +131,19 @@ GS_EXPORT gs_curesult cuMemPoolCreate(gs_cumempool *pool, const gs_cumempoolprop
         return r;
     int saved = errno;
     int32_t device = GS_DEVICE_CURRENT;
+    enum gs_kind kind = GS_KIND_DEVICE;
     if (poolProps && poolProps->location.type == GS_CU_MEM_LOCATION_TYPE_DEVICE)
         device = poolProps->location.id;
+    else if (poolProps) { /* on the host: its id is a NUMA node, not a device */
+        device = GS_DEVICE_UNKNOWN;
+        kind = GS_KIND_HOST_PINNED;
+    }
     pthread_mutex_lock(&pools_lock);
     struct pool *p = slot(*pool, 1);
-    if (p)
+    if (p) {
         p->device = device;
+        p->kind = kind;
+    }
     pthread_mutex_unlock(&pools_lock);
     errno = saved;
     gs_pool_note(*pool, device, 1);

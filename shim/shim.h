@@ -96,8 +96,9 @@ void gs_after_free(enum gs_api api, enum gs_space space, uint64_t key, gs_custre
                    gs_curesult r);
 
 /* ---- hooks_pools.c: stream-ordered pools ---- */
-/* The device of a pool (from its creation), else of the stream. */
-int32_t gs_pool_device(gs_cumempool pool, gs_custream stream);
+/* The device of a pool (from its creation), else of the stream; and the
+ * kind of memory it holds (pinned host memory for a host-located pool). */
+int32_t gs_pool_device(gs_cumempool pool, gs_custream stream, enum gs_kind *kind);
 /* After an allocation or free in pool (NULL: the device's current pool):
  * samples its reserved and used bytes, at most every GPUSHIM_POOL_SAMPLE_MS
  * unless now is set. */
