@@ -257,6 +257,12 @@ typedef struct {
        gs_cudaentrystatus *driverStatus))                                           \
     X(cudaGetDriverEntryPointByVersion, gs_cudaerror,                               \
       (const char *symbol, void **funcPtr, unsigned int cudaVersion,                \
+       unsigned long long flags, gs_cudaentrystatus *driverStatus))                 \
+    X(cudaGetDriverEntryPoint_ptsz, gs_cudaerror,                                   \
+      (const char *symbol, void **funcPtr, unsigned long long flags,                \
+       gs_cudaentrystatus *driverStatus))                                           \
+    X(cudaGetDriverEntryPointByVersion_ptsz, gs_cudaerror,                          \
+      (const char *symbol, void **funcPtr, unsigned int cudaVersion,                \
        unsigned long long flags, gs_cudaentrystatus *driverStatus))
 
 /* Function-pointer types: gs_pfn_cuMemAlloc_v2 and so on. */

@@ -194,23 +194,41 @@ GS_EXPORT gs_cudaerror cudaMemPoolDestroy(gs_cumempool memPool)
     LABELLED(cudaMemPoolDestroy, real(memPool));
 }
 
-/* PyTorch and NCCL reach the driver through these. The runtime asks the
- * driver's getter, which is normally ours already; where it is not (a
- * runtime that found the getter before the shim could see it), the pointer
- * is swapped here. Without a version, the runtime's own (13.0) is assumed
- * when the returned function's exported name does not say. */
+/* cudaGetDriverEntryPoint[ByVersion][_ptsz]: PyTorch and NCCL reach the
+ * driver through these. The runtime asks the driver's getter, which is
+ * normally ours already; where it is not (a runtime that found the getter
+ * before the shim could see it), the pointer is swapped here. Without a
+ * version, the runtime's own (13.0) is assumed when the returned function's
+ * exported name does not say. */
+static gs_cudaerror entry_point(gs_cudaerror r, const char *symbol, void **funcPtr, int version,
+                                unsigned long long flags)
+{
+    if (r == GS_cudaSuccess && funcPtr)
+        *funcPtr = gs_getproc_substitute(symbol, *funcPtr, version, flags);
+    return r;
+}
+
+#define ENTRY_POINT(name, version, call)                                                          \
+    do {                                                                                           \
+        gs_pfn_##name real =                                                                       \
+            (gs_pfn_##name)runtime_real(GS_FN_##name, __builtin_return_address(0));               \
+        if (!real)                                                                                 \
+            return missing(GS_FN_##name);                                                          \
+        return entry_point(call, symbol, funcPtr, (int)(version), flags);                          \
+    } while (0)
+
 GS_EXPORT gs_cudaerror cudaGetDriverEntryPoint(const char *symbol, void **funcPtr,
                                                unsigned long long flags,
                                                gs_cudaentrystatus *driverStatus)
 {
-    gs_pfn_cudaGetDriverEntryPoint real = (gs_pfn_cudaGetDriverEntryPoint)runtime_real(
-        GS_FN_cudaGetDriverEntryPoint, __builtin_return_address(0));
-    if (!real)
-        return missing(GS_FN_cudaGetDriverEntryPoint);
-    gs_cudaerror r = real(symbol, funcPtr, flags, driverStatus);
-    if (r == GS_cudaSuccess && funcPtr)
-        *funcPtr = gs_getproc_substitute(symbol, *funcPtr, 13000, flags);
-    return r;
+    ENTRY_POINT(cudaGetDriverEntryPoint, 13000, real(symbol, funcPtr, flags, driverStatus));
+}
+
+GS_EXPORT gs_cudaerror cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr,
+                                                    unsigned long long flags,
+                                                    gs_cudaentrystatus *driverStatus)
+{
+    ENTRY_POINT(cudaGetDriverEntryPoint_ptsz, 13000, real(symbol, funcPtr, flags, driverStatus));
 }
 
 GS_EXPORT gs_cudaerror cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr,
@@ -218,13 +236,15 @@ GS_EXPORT gs_cudaerror cudaGetDriverEntryPointByVersion(const char *symbol, void
                                                         unsigned long long flags,
                                                         gs_cudaentrystatus *driverStatus)
 {
-    gs_pfn_cudaGetDriverEntryPointByVersion real =
-        (gs_pfn_cudaGetDriverEntryPointByVersion)runtime_real(
-            GS_FN_cudaGetDriverEntryPointByVersion, __builtin_return_address(0));
-    if (!real)
-        return missing(GS_FN_cudaGetDriverEntryPointByVersion);
-    gs_cudaerror r = real(symbol, funcPtr, cudaVersion, flags, driverStatus);
-    if (r == GS_cudaSuccess && funcPtr)
-        *funcPtr = gs_getproc_substitute(symbol, *funcPtr, (int)cudaVersion, flags);
-    return r;
+    ENTRY_POINT(cudaGetDriverEntryPointByVersion, cudaVersion,
+                real(symbol, funcPtr, cudaVersion, flags, driverStatus));
+}
+
+GS_EXPORT gs_cudaerror cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr,
+                                                             unsigned int cudaVersion,
+                                                             unsigned long long flags,
+                                                             gs_cudaentrystatus *driverStatus)
+{
+    ENTRY_POINT(cudaGetDriverEntryPointByVersion_ptsz, cudaVersion,
+                real(symbol, funcPtr, cudaVersion, flags, driverStatus));
 }

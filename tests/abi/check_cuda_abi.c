@@ -199,7 +199,9 @@ SAME_TYPE(nv_cudaMemPoolDestroy, __typeof__(&cudaMemPoolDestroy));
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 SAME_TYPE(nv_cudaGetDriverEntryPoint, __typeof__(&cudaGetDriverEntryPoint));
+SAME_TYPE(nv_cudaGetDriverEntryPoint_ptsz, __typeof__(&cudaGetDriverEntryPoint));
 #pragma GCC diagnostic pop
+SAME_TYPE(nv_cudaGetDriverEntryPointByVersion_ptsz, __typeof__(&cudaGetDriverEntryPointByVersion));
 SAME_TYPE(nv_cudaGetDriverEntryPointByVersion, __typeof__(&cudaGetDriverEntryPointByVersion));
 /* The 4-argument getter is the 5-argument one without its last parameter. */
 SAME_TYPE(nv_cuGetProcAddress,

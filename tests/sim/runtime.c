@@ -842,3 +842,19 @@ SIM_EXPORT gs_cudaerror cudaGetDriverEntryPoint(const char *symbol, void **funcP
 {
     return done(entry_point(symbol, funcPtr, SIM_RUNTIME_VERSION, flags, driverStatus));
 }
+
+/* The names programs built with --default-stream per-thread call. */
+SIM_EXPORT gs_cudaerror cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr,
+                                                     unsigned long long flags,
+                                                     gs_cudaentrystatus *driverStatus)
+{
+    return cudaGetDriverEntryPoint(symbol, funcPtr, flags, driverStatus);
+}
+
+SIM_EXPORT gs_cudaerror cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr,
+                                                              unsigned int cudaVersion,
+                                                              unsigned long long flags,
+                                                              gs_cudaentrystatus *driverStatus)
+{
+    return cudaGetDriverEntryPointByVersion(symbol, funcPtr, cudaVersion, flags, driverStatus);
+}
