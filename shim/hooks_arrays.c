@@ -89,18 +89,13 @@ GS_EXPORT gs_curesult cuArrayDestroy(gs_cuarray hArray)
 {
     GS_REAL_OR_MISSING(cuArrayDestroy);
     uint64_t key = (uint64_t)(uintptr_t)hArray;
-    gs_record_free(GS_API_cuArrayDestroy, GS_SPACE_ARRAY, key, NULL);
-    gs_curesult r = real(hArray);
-    gs_after_free(GS_API_cuArrayDestroy, GS_SPACE_ARRAY, key, NULL, r);
-    return r;
+    GS_FREEING(GS_API_cuArrayDestroy, GS_SPACE_ARRAY, key, NULL, real(hArray));
 }
 
 GS_EXPORT gs_curesult cuMipmappedArrayDestroy(gs_cumipmappedarray hMipmappedArray)
 {
     GS_REAL_OR_MISSING(cuMipmappedArrayDestroy);
     uint64_t key = (uint64_t)(uintptr_t)hMipmappedArray;
-    gs_record_free(GS_API_cuMipmappedArrayDestroy, GS_SPACE_ARRAY, key, NULL);
-    gs_curesult r = real(hMipmappedArray);
-    gs_after_free(GS_API_cuMipmappedArrayDestroy, GS_SPACE_ARRAY, key, NULL, r);
-    return r;
+    GS_FREEING(GS_API_cuMipmappedArrayDestroy, GS_SPACE_ARRAY, key, NULL,
+               real(hMipmappedArray));
 }

@@ -131,10 +131,7 @@ GS_EXPORT gs_curesult cuMemAllocFromPoolAsync_ptsz(gs_cudeviceptr *dptr, size_t 
 GS_EXPORT gs_curesult cuMemFree_v2(gs_cudeviceptr dptr)
 {
     GS_REAL_OR_MISSING(cuMemFree_v2);
-    gs_record_free(GS_API_cuMemFree_v2, GS_SPACE_ADDRESS, dptr, NULL);
-    gs_curesult r = real(dptr);
-    gs_after_free(GS_API_cuMemFree_v2, GS_SPACE_ADDRESS, dptr, NULL, r);
-    return r;
+    GS_FREEING(GS_API_cuMemFree_v2, GS_SPACE_ADDRESS, dptr, NULL, real(dptr));
 }
 
 static gs_curesult free_async(enum gs_api api, gs_pfn_cuMemFreeAsync real, gs_cudeviceptr dptr,

@@ -30,10 +30,7 @@ GS_EXPORT gs_curesult cuMemFreeHost(void *p)
 {
     GS_REAL_OR_MISSING(cuMemFreeHost);
     uint64_t key = (uint64_t)(uintptr_t)p;
-    gs_record_free(GS_API_cuMemFreeHost, GS_SPACE_ADDRESS, key, NULL);
-    gs_curesult r = real(p);
-    gs_after_free(GS_API_cuMemFreeHost, GS_SPACE_ADDRESS, key, NULL, r);
-    return r;
+    GS_FREEING(GS_API_cuMemFreeHost, GS_SPACE_ADDRESS, key, NULL, real(p));
 }
 
 GS_EXPORT gs_curesult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
@@ -49,10 +46,7 @@ GS_EXPORT gs_curesult cuMemHostUnregister(void *p)
 {
     GS_REAL_OR_MISSING(cuMemHostUnregister);
     uint64_t key = (uint64_t)(uintptr_t)p;
-    gs_record_free(GS_API_cuMemHostUnregister, GS_SPACE_ADDRESS, key, NULL);
-    gs_curesult r = real(p);
-    gs_after_free(GS_API_cuMemHostUnregister, GS_SPACE_ADDRESS, key, NULL, r);
-    return r;
+    GS_FREEING(GS_API_cuMemHostUnregister, GS_SPACE_ADDRESS, key, NULL, real(p));
 }
 
 /* The size of the range at dptr, as the driver knows it; 0 if it does not say. */
@@ -79,8 +73,5 @@ GS_EXPORT gs_curesult cuIpcOpenMemHandle_v2(gs_cudeviceptr *pdptr, gs_cuipcmemha
 GS_EXPORT gs_curesult cuIpcCloseMemHandle(gs_cudeviceptr dptr)
 {
     GS_REAL_OR_MISSING(cuIpcCloseMemHandle);
-    gs_record_free(GS_API_cuIpcCloseMemHandle, GS_SPACE_ADDRESS, dptr, NULL);
-    gs_curesult r = real(dptr);
-    gs_after_free(GS_API_cuIpcCloseMemHandle, GS_SPACE_ADDRESS, dptr, NULL, r);
-    return r;
+    GS_FREEING(GS_API_cuIpcCloseMemHandle, GS_SPACE_ADDRESS, dptr, NULL, real(dptr));
 }

@@ -42,10 +42,7 @@ GS_EXPORT gs_curesult cuMemCreate(gs_cumemhandle *handle, size_t size,
 GS_EXPORT gs_curesult cuMemRelease(gs_cumemhandle handle)
 {
     GS_REAL_OR_MISSING(cuMemRelease);
-    gs_record_free(GS_API_cuMemRelease, GS_SPACE_HANDLE, handle, NULL);
-    gs_curesult r = real(handle);
-    gs_after_free(GS_API_cuMemRelease, GS_SPACE_HANDLE, handle, NULL, r);
-    return r;
+    GS_FREEING(GS_API_cuMemRelease, GS_SPACE_HANDLE, handle, NULL, real(handle));
 }
 
 GS_EXPORT gs_curesult cuMemRetainAllocationHandle(gs_cumemhandle *handle, void *addr)
@@ -81,10 +78,7 @@ GS_EXPORT gs_curesult cuMemAddressReserve(gs_cudeviceptr *ptr, size_t size, size
 GS_EXPORT gs_curesult cuMemAddressFree(gs_cudeviceptr ptr, size_t size)
 {
     GS_REAL_OR_MISSING(cuMemAddressFree);
-    gs_record_free(GS_API_cuMemAddressFree, GS_SPACE_RESERVATION, ptr, NULL);
-    gs_curesult r = real(ptr, size);
-    gs_after_free(GS_API_cuMemAddressFree, GS_SPACE_RESERVATION, ptr, NULL, r);
-    return r;
+    GS_FREEING(GS_API_cuMemAddressFree, GS_SPACE_RESERVATION, ptr, NULL, real(ptr, size));
 }
 
 GS_EXPORT gs_curesult cuMemMap(gs_cudeviceptr ptr, size_t size, size_t offset,

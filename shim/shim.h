@@ -94,6 +94,15 @@ void gs_after_alloc(enum gs_api api, enum gs_kind kind, enum gs_space space, int
 /* After a freeing call whose free was recorded before it: undoes it if r failed. */
 void gs_after_free(enum gs_api api, enum gs_space space, uint64_t key, gs_custream stream,
                    gs_curesult r);
+/* The body of a freeing hook: the free recorded, the real call, its undoing
+ * if the driver refused, and the driver's answer returned. */
+#define GS_FREEING(api, space, key, stream, call)                                                  \
+    do {                                                                                           \
+        gs_record_free(api, space, key, stream);                                                   \
+        gs_curesult r_ = (call);                                                                   \
+        gs_after_free(api, space, key, stream, r_);                                                \
+        return r_;                                                                                 \
+    } while (0)
 
 /* ---- hooks_pools.c: stream-ordered pools ---- */
 /* The device of a pool (from its creation), else of the stream; and the
