@@ -306,13 +306,19 @@ __attribute__((destructor)) static void writer_fini(void)
 
 int gs_writer_finish_for_exec(void)
 {
-    /* A vfork child, or exec from a signal handler that interrupted the
-     * writer: leave the trace to the process that owns it, take no lock
-     * that may be held. */
+    /* A vfork child shares our memory but not our trace: leave it alone. */
     if (__atomic_load_n(&w.state, __ATOMIC_ACQUIRE) != OPEN || w.pid != getpid())
         return 0;
     int saved = errno;
-    if (pthread_mutex_trylock(&w.lock) != 0) {
+    /* The writer thread may be draining: wait for it a while (it takes
+     * milliseconds), but not forever, since the holder may be the very code
+     * a signal handler interrupted. */
+    int locked = 0;
+    for (int tries = 0; tries < 2000 && !(locked = pthread_mutex_trylock(&w.lock) == 0); tries++) {
+        struct timespec pause = {0, 100000}; /* 0.1 ms */
+        nanosleep(&pause, NULL);
+    }
+    if (!locked) {
         errno = saved;
         return 0;
     }
