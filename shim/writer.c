@@ -257,6 +257,7 @@ int gs_emit(void *body, uint32_t len, int timed)
         state = w.state;
         pthread_mutex_unlock(&w.lock);
     }
+    state = __atomic_load_n(&w.state, __ATOMIC_ACQUIRE); /* the exit may have come meanwhile */
     if (state == FINISHED) { /* a late event, after the exit-time flush */
         pthread_mutex_lock(&w.lock);
         drain_locked();
@@ -275,6 +276,9 @@ static int finish_locked(void)
     /* A vfork child shares our memory but is not the process that owns it. */
     if (w.state != OPEN || w.pid != getpid())
         return 0;
+    /* FINISHED first: a thread that pushes an event after the drain below
+     * has read its head then sees it, and drains its event itself. */
+    __atomic_store_n(&w.state, FINISHED, __ATOMIC_RELEASE);
     drain_locked();
     pthread_mutex_lock(&w.ring_lock);
     struct gs_end_body end = {
@@ -282,8 +286,6 @@ static int finish_locked(void)
     pthread_mutex_unlock(&w.ring_lock);
     add_record(&end, sizeof end);
     write_block();
-    if (w.state == OPEN)
-        w.state = FINISHED;
     return 1;
 }
 
@@ -334,7 +336,7 @@ void gs_writer_exec_failed(int finished)
         return;
     pthread_mutex_lock(&w.lock);
     if (w.state == FINISHED)
-        w.state = OPEN; /* more events, and another END at exit */
+        __atomic_store_n(&w.state, OPEN, __ATOMIC_RELEASE); /* more events, another END at exit */
     pthread_mutex_unlock(&w.lock);
 }
 
