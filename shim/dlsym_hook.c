@@ -26,33 +26,20 @@
 
 #include "shim.h"
 
-static struct link_map *link_map_of(const void *addr)
-{
-    Dl_info info;
-    struct link_map *lm = NULL;
-    if (!dladdr1(addr, &info, (void **)&lm, RTLD_DL_LINKMAP))
-        return NULL;
-    return lm;
-}
-
 /* name defined by l itself (not by one of its dependencies), or NULL. */
 static void *own_definition(struct link_map *l, const char *name)
 {
     if (!l->l_name || !l->l_name[0])
         return NULL;
-    void *h = dlopen(l->l_name, RTLD_NOLOAD | RTLD_LAZY);
-    if (!h)
-        return NULL;
-    void *p = gs_real_dlsym(h, name);
-    dlclose(h);
-    return p && link_map_of(p) == l ? p : NULL;
+    void *p = gs_lookup_in_scope(l, name);
+    return p && gs_link_map_of(p) == l ? p : NULL;
 }
 
 /* The first definition of name in an object loaded after the one holding
  * caller, as glibc's RTLD_NEXT would find it for that caller. */
 static void *next_after(const void *caller, const char *name)
 {
-    struct link_map *from = link_map_of(caller), *shim = link_map_of((const void *)next_after);
+    struct link_map *from = gs_link_map_of(caller), *shim = gs_link_map_of((const void *)next_after);
     if (!from || !shim)
         return gs_real_dlsym(RTLD_NEXT, name);
     int after_shim = 0;

@@ -17,9 +17,7 @@
  * answer is cached by call site.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
-#include <link.h>
 #include <pthread.h>
 
 #include "shim.h"
@@ -36,15 +34,8 @@ static pthread_mutex_t sites_lock = PTHREAD_MUTEX_INITIALIZER;
 /* The definition of fn in the scope of the object holding caller. */
 static void *in_callers_scope(enum gs_fn fn, const void *caller)
 {
-    Dl_info info;
-    struct link_map *lm = NULL;
-    if (!dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
-        return NULL;
-    void *h = dlopen(lm->l_name && lm->l_name[0] ? lm->l_name : NULL, RTLD_NOLOAD | RTLD_LAZY);
-    if (!h)
-        return NULL;
-    void *p = gs_real_dlsym(h, gs_fn_name(fn));
-    dlclose(h);
+    struct link_map *lm = gs_link_map_of(caller);
+    void *p = lm ? gs_lookup_in_scope(lm, gs_fn_name(fn)) : NULL;
     return p && !gs_in_shim(p) ? p : NULL;
 }
 

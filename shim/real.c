@@ -91,7 +91,25 @@ int gs_in_shim(const void *addr)
 
 const char *gs_fn_name(enum gs_fn fn) { return fn_names[fn]; }
 
-void *gs_wrapper(enum gs_fn fn) { return wrappers[fn]; }
+struct link_map *gs_link_map_of(const void *addr)
+{
+    Dl_info info;
+    struct link_map *lm = NULL;
+    if (!dladdr1(addr, &info, (void **)&lm, RTLD_DL_LINKMAP))
+        return NULL;
+    return lm;
+}
+
+void *gs_lookup_in_scope(struct link_map *l, const char *name)
+{
+    /* the program itself has no name: its handle is dlopen(NULL)'s */
+    void *h = dlopen(l->l_name && l->l_name[0] ? l->l_name : NULL, RTLD_NOLOAD | RTLD_LAZY);
+    if (!h)
+        return NULL;
+    void *p = gs_real_dlsym(h, name);
+    dlclose(h);
+    return p;
+}
 
 int gs_fn_by_name(const char *name)
 {

@@ -27,6 +27,8 @@
 #include <stdint.h>
 #include <time.h>
 
+struct link_map;
+
 #include "gpushim_cuda.h"
 #include "gpushim_trace.h"
 
@@ -65,8 +67,6 @@ enum gs_fn {
  * the program's handed us, else the next definition after the shim, else the
  * driver already loaded in the process. NULL when there is none. */
 void *gs_real(enum gs_fn fn);
-/* The wrapper the shim hands out for fn (NULL for functions it only uses). */
-void *gs_wrapper(enum gs_fn fn);
 const char *gs_fn_name(enum gs_fn fn);
 /* Index of the exported function called name, or -1. */
 int gs_fn_by_name(const char *name);
@@ -78,6 +78,11 @@ void *gs_substitute(enum gs_fn fn, void *real);
 void *gs_real_dlsym(void *handle, const char *name);
 /* True when addr lies inside libgpushim.so's own image. */
 int gs_in_shim(const void *addr);
+/* The loaded object that holds addr, or NULL. */
+struct link_map *gs_link_map_of(const void *addr);
+/* name as a lookup in the scope of the loaded object l finds it (l, then its
+ * dependencies; for the program, the global scope): never loads anything. */
+void *gs_lookup_in_scope(struct link_map *l, const char *name);
 
 /* ---- hooks_driver.c: what every hook file shares ---- */
 /* A hooked function whose real one cannot be found (our export called with
@@ -270,8 +275,6 @@ int gs_recording_off(void);
 int gs_writer_finish_for_exec(void);
 /* After an exec that failed (it returned): the trace goes on. */
 void gs_writer_exec_failed(int finished);
-/* The trace's start on CLOCK_MONOTONIC (0 before the first event). */
-uint64_t gs_trace_start_ns(void);
 
 /* ---- encode.c: ring bodies -> trace records ---- */
 struct gs_encoder {

@@ -58,7 +58,6 @@ static struct {
     .fd = -1,
 };
 
-uint64_t gs_trace_start_ns(void) { return w.start_ns; }
 
 static void fail(const char *what)
 {
