@@ -26,12 +26,14 @@ LDFLAGS += $(SANFLAGS)
 endif
 
 SHIM_SRC := $(wildcard shim/*.c)
-ANALYZER_SRC := $(wildcard analyzer/*.c)
+# The analyzer also encodes: it turns a dead process's ring entries into records.
+ANALYZER_SRC := $(wildcard analyzer/*.c) shim/encode.c
 PROG_SRC := $(wildcard tests/progs/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 # Pure parts of the shim and the analyzer that unit tests link directly.
 UNIT_DEPS := shim/encode.c shim/ring.c shim/stacks.c shim/tracefile.c shim/config.c \
-             analyzer/reader.c analyzer/replay.c analyzer/idmap.c analyzer/json.c
+             analyzer/reader.c analyzer/recover.c analyzer/replay.c analyzer/idmap.c \
+             analyzer/json.c
 
 SHIM_OBJ := $(SHIM_SRC:%.c=$(BUILD)/obj/pic/%.o)
 ANALYZER_OBJ := $(ANALYZER_SRC:%.c=$(BUILD)/obj/%.o)

@@ -56,6 +56,15 @@ struct gs_trace_info {
     uint64_t start_ns, realtime_ns;
     uint64_t stack_depth;
     uint32_t version;
+    uint64_t ring_id;    /* GS_REC_RING: the ring file that goes with the trace, or 0 */
+    char ring_name[256];
+};
+
+enum gs_ring_use {
+    GS_RING_NONE = 0,    /* none was needed: no ring record, or the END record was read */
+    GS_RING_READ,        /* its entries past the trace's blocks were read */
+    GS_RING_MISSING,     /* the trace names one, but it is not there */
+    GS_RING_UNUSABLE,    /* it is there but cannot be read (ring_problem says why) */
 };
 
 struct gs_reader_stats {
@@ -68,6 +77,17 @@ struct gs_reader_stats {
     uint64_t end_events;      /* events the END record says were recorded */
     uint64_t end_lost;
     uint64_t end_time_ns;     /* when the process finished the trace */
+    /* The ring file (recover.c): what it added to a trace without an END. */
+    uint64_t ring_pos;          /* the largest GS_REC_RING_POS in the blocks */
+    enum gs_ring_use ring_use;
+    char ring_path[4096 + 8];   /* the ring file read (or looked for) */
+    char ring_problem[256];     /* GS_RING_MISSING, GS_RING_UNUSABLE: why */
+    uint64_t recovered_events;  /* events read from the ring */
+    uint64_t ring_lost;         /* events the ring had no room for */
+    uint64_t ring_gap;          /* ring bytes between the trace's end and the ring's tail */
+    int write_failed;           /* the shim could not write the trace past fail_offset */
+    int fail_errno;
+    uint64_t fail_offset, fail_time_ns;
 };
 
 /* Reads the whole trace, calling ops in file order. Returns 0 (the stats
@@ -76,8 +96,18 @@ struct gs_reader_stats {
 int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
                   struct gs_trace_info *info, struct gs_reader_stats *st, char *err,
                   size_t errsz);
-/* The trace is complete: the END record was read and nothing was damaged. */
+/* The trace is complete: every event the process recorded was read (from
+ * its blocks, or its ring after a death) and nothing was damaged. */
 int gs_trace_complete(const struct gs_reader_stats *st);
+/* How the recording ended: "finished" (the END record), "live" (the process
+ * is still running), "died" (neither: it was killed or crashed). */
+const char *gs_trace_ending(const struct gs_trace_info *info, const struct gs_reader_stats *st);
+/* ---- recover.c ---- */
+/* Reads the ring file of a trace that has no END record: its entries from
+ * st->ring_pos on, handed to ops as records; fills the ring fields of st.
+ * trace_path: the trace as it was opened. */
+void gs_recover_ring(const char *trace_path, const struct gs_trace_info *info,
+                     const struct gs_reader_ops *ops, void *ctx, struct gs_reader_stats *st);
 /* The process that writes the trace is still running (on this host). */
 int gs_trace_live(const struct gs_trace_info *info, const struct gs_reader_stats *st);
 /* From the first event to the END record, or to the last event without one. */

@@ -185,7 +185,16 @@ static int end_record(struct cursor *c, struct gs_reader_stats *st)
 
 int gs_trace_complete(const struct gs_reader_stats *st)
 {
-    return st->end_seen && !st->damaged_blocks && !st->damaged_records && !st->truncated_at;
+    if (st->damaged_blocks || st->damaged_records)
+        return 0;
+    if (st->ring_use == GS_RING_READ) /* a last block cut short is in the ring too */
+        return !st->ring_lost && !st->ring_gap;
+    return st->end_seen && !st->truncated_at && !st->end_lost;
+}
+
+const char *gs_trace_ending(const struct gs_trace_info *info, const struct gs_reader_stats *st)
+{
+    return st->end_seen ? "finished" : gs_trace_live(info, st) ? "live" : "died";
 }
 
 int gs_trace_live(const struct gs_trace_info *info, const struct gs_reader_stats *st)
@@ -255,6 +264,13 @@ uint64_t gs_decode_block(const uint8_t *raw, size_t len, const struct gs_reader_
         case GS_REC_END:
             bad = end_record(&c, st);
             break;
+        case GS_REC_RING_POS: {
+            uint64_t pos = u(&c);
+            bad = c.bad;
+            if (!bad && pos > st->ring_pos)
+                st->ring_pos = pos;
+            break;
+        }
         default:
             break; /* a record type from a newer writer */
         }
@@ -330,6 +346,10 @@ static void header_record(uint8_t type, struct cursor *c, struct gs_trace_info *
         break;
     case GS_REC_CONFIG:
         info->stack_depth = u(c);
+        break;
+    case GS_REC_RING:
+        info->ring_id = u(c);
+        string(c, info->ring_name, sizeof info->ring_name);
         break;
     default:
         break;
@@ -514,5 +534,7 @@ int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
     free(comp);
     free(raw);
     close(f.fd);
+    if (!st->end_seen && info->ring_id)
+        gs_recover_ring(path, info, ops, ctx, st);
     return 0;
 }

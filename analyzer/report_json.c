@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "analyzer.h"
 #include "symbolize.h"
@@ -171,6 +172,24 @@ static void trace(struct gs_json *j, const struct gs_report *rep)
     gs_json_uint(j, "damaged_blocks", st->damaged_blocks);
     gs_json_uint(j, "damaged_records", st->damaged_records);
     gs_json_uint(j, "truncated_at", st->truncated_at);
+    gs_json_string(j, "ending", gs_trace_ending(rep->info, st));
+    static const char *const ring_use[] = {"none", "read", "missing", "unusable"};
+    gs_json_begin_object(j, "ring");
+    gs_json_string(j, "use", ring_use[st->ring_use]);
+    gs_json_string(j, "path", st->ring_use == GS_RING_NONE ? NULL : st->ring_path);
+    gs_json_string(j, "problem", st->ring_problem[0] ? st->ring_problem : NULL);
+    gs_json_end_object(j);
+    gs_json_uint(j, "recovered_events", st->recovered_events);
+    gs_json_uint(j, "lost_events", st->ring_lost + st->end_lost);
+    if (st->write_failed) {
+        gs_json_begin_object(j, "write_failed");
+        gs_json_uint(j, "offset", st->fail_offset);
+        gs_json_uint(j, "time_ns", st->fail_time_ns);
+        gs_json_string(j, "error", strerror(st->fail_errno));
+        gs_json_end_object(j);
+    } else {
+        gs_json_null(j, "write_failed");
+    }
     gs_json_end_object(j);
 }
 

@@ -99,19 +99,39 @@ static void header(const struct gs_report *rep, FILE *out)
 static void trace_state(const struct gs_report *rep, FILE *out)
 {
     const struct gs_reader_stats *st = rep->stats;
+    const char *ending = gs_trace_ending(rep->info, st);
+    int ring = st->ring_use == GS_RING_READ;
     fprintf(out, "  trace     %s, %" PRIu64 " blocks", gs_trace_complete(st) ? "complete" : "INCOMPLETE",
             st->blocks);
+    if (ring)
+        fprintf(out, " and %" PRIu64 " event%s from its ring file", st->recovered_events,
+                plural(st->recovered_events));
     if (st->damaged_blocks)
         fprintf(out, ", %" PRIu64 " damaged blocks skipped", st->damaged_blocks);
     if (st->damaged_records)
         fprintf(out, ", %" PRIu64 " damaged records skipped", st->damaged_records);
-    if (st->truncated_at)
+    if (st->truncated_at && !ring)
         fprintf(out, ", cut off at byte %" PRIu64, st->truncated_at);
-    if (!st->end_seen && gs_trace_live(rep->info, st))
-        fprintf(out, " (the process is still running: this is what it has written so far)");
-    else if (!st->end_seen)
-        fprintf(out, " (the process did not finish the trace: it was killed or crashed)");
+    if (!strcmp(ending, "live"))
+        fprintf(out, " (the process is still running: this is what it has recorded so far)");
+    else if (!strcmp(ending, "died"))
+        fprintf(out, " (the process did not finish the trace: it was killed or crashed%s)",
+                ring && gs_trace_complete(st) ? "; nothing it recorded was lost" : "");
     fputc('\n', out);
+    if (st->ring_use == GS_RING_MISSING || st->ring_use == GS_RING_UNUSABLE)
+        fprintf(out, "            its ring file %s could not be read (%s): the events of the "
+                     "last moments may be missing\n",
+                st->ring_path, st->ring_problem);
+    if (st->write_failed)
+        fprintf(out, "            the trace could not be written past byte %" PRIu64
+                     " at %.3f s (%s); later events were kept in the ring while it had room\n",
+                st->fail_offset, seconds(st->fail_time_ns), strerror(st->fail_errno));
+    if (st->ring_lost || st->end_lost)
+        fprintf(out, "            %" PRIu64 " events were lost: the ring was full\n",
+                st->ring_lost + st->end_lost);
+    if (st->ring_gap)
+        fprintf(out, "            the ring moved past blocks this file does not have: events "
+                     "are missing before the ones from the ring\n");
 }
 
 static void devices(const struct gs_report *rep, FILE *out)

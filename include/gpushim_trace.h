@@ -61,6 +61,9 @@ enum gs_record_type {
     GS_REC_CMDLINE = 2, /* varint argc, argc strings */
     GS_REC_CLOCK = 3,   /* varint start_ns (CLOCK_MONOTONIC), varint realtime_ns at start */
     GS_REC_CONFIG = 4,  /* varint stack_depth */
+    GS_REC_RING = 5,    /* varint ring id, string ring file name (in the trace's
+                         * directory): the events not yet in blocks are kept in
+                         * that file (include/gpushim_ring.h) until the END record */
 
     /* block records */
     GS_REC_MODULE = 16, /* varint id, varint bias, varint lo, varint span (image
@@ -95,6 +98,9 @@ enum gs_record_type {
                                * varint reserved bytes, varint used bytes: a
                                * stream-ordered pool's state, sampled (both 0 once the
                                * pool is destroyed) */
+    GS_REC_RING_POS = 25,     /* varint position: the ring entries below it are in
+                               * this block or an earlier one (the last record of
+                               * each block of a trace with a GS_REC_RING) */
 };
 
 /* The API the program called, as it appears in reports. */

@@ -77,6 +77,7 @@ static void config_read(void)
     config.stack_depth = env_uint("GPUSHIM_STACK_DEPTH", 64, 1, GS_MAX_FRAMES);
     config.flush_ms = env_uint("GPUSHIM_FLUSH_MS", 100, 10, 10000);
     config.pool_sample_ms = env_uint("GPUSHIM_POOL_SAMPLE_MS", 10, 0, 60000);
+    config.buffer_mb = env_uint("GPUSHIM_BUFFER_MB", 8, 1, 1024);
     const char *v = getenv("GPUSHIM_VERBOSE");
     config.verbose = v && strcmp(v, "0") != 0 && *v;
     errno = saved;

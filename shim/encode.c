@@ -1,5 +1,7 @@
 /*
- * encode.c - ring bodies to trace records (include/gpushim_trace.h).
+ * encode.c - ring bodies to trace records (include/gpushim_trace.h). Also
+ * linked into the analyzer, which turns a dead process's ring entries into
+ * records with it.
  *
  * Runs on the writer's side, off the program's threads: the hooks copy a
  * fixed-size struct into the ring, and the varint and delta coding happens
@@ -8,7 +10,7 @@
  */
 #include <string.h>
 
-#include "shim.h"
+#include "gpushim_ring.h"
 
 static uint8_t *varint(uint8_t *p, uint64_t v) { return p + gs_put_varint(p, v); }
 static uint8_t *svarint(uint8_t *p, int64_t v) { return p + gs_put_varint(p, gs_zigzag(v)); }

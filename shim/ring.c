@@ -1,42 +1,120 @@
 /*
- * ring.c - the queue between the threads that record and the writer.
+ * ring.c - the queue between the threads that record and the writer, kept
+ * in the ring file (include/gpushim_ring.h) so that it outlives the process.
  *
- * A byte ring of variable-length entries (u32 length, then the body) in one
- * mmap'd region. Producers append under the ring's lock (writer.c holds it);
- * the writer reads [tail, head) without it, since producers never write
- * there, and advances tail when the entries are in the file. head and tail
- * only grow; the position in the buffer is the value modulo cap.
+ * A byte ring of variable-length entries (u32 length, then the body).
+ * Producers append under the ring's lock (writer.c holds it) and publish
+ * with a release store of head; the writer reads [tail, head) without it,
+ * since producers never write there, and advances tail when the entries are
+ * in the trace file. head and tail only grow; the position in the data is
+ * the value modulo cap.
  *
- * Nothing in an entry points outside the ring, so the same region can later
- * be shared with a writer in another process and outlive the program.
+ * The file is allocated on disk in full when it is created, so a write into
+ * its pages never needs space the disk no longer has; the pages are
+ * populated then too, not faulted in one at a time on the program's threads.
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "shim.h"
 
-int gs_ring_init(struct gs_ring *r, size_t cap)
+_Static_assert(sizeof(struct gs_ring_header) <= GS_RING_HEADER_SIZE, "ring header fits");
+
+static int map(struct gs_ring *r, int fd, size_t cap)
 {
-    memset(r, 0, sizeof *r);
-    if (cap & (cap - 1))
-        return -1;
-    /* Populated now, on the first event, rather than a page fault at a time
-     * on the program's threads. */
-    void *p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
-                   -1, 0);
+    size_t total = GS_RING_HEADER_SIZE + cap;
+    void *p = fd >= 0 ? mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0)
+                      : mmap(NULL, total, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (p == MAP_FAILED)
         return -1;
-    r->buf = p;
+    r->hdr = p;
+    r->buf = (uint8_t *)p + GS_RING_HEADER_SIZE;
     r->cap = cap;
+    r->shared = fd >= 0;
+    return 0;
+}
+
+/* A new file at path, allocated in full, or -1 with errno (nothing left behind). */
+static int create_file(const char *path, size_t total)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -1;
+    int e = posix_fallocate(fd, 0, (off_t)total);
+    if (e != 0) {
+        close(fd);
+        unlink(path);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+int gs_ring_init(struct gs_ring *r, const char *path, size_t cap, uint64_t id)
+{
+    memset(r, 0, sizeof *r);
+    if (cap < GS_RING_MIN_CAP || cap > GS_RING_MAX_CAP || (cap & (cap - 1))) {
+        errno = EINVAL;
+        return -1;
+    }
+    int fd = -1;
+    if (path && (fd = create_file(path, GS_RING_HEADER_SIZE + cap)) < 0)
+        return -1;
+    int failed = map(r, fd, cap);
+    int e = errno;
+    if (fd >= 0)
+        close(fd); /* the mapping keeps the file */
+    if (failed) {
+        if (path)
+            unlink(path);
+        errno = e;
+        return -1;
+    }
+    struct gs_ring_header *h = r->hdr;
+    h->version = GS_RING_VERSION;
+    h->header_size = GS_RING_HEADER_SIZE;
+    h->layout = GS_RING_LAYOUT;
+    h->endian = GS_RING_ENDIAN;
+    h->cap = cap;
+    h->trace_id = id;
+    h->pid = (uint64_t)getpid();
+    /* The magic last: a reader takes a file without it for one not yet made. */
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    memcpy(h->magic, GS_RING_MAGIC, sizeof h->magic);
     return 0;
 }
 
 void gs_ring_destroy(struct gs_ring *r)
 {
-    if (r->buf)
-        munmap(r->buf, r->cap);
+    if (r->hdr)
+        munmap(r->hdr, GS_RING_HEADER_SIZE + r->cap);
     memset(r, 0, sizeof *r);
+}
+
+int gs_ring_move_to_file(struct gs_ring *r, const char *path)
+{
+    size_t total = GS_RING_HEADER_SIZE + r->cap;
+    int fd = create_file(path, total);
+    if (fd < 0)
+        return -1;
+    struct gs_ring moved;
+    int failed = map(&moved, fd, r->cap);
+    int e = errno;
+    close(fd);
+    if (failed) {
+        unlink(path);
+        errno = e;
+        return -1;
+    }
+    memcpy(moved.hdr, r->hdr, total);
+    gs_ring_destroy(r);
+    *r = moved;
+    return 0;
 }
 
 static void copy_in(struct gs_ring *r, uint64_t pos, const void *src, size_t len)
@@ -58,11 +136,13 @@ static void copy_out(const struct gs_ring *r, uint64_t pos, void *dst, size_t le
 int gs_ring_push(struct gs_ring *r, const void *body, uint32_t len)
 {
     uint32_t total = len + (uint32_t)sizeof(uint32_t);
-    if (len == 0 || len > GS_RING_MAX_BODY || r->head - r->tail + total > r->cap)
+    uint64_t head = r->hdr->head;
+    if (len == 0 || len > GS_RING_MAX_BODY ||
+        head - __atomic_load_n(&r->hdr->tail, __ATOMIC_ACQUIRE) + total > r->cap)
         return -1;
-    copy_in(r, r->head, &total, sizeof total);
-    copy_in(r, r->head + sizeof total, body, len);
-    __atomic_store_n(&r->head, r->head + total, __ATOMIC_RELEASE);
+    copy_in(r, head, &total, sizeof total);
+    copy_in(r, head + sizeof total, body, len);
+    __atomic_store_n(&r->hdr->head, head + total, __ATOMIC_RELEASE);
     return 0;
 }
 

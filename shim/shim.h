@@ -6,8 +6,8 @@
  *   hooks_driver.c / hooks_runtime.c   the program's call, forwarded to the real function
  *   record.c                           event assembly: device, stack id, time -> ring
  *   stacks.c, modules.c                stack capture and dedup; loaded modules
- *   ring.c                             in-memory queue of entries (shaped so that it can
- *                                      later live in memory that outlives the process)
+ *   ring.c                             the queue of entries, in a file mapped MAP_SHARED
+ *                                      ("<trace>.ring") that outlives the process
  *   writer.c                           drains the ring into blocks (encode.c, tracefile.c)
  *                                      from a thread every 100 ms and at exit
  *
@@ -30,6 +30,7 @@
 struct link_map;
 
 #include "gpushim_cuda.h"
+#include "gpushim_ring.h"
 #include "gpushim_trace.h"
 
 #define GS_EXPORT __attribute__((visibility("default")))
@@ -40,6 +41,7 @@ struct gs_config {
     unsigned stack_depth; /* GPUSHIM_STACK_DEPTH, 1..GS_MAX_FRAMES, default 64 */
     unsigned flush_ms;    /* GPUSHIM_FLUSH_MS, 10..10000, default 100 */
     unsigned pool_sample_ms; /* GPUSHIM_POOL_SAMPLE_MS, 0..60000, default 10 */
+    unsigned buffer_mb;   /* GPUSHIM_BUFFER_MB, 1..1024, default 8: the ring's size */
     int verbose;          /* GPUSHIM_VERBOSE=1: say where the trace goes */
 };
 const struct gs_config *gs_config(void);
@@ -169,68 +171,28 @@ void gs_record_lock(void);
 void gs_record_unlock(void);
 void gs_record_reset_after_fork(void);
 
-/* ---- ring.c: in-memory queue of variable-length entries ---- */
-/* Entries are a u32 length (of the whole entry) followed by the body; the
- * first byte of every body is its enum gs_record_type. */
+/* ---- ring.c: the queue of entries, in the ring file (include/gpushim_ring.h) ---- */
 struct gs_ring {
-    uint8_t *buf;
-    uint64_t cap; /* a power of two */
-    uint64_t head; /* next byte to write; only grows */
-    uint64_t tail; /* next byte to drain; only grows */
+    struct gs_ring_header *hdr; /* head, tail and the rest live in the mapping */
+    uint8_t *buf;               /* the data, hdr + GS_RING_HEADER_SIZE */
+    uint64_t cap;               /* a power of two */
+    int shared;                 /* backed by a file that outlives the process */
 };
-int gs_ring_init(struct gs_ring *r, size_t cap);
+/* Maps a ring of cap data bytes: in the file at path (created, fully
+ * allocated on disk so that no later write to it can fail for space), or
+ * anonymous memory when path is NULL. Returns 0, or -1 with errno. */
+int gs_ring_init(struct gs_ring *r, const char *path, size_t cap, uint64_t id);
+/* Unmaps it (the file stays). */
 void gs_ring_destroy(struct gs_ring *r);
+/* Moves the ring's content into a new file at path (after the old one was
+ * removed); the ring is left as it was on failure. 0 or -1 with errno. */
+int gs_ring_move_to_file(struct gs_ring *r, const char *path);
 /* Appends an entry with body [body, body+len); -1 when it does not fit now. */
 int gs_ring_push(struct gs_ring *r, const void *body, uint32_t len);
 /* Copies the body of the entry at pos into out (room for max bytes). Returns
  * the body length and sets *next to the following entry, or 0 if malformed. */
 uint32_t gs_ring_read(const struct gs_ring *r, uint64_t pos, void *out, uint32_t max,
                       uint64_t *next);
-/* Room for bodies up to this size is always reserved in an entry. */
-#define GS_RING_MAX_BODY (64u * 1024)
-
-/* Ring bodies (the in-memory shapes, not the file format). */
-struct gs_ev {
-    uint8_t type; /* GS_REC_ALLOC, _FREE, _FREE_FAILED, _ALLOC_FAILED, _REF, _POOL */
-    uint8_t api;
-    uint8_t kind;
-    uint8_t space;
-    int32_t device;
-    uint32_t tid;
-    uint32_t stack_id;
-    int32_t result;
-    uint32_t pad2;
-    uint64_t time_ns; /* since the trace's start */
-    uint64_t addr; /* POOL: the pool */
-    uint64_t size; /* POOL: its reserved bytes */
-    uint64_t stream;
-    uint64_t free_bytes;  /* ALLOC_FAILED; POOL: its used bytes */
-    uint64_t total_bytes; /* ALLOC_FAILED */
-    uint64_t parent;      /* ALLOC of a mapping: the physical memory's handle */
-};
-struct gs_stack_body {
-    uint8_t type; /* GS_REC_STACK */
-    uint8_t pad[3];
-    uint32_t id;
-    uint32_t n;
-    uint32_t pad2;
-    uint64_t pcs[]; /* n of them, innermost first */
-};
-struct gs_module_body {
-    uint8_t type; /* GS_REC_MODULE */
-    uint8_t build_id_len;
-    uint16_t path_len;
-    uint32_t id;
-    uint64_t bias, lo, span;
-    char data[]; /* path (path_len bytes), then the build id */
-};
-struct gs_end_body {
-    uint8_t type; /* GS_REC_END */
-    uint8_t pad[7];
-    uint64_t events;
-    uint64_t lost;
-    uint64_t time_ns; /* since the trace's start */
-};
 
 /* ---- stacks.c: capture and deduplication ---- */
 /* Captures up to max return addresses of the calling thread, innermost
@@ -276,17 +238,7 @@ int gs_writer_finish_for_exec(void);
 /* After an exec that failed (it returned): the trace goes on. */
 void gs_writer_exec_failed(int finished);
 
-/* ---- encode.c: ring bodies -> trace records ---- */
-struct gs_encoder {
-    uint64_t last_time;
-    uint64_t last_addr;
-};
-/* Largest record gs_encode can produce. */
-#define GS_MAX_RECORD (16 + 10 * (GS_MAX_FRAMES + 8) + 4096)
-void gs_encoder_reset(struct gs_encoder *e);
-/* Encodes one ring body as a record into out (GS_MAX_RECORD bytes of room);
- * returns its length, 0 for a body it does not know. */
-size_t gs_encode(struct gs_encoder *e, const void *body, uint32_t len, uint8_t *out);
+/* ---- encode.c: ring bodies -> trace records: in gpushim_ring.h ---- */
 
 /* ---- tracefile.c: naming, creating and framing the file ---- */
 /* Expands %p, %h, %% in a GPUSHIM_OUTPUT template. Returns 0, -1 if too long. */
@@ -296,9 +248,13 @@ int gs_expand_path(const char *tmpl, char *out, size_t outsz);
  * and the name it used in path (outsz bytes), or -1 with errno. */
 int gs_create_trace(char *path, size_t outsz);
 /* Writes the preamble and header. 0 or -1 with errno. */
-int gs_write_header(int fd, uint64_t start_ns, uint64_t realtime_ns, unsigned stack_depth);
-/* Compresses raw[0..len) into one block and writes it. 0 or -1 with errno. */
-int gs_write_block(int fd, const uint8_t *raw, size_t len, uint8_t *scratch, size_t scratch_len);
+/* ring_name: the ring file's name (no directory), or NULL for none. */
+int gs_write_header(int fd, uint64_t start_ns, uint64_t realtime_ns, unsigned stack_depth,
+                    uint64_t ring_id, const char *ring_name);
+/* Compresses raw[0..len) into one block and writes it; *written: its size
+ * in the file. 0 or -1 with errno. */
+int gs_write_block(int fd, const uint8_t *raw, size_t len, uint8_t *scratch, size_t scratch_len,
+                   size_t *written);
 size_t gs_block_scratch_size(size_t raw_len);
 
 #endif

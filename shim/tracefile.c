@@ -154,7 +154,8 @@ static size_t cmdline_payload(uint8_t *out, size_t max)
     return n;
 }
 
-int gs_write_header(int fd, uint64_t start_ns, uint64_t realtime_ns, unsigned stack_depth)
+int gs_write_header(int fd, uint64_t start_ns, uint64_t realtime_ns, unsigned stack_depth,
+                    uint64_t ring_id, const char *ring_name)
 {
     static uint8_t buf[16384 + 1024];
     uint8_t payload[9000];
@@ -180,6 +181,13 @@ int gs_write_header(int fd, uint64_t start_ns, uint64_t realtime_ns, unsigned st
     p = gs_put_varint(payload, stack_depth);
     put_record(buf, &n, GS_REC_CONFIG, payload, p);
 
+    if (ring_name) {
+        size_t len = strnlen(ring_name, 4096);
+        p = gs_put_varint(payload, ring_id);
+        p += put_string(payload + p, ring_name, len);
+        put_record(buf, &n, GS_REC_RING, payload, p);
+    }
+
     memcpy(buf, GS_TRACE_MAGIC, GS_TRACE_MAGIC_LEN);
     gs_put_u32le(buf + 8, GS_TRACE_VERSION);
     gs_put_u32le(buf + 12, (uint32_t)(n - GS_PREAMBLE_LEN));
@@ -192,7 +200,8 @@ size_t gs_block_scratch_size(size_t raw_len)
     return GS_BLOCK_HEADER_LEN + compressBound((uLong)raw_len);
 }
 
-int gs_write_block(int fd, const uint8_t *raw, size_t len, uint8_t *scratch, size_t scratch_len)
+int gs_write_block(int fd, const uint8_t *raw, size_t len, uint8_t *scratch, size_t scratch_len,
+                   size_t *written)
 {
     uLongf clen = (uLongf)(scratch_len - GS_BLOCK_HEADER_LEN);
     if (compress2(scratch + GS_BLOCK_HEADER_LEN, &clen, raw, (uLong)len, 1) != Z_OK) {
@@ -205,5 +214,6 @@ int gs_write_block(int fd, const uint8_t *raw, size_t len, uint8_t *scratch, siz
     uLong crc = crc32(0, scratch, 12);
     crc = crc32(crc, scratch + GS_BLOCK_HEADER_LEN, (uInt)clen);
     gs_put_u32le(scratch + 12, (uint32_t)crc);
-    return write_all(fd, scratch, GS_BLOCK_HEADER_LEN + clen);
+    *written = GS_BLOCK_HEADER_LEN + clen;
+    return write_all(fd, scratch, *written);
 }

@@ -3,18 +3,29 @@
  * ring into blocks by a thread every GPUSHIM_FLUSH_MS (100 ms) and at exit,
  * reset in a forked child.
  *
- * gs_emit is the one door into the ring. The first call creates the file
- * (so a process that never touches CUDA leaves nothing) and starts the
- * writer thread. A producer that finds the ring full drains it itself, so
- * nothing is dropped and nothing depends on the thread being scheduled.
+ * gs_emit is the one door into the ring. The first call creates the trace
+ * and its ring file "<trace>.ring" (so a process that never touches CUDA
+ * leaves nothing) and starts the writer thread. A producer that finds the
+ * ring full drains it itself, so nothing is dropped and nothing depends on
+ * the thread being scheduled.
  *
- * When the file cannot be written (disk full, directory gone), the shim
- * says so once, stops recording and lets the program run on unharmed.
+ * The ring file is what makes a death lose nothing: an event is in its
+ * pages when the hook returns. Each block ends with the ring position it
+ * covers (GS_REC_RING_POS), and the ring's tail moves only after the block
+ * is in the file, so the trace and the ring together always hold every
+ * event once; the analyzer joins them. A clean finish (the END record at
+ * exit or exec) removes the ring file.
  *
- * A forked child inherits the parent's ring and file descriptor; both are
- * the parent's, so the child forgets them and starts its own trace on its
- * own first event (pthread_atfork handlers below, which also take every
- * shim lock across the fork so none is left held in the child).
+ * When the trace cannot be written (disk full, quota, I/O error), the shim
+ * says so once, cuts the file back to its last whole block, notes where and
+ * why in the ring's header, and stops writing; events then go on into the
+ * ring (allocated on disk in advance) until it is full, and after that are
+ * counted as lost. The program runs on unharmed.
+ *
+ * A forked child inherits the parent's ring mapping and file descriptor;
+ * both are the parent's, so the child lets go of them and starts its own
+ * trace on its own first event (pthread_atfork handlers below, which also
+ * take every shim lock across the fork so none is left held in the child).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,13 +34,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "shim.h"
 
-#define RING_SIZE (8u << 20)
 #define BLOCK_RAW (1u << 20) /* raw bytes of records per block, at most */
 
 enum state { NONE, OPEN, FINISHED, FAILED };
@@ -45,8 +56,11 @@ static struct {
     dev_t dev; /* the file fd was opened on */
     ino_t ino;
     char path[4096];
+    char ring_path[4096 + 8]; /* "" when the ring is not in a file */
+    int ring_removed;         /* the trace was finished and the ring file removed */
     uint64_t start_ns;
-    uint64_t events;
+    uint64_t file_size;  /* the trace's bytes written whole */
+    uint64_t block_pos;  /* the ring position after the last entry in raw */
     struct gs_encoder enc;
     uint8_t *raw, *scratch, *body;
     size_t raw_len, scratch_len;
@@ -78,42 +92,88 @@ static int still_ours(void)
     return 0;
 }
 
+/* The trace file could not take a block: said once; the file is cut back
+ * to its last whole block, and the ring keeps what follows, with where and
+ * why in its header, as long as it has room. */
+static void write_failed(void)
+{
+    int e = errno;
+    static int once;
+    if (w.ring.shared) {
+        gs_warn_once(&once, "cannot write trace %s: %s; it stops at %llu bytes, the next events "
+                            "are kept in %s while it has room; the program goes on",
+                     w.path, strerror(e), (unsigned long long)w.file_size, w.ring_path);
+        struct gs_ring_header *h = w.ring.hdr;
+        h->fail_errno = e;
+        h->fail_offset = w.file_size;
+        h->fail_time_ns = gs_now_ns() - w.start_ns;
+        __atomic_store_n(&h->state, GS_RING_FAILED, __ATOMIC_RELEASE);
+    } else {
+        gs_warn_once(&once, "cannot write trace %s: %s; recording stops, the program goes on",
+                     w.path, strerror(e));
+    }
+    if (still_ours() && ftruncate(w.fd, (off_t)w.file_size) != 0) {
+        /* the reader skips a partial last block anyway */
+    }
+    __atomic_store_n(&w.state, FAILED, __ATOMIC_RELEASE);
+}
+
+/* Writes the records in raw as one block, ending with the ring position
+ * they reach; then the ring may reuse what they came from. */
 static void write_block(void)
 {
     if (!w.raw_len)
         return;
-    if (w.state != FAILED && (!still_ours() || gs_write_block(w.fd, w.raw, w.raw_len, w.scratch,
-                                                              w.scratch_len) != 0))
-        fail("write");
+    if (w.ring.shared) {
+        w.raw[w.raw_len++] = GS_REC_RING_POS;
+        uint8_t pos[10];
+        size_t n = gs_put_varint(pos, w.block_pos);
+        w.raw[w.raw_len++] = (uint8_t)n;
+        memcpy(w.raw + w.raw_len, pos, n);
+        w.raw_len += n;
+    }
+    size_t written;
+    if (w.state != FAILED) {
+        if (!still_ours() ||
+            gs_write_block(w.fd, w.raw, w.raw_len, w.scratch, w.scratch_len, &written) != 0)
+            write_failed();
+        else {
+            w.file_size += written;
+            __atomic_store_n(&w.ring.hdr->tail, w.block_pos, __ATOMIC_RELEASE);
+        }
+    }
     w.raw_len = 0;
     gs_encoder_reset(&w.enc);
 }
 
-static void add_record(const void *body, uint32_t len)
+/* Adds a record to the block in the making; next: the ring position after
+ * the entry it came from. */
+static void add_record(const void *body, uint32_t len, uint64_t next)
 {
-    if (w.raw_len + GS_MAX_RECORD > BLOCK_RAW)
+    if (w.raw_len + GS_MAX_RECORD + 16 > BLOCK_RAW)
         write_block();
     w.raw_len += gs_encode(&w.enc, body, len, w.raw + w.raw_len);
+    w.block_pos = next;
 }
 
 /* Moves everything in the ring into the file. Call with w.lock held. */
 static void drain_locked(void)
 {
-    pthread_mutex_lock(&w.ring_lock);
-    uint64_t pos = w.ring.tail, head = w.ring.head;
-    pthread_mutex_unlock(&w.ring_lock);
+    if (w.state == FAILED)
+        return; /* what is in the ring stays there */
+    uint64_t pos = __atomic_load_n(&w.ring.hdr->tail, __ATOMIC_ACQUIRE);
+    uint64_t head = __atomic_load_n(&w.ring.hdr->head, __ATOMIC_ACQUIRE);
     while (pos < head && w.state != FAILED) {
         uint64_t next;
         uint32_t len = gs_ring_read(&w.ring, pos, w.body, GS_RING_MAX_BODY, &next);
         if (!len)
             break; /* cannot happen: only gs_emit writes the ring */
-        add_record(w.body, len);
+        add_record(w.body, len, next);
         pos = next;
     }
     write_block();
-    pthread_mutex_lock(&w.ring_lock);
-    w.ring.tail = head; /* also discards what a failed trace could not take */
-    pthread_mutex_unlock(&w.ring_lock);
+    if (!w.ring.shared && w.state == FAILED) /* nowhere to keep it: let producers go on */
+        __atomic_store_n(&w.ring.hdr->tail, head, __ATOMIC_RELEASE);
 }
 
 static void *writer_main(void *arg)
@@ -169,6 +229,38 @@ static void start_thread(void)
     pthread_attr_destroy(&ta);
 }
 
+static uint64_t random_id(void)
+{
+    uint64_t id = 0;
+    if (getrandom(&id, sizeof id, GRND_NONBLOCK) != (ssize_t)sizeof id)
+        id = gs_now_ns() ^ (uint64_t)getpid() << 32;
+    return id | 1; /* 0 means none */
+}
+
+/* Maps the ring: in "<trace>.ring" when it can be made, else in memory
+ * (said once: the program still runs, but a death may lose what the writer
+ * had not yet written). */
+static int ring_open(uint64_t id)
+{
+    size_t cap = (size_t)gs_config()->buffer_mb << 20;
+    snprintf(w.ring_path, sizeof w.ring_path, "%s.ring", w.path);
+    if (gs_ring_init(&w.ring, w.ring_path, cap, id) == 0)
+        return 0;
+    static int once;
+    gs_warn_once(&once, "cannot make %s: %s; events are buffered in memory, and those not yet "
+                        "written when the process dies are lost",
+                 w.ring_path, strerror(errno));
+    w.ring_path[0] = 0;
+    return gs_ring_init(&w.ring, NULL, cap, id);
+}
+
+static void ring_remove(void)
+{
+    if (w.ring_path[0] && !w.ring_removed)
+        unlink(w.ring_path);
+    w.ring_removed = 1;
+}
+
 /* Creates the trace. Call with w.lock held and w.state == NONE. */
 static void open_locked(void)
 {
@@ -180,10 +272,6 @@ static void open_locked(void)
         return;
     }
     w.scratch_len = gs_block_scratch_size(BLOCK_RAW);
-    if (!w.ring.buf && gs_ring_init(&w.ring, RING_SIZE) != 0) {
-        fail("allocate a buffer for");
-        return;
-    }
     if (!w.raw)
         w.raw = malloc(BLOCK_RAW);
     if (!w.scratch)
@@ -201,25 +289,52 @@ static void open_locked(void)
         fail("create");
         return;
     }
+    uint64_t id = random_id();
+    if (ring_open(id) != 0) {
+        fail("allocate a buffer for");
+        return;
+    }
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
     w.start_ns = gs_now_ns();
     uint64_t realtime = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
     struct stat sb;
-    if (fstat(w.fd, &sb) != 0) {
+    const char *slash = strrchr(w.ring_path, '/');
+    const char *ring_name = !w.ring_path[0] ? NULL : slash ? slash + 1 : w.ring_path;
+    if (fstat(w.fd, &sb) != 0 ||
+        gs_write_header(w.fd, w.start_ns, realtime, c->stack_depth, id, ring_name) != 0) {
         fail("write");
+        ring_remove();
         return;
     }
     w.dev = sb.st_dev;
     w.ino = sb.st_ino;
-    if (gs_write_header(w.fd, w.start_ns, realtime, c->stack_depth) != 0) {
-        fail("write");
-        return;
-    }
+    off_t size = lseek(w.fd, 0, SEEK_CUR);
+    w.file_size = size > 0 ? (uint64_t)size : 0;
     if (c->verbose)
         gs_say("recording to %s", w.path);
     __atomic_store_n(&w.state, OPEN, __ATOMIC_RELEASE);
     start_thread();
+}
+
+/* Pushes under the ring lock; counts an event pushed, or one lost when the
+ * trace has failed and the ring is full too. */
+static int push(void *body, uint32_t len, int timed, int failed)
+{
+    struct gs_ring_header *h = w.ring.hdr;
+    pthread_mutex_lock(&w.ring_lock);
+    if (timed)
+        ((struct gs_ev *)body)->time_ns = gs_now_ns() - w.start_ns;
+    int pushed = gs_ring_push(&w.ring, body, len) == 0;
+    if (pushed && timed)
+        h->events++;
+    else if (!pushed && failed && timed)
+        h->lost++;
+    int wake = pushed && h->head - h->tail > w.ring.cap / 4;
+    pthread_mutex_unlock(&w.ring_lock);
+    if (wake && w.thread_running && !failed)
+        pthread_cond_signal(&w.wake);
+    return pushed;
 }
 
 int gs_emit(void *body, uint32_t len, int timed)
@@ -235,22 +350,13 @@ int gs_emit(void *body, uint32_t len, int timed)
     }
     for (;;) {
         if (state == FAILED) {
+            /* The trace takes no more; a ring file keeps what it has room for. */
+            int kept = w.ring.shared && push(body, len, timed, 1);
             errno = saved;
-            return -1;
+            return kept ? 0 : -1;
         }
-        pthread_mutex_lock(&w.ring_lock);
-        if (timed)
-            ((struct gs_ev *)body)->time_ns = gs_now_ns() - w.start_ns;
-        int pushed = gs_ring_push(&w.ring, body, len) == 0;
-        if (pushed && timed)
-            w.events++;
-        int wake = pushed && w.ring.head - w.ring.tail > RING_SIZE / 4;
-        pthread_mutex_unlock(&w.ring_lock);
-        if (pushed) {
-            if (wake && w.thread_running)
-                pthread_cond_signal(&w.wake);
+        if (push(body, len, timed, 0))
             break;
-        }
         pthread_mutex_lock(&w.lock); /* full: make room ourselves */
         drain_locked();
         state = w.state;
@@ -266,7 +372,13 @@ int gs_emit(void *body, uint32_t len, int timed)
     return 0;
 }
 
-int gs_recording_off(void) { return __atomic_load_n(&w.state, __ATOMIC_ACQUIRE) == FAILED; }
+int gs_recording_off(void)
+{
+    if (__atomic_load_n(&w.state, __ATOMIC_ACQUIRE) != FAILED)
+        return 0;
+    /* A ring file keeps events after the trace failed, until it is full. */
+    return !w.ring.shared || __atomic_load_n(&w.ring.hdr->lost, __ATOMIC_RELAXED) != 0;
+}
 
 /* Everything still in the ring, then the END record. Call with w.lock held;
  * returns whether this process had a trace open to finish. */
@@ -280,11 +392,15 @@ static int finish_locked(void)
     __atomic_store_n(&w.state, FINISHED, __ATOMIC_RELEASE);
     drain_locked();
     pthread_mutex_lock(&w.ring_lock);
-    struct gs_end_body end = {
-        .type = GS_REC_END, .events = w.events, .time_ns = gs_now_ns() - w.start_ns};
+    struct gs_end_body end = {.type = GS_REC_END,
+                              .events = w.ring.hdr->events,
+                              .lost = w.ring.hdr->lost,
+                              .time_ns = gs_now_ns() - w.start_ns};
     pthread_mutex_unlock(&w.ring_lock);
-    add_record(&end, sizeof end);
+    add_record(&end, sizeof end, w.block_pos);
     write_block();
+    if (w.state != FAILED)
+        ring_remove(); /* the trace is whole without it */
     return 1;
 }
 
@@ -334,8 +450,22 @@ void gs_writer_exec_failed(int finished)
     if (!finished)
         return;
     pthread_mutex_lock(&w.lock);
-    if (w.state == FINISHED)
-        __atomic_store_n(&w.state, OPEN, __ATOMIC_RELEASE); /* more events, another END at exit */
+    if (w.state == FINISHED) {
+        /* More events, and another END at exit; they need a ring file again. */
+        pthread_mutex_lock(&w.ring_lock);
+        if (w.ring.shared && w.ring_removed) {
+            if (gs_ring_move_to_file(&w.ring, w.ring_path) == 0) {
+                w.ring_removed = 0;
+            } else {
+                static int once;
+                gs_warn_once(&once, "cannot make %s again after a failed exec: %s; events not "
+                                    "yet written when the process dies are lost",
+                             w.ring_path, strerror(errno));
+            }
+        }
+        pthread_mutex_unlock(&w.ring_lock);
+        __atomic_store_n(&w.state, OPEN, __ATOMIC_RELEASE);
+    }
     pthread_mutex_unlock(&w.lock);
 }
 
@@ -369,9 +499,10 @@ static void after_fork_child(void)
         close(w.fd); /* the parent's trace; a number the program reused is left alone */
     w.fd = -1;
     w.state = NONE;
-    w.ring.head = w.ring.tail = 0;
+    gs_ring_destroy(&w.ring); /* the parent's, in a file the parent still writes */
+    w.ring_path[0] = 0;
+    w.ring_removed = 0;
     w.raw_len = 0;
-    w.events = 0;
     w.thread_running = 0;
     gs_encoder_reset(&w.enc);
     gs_record_reset_after_fork();

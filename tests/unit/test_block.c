@@ -94,7 +94,7 @@ static void write_trace(struct written *w)
     in_tmp(w->path, sizeof w->path, "t.trace");
     int fd = gs_create_trace(w->path, sizeof w->path);
     cr_assert_geq(fd, 0, "gs_create_trace: %s", strerror(errno));
-    cr_assert_eq(gs_write_header(fd, 111, 222, 48), 0, "gs_write_header");
+    cr_assert_eq(gs_write_header(fd, 111, 222, 48, 0, NULL), 0, "gs_write_header");
     size_t rawcap = 1 << 16;
     uint8_t *raw = malloc(rawcap);
     size_t scratch_len = gs_block_scratch_size(rawcap);
@@ -129,8 +129,10 @@ static void write_trace(struct written *w)
         off_t at = lseek(fd, 0, SEEK_CUR);
         cr_assert_geq(at, 0);
         w->off[b] = (uint64_t)at;
-        cr_assert_eq(gs_write_block(fd, raw, len, scratch, scratch_len), 0, "gs_write_block %d",
-                     b);
+        size_t written;
+        cr_assert_eq(gs_write_block(fd, raw, len, scratch, scratch_len, &written), 0,
+                     "gs_write_block %d", b);
+        cr_assert_eq(lseek(fd, 0, SEEK_CUR), at + (off_t)written, "its size in the file");
     }
     off_t end = lseek(fd, 0, SEEK_CUR);
     w->end = (uint64_t)end;
@@ -256,7 +258,7 @@ Test(block, header_only_trace_has_no_blocks)
     in_tmp(path, sizeof path, "empty.trace");
     int fd = gs_create_trace(path, sizeof path);
     cr_assert_geq(fd, 0);
-    cr_assert_eq(gs_write_header(fd, 1, 2, 3), 0);
+    cr_assert_eq(gs_write_header(fd, 1, 2, 3, 0, NULL), 0);
     close(fd);
     struct gs_trace_info info;
     struct gs_reader_stats st;
