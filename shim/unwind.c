@@ -95,7 +95,14 @@ unsigned gs_capture_stack(uint64_t *pcs, unsigned max)
     pthread_rwlock_rdlock(&gate);
     int got = ready && unw_bt ? unw_bt(raw, want) : backtrace(raw, want);
     pthread_rwlock_unlock(&gate);
+    /* The first frames are the unwinder's and the shim's: skip up to the
+     * first shim frame (glibc's backtrace may sit under an interceptor, such
+     * as a sanitizer's), then past the shim's. */
     int first = 0;
+    while (first < got && !gs_in_shim(raw[first]))
+        first++;
+    if (first == got)
+        first = 0;
     while (first < got && gs_in_shim(raw[first]))
         first++;
     unsigned n = 0;
