@@ -5,6 +5,7 @@
  *   run.c           the launcher: preloads the shim into a command
  *   reader.c        the trace file, untrusted: header, blocks, records -> callbacks
  *   replay.c        one streaming pass: live set, peak, sites, leaks, failures
+ *   checkpoint.c    the replay state as trace records, and back (rotated traces)
  *   sites.c         stacks -> trimmed, symbolized call sites (symbolize.c)
  *   report_text.c   the report for people
  *   report_json.c   the report for programs (json.c writes the syntax)
@@ -16,6 +17,20 @@
 #include <stdio.h>
 
 #include "gpushim_trace.h"
+
+/* A record's payload as it is read (reader.c, checkpoint.c): a field past
+ * its end, or a varint that does not fit, marks it bad and reads as 0. */
+struct gs_cursor {
+    const uint8_t *p, *end;
+    int bad;
+};
+static inline uint64_t gs_cursor_u(struct gs_cursor *c)
+{
+    uint64_t v = 0;
+    if (!c->bad && gs_get_varint(&c->p, c->end, &v) != 0)
+        c->bad = 1;
+    return c->bad ? 0 : v;
+}
 
 /* ---- reader.c ---- */
 struct gs_rmodule {
@@ -46,6 +61,10 @@ struct gs_reader_ops {
     void (*module)(void *ctx, const struct gs_rmodule *m);
     void (*stack)(void *ctx, uint32_t id, const uint64_t *pcs, unsigned n);
     void (*event)(void *ctx, const struct gs_revent *e);
+    /* A checkpoint record (GS_REC_CKPT_FIRST..GS_REC_CKPT_LAST), its payload
+     * as it stands in the trace. Returns 0, or -1 when it is damaged (the
+     * reader counts it in damaged_records). May be NULL: skipped. */
+    int (*checkpoint)(void *ctx, uint8_t type, const uint8_t *payload, size_t len);
 };
 
 struct gs_trace_info {
@@ -118,6 +137,8 @@ uint64_t gs_decode_block(const uint8_t *raw, size_t len, const struct gs_reader_
 
 /* ---- replay.c ---- */
 #define GS_MAX_DEVICES 64
+#define GS_RECENT_FREES 256 /* frees a FREE_FAILED may still undo */
+#define GS_MAX_FAILURES 10000 /* failed allocations kept with their details */
 
 struct gs_site {
     uint32_t stack_id;
@@ -174,10 +195,41 @@ struct gs_module {
     int is_runtime; /* the shim or a CUDA library: trimmed from call sites */
 };
 
+/* A live allocation. */
+struct gs_live_alloc {
+    uint64_t addr, size, time_ns;
+    uint32_t site; /* index in gs_replay.sites */
+    int32_t device;
+    uint32_t kind;
+    uint32_t space;
+    uint32_t tid;
+    uint32_t refs;   /* a FREE drops one; the allocation ends at 0 */
+    uint64_t parent; /* a mapping's physical memory (a handle), which it holds a reference to */
+};
+
+/* A FREE that a FREE_FAILED may undo: the allocation it ended (removed), the
+ * reference it dropped from one that lives on, or nothing (the address was
+ * not live: a double free, whose refusal must not revive an older one). */
+struct gs_recent_free {
+    struct gs_live_alloc a;
+    uint32_t tid;
+    int valid, removed, nothing;
+};
+
+/* The checkpoint a rotated trace starts with (checkpoint.c). */
+struct gs_checkpoint_state {
+    int present;             /* one was loaded: the history before it is summarized */
+    int open;                /* its BEGIN record was read, its END and events not yet */
+    uint64_t time_ns;        /* the time it was taken (its last event's) */
+    uint64_t events;         /* events it summarizes */
+    uint64_t loaded[GS_REC_CKPT_LAST - GS_REC_CKPT_FIRST + 1]; /* records, by type */
+};
+
 struct gs_replay {
     /* what the trace holds */
     struct gs_module *modules;
     size_t nmodules, modules_cap;
+    struct gs_idmap *modules_by_id; /* id -> index in modules */
     struct gs_idmap *stacks_by_id; /* id -> index in stacks */
     struct gs_stack *stacks;
     size_t nstacks, stacks_cap;
@@ -207,6 +259,8 @@ struct gs_replay {
     struct gs_failure *failures;
     size_t nfailures, failures_cap;
     uint64_t failures_dropped;
+    uint64_t events; /* events replayed, with those a checkpoint summarizes */
+    struct gs_checkpoint_state checkpoint;
 };
 
 void gs_replay_init(struct gs_replay *r);
@@ -223,6 +277,42 @@ const struct gs_module *gs_replay_module_at(const struct gs_replay *r, uint64_t 
 const char *gs_api_name(uint32_t api);
 const char *gs_kind_name(uint32_t kind);
 const char *gs_result_name(uint32_t result);
+
+/* The parts of replay.c that checkpoint.c builds a replay state with. */
+/* Forgets the live set, the sites, the totals, pools, failures and recent
+ * frees; keeps the modules and stacks. */
+void gs_replay_reset(struct gs_replay *r);
+/* The site (stack_id, kind); made (zeroed) when make is set and there is
+ * none. NULL: none, or no memory. kind must be below GS_KIND_COUNT. */
+struct gs_site *gs_replay_site(struct gs_replay *r, uint32_t stack_id, uint32_t kind, int make);
+/* The live allocation at addr in space (below GS_SPACE_COUNT), or NULL. */
+struct gs_live_alloc *gs_replay_find_live(const struct gs_replay *r, uint32_t space,
+                                          uint64_t addr);
+/* Whether allocs[idx] holds a live allocation (not a free slot). */
+int gs_replay_slot_live(const struct gs_replay *r, size_t idx);
+/* Adds a to the live set as is, touching no totals: 0, or -1 on no memory. */
+int gs_replay_insert(struct gs_replay *r, const struct gs_live_alloc *a);
+/* The pool with this id; made (zeroed but for its id and device) when make
+ * is set and there is none. NULL: none, or no memory. */
+struct gs_pool_usage *gs_replay_pool(struct gs_replay *r, uint64_t pool, int32_t device, int make);
+/* Grows an array of n elements of size sz to hold one more: 0, or -1. */
+int gs_reserve(void **arr, size_t *cap, size_t n, size_t sz);
+
+/* ---- checkpoint.c ---- */
+/* Writes the whole of r as complete trace records (u8 type, varint payload
+ * length, payload; each at most GS_MAX_RECORD bytes), one put call each:
+ * the MODULE and STACK records of every module and stack r knows, then the
+ * checkpoint records (include/gpushim_trace.h). Replaying them into a fresh
+ * replay, then the events that follow, reports what replaying every event
+ * would. put returns 0, or -1 to stop. Returns 0, or -1 when put failed. */
+int gs_checkpoint_write(const struct gs_replay *r,
+                        int (*put)(void *ctx, const uint8_t *rec, size_t len), void *ctx);
+/* Loads one checkpoint record into r (gs_replay_ops' checkpoint callback).
+ * BEGIN starts the state over (modules and stacks stay). The payload is
+ * untrusted: returns -1 for one that is damaged, out of range, or out of
+ * place (before BEGIN, after END or an event), changing nothing but the
+ * checkpoint's openness (an END is the last record, whole or not). */
+int gs_checkpoint_load(struct gs_replay *r, uint8_t type, const uint8_t *payload, size_t len);
 
 /* ---- sites.c ---- */
 struct gs_symbolizer;

@@ -24,23 +24,12 @@
 
 /* ---- fields of a record payload ---- */
 
-struct cursor {
-    const uint8_t *p, *end;
-    int bad;
-};
+static uint64_t u(struct gs_cursor *c) { return gs_cursor_u(c); }
 
-static uint64_t u(struct cursor *c)
-{
-    uint64_t v = 0;
-    if (!c->bad && gs_get_varint(&c->p, c->end, &v) != 0)
-        c->bad = 1;
-    return c->bad ? 0 : v;
-}
-
-static int64_t s(struct cursor *c) { return gs_unzigzag(u(c)); }
+static int64_t s(struct gs_cursor *c) { return gs_unzigzag(u(c)); }
 
 /* A string field: points into the payload; NUL-terminated into buf. */
-static const uint8_t *bytes(struct cursor *c, size_t *len)
+static const uint8_t *bytes(struct gs_cursor *c, size_t *len)
 {
     uint64_t n = u(c);
     if (c->bad || n > (uint64_t)(c->end - c->p)) {
@@ -54,7 +43,7 @@ static const uint8_t *bytes(struct cursor *c, size_t *len)
     return b;
 }
 
-static void string(struct cursor *c, char *out, size_t outsz)
+static void string(struct gs_cursor *c, char *out, size_t outsz)
 {
     size_t len;
     const uint8_t *b = bytes(c, &len);
@@ -73,14 +62,14 @@ struct block_state {
     uint64_t time, addr;
 };
 
-static int32_t device(struct cursor *c)
+static int32_t device(struct gs_cursor *c)
 {
     int64_t d = s(c);
     return d < -1 || d >= GS_MAX_DEVICES ? GS_DEVICE_UNKNOWN : (int32_t)d;
 }
 
 /* Decodes an event; the block's delta state moves only if all of it parses. */
-static int event(struct cursor *c, struct block_state *bs, uint8_t type, struct gs_revent *e)
+static int event(struct gs_cursor *c, struct block_state *bs, uint8_t type, struct gs_revent *e)
 {
     memset(e, 0, sizeof *e);
     e->type = (enum gs_record_type)type;
@@ -135,7 +124,7 @@ static int event(struct cursor *c, struct block_state *bs, uint8_t type, struct 
     return 0;
 }
 
-static int stack(struct cursor *c, const struct gs_reader_ops *ops, void *ctx)
+static int stack(struct gs_cursor *c, const struct gs_reader_ops *ops, void *ctx)
 {
     uint64_t pcs[GS_MAX_FRAMES];
     uint64_t id = u(c), n = u(c), pc = 0;
@@ -152,7 +141,7 @@ static int stack(struct cursor *c, const struct gs_reader_ops *ops, void *ctx)
     return 0;
 }
 
-static int module(struct cursor *c, const struct gs_reader_ops *ops, void *ctx)
+static int module(struct gs_cursor *c, const struct gs_reader_ops *ops, void *ctx)
 {
     char path[4096];
     struct gs_rmodule m;
@@ -171,7 +160,7 @@ static int module(struct cursor *c, const struct gs_reader_ops *ops, void *ctx)
     return 0;
 }
 
-static int end_record(struct cursor *c, struct gs_reader_stats *st)
+static int end_record(struct gs_cursor *c, struct gs_reader_stats *st)
 {
     uint64_t events = u(c), lost = u(c), time_ns = u(c);
     if (c->bad)
@@ -241,7 +230,7 @@ uint64_t gs_decode_block(const uint8_t *raw, size_t len, const struct gs_reader_
             st->damaged_records++; /* the rest of the block cannot be framed */
             break;
         }
-        struct cursor c = {p, p + plen, 0};
+        struct gs_cursor c = {p, p + plen, 0};
         struct gs_revent e;
         int bad = 0;
         switch (type) {
@@ -272,7 +261,9 @@ uint64_t gs_decode_block(const uint8_t *raw, size_t len, const struct gs_reader_
             break;
         }
         default:
-            break; /* a record type from a newer writer */
+            if (type >= GS_REC_CKPT_FIRST && type <= GS_REC_CKPT_LAST && ops->checkpoint)
+                bad = ops->checkpoint(ctx, type, c.p, plen) != 0; /* the replay's to judge */
+            break; /* else a record type from a newer writer */
         }
         if (bad)
             st->damaged_records++;
@@ -318,7 +309,7 @@ static int read_at(struct file *f, uint64_t off, void *buf, size_t len)
     return 0;
 }
 
-static void header_record(uint8_t type, struct cursor *c, struct gs_trace_info *info)
+static void header_record(uint8_t type, struct gs_cursor *c, struct gs_trace_info *info)
 {
     switch (type) {
     case GS_REC_PROCESS:
@@ -365,9 +356,9 @@ static int read_header(struct file *f, struct gs_trace_info *info, uint64_t *bod
     if (memcmp(pre, GS_TRACE_MAGIC, GS_TRACE_MAGIC_LEN) != 0)
         return fail(f, 0, "not a gpushim trace (bad magic)");
     info->version = gs_get_u32le(pre + 8);
-    if (info->version != GS_TRACE_VERSION)
-        return fail(f, 8, "trace format version %u; this gpushim reads version %u", info->version,
-                    GS_TRACE_VERSION);
+    if (info->version < GS_TRACE_OLDEST_READABLE || info->version > GS_TRACE_VERSION)
+        return fail(f, 8, "trace format version %u; this gpushim reads versions %u to %u",
+                    info->version, GS_TRACE_OLDEST_READABLE, GS_TRACE_VERSION);
     uint32_t hlen = gs_get_u32le(pre + 12);
     if (hlen > GS_MAX_HEADER || GS_PREAMBLE_LEN + (uint64_t)hlen + 4 > f->size)
         return fail(f, 12, "header length %u runs past the end of the file", hlen);
@@ -392,7 +383,7 @@ static int read_header(struct file *f, struct gs_trace_info *info, uint64_t *bod
             free(h);
             return fail(f, at, "malformed header record");
         }
-        struct cursor c = {p, p + plen, 0};
+        struct gs_cursor c = {p, p + plen, 0};
         header_record(type, &c, info);
         p += plen;
     }

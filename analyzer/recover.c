@@ -175,6 +175,12 @@ void gs_recover_ring(const char *trace_path, const struct gs_trace_info *info,
         st->fail_errno = live->fail_errno;
         st->fail_offset = live->fail_offset;
         st->fail_time_ns = live->fail_time_ns;
+        uint64_t end = __atomic_load_n(&live->end_time_ns, __ATOMIC_ACQUIRE);
+        if (end) { /* it exited cleanly, and said so here since the trace could not */
+            st->end_seen = 1;
+            st->end_time_ns = end;
+            st->end_events = live->events;
+        }
     }
     munmap(map, total);
     replay_entries(copy, n, ops, ctx, st);

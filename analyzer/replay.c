@@ -14,34 +14,18 @@
  *
  * Sizes are the sizes the program asked for. Peak and leaks are about
  * device memory (GS_KIND_DEVICE); other kinds are totalled apart.
+ *
+ * A rotated trace starts with a checkpoint (checkpoint.c): this state as it
+ * stood, loaded in place of the events it summarizes; the events after it
+ * replay as usual.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "analyzer.h"
 
-#define RECENT_FREES 256
-#define MAX_FAILURES 10000
-
-struct gs_live_alloc {
-    uint64_t addr, size, time_ns;
-    uint32_t site;
-    int32_t device;
-    uint32_t kind;
-    uint32_t space;
-    uint32_t tid;
-    uint32_t refs;   /* a FREE drops one; the allocation ends at 0 */
-    uint64_t parent; /* a mapping's physical memory (a handle), which it holds a reference to */
-};
-
-/* A FREE that a FREE_FAILED may undo: the allocation it ended (removed), the
- * reference it dropped from one that lives on, or nothing (the address was
- * not live: a double free, whose refusal must not revive an older one). */
-struct gs_recent_free {
-    struct gs_live_alloc a;
-    uint32_t tid;
-    int valid, removed, nothing;
-};
+#define RECENT_FREES GS_RECENT_FREES
+#define MAX_FAILURES GS_MAX_FAILURES
 
 static const char *const api_names[GS_API_COUNT] = {
     [GS_API_UNKNOWN] = "unknown",
@@ -134,7 +118,7 @@ const char *gs_result_name(uint32_t result)
 }
 
 /* Grows an array of n elements of size sz to hold one more. */
-static int reserve(void **arr, size_t *cap, size_t n, size_t sz)
+int gs_reserve(void **arr, size_t *cap, size_t n, size_t sz)
 {
     if (n < *cap)
         return 0;
@@ -147,16 +131,37 @@ static int reserve(void **arr, size_t *cap, size_t n, size_t sz)
     return 0;
 }
 
-void gs_replay_init(struct gs_replay *r)
+/* The state the events build, apart from what the trace defines (modules
+ * and stacks): a checkpoint replaces the one and keeps the other. */
+static void init_state(struct gs_replay *r)
 {
-    memset(r, 0, sizeof *r);
-    r->stacks_by_id = gs_idmap_new();
     for (int s = 0; s < GS_SPACE_COUNT; s++)
         r->live[s] = gs_idmap_new();
     r->pools_by_id = gs_idmap_new();
     r->sites_by_key = gs_idmap_new();
     r->recent = calloc(RECENT_FREES, sizeof *r->recent);
     r->free_slot = SIZE_MAX;
+}
+
+static void free_state(struct gs_replay *r)
+{
+    free(r->allocs);
+    free(r->sites);
+    free(r->failures);
+    free(r->recent);
+    free(r->pools);
+    for (int s = 0; s < GS_SPACE_COUNT; s++)
+        gs_idmap_free(r->live[s]);
+    gs_idmap_free(r->pools_by_id);
+    gs_idmap_free(r->sites_by_key);
+}
+
+void gs_replay_init(struct gs_replay *r)
+{
+    memset(r, 0, sizeof *r);
+    r->modules_by_id = gs_idmap_new();
+    r->stacks_by_id = gs_idmap_new();
+    init_state(r);
 }
 
 void gs_replay_free(struct gs_replay *r)
@@ -167,17 +172,26 @@ void gs_replay_free(struct gs_replay *r)
         free(r->stacks[i].pcs);
     free(r->modules);
     free(r->stacks);
-    free(r->allocs);
-    free(r->sites);
-    free(r->failures);
-    free(r->recent);
-    free(r->pools);
+    gs_idmap_free(r->modules_by_id);
     gs_idmap_free(r->stacks_by_id);
-    for (int s = 0; s < GS_SPACE_COUNT; s++)
-        gs_idmap_free(r->live[s]);
-    gs_idmap_free(r->pools_by_id);
-    gs_idmap_free(r->sites_by_key);
+    free_state(r);
     memset(r, 0, sizeof *r);
+}
+
+void gs_replay_reset(struct gs_replay *r)
+{
+    struct gs_replay keep = *r;
+    free_state(r);
+    memset(r, 0, sizeof *r);
+    r->modules = keep.modules;
+    r->nmodules = keep.nmodules;
+    r->modules_cap = keep.modules_cap;
+    r->modules_by_id = keep.modules_by_id;
+    r->stacks = keep.stacks;
+    r->nstacks = keep.nstacks;
+    r->stacks_cap = keep.stacks_cap;
+    r->stacks_by_id = keep.stacks_by_id;
+    init_state(r);
 }
 
 /* ---- modules and stacks ---- */
@@ -193,11 +207,18 @@ static int runtime_module(const char *path)
 static void on_module(void *ctx, const struct gs_rmodule *m)
 {
     struct gs_replay *r = ctx;
-    if (reserve((void **)&r->modules, &r->modules_cap, r->nmodules, sizeof *r->modules) != 0)
+    uint64_t idx;
+    if (gs_idmap_get(r->modules_by_id, m->id, &idx) == 0)
+        return; /* defined twice (a checkpoint, a copied block): the first stands */
+    if (gs_reserve((void **)&r->modules, &r->modules_cap, r->nmodules, sizeof *r->modules) != 0)
         return;
     char *path = strdup(m->path);
     if (!path)
         return;
+    if (gs_idmap_put(r->modules_by_id, m->id, r->nmodules) != 0) {
+        free(path);
+        return;
+    }
     struct gs_module *mod = &r->modules[r->nmodules++];
     mod->id = m->id;
     mod->bias = m->bias;
@@ -205,7 +226,8 @@ static void on_module(void *ctx, const struct gs_rmodule *m)
     mod->span = m->span;
     mod->path = path;
     mod->build_id_len = m->build_id_len <= sizeof mod->build_id ? m->build_id_len : 0;
-    memcpy(mod->build_id, m->build_id, mod->build_id_len);
+    if (mod->build_id_len) /* none may come as NULL (the shim's own modules) */
+        memcpy(mod->build_id, m->build_id, mod->build_id_len);
     mod->is_runtime = runtime_module(path);
 }
 
@@ -215,7 +237,7 @@ static void on_stack(void *ctx, uint32_t id, const uint64_t *pcs, unsigned n)
     uint64_t idx;
     if (gs_idmap_get(r->stacks_by_id, id, &idx) == 0)
         return; /* defined twice: the first stands */
-    if (reserve((void **)&r->stacks, &r->stacks_cap, r->nstacks, sizeof *r->stacks) != 0)
+    if (gs_reserve((void **)&r->stacks, &r->stacks_cap, r->nstacks, sizeof *r->stacks) != 0)
         return;
     uint64_t *copy = malloc((n ? n : 1) * sizeof *copy);
     if (!copy)
@@ -248,12 +270,13 @@ const struct gs_module *gs_replay_module_at(const struct gs_replay *r, uint64_t 
 
 /* ---- sites ---- */
 
-static struct gs_site *site(struct gs_replay *r, uint32_t stack_id, uint32_t kind)
+struct gs_site *gs_replay_site(struct gs_replay *r, uint32_t stack_id, uint32_t kind, int make)
 {
     uint64_t key = (uint64_t)stack_id << 8 | kind, idx;
     if (gs_idmap_get(r->sites_by_key, key, &idx) == 0)
         return &r->sites[idx];
-    if (reserve((void **)&r->sites, &r->sites_cap, r->nsites, sizeof *r->sites) != 0 ||
+    if (!make ||
+        gs_reserve((void **)&r->sites, &r->sites_cap, r->nsites, sizeof *r->sites) != 0 ||
         gs_idmap_put(r->sites_by_key, key, r->nsites) != 0)
         return NULL;
     struct gs_site *s = &r->sites[r->nsites++];
@@ -348,28 +371,45 @@ static void remove_live(struct gs_replay *r, const struct gs_live_alloc *a)
     r->live_bytes -= a->size;
 }
 
-static int insert(struct gs_replay *r, const struct gs_live_alloc *a)
+int gs_replay_insert(struct gs_replay *r, const struct gs_live_alloc *a)
 {
     size_t idx;
     if (r->free_slot != SIZE_MAX) {
         idx = r->free_slot;
-        r->free_slot = (size_t)r->allocs[idx].addr; /* the free list is threaded through addr */
     } else {
-        if (reserve((void **)&r->allocs, &r->allocs_cap, r->nallocs, sizeof *r->allocs) != 0)
+        if (gs_reserve((void **)&r->allocs, &r->allocs_cap, r->nallocs, sizeof *r->allocs) != 0)
             return -1;
-        idx = r->nallocs++;
+        idx = r->nallocs;
     }
     if (gs_idmap_put(r->live[a->space], a->addr, idx) != 0)
-        return -1;
+        return -1; /* the slot stays free */
+    if (idx == r->nallocs)
+        r->nallocs++;
+    else
+        r->free_slot = (size_t)r->allocs[idx].addr; /* the free list is threaded through addr */
     r->allocs[idx] = *a;
     return 0;
 }
 
 /* The live allocation at addr in space, or NULL. */
-static struct gs_live_alloc *find_live(struct gs_replay *r, uint32_t space, uint64_t addr)
+static struct gs_live_alloc *find_live(const struct gs_replay *r, uint32_t space, uint64_t addr)
 {
     uint64_t idx;
     return gs_idmap_get(r->live[space], addr, &idx) == 0 ? &r->allocs[idx] : NULL;
+}
+
+struct gs_live_alloc *gs_replay_find_live(const struct gs_replay *r, uint32_t space,
+                                          uint64_t addr)
+{
+    return find_live(r, space, addr);
+}
+
+int gs_replay_slot_live(const struct gs_replay *r, size_t idx)
+{
+    /* A free slot's addr threads the free list: its (space, addr) is not
+     * in the live set, or is another slot's. */
+    const struct gs_live_alloc *a = &r->allocs[idx];
+    return find_live(r, a->space, a->addr) == a;
 }
 
 /* Takes the allocation at addr out of the live set into *out; -1 if none. */
@@ -392,7 +432,7 @@ static void on_alloc(struct gs_replay *r, const struct gs_revent *e)
         return; /* from a newer writer: not counted here */
     if (take(r, e->space, e->addr, &old) == 0) /* its free was lost with a damaged block */
         remove_live(r, &old);
-    struct gs_site *s = site(r, e->stack_id, e->kind);
+    struct gs_site *s = gs_replay_site(r, e->stack_id, e->kind, 1);
     if (!s)
         return;
     if (!s->allocs)
@@ -419,7 +459,7 @@ static void on_alloc(struct gs_replay *r, const struct gs_revent *e)
     }
     if (e->kind == GS_KIND_DEVICE)
         device_usage(r, e->device)->allocs++;
-    if (insert(r, &a) == 0)
+    if (gs_replay_insert(r, &a) == 0)
         add_live(r, &a, e->time_ns);
 }
 
@@ -457,19 +497,38 @@ static int drop(struct gs_replay *r, uint32_t space, uint64_t addr, uint32_t tid
     return 0;
 }
 
-/* Ends every mapping in [addr, addr+size): one unmap may cover several. */
+static int by_addr(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* Ends every mapping in [addr, addr+size): one unmap may cover several.
+ * They end in address order, not in the order of their slots, so that the
+ * frees a FREE_FAILED may undo come in an order the events alone decide (a
+ * replay loaded from a checkpoint numbers its slots anew). */
 static int unmap_range(struct gs_replay *r, uint64_t addr, uint64_t size, uint32_t tid)
 {
-    int ended = 0;
+    uint64_t *found = NULL;
+    size_t n = 0, cap = 0, ended = 0;
     for (size_t i = 0; i < r->nallocs; i++) {
         struct gs_live_alloc *a = &r->allocs[i];
         if (a->space != GS_SPACE_MAPPING || a->addr < addr || a->addr - addr >= size ||
-            find_live(r, GS_SPACE_MAPPING, a->addr) != a)
+            !gs_replay_slot_live(r, i))
             continue; /* another space, outside, or a free slot */
-        drop(r, GS_SPACE_MAPPING, a->addr, tid);
-        ended++;
+        if (gs_reserve((void **)&found, &cap, n, sizeof *found) == 0) {
+            found[n++] = a->addr;
+        } else {
+            drop(r, GS_SPACE_MAPPING, a->addr, tid); /* no memory to order it */
+            ended++;
+        }
     }
-    return ended ? 0 : -1;
+    if (n > 1)
+        qsort(found, n, sizeof *found, by_addr);
+    for (size_t k = 0; k < n; k++)
+        drop(r, GS_SPACE_MAPPING, found[k], tid);
+    free(found);
+    return ended + n ? 0 : -1;
 }
 
 static void on_free(struct gs_replay *r, const struct gs_revent *e)
@@ -504,7 +563,7 @@ static void on_free_failed(struct gs_replay *r, const struct gs_revent *e)
         }
         struct gs_live_alloc a = f->a;
         a.refs = 1;
-        if (insert(r, &a) == 0)
+        if (gs_replay_insert(r, &a) == 0)
             add_live(r, &a, e->time_ns);
         struct gs_live_alloc *mem = a.parent ? find_live(r, GS_SPACE_HANDLE, a.parent) : NULL;
         if (mem)
@@ -524,17 +583,24 @@ static void on_ref(struct gs_replay *r, const struct gs_revent *e)
     }
 }
 
-static void on_pool(struct gs_replay *r, const struct gs_revent *e)
+struct gs_pool_usage *gs_replay_pool(struct gs_replay *r, uint64_t pool, int32_t device, int make)
 {
     uint64_t idx;
-    if (gs_idmap_get(r->pools_by_id, e->pool, &idx) != 0) {
-        if (reserve((void **)&r->pools, &r->pools_cap, r->npools, sizeof *r->pools) != 0 ||
-            gs_idmap_put(r->pools_by_id, e->pool, r->npools) != 0)
-            return;
-        idx = r->npools++;
-        r->pools[idx] = (struct gs_pool_usage){.pool = e->pool, .device = e->device};
-    }
-    struct gs_pool_usage *p = &r->pools[idx];
+    if (gs_idmap_get(r->pools_by_id, pool, &idx) == 0)
+        return &r->pools[idx];
+    if (!make || gs_reserve((void **)&r->pools, &r->pools_cap, r->npools, sizeof *r->pools) != 0 ||
+        gs_idmap_put(r->pools_by_id, pool, r->npools) != 0)
+        return NULL;
+    idx = r->npools++;
+    r->pools[idx] = (struct gs_pool_usage){.pool = pool, .device = device};
+    return &r->pools[idx];
+}
+
+static void on_pool(struct gs_replay *r, const struct gs_revent *e)
+{
+    struct gs_pool_usage *p = gs_replay_pool(r, e->pool, e->device, 1);
+    if (!p)
+        return;
     r->pool_reserved += e->reserved - p->reserved;
     r->pool_used += e->used - p->used;
     p->reserved = e->reserved;
@@ -551,8 +617,8 @@ static void on_pool(struct gs_replay *r, const struct gs_revent *e)
 static void on_alloc_failed(struct gs_replay *r, const struct gs_revent *e)
 {
     r->failed++;
-    if (r->nfailures >= MAX_FAILURES ||
-        reserve((void **)&r->failures, &r->failures_cap, r->nfailures, sizeof *r->failures) != 0) {
+    if (r->nfailures >= MAX_FAILURES || gs_reserve((void **)&r->failures, &r->failures_cap,
+                                                   r->nfailures, sizeof *r->failures) != 0) {
         r->failures_dropped++;
         return;
     }
@@ -572,6 +638,8 @@ static void on_alloc_failed(struct gs_replay *r, const struct gs_revent *e)
 
 void gs_replay_event(struct gs_replay *r, const struct gs_revent *e)
 {
+    r->events++;
+    r->checkpoint.open = 0; /* its records all come before any event */
     if (e->time_ns > r->last_time_ns)
         r->last_time_ns = e->time_ns;
     switch (e->type) {
@@ -600,8 +668,14 @@ void gs_replay_event(struct gs_replay *r, const struct gs_revent *e)
 
 static void on_event(void *ctx, const struct gs_revent *e) { gs_replay_event(ctx, e); }
 
+static int on_checkpoint(void *ctx, uint8_t type, const uint8_t *payload, size_t len)
+{
+    return gs_checkpoint_load(ctx, type, payload, len);
+}
+
 const struct gs_reader_ops gs_replay_ops = {
     .module = on_module,
     .stack = on_stack,
     .event = on_event,
+    .checkpoint = on_checkpoint,
 };

@@ -158,6 +158,19 @@ static void failures(struct gs_json *j, const struct gs_report *rep)
     gs_json_end_array(j);
 }
 
+/* A rotated trace: the history before this point is summarized, not replayed. */
+static void checkpoint(struct gs_json *j, const struct gs_checkpoint_state *c)
+{
+    if (!c->present) {
+        gs_json_null(j, "checkpoint");
+        return;
+    }
+    gs_json_begin_object(j, "checkpoint");
+    gs_json_uint(j, "time_ns", c->time_ns);
+    gs_json_uint(j, "events", c->events);
+    gs_json_end_object(j);
+}
+
 static void trace(struct gs_json *j, const struct gs_report *rep)
 {
     const struct gs_reader_stats *st = rep->stats;
@@ -190,6 +203,7 @@ static void trace(struct gs_json *j, const struct gs_report *rep)
     } else {
         gs_json_null(j, "write_failed");
     }
+    checkpoint(j, &rep->replay->checkpoint);
     gs_json_end_object(j);
 }
 

@@ -118,6 +118,11 @@ static void trace_state(const struct gs_report *rep, FILE *out)
         fprintf(out, " (the process did not finish the trace: it was killed or crashed%s)",
                 ring && gs_trace_complete(st) ? "; nothing it recorded was lost" : "");
     fputc('\n', out);
+    const struct gs_checkpoint_state *c = &rep->replay->checkpoint;
+    if (c->present)
+        fprintf(out, "            history before %.3f s (%" PRIu64 " event%s) is summarized: peak, "
+                     "leaks and sites are exact, event detail starts there\n",
+                seconds(c->time_ns), c->events, plural(c->events));
     if (st->ring_use == GS_RING_MISSING || st->ring_use == GS_RING_UNUSABLE)
         fprintf(out, "            its ring file %s could not be read (%s): the events of the "
                      "last moments may be missing\n",

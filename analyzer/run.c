@@ -38,6 +38,9 @@ static const char usage_run[] =
     "                        time (UTC, 20261202-153000), %% a percent sign;\n"
     "                        missing directories are created\n"
     "  --stack-depth N       frames recorded per stack, 1-256 (default 64)\n"
+    "  --max-size SIZE       keep each trace under SIZE bytes (K, M, G suffixes;\n"
+    "                        at least 4M): full detail for the most recent events,\n"
+    "                        an exact summary of the rest (default: no bound)\n"
     "  -h, --help            this text\n"
     "\n"
     "Environment read by the recorder (set them yourself when you use LD_PRELOAD):\n"
@@ -46,11 +49,15 @@ static const char usage_run[] =
     "  GPUSHIM_FLUSH_MS      how often the trace is written, 10-10000 ms (default 100)\n"
     "  GPUSHIM_POOL_SAMPLE_MS  how often a memory pool's use is sampled, at most,\n"
     "                        0-60000 ms (default 10; 0: at every allocation and free)\n"
+    "  GPUSHIM_BUFFER_MB     size of the ring file TRACE.ring, 1-1024 (default 8)\n"
+    "  GPUSHIM_MAX_BYTES     as --max-size\n"
     "  GPUSHIM_VERBOSE=1     the recorder says on stderr where it writes\n"
     "\n"
     "Each process that allocates GPU memory writes its own trace; a process that\n"
     "never does leaves none. An existing file is never overwritten: a suffix is\n"
-    "added (gpushim.123-1.trace).\n";
+    "added (gpushim.123-1.trace). Until a trace is finished, the events not yet\n"
+    "in it wait in TRACE.ring: if the process dies, keep that file next to the\n"
+    "trace, and 'gpushim report' reads both.\n";
 
 /* The directory of this executable, with a trailing slash. */
 static int self_dir(char *out, size_t sz)
@@ -176,6 +183,7 @@ int gs_cmd_run(int argc, char **argv)
 {
     static const struct option longopts[] = {{"output", required_argument, NULL, 'o'},
                                              {"stack-depth", required_argument, NULL, 'd'},
+                                             {"max-size", required_argument, NULL, 'm'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     const char *output = NULL;
@@ -193,6 +201,25 @@ int gs_cmd_run(int argc, char **argv)
                 return 2;
             }
             setenv("GPUSHIM_STACK_DEPTH", optarg, 1);
+            break;
+        }
+        case 'm': {
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(optarg, &end, 10);
+            unsigned shift = *end == 'K' || *end == 'k'   ? 10
+                             : *end == 'M' || *end == 'm' ? 20
+                             : *end == 'G' || *end == 'g' ? 30
+                                                          : 0;
+            if (shift)
+                end++;
+            if (errno || *end || *optarg == '-' || v > (UINT64_MAX >> shift) ||
+                (v << shift) < (4ull << 20)) {
+                fprintf(stderr, "gpushim run: --max-size needs a size of at least 4M, not '%s'\n",
+                        optarg);
+                return 2;
+            }
+            setenv("GPUSHIM_MAX_BYTES", optarg, 1);
             break;
         }
         case 'h': fputs(usage_run, stdout); return 0;

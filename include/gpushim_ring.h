@@ -117,6 +117,8 @@ struct gs_ring_header {
     int32_t fail_errno;    /* GS_RING_FAILED: why the trace could not be written */
     uint64_t fail_offset;  /* GS_RING_FAILED: the trace's size when it failed */
     uint64_t fail_time_ns; /* GS_RING_FAILED: when (since the trace's start) */
+    uint64_t end_time_ns;  /* GS_RING_FAILED: the process ended cleanly then (the
+                            * END record the trace could not take); 0 before */
 };
 
 /* ---- encode.c: ring bodies -> trace records (also linked into the analyzer,

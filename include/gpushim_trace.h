@@ -44,7 +44,10 @@
 
 #define GS_TRACE_MAGIC "GPUSHIM\n"
 #define GS_TRACE_MAGIC_LEN 8
-#define GS_TRACE_VERSION 1u
+/* 2: checkpoint records (GPUSHIM_MAX_BYTES), which a reader must not skip.
+ * A reader of version 2 also reads version 1. */
+#define GS_TRACE_VERSION 2u
+#define GS_TRACE_OLDEST_READABLE 1u
 #define GS_PREAMBLE_LEN 16
 #define GS_MAX_HEADER (1u << 20)
 
@@ -101,7 +104,70 @@ enum gs_record_type {
     GS_REC_RING_POS = 25,     /* varint position: the ring entries below it are in
                                * this block or an earlier one (the last record of
                                * each block of a trace with a GS_REC_RING) */
+
+    /* Checkpoint records (types GS_REC_CKPT_FIRST..GS_REC_CKPT_LAST; see the
+     * note below the enum): the analyzer's replay state, in place of the
+     * history a rotated trace no longer holds. A reader that does not load
+     * checkpoints skips them like any unknown record. All values are
+     * absolute (no block delta state), so each record decodes alone. */
+    GS_REC_CKPT_BEGIN = 32,   /* varint events summarized, varint time (ns since the
+                               * start: the last event's), varint allocations, varint
+                               * frees, varint failed, varint frees of unknown
+                               * addresses, varint frees undone, varint references,
+                               * varint device live bytes, varint device peak bytes,
+                               * varint peak time, varint peak epoch, varint pool
+                               * reserved bytes, varint pool used bytes, varint pool
+                               * reserved bytes at the peak, varint pool used bytes at
+                               * the peak, varint failures dropped, varint threads
+                               * hint: the totals; the replay state starts over (the
+                               * modules and stacks stay) */
+    GS_REC_CKPT_DEVICE = 33,  /* zz device (-1: unknown), varint present, varint live
+                               * bytes, varint peak bytes, varint peak time, varint
+                               * allocations */
+    GS_REC_CKPT_KIND = 34,    /* varint kind, varint live bytes, varint peak bytes,
+                               * varint allocations */
+    GS_REC_CKPT_SITE = 35,    /* varint stack id, varint kind, varint api, varint
+                               * allocations, varint bytes allocated, varint live
+                               * bytes, varint live count, varint saved bytes, varint
+                               * saved count, varint saved epoch (its figures the
+                               * first time it changed in that peak epoch) */
+    GS_REC_CKPT_ALLOC = 36,   /* varint addr, varint size, varint time, varint stack
+                               * id, varint kind, zz device, varint space, varint tid,
+                               * varint references (at least 1), varint parent: a live
+                               * allocation, of the site (stack id, kind) defined
+                               * before it; live allocations come in the replay's
+                               * order */
+    GS_REC_CKPT_POOL = 37,    /* varint pool, zz device, varint reserved bytes, varint
+                               * used bytes, varint peak reserved, varint peak used,
+                               * varint peak unused, varint samples */
+    GS_REC_CKPT_FAILURE = 38, /* varint time, varint api, varint result, zz device,
+                               * varint requested bytes, varint free bytes, varint
+                               * total bytes, varint process live bytes, varint stack
+                               * id: a failed allocation, in the order they happened */
+    GS_REC_CKPT_RECENT_FREE = 39, /* varint age (0: the latest free, at most 255),
+                                   * varint tid, varint what (0: it dropped a
+                                   * reference, 1: it ended the allocation, 2: nothing
+                                   * was live there), then the allocation as in
+                                   * GS_REC_CKPT_ALLOC: a free a later FREE_FAILED
+                                   * may undo */
+    GS_REC_CKPT_END = 40,     /* varint sites, varint live allocations, varint pools,
+                               * varint failures, varint recent frees, varint
+                               * devices, varint kinds: how many of each record the
+                               * checkpoint holds, so that a reader knows it has
+                               * them all */
 };
+
+/* Checkpoints. When a trace reaches its size limit (GPUSHIM_MAX_BYTES) the
+ * shim goes on in a new file that starts, in its first blocks, with a
+ * checkpoint: the MODULE and STACK records of every module and stack known
+ * so far, then GS_REC_CKPT_BEGIN, the other checkpoint records in any
+ * order except that a site comes before the live allocations and recent
+ * frees of it, and GS_REC_CKPT_END; then events as usual. Replaying the
+ * checkpoint and the events after it gives the same peak, sites, leaks,
+ * devices, kinds, pools and failures as replaying the whole history.
+ * Types GS_REC_CKPT_FIRST..GS_REC_CKPT_LAST are reserved for checkpoints. */
+#define GS_REC_CKPT_FIRST 32
+#define GS_REC_CKPT_LAST 47
 
 /* The API the program called, as it appears in reports. */
 enum gs_api {

@@ -69,6 +69,34 @@ static unsigned env_uint(const char *name, unsigned def, unsigned lo, unsigned h
     return (unsigned)v;
 }
 
+/* Reads a size in bytes, with an optional K, M or G (powers of 1024): 0,
+ * or from lo up; else says why not and keeps 0 (no bound). */
+static uint64_t env_bytes(const char *name, uint64_t lo)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    unsigned shift = 0;
+    if (*end == 'K' || *end == 'k')
+        shift = 10;
+    else if (*end == 'M' || *end == 'm')
+        shift = 20;
+    else if (*end == 'G' || *end == 'g')
+        shift = 30;
+    if (shift)
+        end++;
+    if (errno || *end || *s == '-' || (v && (v > (UINT64_MAX >> shift) || (v << shift) < lo))) {
+        gs_say("%s=%s is not a size of at least %llu MiB (a number, optionally with K, M or G); "
+               "the trace is not bounded",
+               name, s, (unsigned long long)(lo >> 20));
+        return 0;
+    }
+    return (uint64_t)v << shift;
+}
+
 static void config_read(void)
 {
     int saved = errno;
@@ -78,6 +106,7 @@ static void config_read(void)
     config.flush_ms = env_uint("GPUSHIM_FLUSH_MS", 100, 10, 10000);
     config.pool_sample_ms = env_uint("GPUSHIM_POOL_SAMPLE_MS", 10, 0, 60000);
     config.buffer_mb = env_uint("GPUSHIM_BUFFER_MB", 8, 1, 1024);
+    config.max_bytes = env_bytes("GPUSHIM_MAX_BYTES", 4u << 20);
     const char *v = getenv("GPUSHIM_VERBOSE");
     config.verbose = v && strcmp(v, "0") != 0 && *v;
     errno = saved;

@@ -110,8 +110,12 @@ static uint32_t current_stack(void)
 
 static void record(struct gs_ev *ev, int with_stack)
 {
-    if (tls.busy || gs_recording_off())
+    if (tls.busy)
         return;
+    if (gs_recording_off()) {
+        gs_count_lost();
+        return;
+    }
     tls.busy = 1;
     int saved = errno;
     ev->tid = thread_id();

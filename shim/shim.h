@@ -10,6 +10,7 @@
  *                                      ("<trace>.ring") that outlives the process
  *   writer.c                           drains the ring into blocks (encode.c, tracefile.c)
  *                                      from a thread every 100 ms and at exit
+ *   bound.c                            GPUSHIM_MAX_BYTES: checkpoint and swap of the file
  *
  * and of the lookups that bring the program to the hooks:
  *
@@ -25,6 +26,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 struct link_map;
@@ -42,6 +44,7 @@ struct gs_config {
     unsigned flush_ms;    /* GPUSHIM_FLUSH_MS, 10..10000, default 100 */
     unsigned pool_sample_ms; /* GPUSHIM_POOL_SAMPLE_MS, 0..60000, default 10 */
     unsigned buffer_mb;   /* GPUSHIM_BUFFER_MB, 1..1024, default 8: the ring's size */
+    uint64_t max_bytes;   /* GPUSHIM_MAX_BYTES, 0 (default: no bound) or at least 4 MiB */
     int verbose;          /* GPUSHIM_VERBOSE=1: say where the trace goes */
 };
 const struct gs_config *gs_config(void);
@@ -230,17 +233,45 @@ void gs_modules_reset(void);
 /* Pushes one body; creates the trace on the first call; drains synchronously
  * when the ring is full. Returns 0, or -1 once recording has failed for good. */
 int gs_emit(void *body, uint32_t len, int timed);
-/* True once recording has stopped for good (the file could not be written). */
+/* True once recording has stopped for good: the trace could not be written,
+ * and the ring file (if any) is full too. */
 int gs_recording_off(void);
+/* An event not recorded because recording is off: counted in the ring file. */
+void gs_count_lost(void);
 /* Before exec: drains the ring and writes the END record, if this process
  * has a trace. Returns whether it did. */
 int gs_writer_finish_for_exec(void);
 /* After an exec that failed (it returned): the trace goes on. */
 void gs_writer_exec_failed(int finished);
 
+/* ---- bound.c: GPUSHIM_MAX_BYTES (call with the writer's lock held) ---- */
+struct gs_trace_file;
+void gs_bound_start(uint64_t max_bytes);
+/* Every body the writer puts in a block, in order. */
+void gs_bound_feed(const void *body, uint32_t len);
+/* After each block is in the file: may take a checkpoint, or put a new
+ * file (checkpoint, then the recent blocks) in the trace's place. */
+void gs_bound_after_block(struct gs_trace_file *tf);
+/* At the END record: a checkpoint file not needed is removed. */
+void gs_bound_finish(void);
+void gs_bound_reset_after_fork(void);
+
 /* ---- encode.c: ring bodies -> trace records: in gpushim_ring.h ---- */
 
 /* ---- tracefile.c: naming, creating and framing the file ---- */
+/* What the writer knows of its trace file. */
+struct gs_trace_file {
+    int fd;
+    dev_t dev; /* the file fd was opened on */
+    ino_t ino;
+    char path[4096];
+    uint64_t size; /* bytes written whole */
+    /* what its header says */
+    uint64_t start_ns, realtime_ns;
+    unsigned stack_depth;
+    uint64_t ring_id;
+    const char *ring_name; /* NULL: no ring file */
+};
 /* Expands %p, %h, %% in a GPUSHIM_OUTPUT template. Returns 0, -1 if too long. */
 int gs_expand_path(const char *tmpl, char *out, size_t outsz);
 /* Creates the file: mode 0600, never follows a symlink, never overwrites;

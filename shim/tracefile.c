@@ -54,7 +54,8 @@ static void make_parents(const char *path)
 
 static int create_exclusive(const char *path)
 {
-    return open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    /* read too: a bounded trace copies its recent blocks into the next file */
+    return open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 }
 
 /* NAME.trace -> NAME-i.trace; any other name -> NAME-i. */

@@ -51,15 +51,10 @@ static struct {
     pthread_cond_t wake;
     struct gs_ring ring;
     int state; /* enum state; read without the lock as a hint */
-    int fd;
+    struct gs_trace_file tf;
     pid_t pid; /* the process that created the trace */
-    dev_t dev; /* the file fd was opened on */
-    ino_t ino;
-    char path[4096];
     char ring_path[4096 + 8]; /* "" when the ring is not in a file */
     int ring_removed;         /* the trace was finished and the ring file removed */
-    uint64_t start_ns;
-    uint64_t file_size;  /* the trace's bytes written whole */
     uint64_t block_pos;  /* the ring position after the last entry in raw */
     struct gs_encoder enc;
     uint8_t *raw, *scratch, *body;
@@ -69,7 +64,7 @@ static struct {
 } w = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .ring_lock = PTHREAD_MUTEX_INITIALIZER,
-    .fd = -1,
+    .tf.fd = -1,
 };
 
 
@@ -77,16 +72,16 @@ static void fail(const char *what)
 {
     static int once;
     gs_warn_once(&once, "cannot %s trace %s: %s; recording stops, the program goes on", what,
-                 w.path, strerror(errno));
+                 w.tf.path, strerror(errno));
     __atomic_store_n(&w.state, FAILED, __ATOMIC_RELEASE);
 }
 
-/* Is w.fd still our file? A program may close descriptors it does not know
+/* Is w.tf.fd still our file? A program may close descriptors it does not know
  * (a daemon closing them all) and reuse the number for a file of its own. */
 static int still_ours(void)
 {
     struct stat sb;
-    if (fstat(w.fd, &sb) == 0 && sb.st_dev == w.dev && sb.st_ino == w.ino)
+    if (fstat(w.tf.fd, &sb) == 0 && sb.st_dev == w.tf.dev && sb.st_ino == w.tf.ino)
         return 1;
     errno = EBADF;
     return 0;
@@ -102,17 +97,17 @@ static void write_failed(void)
     if (w.ring.shared) {
         gs_warn_once(&once, "cannot write trace %s: %s; it stops at %llu bytes, the next events "
                             "are kept in %s while it has room; the program goes on",
-                     w.path, strerror(e), (unsigned long long)w.file_size, w.ring_path);
+                     w.tf.path, strerror(e), (unsigned long long)w.tf.size, w.ring_path);
         struct gs_ring_header *h = w.ring.hdr;
         h->fail_errno = e;
-        h->fail_offset = w.file_size;
-        h->fail_time_ns = gs_now_ns() - w.start_ns;
+        h->fail_offset = w.tf.size;
+        h->fail_time_ns = gs_now_ns() - w.tf.start_ns;
         __atomic_store_n(&h->state, GS_RING_FAILED, __ATOMIC_RELEASE);
     } else {
         gs_warn_once(&once, "cannot write trace %s: %s; recording stops, the program goes on",
-                     w.path, strerror(e));
+                     w.tf.path, strerror(e));
     }
-    if (still_ours() && ftruncate(w.fd, (off_t)w.file_size) != 0) {
+    if (still_ours() && ftruncate(w.tf.fd, (off_t)w.tf.size) != 0) {
         /* the reader skips a partial last block anyway */
     }
     __atomic_store_n(&w.state, FAILED, __ATOMIC_RELEASE);
@@ -135,11 +130,12 @@ static void write_block(void)
     size_t written;
     if (w.state != FAILED) {
         if (!still_ours() ||
-            gs_write_block(w.fd, w.raw, w.raw_len, w.scratch, w.scratch_len, &written) != 0)
+            gs_write_block(w.tf.fd, w.raw, w.raw_len, w.scratch, w.scratch_len, &written) != 0)
             write_failed();
         else {
-            w.file_size += written;
+            w.tf.size += written;
             __atomic_store_n(&w.ring.hdr->tail, w.block_pos, __ATOMIC_RELEASE);
+            gs_bound_after_block(&w.tf);
         }
     }
     w.raw_len = 0;
@@ -154,6 +150,7 @@ static void add_record(const void *body, uint32_t len, uint64_t next)
         write_block();
     w.raw_len += gs_encode(&w.enc, body, len, w.raw + w.raw_len);
     w.block_pos = next;
+    gs_bound_feed(body, len);
 }
 
 /* Moves everything in the ring into the file. Call with w.lock held. */
@@ -243,7 +240,7 @@ static uint64_t random_id(void)
 static int ring_open(uint64_t id)
 {
     size_t cap = (size_t)gs_config()->buffer_mb << 20;
-    snprintf(w.ring_path, sizeof w.ring_path, "%s.ring", w.path);
+    snprintf(w.ring_path, sizeof w.ring_path, "%s.ring", w.tf.path);
     if (gs_ring_init(&w.ring, w.ring_path, cap, id) == 0)
         return 0;
     static int once;
@@ -265,8 +262,8 @@ static void ring_remove(void)
 static void open_locked(void)
 {
     const struct gs_config *c = gs_config();
-    if (gs_expand_path(c->output, w.path, sizeof w.path) != 0) {
-        snprintf(w.path, sizeof w.path, "%s", c->output);
+    if (gs_expand_path(c->output, w.tf.path, sizeof w.tf.path) != 0) {
+        snprintf(w.tf.path, sizeof w.tf.path, "%s", c->output);
         errno = ENAMETOOLONG;
         fail("name");
         return;
@@ -284,35 +281,39 @@ static void open_locked(void)
         return;
     }
     w.pid = getpid();
-    w.fd = gs_create_trace(w.path, sizeof w.path);
-    if (w.fd < 0) {
+    w.tf.fd = gs_create_trace(w.tf.path, sizeof w.tf.path);
+    if (w.tf.fd < 0) {
         fail("create");
         return;
     }
-    uint64_t id = random_id();
-    if (ring_open(id) != 0) {
+    w.tf.ring_id = random_id();
+    if (ring_open(w.tf.ring_id) != 0) {
         fail("allocate a buffer for");
         return;
     }
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
-    w.start_ns = gs_now_ns();
-    uint64_t realtime = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
-    struct stat sb;
+    w.tf.start_ns = gs_now_ns();
+    w.tf.realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+    w.tf.stack_depth = c->stack_depth;
     const char *slash = strrchr(w.ring_path, '/');
-    const char *ring_name = !w.ring_path[0] ? NULL : slash ? slash + 1 : w.ring_path;
-    if (fstat(w.fd, &sb) != 0 ||
-        gs_write_header(w.fd, w.start_ns, realtime, c->stack_depth, id, ring_name) != 0) {
+    w.tf.ring_name = !w.ring_path[0] ? NULL : slash ? slash + 1 : w.ring_path;
+    struct stat sb;
+    if (fstat(w.tf.fd, &sb) != 0 ||
+        gs_write_header(w.tf.fd, w.tf.start_ns, w.tf.realtime_ns, w.tf.stack_depth, w.tf.ring_id,
+                        w.tf.ring_name) != 0) {
         fail("write");
         ring_remove();
         return;
     }
-    w.dev = sb.st_dev;
-    w.ino = sb.st_ino;
-    off_t size = lseek(w.fd, 0, SEEK_CUR);
-    w.file_size = size > 0 ? (uint64_t)size : 0;
+    w.tf.dev = sb.st_dev;
+    w.tf.ino = sb.st_ino;
+    off_t size = lseek(w.tf.fd, 0, SEEK_CUR);
+    w.tf.size = size > 0 ? (uint64_t)size : 0;
+    if (c->max_bytes)
+        gs_bound_start(c->max_bytes);
     if (c->verbose)
-        gs_say("recording to %s", w.path);
+        gs_say("recording to %s", w.tf.path);
     __atomic_store_n(&w.state, OPEN, __ATOMIC_RELEASE);
     start_thread();
 }
@@ -324,7 +325,7 @@ static int push(void *body, uint32_t len, int timed, int failed)
     struct gs_ring_header *h = w.ring.hdr;
     pthread_mutex_lock(&w.ring_lock);
     if (timed)
-        ((struct gs_ev *)body)->time_ns = gs_now_ns() - w.start_ns;
+        ((struct gs_ev *)body)->time_ns = gs_now_ns() - w.tf.start_ns;
     int pushed = gs_ring_push(&w.ring, body, len) == 0;
     if (pushed && timed)
         h->events++;
@@ -380,6 +381,19 @@ int gs_recording_off(void)
     return !w.ring.shared || __atomic_load_n(&w.ring.hdr->lost, __ATOMIC_RELAXED) != 0;
 }
 
+void gs_count_lost(void)
+{
+    if (w.ring.shared && __atomic_load_n(&w.state, __ATOMIC_ACQUIRE) == FAILED)
+        __atomic_add_fetch(&w.ring.hdr->lost, 1, __ATOMIC_RELAXED);
+}
+
+/* A clean end that the failed trace cannot record: noted in the ring file. */
+static void end_in_ring(void)
+{
+    if (w.state == FAILED && w.ring.shared && w.pid == getpid())
+        __atomic_store_n(&w.ring.hdr->end_time_ns, gs_now_ns() - w.tf.start_ns, __ATOMIC_RELEASE);
+}
+
 /* Everything still in the ring, then the END record. Call with w.lock held;
  * returns whether this process had a trace open to finish. */
 static int finish_locked(void)
@@ -395,12 +409,14 @@ static int finish_locked(void)
     struct gs_end_body end = {.type = GS_REC_END,
                               .events = w.ring.hdr->events,
                               .lost = w.ring.hdr->lost,
-                              .time_ns = gs_now_ns() - w.start_ns};
+                              .time_ns = gs_now_ns() - w.tf.start_ns};
     pthread_mutex_unlock(&w.ring_lock);
     add_record(&end, sizeof end, w.block_pos);
     write_block();
+    gs_bound_finish();
     if (w.state != FAILED)
         ring_remove(); /* the trace is whole without it */
+    end_in_ring();
     return 1;
 }
 
@@ -410,6 +426,7 @@ __attribute__((destructor)) static void writer_fini(void)
 {
     int saved = errno;
     pthread_mutex_lock(&w.lock);
+    end_in_ring();
     if (finish_locked()) {
         pthread_mutex_lock(&w.ring_lock);
         w.stop = 1;
@@ -495,9 +512,9 @@ static void after_fork_child(void)
 {
     pthread_mutex_init(&w.lock, NULL);
     pthread_mutex_init(&w.ring_lock, NULL);
-    if (w.fd >= 0 && w.state != FAILED && still_ours())
-        close(w.fd); /* the parent's trace; a number the program reused is left alone */
-    w.fd = -1;
+    if (w.tf.fd >= 0 && w.state != FAILED && still_ours())
+        close(w.tf.fd); /* the parent's trace; a number the program reused is left alone */
+    w.tf.fd = -1;
     w.state = NONE;
     gs_ring_destroy(&w.ring); /* the parent's, in a file the parent still writes */
     w.ring_path[0] = 0;
@@ -505,6 +522,7 @@ static void after_fork_child(void)
     w.raw_len = 0;
     w.thread_running = 0;
     gs_encoder_reset(&w.enc);
+    gs_bound_reset_after_fork();
     gs_record_reset_after_fork();
     gs_modules_reset();
     gs_pools_reset();

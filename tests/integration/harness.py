@@ -47,7 +47,7 @@ class Run:
         self.files = files
 
 
-def run(argv, shim=True, env=None, cwd=None, output=None):
+def run(argv, shim=True, env=None, cwd=None, output=None, timeout=120):
     """Runs argv in a fresh directory (or cwd); returns Run with the trace
     files it left there."""
     cwd = cwd or tempfile.mkdtemp(prefix="gpushim-test-")
@@ -60,7 +60,7 @@ def run(argv, shim=True, env=None, cwd=None, output=None):
         e["LD_PRELOAD"] = E.preload
     if output:
         e["GPUSHIM_OUTPUT"] = output
-    p = subprocess.run(argv, capture_output=True, text=True, env=e, cwd=cwd, timeout=120)
+    p = subprocess.run(argv, capture_output=True, text=True, env=e, cwd=cwd, timeout=timeout)
     files = sorted(f for f in os.listdir(cwd) if f.endswith(".trace"))
     return Run(p, [os.path.join(cwd, f) for f in files])
 

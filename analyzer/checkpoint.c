@@ -1,0 +1,577 @@
+/*
+ * checkpoint.c - the replay state (replay.c) as trace records, and back.
+ *
+ * A trace bounded by GPUSHIM_MAX_BYTES goes on in a new file when it is
+ * full. The shim runs this replay over the events it writes, and starts the
+ * new file with what gs_checkpoint_write makes of it: every module and
+ * stack, then the checkpoint records (include/gpushim_trace.h): totals,
+ * devices, kinds, sites, live allocations, pools, failures and the frees a
+ * FREE_FAILED may still undo. The analyzer loads them (gs_checkpoint_load,
+ * through gs_replay_ops) in place of the events the file no longer holds.
+ *
+ * Everything is copied as it stands, peak epochs and the age of each recent
+ * free included, and live allocations keep their order, so the events after
+ * the checkpoint change the loaded state exactly as they would have changed
+ * the state of a replay of the whole history: peak, what each site held at
+ * it, leaks, devices, kinds, pools and failures come out the same. Only the
+ * slots of the live set are renumbered (free slots are not kept), which no
+ * report sees.
+ *
+ * The loader reads untrusted input: every field is checked against its
+ * range before anything changes, a record makes at most one site, live
+ * allocation, pool, failure or recent free (so memory grows with the
+ * records, not with the numbers in them), and a record out of place (before
+ * BEGIN, after END or an event) or a count in END that does not match is
+ * refused, for the reader to count as damaged.
+ */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer.h"
+#include "gpushim_ring.h" /* GS_MAX_RECORD */
+
+/* The totals GS_REC_CKPT_BEGIN carries, in its order: one list for the
+ * writer and the loader, so that they cannot disagree. */
+static const size_t totals[] = {
+    offsetof(struct gs_replay, events),
+    offsetof(struct gs_replay, last_time_ns),
+    offsetof(struct gs_replay, allocations),
+    offsetof(struct gs_replay, frees),
+    offsetof(struct gs_replay, failed),
+    offsetof(struct gs_replay, frees_unknown),
+    offsetof(struct gs_replay, frees_undone),
+    offsetof(struct gs_replay, refs),
+    offsetof(struct gs_replay, live_bytes),
+    offsetof(struct gs_replay, peak_bytes),
+    offsetof(struct gs_replay, peak_time_ns),
+    offsetof(struct gs_replay, peak_epoch),
+    offsetof(struct gs_replay, pool_reserved),
+    offsetof(struct gs_replay, pool_used),
+    offsetof(struct gs_replay, peak_pool_reserved),
+    offsetof(struct gs_replay, peak_pool_used),
+    offsetof(struct gs_replay, failures_dropped),
+    offsetof(struct gs_replay, nthreads_hint),
+};
+#define NTOTALS (sizeof totals / sizeof totals[0])
+
+static uint64_t *total(struct gs_replay *r, size_t i)
+{
+    return (uint64_t *)((char *)r + totals[i]);
+}
+
+static uint64_t total_of(const struct gs_replay *r, size_t i)
+{
+    return *(const uint64_t *)((const char *)r + totals[i]);
+}
+
+/* The records GS_REC_CKPT_END counts, in its order. */
+static const uint8_t end_counts[] = {GS_REC_CKPT_SITE,    GS_REC_CKPT_ALLOC,
+                                     GS_REC_CKPT_POOL,    GS_REC_CKPT_FAILURE,
+                                     GS_REC_CKPT_RECENT_FREE, GS_REC_CKPT_DEVICE,
+                                     GS_REC_CKPT_KIND};
+
+/* How many records of a checkpoint type were loaded. */
+#define LOADED(r, type) ((r)->checkpoint.loaded[(type) - GS_REC_CKPT_FIRST])
+
+/* ================= writing ================= */
+
+/* Room before the payload for its type and length, which are known only
+ * once the payload is: the record is put from where they start. */
+#define HEAD_ROOM 11
+
+struct out {
+    int (*put)(void *ctx, const uint8_t *rec, size_t len);
+    void *ctx;
+    int failed;
+    uint64_t written[GS_REC_CKPT_LAST - GS_REC_CKPT_FIRST + 1];
+    size_t n; /* end of the payload in buf */
+    uint8_t buf[GS_MAX_RECORD];
+};
+
+static void begin(struct out *o) { o->n = HEAD_ROOM; }
+
+/* No payload comes near GS_MAX_RECORD (the longest is a module's: a path of
+ * at most 4095 bytes); the checks keep it that way should one grow. */
+static void put_u(struct out *o, uint64_t v)
+{
+    if (o->n + 10 > sizeof o->buf) {
+        o->failed = 1;
+        return;
+    }
+    o->n += gs_put_varint(o->buf + o->n, v);
+}
+
+static void put_s(struct out *o, int64_t v) { put_u(o, gs_zigzag(v)); }
+
+static void put_bytes(struct out *o, const void *b, size_t len)
+{
+    put_u(o, len);
+    if (o->failed || len > sizeof o->buf - o->n) {
+        o->failed = 1;
+        return;
+    }
+    memcpy(o->buf + o->n, b, len);
+    o->n += len;
+}
+
+/* Frames the payload built since begin() and hands the record to put. */
+static void emit(struct out *o, uint8_t type)
+{
+    if (o->failed)
+        return;
+    uint8_t head[HEAD_ROOM];
+    size_t plen = o->n - HEAD_ROOM, h = 0;
+    head[h++] = type;
+    h += gs_put_varint(head + h, plen);
+    uint8_t *rec = o->buf + HEAD_ROOM - h;
+    memcpy(rec, head, h);
+    if (o->put(o->ctx, rec, h + plen) != 0) {
+        o->failed = 1;
+        return;
+    }
+    if (type >= GS_REC_CKPT_FIRST && type <= GS_REC_CKPT_LAST)
+        o->written[type - GS_REC_CKPT_FIRST]++;
+}
+
+static void write_modules(struct out *o, const struct gs_replay *r)
+{
+    for (size_t i = 0; i < r->nmodules && !o->failed; i++) {
+        const struct gs_module *m = &r->modules[i];
+        if (!m->id)
+            continue; /* not a valid id: a reader would refuse it */
+        begin(o);
+        put_u(o, m->id);
+        put_u(o, m->bias);
+        put_u(o, m->lo);
+        put_u(o, m->span);
+        put_bytes(o, m->path, strnlen(m->path, 4095)); /* what a reader keeps */
+        put_bytes(o, m->build_id, m->build_id_len);
+        emit(o, GS_REC_MODULE);
+    }
+}
+
+static void write_stacks(struct out *o, const struct gs_replay *r)
+{
+    for (size_t i = 0; i < r->nstacks && !o->failed; i++) {
+        const struct gs_stack *st = &r->stacks[i];
+        unsigned n = st->n < GS_MAX_FRAMES ? st->n : GS_MAX_FRAMES;
+        uint64_t prev = 0;
+        if (!st->id)
+            continue;
+        begin(o);
+        put_u(o, st->id);
+        put_u(o, n);
+        for (unsigned k = 0; k < n; k++) {
+            put_s(o, (int64_t)(st->pcs[k] - prev));
+            prev = st->pcs[k];
+        }
+        emit(o, GS_REC_STACK);
+    }
+}
+
+static void write_begin(struct out *o, const struct gs_replay *r)
+{
+    begin(o);
+    for (size_t i = 0; i < NTOTALS; i++)
+        put_u(o, total_of(r, i));
+    emit(o, GS_REC_CKPT_BEGIN);
+}
+
+static void write_devices(struct out *o, const struct gs_replay *r)
+{
+    for (int d = 0; d <= GS_MAX_DEVICES; d++) {
+        const struct gs_device_usage *du = &r->devices[d];
+        if (!du->present && !du->live_bytes && !du->peak_bytes && !du->peak_time_ns &&
+            !du->allocs)
+            continue; /* never used */
+        begin(o);
+        put_s(o, d < GS_MAX_DEVICES ? d : GS_DEVICE_UNKNOWN);
+        put_u(o, du->present != 0);
+        put_u(o, du->live_bytes);
+        put_u(o, du->peak_bytes);
+        put_u(o, du->peak_time_ns);
+        put_u(o, du->allocs);
+        emit(o, GS_REC_CKPT_DEVICE);
+    }
+}
+
+static void write_kinds(struct out *o, const struct gs_replay *r)
+{
+    for (uint32_t k = 0; k < GS_KIND_COUNT; k++) {
+        const struct gs_kind_usage *ku = &r->kinds[k];
+        if (!ku->live_bytes && !ku->peak_bytes && !ku->allocs)
+            continue;
+        begin(o);
+        put_u(o, k);
+        put_u(o, ku->live_bytes);
+        put_u(o, ku->peak_bytes);
+        put_u(o, ku->allocs);
+        emit(o, GS_REC_CKPT_KIND);
+    }
+}
+
+static void write_sites(struct out *o, const struct gs_replay *r)
+{
+    for (size_t i = 0; i < r->nsites && !o->failed; i++) {
+        const struct gs_site *s = &r->sites[i];
+        begin(o);
+        put_u(o, s->stack_id);
+        put_u(o, s->kind);
+        put_u(o, s->api);
+        put_u(o, s->allocs);
+        put_u(o, s->alloc_bytes);
+        put_u(o, s->live_bytes);
+        put_u(o, s->live_count);
+        put_u(o, s->saved_bytes);
+        put_u(o, s->saved_count);
+        put_u(o, s->saved_epoch);
+        emit(o, GS_REC_CKPT_SITE);
+    }
+}
+
+/* The fields of an allocation, in CKPT_ALLOC and CKPT_RECENT_FREE; its site
+ * by its key (stack id, kind), which the loader numbers anew. */
+static void put_alloc(struct out *o, const struct gs_replay *r, const struct gs_live_alloc *a)
+{
+    put_u(o, a->addr);
+    put_u(o, a->size);
+    put_u(o, a->time_ns);
+    put_u(o, a->site < r->nsites ? r->sites[a->site].stack_id : 0);
+    put_u(o, a->kind);
+    put_s(o, a->device);
+    put_u(o, a->space);
+    put_u(o, a->tid);
+    put_u(o, a->refs);
+    put_u(o, a->parent);
+}
+
+static void write_live(struct out *o, const struct gs_replay *r)
+{
+    for (size_t i = 0; i < r->nallocs && !o->failed; i++) {
+        if (!gs_replay_slot_live(r, i))
+            continue;
+        begin(o);
+        put_alloc(o, r, &r->allocs[i]);
+        emit(o, GS_REC_CKPT_ALLOC);
+    }
+}
+
+static void write_pools(struct out *o, const struct gs_replay *r)
+{
+    for (size_t i = 0; i < r->npools && !o->failed; i++) {
+        const struct gs_pool_usage *p = &r->pools[i];
+        begin(o);
+        put_u(o, p->pool);
+        put_s(o, p->device);
+        put_u(o, p->reserved);
+        put_u(o, p->used);
+        put_u(o, p->peak_reserved);
+        put_u(o, p->peak_used);
+        put_u(o, p->peak_unused);
+        put_u(o, p->samples);
+        emit(o, GS_REC_CKPT_POOL);
+    }
+}
+
+static void write_failures(struct out *o, const struct gs_replay *r)
+{
+    for (size_t i = 0; i < r->nfailures && !o->failed; i++) {
+        const struct gs_failure *f = &r->failures[i];
+        begin(o);
+        put_u(o, f->time_ns);
+        put_u(o, f->api);
+        put_u(o, f->result);
+        put_s(o, f->device);
+        put_u(o, f->requested);
+        put_u(o, f->free_bytes);
+        put_u(o, f->total_bytes);
+        put_u(o, f->process_live_bytes);
+        put_u(o, f->stack_id);
+        emit(o, GS_REC_CKPT_FAILURE);
+    }
+}
+
+/* Each with its age, so that later frees push it out of the window at the
+ * same moment as they would have. */
+static void write_recent(struct out *o, const struct gs_replay *r)
+{
+    if (!r->recent)
+        return;
+    for (size_t age = GS_RECENT_FREES; age-- > 0 && !o->failed;) {
+        const struct gs_recent_free *f = &r->recent[(r->recent_next - 1 - age) % GS_RECENT_FREES];
+        if (!f->valid)
+            continue;
+        begin(o);
+        put_u(o, age);
+        put_u(o, f->tid);
+        put_u(o, f->removed ? 1 : f->nothing ? 2 : 0);
+        put_alloc(o, r, &f->a);
+        emit(o, GS_REC_CKPT_RECENT_FREE);
+    }
+}
+
+static void write_end(struct out *o)
+{
+    begin(o);
+    for (size_t i = 0; i < sizeof end_counts; i++)
+        put_u(o, o->written[end_counts[i] - GS_REC_CKPT_FIRST]);
+    emit(o, GS_REC_CKPT_END);
+}
+
+int gs_checkpoint_write(const struct gs_replay *r,
+                        int (*put)(void *ctx, const uint8_t *rec, size_t len), void *ctx)
+{
+    struct out *o = calloc(1, sizeof *o); /* a record's room: kept off the caller's stack */
+    if (!o)
+        return -1;
+    o->put = put;
+    o->ctx = ctx;
+    write_modules(o, r);
+    write_stacks(o, r);
+    write_begin(o, r);
+    write_devices(o, r);
+    write_kinds(o, r);
+    write_sites(o, r); /* before the allocations that name them */
+    write_live(o, r);
+    write_pools(o, r);
+    write_failures(o, r);
+    write_recent(o, r);
+    write_end(o);
+    int failed = o->failed;
+    free(o);
+    return failed ? -1 : 0;
+}
+
+/* ================= loading ================= */
+
+static uint64_t u(struct gs_cursor *c) { return gs_cursor_u(c); }
+
+static uint32_t u32(struct gs_cursor *c)
+{
+    uint64_t v = u(c);
+    if (v > UINT32_MAX)
+        c->bad = 1;
+    return (uint32_t)v;
+}
+
+static int32_t s32(struct gs_cursor *c)
+{
+    int64_t v = gs_unzigzag(u(c));
+    if (v < INT32_MIN || v > INT32_MAX)
+        c->bad = 1;
+    return (int32_t)v;
+}
+
+/* A device number as the reader decodes one in an event (reader.c):
+ * beyond the devices it counts, it is unknown. The shim's model sees the
+ * numbers before that, so its state is made what the analyzer's would be. */
+static int32_t device(struct gs_cursor *c)
+{
+    int32_t d = s32(c);
+    return d < GS_DEVICE_UNKNOWN || d >= GS_MAX_DEVICES ? GS_DEVICE_UNKNOWN : d;
+}
+
+/* The state starts over from the totals; modules and stacks stay. */
+static int load_begin(struct gs_replay *r, struct gs_cursor *c)
+{
+    uint64_t v[NTOTALS];
+    for (size_t i = 0; i < NTOTALS; i++)
+        v[i] = u(c);
+    if (c->bad)
+        return -1;
+    gs_replay_reset(r);
+    for (size_t i = 0; i < NTOTALS; i++)
+        *total(r, i) = v[i];
+    r->checkpoint.present = 1;
+    r->checkpoint.open = 1;
+    r->checkpoint.events = r->events;
+    r->checkpoint.time_ns = r->last_time_ns;
+    return 0;
+}
+
+static int load_device(struct gs_replay *r, struct gs_cursor *c)
+{
+    int32_t d = s32(c);
+    uint64_t present = u(c);
+    struct gs_device_usage usage = {.present = present != 0};
+    usage.live_bytes = u(c);
+    usage.peak_bytes = u(c);
+    usage.peak_time_ns = u(c);
+    usage.allocs = u(c);
+    if (c->bad || present > 1 || d < GS_DEVICE_UNKNOWN || d >= GS_MAX_DEVICES)
+        return -1;
+    r->devices[d == GS_DEVICE_UNKNOWN ? GS_MAX_DEVICES : d] = usage;
+    return 0;
+}
+
+static int load_kind(struct gs_replay *r, struct gs_cursor *c)
+{
+    uint64_t k = u(c);
+    struct gs_kind_usage usage;
+    usage.live_bytes = u(c);
+    usage.peak_bytes = u(c);
+    usage.allocs = u(c);
+    if (c->bad || k >= GS_KIND_COUNT)
+        return -1;
+    r->kinds[k] = usage;
+    return 0;
+}
+
+static int load_site(struct gs_replay *r, struct gs_cursor *c)
+{
+    struct gs_site s = {0};
+    s.stack_id = u32(c);
+    s.kind = u32(c);
+    s.api = u32(c);
+    s.allocs = u(c);
+    s.alloc_bytes = u(c);
+    s.live_bytes = u(c);
+    s.live_count = u(c);
+    s.saved_bytes = u(c);
+    s.saved_count = u(c);
+    s.saved_epoch = u(c);
+    if (c->bad || s.kind >= GS_KIND_COUNT || gs_replay_site(r, s.stack_id, s.kind, 0))
+        return -1; /* out of range, or the site twice */
+    struct gs_site *made = gs_replay_site(r, s.stack_id, s.kind, 1);
+    if (!made)
+        return -1;
+    *made = s;
+    return 0;
+}
+
+/* The allocation fields of CKPT_ALLOC and CKPT_RECENT_FREE; the site is
+ * left to the caller, which knows whether it must exist. */
+static void get_alloc(struct gs_cursor *c, struct gs_live_alloc *a, uint32_t *stack_id)
+{
+    memset(a, 0, sizeof *a);
+    a->addr = u(c);
+    a->size = u(c);
+    a->time_ns = u(c);
+    *stack_id = u32(c);
+    a->kind = u32(c);
+    a->device = device(c);
+    a->space = u32(c);
+    a->tid = u32(c);
+    a->refs = u32(c);
+    a->parent = u(c);
+}
+
+/* The index of the site (stack_id, kind) already loaded, or -1. */
+static int64_t site_index(struct gs_replay *r, uint32_t stack_id, uint32_t kind)
+{
+    struct gs_site *s = kind < GS_KIND_COUNT ? gs_replay_site(r, stack_id, kind, 0) : NULL;
+    return s ? s - r->sites : -1;
+}
+
+static int load_alloc(struct gs_replay *r, struct gs_cursor *c)
+{
+    struct gs_live_alloc a;
+    uint32_t stack_id;
+    get_alloc(c, &a, &stack_id);
+    if (c->bad || a.kind >= GS_KIND_COUNT || a.space >= GS_SPACE_COUNT || !a.refs)
+        return -1;
+    int64_t site = site_index(r, stack_id, a.kind);
+    if (site < 0 || gs_replay_find_live(r, a.space, a.addr))
+        return -1; /* no such site, or the address twice */
+    a.site = (uint32_t)site;
+    return gs_replay_insert(r, &a);
+}
+
+static int load_pool(struct gs_replay *r, struct gs_cursor *c)
+{
+    struct gs_pool_usage p;
+    p.pool = u(c);
+    p.device = device(c);
+    p.reserved = u(c);
+    p.used = u(c);
+    p.peak_reserved = u(c);
+    p.peak_used = u(c);
+    p.peak_unused = u(c);
+    p.samples = u(c);
+    if (c->bad || gs_replay_pool(r, p.pool, p.device, 0))
+        return -1;
+    struct gs_pool_usage *made = gs_replay_pool(r, p.pool, p.device, 1);
+    if (!made)
+        return -1;
+    *made = p;
+    return 0;
+}
+
+static int load_failure(struct gs_replay *r, struct gs_cursor *c)
+{
+    struct gs_failure f;
+    f.time_ns = u(c);
+    f.api = u32(c);
+    f.result = u32(c);
+    f.device = device(c);
+    f.requested = u(c);
+    f.free_bytes = u(c);
+    f.total_bytes = u(c);
+    f.process_live_bytes = u(c);
+    f.stack_id = u32(c);
+    if (c->bad || r->nfailures >= GS_MAX_FAILURES ||
+        gs_reserve((void **)&r->failures, &r->failures_cap, r->nfailures, sizeof *r->failures) != 0)
+        return -1;
+    r->failures[r->nfailures++] = f;
+    return 0;
+}
+
+static int load_recent(struct gs_replay *r, struct gs_cursor *c)
+{
+    uint64_t age = u(c);
+    uint32_t tid = u32(c), stack_id;
+    uint64_t what = u(c);
+    struct gs_live_alloc a;
+    get_alloc(c, &a, &stack_id);
+    if (c->bad || age >= GS_RECENT_FREES || what > 2 || !r->recent)
+        return -1;
+    /* A refused free of what was not live names any space; the others are
+     * looked up (and an ended allocation restored) in theirs. */
+    if (what != 2 && (a.space >= GS_SPACE_COUNT || a.kind >= GS_KIND_COUNT))
+        return -1;
+    int64_t site = site_index(r, stack_id, a.kind);
+    if (what == 1 && site < 0)
+        return -1; /* restoring it would need its site */
+    a.site = site < 0 ? 0 : (uint32_t)site;
+    struct gs_recent_free *f = &r->recent[(r->recent_next - 1 - age) % GS_RECENT_FREES];
+    *f = (struct gs_recent_free){.a = a, .tid = tid, .valid = 1, .removed = what == 1,
+                                 .nothing = what == 2};
+    return 0;
+}
+
+/* Every record END counts arrived (a damaged block loses some). */
+static int load_end(struct gs_replay *r, struct gs_cursor *c)
+{
+    int whole = 1;
+    for (size_t i = 0; i < sizeof end_counts; i++)
+        if (u(c) != LOADED(r, end_counts[i]))
+            whole = 0;
+    r->checkpoint.open = 0;
+    return c->bad || !whole ? -1 : 0;
+}
+
+int gs_checkpoint_load(struct gs_replay *r, uint8_t type, const uint8_t *payload, size_t len)
+{
+    struct gs_cursor c = {payload, payload + len, 0};
+    if (type == GS_REC_CKPT_BEGIN)
+        return load_begin(r, &c);
+    if (type < GS_REC_CKPT_FIRST || type > GS_REC_CKPT_END)
+        return 0; /* a newer writer's: skipped, as unknown records are */
+    if (!r->checkpoint.open)
+        return -1; /* its BEGIN was lost, or it comes after the END or an event */
+    int rc;
+    switch (type) {
+    case GS_REC_CKPT_DEVICE: rc = load_device(r, &c); break;
+    case GS_REC_CKPT_KIND: rc = load_kind(r, &c); break;
+    case GS_REC_CKPT_SITE: rc = load_site(r, &c); break;
+    case GS_REC_CKPT_ALLOC: rc = load_alloc(r, &c); break;
+    case GS_REC_CKPT_POOL: rc = load_pool(r, &c); break;
+    case GS_REC_CKPT_FAILURE: rc = load_failure(r, &c); break;
+    case GS_REC_CKPT_RECENT_FREE: rc = load_recent(r, &c); break;
+    default: return load_end(r, &c);
+    }
+    if (rc == 0)
+        LOADED(r, type)++;
+    return rc;
+}

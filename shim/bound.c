@@ -1,0 +1,288 @@
+/*
+ * bound.c - GPUSHIM_MAX_BYTES: a trace that never grows past a size, for
+ * runs that last weeks, keeping full detail for the most recent events and
+ * an exact summary of everything before them.
+ *
+ * The writer hands every record it writes to a model of the analyzer's
+ * state: the analyzer's own replay engine (analyzer/replay.c, compiled into
+ * the shim), so the summary means exactly what a report of the whole
+ * history would. When the trace reaches half the limit, the model's state is
+ * written as a checkpoint (analyzer/checkpoint.c) into a new file
+ * "<trace>.next", after the same header. When the trace then nears the
+ * limit, the blocks written since that midpoint are copied after the
+ * checkpoint and the new file is renamed over the trace: one atomic step, so
+ * a reader (or a death) sees either the old file or the new one, whole. The
+ * ring's positions carry on across the swap, so recovery after a death is
+ * unchanged.
+ *
+ * The file is thus between half the limit and the limit, less the
+ * checkpoint, of detail; a checkpoint grows with the live allocations and
+ * distinct stacks, not with time. Runs only on the writer's side, under the
+ * writer's lock; the program's threads never wait for it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "../analyzer/analyzer.h"
+#include "shim.h"
+
+#define RAW_CAP (1u << 20)
+
+static struct {
+    uint64_t max; /* 0: not bounding */
+    struct gs_replay model;
+    int next_fd;             /* the checkpoint file being prepared, or -1 */
+    char next_path[4096 + 8];
+    uint64_t next_size;
+    uint64_t mid_offset;     /* the trace's size when the checkpoint was taken */
+    uint8_t *raw, *scratch;  /* a block in the making, and its compressed form */
+    size_t raw_len, scratch_len;
+    int failed;              /* a write of the next file failed */
+} b = {.next_fd = -1};
+
+static void stop(const char *why, int err)
+{
+    static int once;
+    gs_warn_once(&once, "cannot keep the trace under GPUSHIM_MAX_BYTES=%llu: %s%s%s; it grows "
+                        "without bound from here",
+                 (unsigned long long)b.max, why, err ? ": " : "", err ? strerror(err) : "");
+    gs_replay_free(&b.model);
+    if (b.next_fd >= 0) {
+        close(b.next_fd);
+        unlink(b.next_path);
+    }
+    b.next_fd = -1;
+    b.max = 0;
+    free(b.raw);
+    free(b.scratch);
+    b.raw = b.scratch = NULL;
+}
+
+void gs_bound_start(uint64_t max_bytes)
+{
+    b.scratch_len = gs_block_scratch_size(RAW_CAP);
+    b.raw = malloc(RAW_CAP);
+    b.scratch = malloc(b.scratch_len);
+    gs_replay_init(&b.model);
+    b.max = max_bytes;
+    if (!b.raw || !b.scratch)
+        stop("out of memory", 0);
+}
+
+/* ---- the model ---- */
+
+static void feed_event(const struct gs_ev *ev)
+{
+    struct gs_revent e = {
+        .type = (enum gs_record_type)ev->type,
+        .time_ns = ev->time_ns,
+        .tid = ev->tid,
+        .api = ev->api,
+        .device = ev->device,
+        .addr = ev->addr,
+        .size = ev->size,
+        .stream = ev->stream,
+        .stack_id = ev->stack_id,
+        .kind = ev->kind,
+        .space = ev->space,
+        .result = (uint32_t)ev->result,
+        .free_bytes = ev->free_bytes,
+        .total_bytes = ev->total_bytes,
+        .parent = ev->parent,
+    };
+    if (ev->type == GS_REC_POOL) { /* the ring's shape for a pool sample */
+        e.addr = e.size = 0;
+        e.pool = ev->addr;
+        e.reserved = ev->size;
+        e.used = ev->free_bytes;
+        e.free_bytes = 0;
+    }
+    gs_replay_event(&b.model, &e);
+}
+
+void gs_bound_feed(const void *body, uint32_t len)
+{
+    if (!b.max)
+        return;
+    const uint8_t type = *(const uint8_t *)body;
+    if (type == GS_REC_STACK) {
+        const struct gs_stack_body *s = body;
+        gs_replay_ops.stack(&b.model, s->id, s->pcs, s->n);
+    } else if (type == GS_REC_MODULE) {
+        const struct gs_module_body *m = body;
+        char path[4096];
+        size_t n = m->path_len < sizeof path ? m->path_len : sizeof path - 1;
+        memcpy(path, m->data, n);
+        path[n] = 0;
+        struct gs_rmodule rm = {.id = m->id,
+                                .bias = m->bias,
+                                .lo = m->lo,
+                                .span = m->span,
+                                .path = path,
+                                .build_id = (const uint8_t *)m->data + m->path_len,
+                                .build_id_len = m->build_id_len};
+        gs_replay_ops.module(&b.model, &rm);
+    } else if (len == sizeof(struct gs_ev) && type != GS_REC_END) {
+        feed_event(body);
+    }
+}
+
+/* ---- the next file ---- */
+
+static int write_all(int fd, const uint8_t *p, size_t len)
+{
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int flush_raw(void)
+{
+    size_t written;
+    if (b.raw_len &&
+        gs_write_block(b.next_fd, b.raw, b.raw_len, b.scratch, b.scratch_len, &written) != 0)
+        return -1;
+    if (b.raw_len)
+        b.next_size += written;
+    b.raw_len = 0;
+    return 0;
+}
+
+static int put(void *ctx, const uint8_t *rec, size_t len)
+{
+    (void)ctx;
+    if (len > RAW_CAP)
+        return -1;
+    if (b.raw_len + len > RAW_CAP && flush_raw() != 0)
+        return -1;
+    memcpy(b.raw + b.raw_len, rec, len);
+    b.raw_len += len;
+    return 0;
+}
+
+/* Starts "<trace>.next": the header, then the model's state now. */
+static int take_checkpoint(const struct gs_trace_file *tf)
+{
+    snprintf(b.next_path, sizeof b.next_path, "%s.next", tf->path);
+    unlink(b.next_path); /* one a dead process of the same name left */
+    b.next_fd = open(b.next_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (b.next_fd < 0)
+        return -1;
+    b.raw_len = 0;
+    if (gs_write_header(b.next_fd, tf->start_ns, tf->realtime_ns, tf->stack_depth, tf->ring_id,
+                        tf->ring_name) != 0)
+        return -1;
+    off_t size = lseek(b.next_fd, 0, SEEK_CUR);
+    if (size < 0)
+        return -1;
+    b.next_size = (uint64_t)size;
+    if (gs_checkpoint_write(&b.model, put, NULL) != 0 || flush_raw() != 0) {
+        if (!errno)
+            errno = ENOMEM;
+        return -1;
+    }
+    b.mid_offset = tf->size;
+    return 0;
+}
+
+/* Copies the trace's blocks from the midpoint after the checkpoint and puts
+ * the new file in the trace's place. */
+static int swap_in(struct gs_trace_file *tf)
+{
+    for (uint64_t off = b.mid_offset; off < tf->size;) {
+        size_t want = tf->size - off < b.scratch_len ? (size_t)(tf->size - off) : b.scratch_len;
+        ssize_t n = pread(tf->fd, b.scratch, want, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n == 0)
+                errno = EIO;
+            return -1;
+        }
+        if (write_all(b.next_fd, b.scratch, (size_t)n) != 0)
+            return -1;
+        off += (uint64_t)n;
+        b.next_size += (uint64_t)n;
+    }
+    struct stat sb;
+    if (fstat(b.next_fd, &sb) != 0 || rename(b.next_path, tf->path) != 0)
+        return -1;
+    close(tf->fd);
+    tf->fd = b.next_fd;
+    tf->dev = sb.st_dev;
+    tf->ino = sb.st_ino;
+    tf->size = b.next_size;
+    b.next_fd = -1;
+    return 0;
+}
+
+/* A block of at most this many bytes may come next. */
+static uint64_t next_block_bound(void) { return gs_block_scratch_size(1u << 20); }
+
+void gs_bound_after_block(struct gs_trace_file *tf)
+{
+    if (!b.max)
+        return;
+    if (b.next_fd < 0 && tf->size >= b.max / 2 && take_checkpoint(tf) != 0) {
+        stop("cannot write the checkpoint file", errno);
+        return;
+    }
+    if (tf->size + next_block_bound() <= b.max)
+        return;
+    if (b.next_fd < 0 && take_checkpoint(tf) != 0) {
+        stop("cannot write the checkpoint file", errno);
+        return;
+    }
+    if (swap_in(tf) != 0) {
+        stop("cannot replace the trace", errno);
+        return;
+    }
+    if (tf->size + next_block_bound() > b.max)
+        stop("the live allocations and stacks alone need more", 0);
+}
+
+void gs_bound_finish(void)
+{
+    if (!b.max)
+        return;
+    if (b.next_fd >= 0) { /* a checkpoint no swap needed */
+        close(b.next_fd);
+        unlink(b.next_path);
+        b.next_fd = -1;
+    }
+    /* The END record is written: the few events after it (other libraries'
+     * destructors) are appended as they are, never cut away from the END. */
+    gs_replay_free(&b.model);
+    free(b.raw);
+    free(b.scratch);
+    b.raw = b.scratch = NULL;
+    b.max = 0;
+}
+
+void gs_bound_reset_after_fork(void)
+{
+    if (b.next_fd >= 0)
+        close(b.next_fd); /* the parent's; its file stays */
+    b.next_fd = -1;
+    if (b.max) {
+        gs_replay_free(&b.model);
+        free(b.raw);
+        free(b.scratch);
+        b.raw = b.scratch = NULL;
+    }
+    b.max = 0; /* the child starts its own trace, and bound, on its first event */
+}

@@ -1,0 +1,150 @@
+"""test_flight_recorder.py - the trace when things go wrong around the
+program (issue 4): the disk fills up in the middle of a run, the ring file
+cannot be made, a ring file that does not belong to the trace. The kills
+are in test_crash.py.
+"""
+import os
+import shutil
+import tempfile
+
+from harness import E, KiB, MiB, check, eq, one_trace, report, report_json, run, site_summary
+
+
+def diskfull(n, buffer_mb=1):
+    r = run([E.prog("drv_diskfull"), str(n)], env={"GPUSHIM_BUFFER_MB": str(buffer_mb)})
+    eq((r.rc, r.out), (0, "done\n"), f"the program never notices (stderr: {r.err})")
+    trace = one_trace(r)
+    eq(r.err.count("gpushim: cannot write trace"), 1, "said once: " + r.err)
+    check("File too large" in r.err and os.path.basename(trace) + ".ring" in r.err,
+          "says why and where: " + r.err)
+    return trace, report_json(trace)
+
+
+def test_disk_full_midway_keeps_the_rest_in_the_ring():
+    # The first allocation made the files; then no file may grow: every block
+    # the writer tries fails, and the 300 later events go to the ring.
+    trace, d = diskfull(200)
+    t = d["trace"]
+    eq(t["write_failed"]["error"], "File too large", "why, in the trace's report")
+    eq(t["write_failed"]["offset"], os.path.getsize(trace), "where: the file ends there")
+    eq((t["ending"], t["complete"], t["lost_events"]), ("finished", True, 0),
+       "the exit is known, and nothing was lost")
+    eq(t["ring"]["use"], "read", "the ring file was read")
+    eq((d["events"]["allocations"], d["events"]["frees"]), (201, 100), "every event")
+    eq(d["leaks"]["bytes"], MiB + 100 * 4 * KiB, "what was left")
+    text = report(trace).stdout
+    check("could not be written past byte" in text and "File too large" in text,
+          "the text report says so: " + text)
+
+
+def test_disk_full_and_ring_full_counts_what_was_lost():
+    # 75 001 events; a 1 MiB ring holds about 13 000 of them after the failure.
+    trace, d = diskfull(50000)
+    t = d["trace"]
+    eq((t["ending"], t["complete"]), ("finished", False), "ended, but not whole")
+    check(t["lost_events"] > 0, "some were lost")
+    eq(d["events"]["allocations"] + d["events"]["frees"] + t["lost_events"], 75001,
+       "what was kept and what was lost add up to what the program did")
+    eq((t["blocks"], t["recovered_events"]), (0, d["events"]["allocations"] + d["events"]["frees"]),
+       "no block was ever written: every event came from the ring")
+    check("events were lost: the ring was full" in report(trace).stdout, "the text report says so")
+
+
+def test_ring_file_that_cannot_be_made_is_said_and_recording_goes_on():
+    tmp = tempfile.mkdtemp(prefix="gpushim-noring-")
+    os.mkdir(os.path.join(tmp, "t.trace.ring"))  # something already stands there
+    r = run([E.prog("drv_schedule")], cwd=tmp, output="t.trace")
+    eq(r.rc, 0, "status")
+    eq(r.err.count("gpushim: cannot make"), 1, "said once: " + r.err)
+    check("events are buffered in memory" in r.err, "says what it means: " + r.err)
+    d = report_json(os.path.join(tmp, "t.trace"))
+    eq((d["trace"]["complete"], d["events"]["allocations"]), (True, 13), "the trace itself")
+    eq(d["trace"]["ring"]["use"], "none", "no ring was needed: the trace was finished")
+    check(os.path.isdir(os.path.join(tmp, "t.trace.ring")), "what stood there is left alone")
+
+
+def killed_trace():
+    """A trace and ring of a process killed with events only in the ring."""
+    tmp = tempfile.mkdtemp(prefix="gpushim-killed-")
+    log = os.path.join(tmp, "calls.log")
+    r = run([E.prog("crash_victim"), log, "sigkill", "7", "1", "50"], cwd=tmp,
+            output=os.path.join(tmp, "victim.trace"), env={"ASAN_OPTIONS": "detect_leaks=0"})
+    eq(r.rc, -9, "killed: " + r.err)
+    return tmp, os.path.join(tmp, "victim.trace")
+
+
+def test_ring_found_after_both_files_are_renamed():
+    tmp, trace = killed_trace()
+    whole = report_json(trace)
+    eq((whole["trace"]["ending"], whole["trace"]["complete"]), ("died", True), "recovered")
+    check(whole["trace"]["recovered_events"] > 0, "from the ring")
+    moved = os.path.join(tmp, "renamed.trace")
+    os.rename(trace, moved)
+    os.rename(trace + ".ring", moved + ".ring")
+    again = report_json(moved)
+    eq(again["events"], whole["events"], "the same events after a rename")
+
+
+def test_ring_of_another_trace_is_refused():
+    tmp, trace = killed_trace()
+    tmp2, trace2 = killed_trace()
+    shutil.copy(trace2 + ".ring", trace + ".ring")  # the wrong one
+    d = report_json(trace)
+    eq(d["trace"]["ring"]["use"], "unusable", "refused")
+    eq(d["trace"]["ring"]["problem"], "it belongs to another trace", "why")
+    eq(d["trace"]["complete"], False, "so the trace is not whole")
+    check("could not be read (it belongs to another trace)" in report(trace).stdout,
+          "the text report says so")
+    os.unlink(trace + ".ring")
+    d = report_json(trace)
+    eq((d["trace"]["ring"]["use"], d["trace"]["complete"]), ("missing", False), "no ring at all")
+
+
+def test_damaged_ring_entries_are_counted_not_trusted():
+    tmp, trace = killed_trace()
+    whole = report_json(trace)
+    ring = trace + ".ring"
+    with open(ring, "r+b") as f:
+        f.seek(4096)  # the data: the first entry's length word
+        f.write(b"\xff\xff\xff\x7f")
+    d = report_json(trace)
+    check(d["trace"]["damaged_records"] >= 1, "the damage is counted")
+    eq(d["trace"]["complete"], False, "and the trace is not whole")
+    check(d["events"]["allocations"] <= whole["events"]["allocations"], "nothing invented")
+
+
+def test_bounded_trace_of_100_million_events():
+    if E.sanitized:
+        return "100 million events take too long under the sanitizers"
+    steps = 6_250_000  # drv_longhaul.c: 16 events a step
+    limit = 64 * MiB
+    tmp = tempfile.mkdtemp(prefix="gpushim-bound-")
+    r = run([E.prog("drv_longhaul"), str(steps)], cwd=tmp, output="long.trace",
+            env={"GPUSHIM_MAX_BYTES": "64M"}, timeout=900)
+    eq((r.rc, r.out, r.err), (0, "done\n", ""), "the run")
+    trace = os.path.join(tmp, "long.trace")
+    eq(sorted(os.listdir(tmp)), ["long.trace"], "no ring or checkpoint file left")
+    size = os.path.getsize(trace)
+    check(size <= limit, f"{size} bytes, over the limit of {limit}")
+    d = report_json(trace)
+    t = d["trace"]
+    eq((t["complete"], t["ending"]), (True, "finished"), "whole")
+    check(t["checkpoint"] is not None and t["checkpoint"]["events"] > 50_000_000,
+          f"most of the history is summarized: {t['checkpoint']}")
+    eq((d["events"]["allocations"], d["events"]["frees"]), (50_006_252, 50_000_001),
+       "every event counted")
+    leaks_at_peak = steps // 10 // 1000 + 1
+    eq(d["peak"]["bytes"], 100 * MiB + leaks_at_peak * 4 * KiB + 36 * 64 * KiB + 64 * MiB,
+       "the peak, from the summarized history")
+    eq(site_summary(d["peak"]["sites"]),
+       [(100 * MiB, 1, "load_weights"), (64 * MiB, 1, "peak_burst"),
+        (leaks_at_peak * 4 * KiB, leaks_at_peak, "leak_per_step"),
+        (36 * 64 * KiB, 8, "make_activation")],
+       "what was live at the peak, by site")
+    eq((d["leaks"]["bytes"], d["leaks"]["count"]), (100 * MiB + 6250 * 4 * KiB, 6251), "leaks")
+    eq(site_summary(d["leaks"]["sites"]),
+       [(100 * MiB, 1, "load_weights"), (6250 * 4 * KiB, 6250, "leak_per_step")], "leaks by site")
+    eq([(f["requested_bytes"], f["result_name"], f["process_bytes"], f["total_bytes"],
+         f["frames"][0]["function"]) for f in d["failures"]],
+       [(64 << 30, "CUDA_ERROR_OUT_OF_MEMORY", 100 * MiB + 6250 * 4 * KiB, 16 << 30,
+         "out_of_memory")], "the failure at the end, with what the process held then")
