@@ -253,6 +253,10 @@ uint64_t gs_decode_block(const uint8_t *raw, size_t len, const struct gs_reader_
         case GS_REC_END:
             bad = end_record(&c, st);
             break;
+        case GS_REC_RESUMED: /* an exec failed after finishing the trace: it goes on */
+            st->end_seen = 0;
+            st->end_events = st->end_lost = st->end_time_ns = 0;
+            break;
         case GS_REC_RING_POS: {
             uint64_t pos = u(&c);
             bad = c.bad;

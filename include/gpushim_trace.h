@@ -104,6 +104,8 @@ enum gs_record_type {
     GS_REC_RING_POS = 25,     /* varint position: the ring entries below it are in
                                * this block or an earlier one (the last record of
                                * each block of a trace with a GS_REC_RING) */
+    GS_REC_RESUMED = 26,      /* varint time (ns since the start): the END record before
+                               * it did not end the trace (an exec that failed) */
 
     /* Checkpoint records (types GS_REC_CKPT_FIRST..GS_REC_CKPT_LAST; see the
      * note below the enum): the analyzer's replay state, in place of the

@@ -481,6 +481,15 @@ void gs_writer_exec_failed(int finished)
             }
         }
         pthread_mutex_unlock(&w.ring_lock);
+        /* The END record just written does not end the trace: say so next. */
+        uint8_t *p = w.raw + w.raw_len;
+        uint8_t t[10];
+        size_t n = gs_put_varint(t, gs_now_ns() - w.tf.start_ns);
+        *p++ = GS_REC_RESUMED;
+        *p++ = (uint8_t)n;
+        memcpy(p, t, n);
+        w.raw_len += 2 + n;
+        write_block();
         __atomic_store_n(&w.state, OPEN, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&w.lock);

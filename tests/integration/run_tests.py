@@ -13,13 +13,30 @@ import argparse
 import glob
 import importlib
 import os
+import shutil
 import sys
+import tempfile
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import harness  # noqa: E402
+
+
+# Every directory the tests make: those of a test that passed are removed
+# after it, those of a failed one are kept for a look (the message names them).
+made = []
+_mkdtemp = tempfile.mkdtemp
+
+
+def _mkdtemp_noted(*args, **kwargs):
+    d = _mkdtemp(*args, **kwargs)
+    made.append(d)
+    return d
+
+
+tempfile.mkdtemp = _mkdtemp_noted
 
 
 def collect():
@@ -42,6 +59,7 @@ def main():
     for t in collect():
         if a.k not in t.__name__:
             continue
+        first = len(made)
         try:
             note = t()
             if note:
@@ -50,6 +68,9 @@ def main():
             else:
                 passed += 1
                 print(f"ok   {t.__name__}")
+            for d in made[first:]:
+                shutil.rmtree(d, ignore_errors=True)
+            del made[first:]
         except Exception:
             failed += 1
             print(f"FAIL {t.__name__}")

@@ -44,6 +44,17 @@ def test_fork_without_pid_in_the_name_still_gives_distinct_files():
         eq(report_json(path)["trace"]["complete"], True, f"{os.path.basename(path)} is whole")
 
 
+def test_trace_goes_on_after_a_failed_exec_and_survives_a_death():
+    r = run([E.prog("drv_exec"), "die"])
+    eq(r.rc, -9, "killed")
+    d = report_json(one_trace(r))
+    eq((d["trace"]["ending"], d["trace"]["complete"], d["trace"]["finished"]),
+       ("died", True, False), "the END of the failed exec does not end the trace")
+    eq(d["trace"]["ring"]["use"], "read", "the ring file was made again after the exec failed")
+    eq(leak_sites(d), [(2 * MiB, "before_exec"), (MiB, "after_failed_exec")],
+       "both allocations, the second from the ring")
+
+
 def test_exec_finishes_the_old_images_trace():
     r = run([E.prog("drv_exec")])
     eq((r.rc, r.out), (0, "after exec\n"), "the new image ran")

@@ -4,7 +4,12 @@
  * and exits. Two traces: the first ends with its END record and holds the
  * 2 MiB; the second holds the 3 MiB. Also an exec that fails (ENOENT): the
  * first trace goes on.
+ *
+ * `drv_exec die`: after the failed exec, allocates 1 MiB (after_failed_exec)
+ * and is killed (SIGKILL): the trace must go on past the END record the
+ * failed exec wrote, and its end is read from the ring file made again.
  */
+#include <signal.h>
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,6 +28,12 @@ NOINLINE static void after_exec(void)
     EXPECT(cuMemAlloc_v2(&p, 3 * MiB), GS_CUDA_SUCCESS);
 }
 
+NOINLINE static void after_failed_exec(void)
+{
+    gs_cudeviceptr p;
+    EXPECT(cuMemAlloc_v2(&p, MiB), GS_CUDA_SUCCESS);
+}
+
 int main(int argc, char **argv)
 {
     EXPECT(cuInit(0), GS_CUDA_SUCCESS);
@@ -35,6 +46,10 @@ int main(int argc, char **argv)
     before_exec();
     EXPECT(execl("/nonexistent/program", "x", (char *)NULL), -1);
     EXPECT(errno, ENOENT);
+    if (argc > 1 && strcmp(argv[1], "die") == 0) {
+        after_failed_exec();
+        raise(SIGKILL);
+    }
     fflush(stdout);
     execl("/proc/self/exe", argv[0], "after", (char *)NULL);
     return 97;
