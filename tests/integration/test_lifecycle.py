@@ -124,14 +124,17 @@ def test_live_look_then_sigterm():
     tmp = tempfile.mkdtemp(prefix="gpushim-live-")
     env = dict(os.environ)
     env.update(E.env)
-    env.update({"LD_PRELOAD": E.preload, "GPUSHIM_OUTPUT": os.path.join(tmp, "live.trace")})
+    # The writer would write only after 10 s: the look must find the event in the ring.
+    env.update({"LD_PRELOAD": E.preload, "GPUSHIM_OUTPUT": os.path.join(tmp, "live.trace"),
+                "GPUSHIM_FLUSH_MS": "10000"})
     p = subprocess.Popen([E.prog("drv_longrun")], stdout=subprocess.PIPE, text=True, env=env)
     try:
         eq(p.stdout.readline(), "allocated\n", "the job runs")
-        time.sleep(0.5)  # more than the 100 ms between writes
         d = report_json(os.path.join(tmp, "live.trace"))
-        eq((d["trace"]["finished"], d["trace"]["live"], d["leaks"]["bytes"]), (False, True, MiB),
-           "a look at the running job")
+        eq((d["trace"]["finished"], d["trace"]["live"], d["trace"]["ending"], d["leaks"]["bytes"]),
+           (False, True, "live", MiB), "a look at the running job")
+        eq((d["trace"]["blocks"], d["trace"]["recovered_events"]), (0, 1),
+           "what the writer has not yet written is read from the ring")
         p.send_signal(signal.SIGTERM)
         eq(p.wait(timeout=30), 0, "the job's own handler ended it")
     finally:
