@@ -84,8 +84,14 @@ $(BUILD)/sim/libcudart.so.13: $(BUILD)/obj/pic/tests/sim/runtime.o tests/sim/run
 # static_*: linked statically; the rest link neither and dlopen what they use.
 NVCC ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/local/cuda/bin/nvcc))
 REAL_CUDART := $(if $(NVCC),$(BUILD)/progs/real_cudart)
+# Stubs named like the frameworks' CUDA libraries (tests/progs/drv_framework.c).
+FRAMEWORK_STUBS := $(addprefix $(BUILD)/progs/fw/,libc10_cuda.so xla_extension.so libtensorflow_framework.so.2)
 progs: $(PROGS) $(BUILD)/progs/libgsplugin.so $(BUILD)/progs/libgsrtplugin.so \
-	$(BUILD)/progs/libgsnext.so $(REAL_CUDART) $(BUILD)/examples/sim_training $(BUILD)/bench/bench_workload
+	$(BUILD)/progs/libgsnext.so $(REAL_CUDART) $(BUILD)/examples/sim_training $(BUILD)/bench/bench_workload \
+	$(FRAMEWORK_STUBS)
+$(FRAMEWORK_STUBS): tests/progs/plugin/framework_stub.c $(SIM)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -fPIC -shared -o $@ $< $(LDFLAGS) -L$(BUILD)/sim -lcuda
 $(BUILD)/progs/libgsplugin.so: tests/progs/plugin/gsplugin.c $(SIM)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -O1 -fPIC -shared -o $@ $< $(LDFLAGS) -L$(BUILD)/sim -lcuda

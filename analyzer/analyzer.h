@@ -76,6 +76,10 @@ struct gs_trace_info {
     uint64_t stack_depth;
     uint32_t version;
     uint64_t ring_id;    /* GS_REC_RING: the ring file that goes with the trace, or 0 */
+    unsigned nsettings;  /* GS_REC_SETTINGS: the allocator settings the process ran with */
+    struct {
+        char name[64], value[256];
+    } settings[8];
     char ring_name[256];
 };
 
@@ -347,6 +351,17 @@ struct gs_report_options {
     unsigned frames; /* frames shown per site in the text report */
     int color;
 };
+
+/* ---- modes.c ---- */
+enum { GS_FW_PYTORCH = 1, GS_FW_JAX = 2, GS_FW_TENSORFLOW = 4 };
+struct gs_alloc_mode {
+    unsigned frameworks; /* GS_FW_*: found among the modules loaded */
+    int per_tensor;      /* each tensor (buffer) is a driver allocation: 1, 0, or -1 (no
+                          * framework known) */
+    char note[768];      /* what the sizes are, one sentence per framework; "" if none */
+};
+void gs_allocator_mode(const struct gs_trace_info *info, const struct gs_replay *r,
+                       struct gs_alloc_mode *m);
 
 struct gs_report {
     const char *path;

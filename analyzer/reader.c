@@ -342,6 +342,16 @@ static void header_record(uint8_t type, struct gs_cursor *c, struct gs_trace_inf
     case GS_REC_CONFIG:
         info->stack_depth = u(c);
         break;
+    case GS_REC_SETTINGS: {
+        uint64_t n = u(c);
+        for (uint64_t i = 0; i < n && !c->bad && info->nsettings < 8; i++) {
+            string(c, info->settings[info->nsettings].name, sizeof info->settings[0].name);
+            string(c, info->settings[info->nsettings].value, sizeof info->settings[0].value);
+            if (!c->bad)
+                info->nsettings++;
+        }
+        break;
+    }
     case GS_REC_RING:
         info->ring_id = u(c);
         string(c, info->ring_name, sizeof info->ring_name);

@@ -69,6 +69,29 @@ static void process(struct gs_json *j, const struct gs_report *rep)
     gs_json_end_object(j);
 }
 
+static void allocator(struct gs_json *j, const struct gs_report *rep)
+{
+    struct gs_alloc_mode m;
+    gs_allocator_mode(rep->info, rep->replay, &m);
+    gs_json_begin_object(j, "allocator");
+    gs_json_begin_object(j, "settings");
+    for (unsigned i = 0; i < rep->info->nsettings; i++)
+        gs_json_string(j, rep->info->settings[i].name, rep->info->settings[i].value);
+    gs_json_end_object(j);
+    gs_json_begin_array(j, "frameworks");
+    static const char *const names[] = {"pytorch", "jax", "tensorflow"};
+    for (unsigned f = 0; f < 3; f++)
+        if (m.frameworks & (1u << f))
+            gs_json_string(j, NULL, names[f]);
+    gs_json_end_array(j);
+    if (m.per_tensor < 0)
+        gs_json_null(j, "per_tensor");
+    else
+        gs_json_bool(j, "per_tensor", m.per_tensor);
+    gs_json_string(j, "note", m.note[0] ? m.note : NULL);
+    gs_json_end_object(j);
+}
+
 static void events(struct gs_json *j, const struct gs_replay *r)
 {
     gs_json_begin_object(j, "events");
@@ -215,6 +238,7 @@ void gs_report_json(FILE *out, const struct gs_report *rep)
 
     gs_json_begin_object(&j, NULL);
     process(&j, rep);
+    allocator(&j, rep);
     events(&j, r);
     gs_json_begin_object(&j, "peak");
     gs_json_uint(&j, "bytes", r->peak_bytes);

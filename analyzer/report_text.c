@@ -91,6 +91,13 @@ static void header(const struct gs_report *rep, FILE *out)
                  " failed allocation%s\n",
             seconds(gs_trace_duration_ns(rep->stats, r->last_time_ns)), r->allocations, plural(r->allocations), r->frees,
             plural(r->frees), r->failed, plural(r->failed));
+    struct gs_alloc_mode m;
+    gs_allocator_mode(in, r, &m);
+    if (m.note[0])
+        fprintf(out, "  allocator %s\n", m.note);
+    for (unsigned i = 0; i < in->nsettings; i++)
+        fprintf(out, "%s%s=%s\n", i ? "            " : "  settings  ", in->settings[i].name,
+                in->settings[i].value);
     if (r->frees_unknown)
         fprintf(out, "            %" PRIu64 " free%s of addresses not allocated while recording\n",
                 r->frees_unknown, plural(r->frees_unknown));

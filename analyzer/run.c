@@ -38,6 +38,14 @@ static const char usage_run[] =
     "                        time (UTC, 20261202-153000), %% a percent sign;\n"
     "                        missing directories are created\n"
     "  --stack-depth N       frames recorded per stack, 1-256 (default 64)\n"
+    "  --per-tensor          make each tensor (buffer) a driver allocation, so the\n"
+    "                        report shows tensors, not a caching allocator's\n"
+    "                        segments: PyTorch gets backend:cudaMallocAsync in\n"
+    "                        PYTORCH_CUDA_ALLOC_CONF and PYTORCH_ALLOC_CONF (merged\n"
+    "                        with what is set there), JAX\n"
+    "                        XLA_PYTHON_CLIENT_ALLOCATOR=platform and\n"
+    "                        XLA_PYTHON_CLIENT_PREALLOCATE=false, TensorFlow\n"
+    "                        TF_GPU_ALLOCATOR=cuda_malloc_async\n"
     "  --max-size SIZE       keep each trace under SIZE bytes (K, M, G suffixes;\n"
     "                        at least 4M): full detail for the most recent events,\n"
     "                        an exact summary of the rest (default: no bound)\n"
@@ -58,6 +66,44 @@ static const char usage_run[] =
     "added (gpushim.123-1.trace). Until a trace is finished, the events not yet\n"
     "in it wait in TRACE.ring: if the process dies, keep that file next to the\n"
     "trace, and 'gpushim report' reads both.\n";
+
+/* --per-tensor: PyTorch's allocator options as the user set them (the newer
+ * name first), any backend option replaced by backend:cudaMallocAsync. */
+static void torch_conf_per_tensor(char *out, size_t outsz)
+{
+    const char *user = getenv("PYTORCH_ALLOC_CONF");
+    if (!user)
+        user = getenv("PYTORCH_CUDA_ALLOC_CONF");
+    size_t n = 0;
+    out[0] = 0;
+    for (const char *p = user; p && *p;) {
+        while (*p == ',' || *p == ' ')
+            p++;
+        size_t len = strcspn(p, ",");
+        while (len && p[len - 1] == ' ')
+            len--;
+        if (len && strncmp(p, "backend:", 8) != 0 && n + len + 2 < outsz) {
+            n += (size_t)snprintf(out + n, outsz - n, "%.*s,", (int)len, p);
+        }
+        p += strcspn(p, ",");
+    }
+    snprintf(out + n, outsz - n, "backend:cudaMallocAsync");
+}
+
+static void per_tensor(void)
+{
+    char conf[2048];
+    torch_conf_per_tensor(conf, sizeof conf);
+    setenv("PYTORCH_CUDA_ALLOC_CONF", conf, 1);
+    setenv("PYTORCH_ALLOC_CONF", conf, 1);
+    setenv("XLA_PYTHON_CLIENT_ALLOCATOR", "platform", 1);
+    setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "false", 1);
+    setenv("TF_GPU_ALLOCATOR", "cuda_malloc_async", 1);
+    fprintf(stderr, "gpushim: per tensor: PYTORCH_CUDA_ALLOC_CONF=PYTORCH_ALLOC_CONF=%s "
+                    "XLA_PYTHON_CLIENT_ALLOCATOR=platform XLA_PYTHON_CLIENT_PREALLOCATE=false "
+                    "TF_GPU_ALLOCATOR=cuda_malloc_async\n",
+            conf);
+}
 
 /* The directory of this executable, with a trailing slash. */
 static int self_dir(char *out, size_t sz)
@@ -184,10 +230,11 @@ int gs_cmd_run(int argc, char **argv)
     static const struct option longopts[] = {{"output", required_argument, NULL, 'o'},
                                              {"stack-depth", required_argument, NULL, 'd'},
                                              {"max-size", required_argument, NULL, 'm'},
+                                             {"per-tensor", no_argument, NULL, 't'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     const char *output = NULL;
-    int c;
+    int c, want_per_tensor = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
         switch (c) {
@@ -222,6 +269,7 @@ int gs_cmd_run(int argc, char **argv)
             setenv("GPUSHIM_MAX_BYTES", optarg, 1);
             break;
         }
+        case 't': want_per_tensor = 1; break;
         case 'h': fputs(usage_run, stdout); return 0;
         default: fputs("Try 'gpushim run --help'.\n", stderr); return 2;
         }
@@ -236,6 +284,8 @@ int gs_cmd_run(int argc, char **argv)
               stderr);
         return 2;
     }
+    if (want_per_tensor)
+        per_tensor();
     const char *tmpl = output ? output : getenv("GPUSHIM_OUTPUT");
     if (set_preload(lib) != 0 || set_output(tmpl && *tmpl ? tmpl : GS_DEFAULT_OUTPUT) != 0) {
         perror("gpushim run");

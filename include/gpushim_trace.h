@@ -67,6 +67,9 @@ enum gs_record_type {
     GS_REC_RING = 5,    /* varint ring id, string ring file name (in the trace's
                          * directory): the events not yet in blocks are kept in
                          * that file (include/gpushim_ring.h) until the END record */
+    GS_REC_SETTINGS = 6, /* varint n, n x (string name, string value): the allocator
+                          * settings in the environment when the trace began (those
+                          * of GS_ALLOCATOR_SETTINGS that were set) */
 
     /* block records */
     GS_REC_MODULE = 16, /* varint id, varint bias, varint lo, varint span (image
@@ -170,6 +173,14 @@ enum gs_record_type {
  * Types GS_REC_CKPT_FIRST..GS_REC_CKPT_LAST are reserved for checkpoints. */
 #define GS_REC_CKPT_FIRST 32
 #define GS_REC_CKPT_LAST 47
+
+/* The environment variables that decide what a framework's allocator sends
+ * to the driver (README "What each framework setting lets it see"). */
+#define GS_ALLOCATOR_SETTINGS                                                                      \
+    "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMORY_CACHING",             \
+        "XLA_PYTHON_CLIENT_ALLOCATOR", "XLA_PYTHON_CLIENT_PREALLOCATE",                            \
+        "XLA_PYTHON_CLIENT_MEM_FRACTION", "TF_GPU_ALLOCATOR", "TF_FORCE_GPU_ALLOW_GROWTH"
+#define GS_MAX_SETTING 1024 /* longest value a writer records */
 
 /* The API the program called, as it appears in reports. */
 enum gs_api {

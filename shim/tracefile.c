@@ -158,7 +158,7 @@ static size_t cmdline_payload(uint8_t *out, size_t max)
 int gs_write_header(int fd, uint64_t start_ns, uint64_t realtime_ns, unsigned stack_depth,
                     uint64_t ring_id, const char *ring_name)
 {
-    static uint8_t buf[16384 + 1024];
+    static uint8_t buf[32768]; /* every record below at its longest */
     uint8_t payload[9000];
     size_t n = GS_PREAMBLE_LEN, p;
     char host[256];
@@ -181,6 +181,21 @@ int gs_write_header(int fd, uint64_t start_ns, uint64_t realtime_ns, unsigned st
 
     p = gs_put_varint(payload, stack_depth);
     put_record(buf, &n, GS_REC_CONFIG, payload, p);
+
+    static const char *const settings[] = {GS_ALLOCATOR_SETTINGS};
+    size_t nset = 0;
+    p = 1; /* the count, filled in below: fewer than 128 fit in one byte */
+    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
+        const char *v = getenv(settings[i]);
+        if (!v)
+            continue;
+        p += put_string(payload + p, settings[i], strlen(settings[i]));
+        p += put_string(payload + p, v, strnlen(v, GS_MAX_SETTING));
+        nset++;
+    }
+    payload[0] = (uint8_t)nset;
+    if (nset)
+        put_record(buf, &n, GS_REC_SETTINGS, payload, p);
 
     if (ring_name) {
         size_t len = strnlen(ring_name, 4096);

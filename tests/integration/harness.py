@@ -48,14 +48,19 @@ class Run:
 
 
 def run(argv, shim=True, env=None, cwd=None, output=None, timeout=120):
-    """Runs argv in a fresh directory (or cwd); returns Run with the trace
-    files it left there."""
+    """Runs argv in a fresh directory (or cwd), with env added to the
+    environment (a value of None unsets); returns Run with the trace files it
+    left there."""
     cwd = cwd or tempfile.mkdtemp(prefix="gpushim-test-")
     e = dict(os.environ)
     e.pop("LD_PRELOAD", None)
     e.pop("GPUSHIM_OUTPUT", None)
     e.update(E.env)
-    e.update(env or {})
+    for k, v in (env or {}).items():  # None: unset it
+        if v is None:
+            e.pop(k, None)
+        else:
+            e[k] = v
     if shim:
         e["LD_PRELOAD"] = E.preload
     if output:
