@@ -83,11 +83,11 @@ $(BUILD)/sim/libcudart.so.13: $(BUILD)/obj/pic/tests/sim/runtime.o tests/sim/run
 # drv_*: linked with the driver (-lcuda); rt_*: with the runtime (-lcudart);
 # static_*: linked statically; the rest link neither and dlopen what they use.
 NVCC ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/local/cuda/bin/nvcc))
-REAL_CUDART := $(if $(NVCC),$(BUILD)/progs/real_cudart)
+NVCC_PROGS := $(if $(NVCC),$(BUILD)/progs/real_cudart $(BUILD)/examples/cuda_leak)
 # Stubs named like the frameworks' CUDA libraries (tests/progs/drv_framework.c).
 FRAMEWORK_STUBS := $(addprefix $(BUILD)/progs/fw/,libc10_cuda.so xla_extension.so libtensorflow_framework.so.2)
 progs: $(PROGS) $(BUILD)/progs/libgsplugin.so $(BUILD)/progs/libgsrtplugin.so \
-	$(BUILD)/progs/libgsnext.so $(REAL_CUDART) $(BUILD)/examples/sim_training $(BUILD)/bench/bench_workload \
+	$(BUILD)/progs/libgsnext.so $(NVCC_PROGS) $(BUILD)/examples/sim_training $(BUILD)/bench/bench_workload \
 	$(FRAMEWORK_STUBS)
 $(FRAMEWORK_STUBS): tests/progs/plugin/framework_stub.c $(SIM)
 	@mkdir -p $(@D)
@@ -103,6 +103,9 @@ $(BUILD)/progs/libgsrtplugin.so: tests/progs/plugin/gsrtplugin.c $(SIM)
 	$(CC) $(ALL_CFLAGS) -O1 -fPIC -shared -o $@ $< $(LDFLAGS) -L$(BUILD)/sim \
 		-Wl,-rpath,'$$ORIGIN/../sim' -lcudart
 # NVIDIA's real runtime, where the toolkit is installed (never sanitized: nvcc's own flags).
+$(BUILD)/examples/cuda_leak: examples/cuda_leak.cu
+	@mkdir -p $(@D)
+	$(NVCC) -cudart shared -o $@ $<
 $(BUILD)/progs/real_cudart: tests/progs/real_cudart.cu
 	@mkdir -p $(@D)
 	$(NVCC) -cudart shared -o $@ $<
