@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "gpushim_ring.h"
 #include "gpushim_trace.h"
 
 /* A record's payload as it is read (reader.c, checkpoint.c): a field past
@@ -126,11 +127,24 @@ int gs_trace_complete(const struct gs_reader_stats *st);
  * is still running), "died" (neither: it was killed or crashed). */
 const char *gs_trace_ending(const struct gs_trace_info *info, const struct gs_reader_stats *st);
 /* ---- recover.c ---- */
-/* Reads the ring file of a trace that has no END record: its entries from
- * st->ring_pos on, handed to ops as records; fills the ring fields of st.
- * trace_path: the trace as it was opened. */
-void gs_recover_ring(const char *trace_path, const struct gs_trace_info *info,
-                     const struct gs_reader_ops *ops, void *ctx, struct gs_reader_stats *st);
+/* A copy of a ring file's entries not yet in the trace: [tail, head). */
+struct gs_ring_snapshot {
+    enum gs_ring_use use; /* READ when the copy was made, else why not */
+    char path[4096 + 8];  /* the ring file read (or looked for) */
+    char problem[256];
+    uint64_t tail, head;
+    uint8_t *data;        /* head - tail bytes */
+    struct gs_ring_header hdr;
+};
+/* Copies the ring file of the trace at trace_path (info from its header);
+ * taken before the trace's blocks are read. */
+void gs_ring_snapshot_take(const char *trace_path, const struct gs_trace_info *info,
+                           struct gs_ring_snapshot *snap);
+/* Hands the snapshot's entries from st->ring_pos on to ops as records, and
+ * fills the ring fields of st: for a trace without an END record. */
+void gs_ring_snapshot_replay(const struct gs_ring_snapshot *snap, const struct gs_reader_ops *ops,
+                             void *ctx, struct gs_reader_stats *st);
+void gs_ring_snapshot_free(struct gs_ring_snapshot *snap);
 /* The process that writes the trace is still running (on this host). */
 int gs_trace_live(const struct gs_trace_info *info, const struct gs_reader_stats *st);
 /* From the first event to the END record, or to the last event without one. */

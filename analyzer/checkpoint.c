@@ -455,6 +455,10 @@ static void get_alloc(struct gs_cursor *c, struct gs_live_alloc *a, uint32_t *st
     a->tid = u32(c);
     a->refs = u32(c);
     a->parent = u(c);
+    /* Only a mapping holds another allocation (its physical memory's handle),
+     * as in the replay: so a free never follows a chain of parents. */
+    if (a->parent && a->space != GS_SPACE_MAPPING)
+        c->bad = 1;
 }
 
 /* The index of the site (stack_id, kind) already loaded, or -1. */

@@ -508,10 +508,18 @@ int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
         close(f.fd);
         return -1;
     }
+    /* The ring first: what the writer takes from it after this is in blocks
+     * that are in the file by the time they are read below. */
+    struct gs_ring_snapshot *snap = info->ring_id ? malloc(sizeof *snap) : NULL;
+    if (snap)
+        gs_ring_snapshot_take(path, info, snap);
     uint8_t *comp = malloc(GS_MAX_BLOCK), *raw = malloc(GS_MAX_BLOCK);
     if (!comp || !raw) {
         free(comp);
         free(raw);
+        if (snap)
+            gs_ring_snapshot_free(snap);
+        free(snap);
         close(f.fd);
         return fail(&f, off, "out of memory");
     }
@@ -539,7 +547,11 @@ int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
     free(comp);
     free(raw);
     close(f.fd);
-    if (!st->end_seen && info->ring_id)
-        gs_recover_ring(path, info, ops, ctx, st);
+    if (snap) {
+        if (!st->end_seen)
+            gs_ring_snapshot_replay(snap, ops, ctx, st);
+        gs_ring_snapshot_free(snap);
+        free(snap);
+    }
     return 0;
 }

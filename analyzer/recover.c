@@ -9,58 +9,161 @@
  * They are turned into records with the shim's own encoder and handed to
  * the same callbacks as the blocks', so a report cannot tell them apart.
  *
- * The ring file is untrusted like the trace: its header must match the
- * trace (id) and this build (layout, byte order), every entry's length is
- * checked against the ring's limits, and a body that is not well formed is
- * counted as a damaged record. For a process that is still running, the
- * entries are copied first and used only if the writer did not reuse their
- * space meanwhile.
+ * The ring is copied before the trace's blocks are read (a snapshot of
+ * [tail, head)): for a process still running, everything the writer takes
+ * out of the ring after the copy is in blocks written before the trace is
+ * read, so the two meet without a gap. The copy is kept only if no producer
+ * wrapped around into it while it was made.
+ *
+ * The ring file is untrusted like the trace: read with pread (a file cut
+ * short meanwhile is an error, not a SIGBUS), only a regular file, its
+ * header must match the trace (id) and this build (layout, byte order),
+ * every entry's length is checked against the ring's limits, and a body
+ * that is not well formed is counted as a damaged record.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "analyzer.h"
 #include "gpushim_ring.h"
 
-static void problem(struct gs_reader_stats *st, enum gs_ring_use use, const char *fmt,
-                    const char *arg)
+static int read_exact(int fd, void *buf, size_t len, uint64_t off)
 {
-    st->ring_use = use;
-    snprintf(st->ring_problem, sizeof st->ring_problem, fmt, arg);
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = pread(fd, (uint8_t *)buf + done, len - done, (off_t)(off + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        done += (size_t)n;
+    }
+    return 0;
 }
 
-/* Opens the ring next to the trace: "<trace path>.ring", else the name the
- * trace recorded, in the trace's directory (the trace may have been renamed). */
-static int open_ring(const char *trace_path, const struct gs_trace_info *info,
-                     struct gs_reader_stats *st)
+static uint64_t read_u64(int fd, size_t offset)
 {
-    snprintf(st->ring_path, sizeof st->ring_path, "%s.ring", trace_path);
-    int fd = open(st->ring_path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0 || !info->ring_name[0] || strchr(info->ring_name, '/') ||
-        !strcmp(info->ring_name, ".") || !strcmp(info->ring_name, ".."))
+    uint64_t v = 0;
+    if (read_exact(fd, &v, sizeof v, offset) != 0)
+        return UINT64_MAX;
+    return v;
+}
+
+/* Opens path as this trace's ring and reads its header; NULL or why not. */
+static const char *open_checked(const char *path, const struct gs_trace_info *info, int *fdp,
+                                struct gs_ring_header *h)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return strerror(errno);
+    struct stat sb;
+    const char *bad = NULL;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
+        bad = "not a regular file";
+    else if ((uint64_t)sb.st_size < sizeof *h || read_exact(fd, h, sizeof *h, 0) != 0)
+        bad = "too short to be a ring file";
+    else
+        bad = memcmp(h->magic, GS_RING_MAGIC, sizeof h->magic) ? "not a gpushim ring file"
+              : h->version != GS_RING_VERSION ? "ring file version unknown to this gpushim"
+              : h->endian != GS_RING_ENDIAN || h->layout != GS_RING_LAYOUT
+                  ? "written on a machine of another architecture"
+              : h->header_size != GS_RING_HEADER_SIZE || h->cap < GS_RING_MIN_CAP ||
+                      h->cap > GS_RING_MAX_CAP || (h->cap & (h->cap - 1)) ||
+                      (uint64_t)sb.st_size != GS_RING_HEADER_SIZE + h->cap
+                  ? "its size does not match its header"
+              : h->trace_id != info->ring_id ? "it belongs to another trace"
+                                             : NULL;
+    if (bad) {
+        close(fd);
+        return bad;
+    }
+    *fdp = fd;
+    return NULL;
+}
+
+/* Opens the ring next to the trace, "<trace path>.ring", else the name the
+ * trace recorded, in the trace's directory (the shim picks another name
+ * when a stale file stands in the way). */
+static int open_ring(const char *trace_path, const struct gs_trace_info *info,
+                     struct gs_ring_snapshot *snap, struct gs_ring_header *h)
+{
+    int fd = -1;
+    snprintf(snap->path, sizeof snap->path, "%s.ring", trace_path);
+    const char *why = open_checked(snap->path, info, &fd, h);
+    if (!why)
         return fd;
     const char *slash = strrchr(trace_path, '/');
     int dirlen = slash ? (int)(slash - trace_path) + 1 : 0;
-    char other[sizeof st->ring_path];
+    char other[sizeof snap->path];
     snprintf(other, sizeof other, "%.*s%s", dirlen, trace_path, info->ring_name);
-    int fd2 = open(other, O_RDONLY | O_CLOEXEC);
-    if (fd2 >= 0)
-        snprintf(st->ring_path, sizeof st->ring_path, "%s", other);
-    return fd2;
+    if (info->ring_name[0] && !strchr(info->ring_name, '/') && strcmp(info->ring_name, ".") &&
+        strcmp(info->ring_name, "..") && strcmp(other, snap->path)) {
+        const char *why2 = open_checked(other, info, &fd, h);
+        if (!why2) {
+            snprintf(snap->path, sizeof snap->path, "%s", other);
+            return fd;
+        }
+        if (strcmp(why2, strerror(ENOENT)) != 0)
+            why = why2;
+    }
+    snap->use = !strcmp(why, strerror(ENOENT)) ? GS_RING_MISSING : GS_RING_UNUSABLE;
+    snprintf(snap->problem, sizeof snap->problem, "%s", why);
+    return -1;
 }
 
-static void copy_out(const uint8_t *data, uint64_t cap, uint64_t pos, void *dst, size_t len)
+void gs_ring_snapshot_take(const char *trace_path, const struct gs_trace_info *info,
+                           struct gs_ring_snapshot *snap)
 {
-    size_t off = (size_t)(pos & (cap - 1));
-    size_t first = len < cap - off ? len : (size_t)(cap - off);
-    memcpy(dst, data + off, first);
-    memcpy((uint8_t *)dst + first, data, len - first);
+    memset(snap, 0, sizeof *snap);
+    struct gs_ring_header h;
+    int fd = open_ring(trace_path, info, snap, &h);
+    if (fd < 0)
+        return;
+    /* tail, then head: both only grow, so tail <= head holds for the pair. */
+    uint64_t tail = read_u64(fd, offsetof(struct gs_ring_header, tail));
+    uint64_t head = read_u64(fd, offsetof(struct gs_ring_header, head));
+    const char *bad = NULL;
+    if (tail > head || head - tail > h.cap)
+        bad = "its positions are not those of a ring";
+    uint8_t *copy = bad ? NULL : malloc(head - tail ? head - tail : 1);
+    if (!bad && !copy)
+        bad = "out of memory";
+    if (!bad) {
+        uint64_t n = head - tail, off = tail & (h.cap - 1);
+        uint64_t first = n < h.cap - off ? n : h.cap - off;
+        if (read_exact(fd, copy, first, GS_RING_HEADER_SIZE + off) != 0 ||
+            read_exact(fd, copy + first, n - first, GS_RING_HEADER_SIZE) != 0)
+            bad = "it could not be read";
+        else if (read_u64(fd, offsetof(struct gs_ring_header, head)) > tail + h.cap)
+            bad = "the running process reused it while it was read; read the trace again";
+    }
+    struct gs_ring_header now;
+    if (!bad && read_exact(fd, &now, sizeof now, 0) != 0)
+        bad = "it could not be read";
+    close(fd);
+    if (bad) {
+        free(copy);
+        snap->use = GS_RING_UNUSABLE;
+        snprintf(snap->problem, sizeof snap->problem, "%s", bad);
+        return;
+    }
+    snap->use = GS_RING_READ;
+    snap->tail = tail;
+    snap->head = head;
+    snap->data = copy;
+    snap->hdr = now;
+}
+
+void gs_ring_snapshot_free(struct gs_ring_snapshot *snap)
+{
+    free(snap->data);
+    snap->data = NULL;
 }
 
 static int is_event(uint8_t type)
@@ -99,90 +202,32 @@ static void replay_entries(const uint8_t *copy, uint64_t n, const struct gs_read
     }
 }
 
-void gs_recover_ring(const char *trace_path, const struct gs_trace_info *info,
-                     const struct gs_reader_ops *ops, void *ctx, struct gs_reader_stats *st)
+void gs_ring_snapshot_replay(const struct gs_ring_snapshot *snap, const struct gs_reader_ops *ops,
+                             void *ctx, struct gs_reader_stats *st)
 {
-    int fd = open_ring(trace_path, info, st);
-    if (fd < 0) {
-        problem(st, GS_RING_MISSING, "%s", strerror(errno));
+    snprintf(st->ring_path, sizeof st->ring_path, "%s", snap->path);
+    st->ring_use = snap->use;
+    snprintf(st->ring_problem, sizeof st->ring_problem, "%s", snap->problem);
+    if (snap->use != GS_RING_READ)
         return;
-    }
-    struct stat sb;
-    struct gs_ring_header h;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size < sizeof h ||
-        pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h) {
-        close(fd);
-        problem(st, GS_RING_UNUSABLE, "%s", "too short to be a ring file");
-        return;
-    }
-    const char *bad = memcmp(h.magic, GS_RING_MAGIC, sizeof h.magic) ? "not a gpushim ring file"
-                      : h.version != GS_RING_VERSION ? "ring file version unknown to this gpushim"
-                      : h.endian != GS_RING_ENDIAN || h.layout != GS_RING_LAYOUT
-                          ? "written on a machine of another architecture"
-                      : h.header_size != GS_RING_HEADER_SIZE || h.cap < GS_RING_MIN_CAP ||
-                              h.cap > GS_RING_MAX_CAP || (h.cap & (h.cap - 1)) ||
-                              (uint64_t)sb.st_size != GS_RING_HEADER_SIZE + h.cap
-                          ? "its size does not match its header"
-                      : h.trace_id != info->ring_id ? "it belongs to another trace"
-                                                    : NULL;
-    if (bad) {
-        close(fd);
-        problem(st, GS_RING_UNUSABLE, "%s", bad);
-        return;
-    }
-    size_t total = (size_t)(GS_RING_HEADER_SIZE + h.cap);
-    uint8_t *map = mmap(NULL, total, PROT_READ, MAP_SHARED, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED) {
-        problem(st, GS_RING_UNUSABLE, "cannot map it: %s", strerror(errno));
-        return;
-    }
-    const struct gs_ring_header *live = (const void *)map;
-    const uint8_t *data = map + GS_RING_HEADER_SIZE;
-    uint64_t head = __atomic_load_n(&live->head, __ATOMIC_ACQUIRE);
-    uint64_t tail = __atomic_load_n(&live->tail, __ATOMIC_ACQUIRE);
     uint64_t start = st->ring_pos;
-    if (start < tail) { /* the ring moved past blocks this file does not have */
-        st->ring_gap = tail - start;
-        start = tail;
+    if (start < snap->tail) { /* the ring moved past blocks this file does not have */
+        st->ring_gap = snap->tail - start;
+        start = snap->tail;
     }
-    if (head < start || head - start > h.cap) {
-        munmap(map, total);
-        problem(st, GS_RING_UNUSABLE, "%s", "its positions do not match the trace");
-        return;
-    }
-    uint64_t n = head - start;
-    uint8_t *copy = malloc(n ? n : 1);
-    if (!copy) {
-        munmap(map, total);
-        problem(st, GS_RING_UNUSABLE, "%s", "out of memory");
-        return;
-    }
-    copy_out(data, h.cap, start, copy, n);
-    /* A running process may have reused the space meanwhile. */
-    uint64_t head_now = __atomic_load_n(&live->head, __ATOMIC_ACQUIRE);
-    if (head_now > start + h.cap) {
-        free(copy);
-        munmap(map, total);
-        problem(st, GS_RING_UNUSABLE, "%s",
-                "the running process reused it while it was read; read the trace again");
-        return;
-    }
-    st->ring_use = GS_RING_READ;
-    st->ring_lost = __atomic_load_n(&live->lost, __ATOMIC_RELAXED);
-    if (__atomic_load_n(&live->state, __ATOMIC_ACQUIRE) == GS_RING_FAILED) {
+    const struct gs_ring_header *h = &snap->hdr;
+    st->ring_lost = h->lost;
+    if (h->state == GS_RING_FAILED) {
         st->write_failed = 1;
-        st->fail_errno = live->fail_errno;
-        st->fail_offset = live->fail_offset;
-        st->fail_time_ns = live->fail_time_ns;
-        uint64_t end = __atomic_load_n(&live->end_time_ns, __ATOMIC_ACQUIRE);
-        if (end) { /* it exited cleanly, and said so here since the trace could not */
+        st->fail_errno = h->fail_errno;
+        st->fail_offset = h->fail_offset;
+        st->fail_time_ns = h->fail_time_ns;
+        if (h->end_time_ns) { /* it exited cleanly, and said so here since the trace could not */
             st->end_seen = 1;
-            st->end_time_ns = end;
-            st->end_events = live->events;
+            st->end_time_ns = h->end_time_ns;
+            st->end_events = h->events;
         }
     }
-    munmap(map, total);
-    replay_entries(copy, n, ops, ctx, st);
-    free(copy);
+    if (start < snap->head)
+        replay_entries(snap->data + (start - snap->tail), snap->head - start, ops, ctx, st);
 }

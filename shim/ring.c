@@ -10,8 +10,9 @@
  * the value modulo cap.
  *
  * The file is allocated on disk in full when it is created, so a write into
- * its pages never needs space the disk no longer has; the pages are
- * populated then too, not faulted in one at a time on the program's threads.
+ * its pages never needs space the disk no longer has. MAP_POPULATE reads the
+ * pages in then; the first write to a page (and the first after the kernel
+ * wrote it back) still takes a minor fault on the thread that writes.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,6 +33,8 @@ static int map(struct gs_ring *r, int fd, size_t cap)
                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (p == MAP_FAILED)
         return -1;
+    /* A forked child must never write the parent's ring: it gets no mapping. */
+    madvise(p, total, MADV_DONTFORK);
     r->hdr = p;
     r->buf = (uint8_t *)p + GS_RING_HEADER_SIZE;
     r->cap = cap;
@@ -42,6 +45,8 @@ static int map(struct gs_ring *r, int fd, size_t cap)
 /* A new file at path, allocated in full, or -1 with errno (nothing left behind). */
 static int create_file(const char *path, size_t total)
 {
+    if (!gs_fsize_room(total))
+        return -1;
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return -1;

@@ -249,11 +249,14 @@ struct gs_trace_file;
 void gs_bound_start(uint64_t max_bytes);
 /* Every body the writer puts in a block, in order. */
 void gs_bound_feed(const void *body, uint32_t len);
-/* After each block is in the file: may take a checkpoint, or put a new
- * file (checkpoint, then the recent blocks) in the trace's place. */
-void gs_bound_after_block(struct gs_trace_file *tf);
-/* At the END record: a checkpoint file not needed is removed. */
-void gs_bound_finish(void);
+/* After each block is in the file (ring_pos: the ring position the file
+ * reaches): may take a checkpoint, or put a new file (checkpoint, then the
+ * recent blocks) in the trace's place. A program thread (writer_thread 0)
+ * does so only when the next block would otherwise pass the limit. */
+void gs_bound_after_block(struct gs_trace_file *tf, uint64_t ring_pos, int writer_thread);
+/* At the END record: a checkpoint file not needed is removed; at exit the
+ * bounding stops, at exec it goes on if the exec fails. */
+void gs_bound_finish(int for_exec);
 void gs_bound_reset_after_fork(void);
 
 /* ---- encode.c: ring bodies -> trace records: in gpushim_ring.h ---- */
@@ -279,6 +282,13 @@ int gs_expand_path(const char *tmpl, char *out, size_t outsz);
  * and the name it used in path (outsz bytes), or -1 with errno. */
 int gs_create_trace(char *path, size_t outsz);
 /* Writes the preamble and header. 0 or -1 with errno. */
+/* May a file grow to end bytes under RLIMIT_FSIZE? Past it the kernel would
+ * send SIGXFSZ, which kills the program: the shim checks first, and treats
+ * a file that may not grow as full (0, errno EFBIG). */
+int gs_fsize_room(uint64_t end);
+/* Writes all of buf at fd's offset (retrying short writes and EINTR), if
+ * the file may grow that far. 0, or -1 with errno. */
+int gs_write_all(int fd, const void *buf, size_t len);
 /* ring_name: the ring file's name (no directory), or NULL for none. */
 int gs_write_header(int fd, uint64_t start_ns, uint64_t realtime_ns, unsigned stack_depth,
                     uint64_t ring_id, const char *ring_name);

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,8 +99,21 @@ int gs_create_trace(char *path, size_t outsz)
     return -1;
 }
 
-static int write_all(int fd, const void *buf, size_t len)
+int gs_fsize_room(uint64_t end)
 {
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_FSIZE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY ||
+        end <= (uint64_t)lim.rlim_cur)
+        return 1;
+    errno = EFBIG;
+    return 0;
+}
+
+int gs_write_all(int fd, const void *buf, size_t len)
+{
+    off_t at = lseek(fd, 0, SEEK_CUR);
+    if (at >= 0 && !gs_fsize_room((uint64_t)at + len))
+        return -1;
     const uint8_t *p = buf;
     while (len) {
         ssize_t w = write(fd, p, len);
@@ -208,7 +222,7 @@ int gs_write_header(int fd, uint64_t start_ns, uint64_t realtime_ns, unsigned st
     gs_put_u32le(buf + 8, GS_TRACE_VERSION);
     gs_put_u32le(buf + 12, (uint32_t)(n - GS_PREAMBLE_LEN));
     gs_put_u32le(buf + n, (uint32_t)crc32(0, buf, (uInt)n));
-    return write_all(fd, buf, n + 4);
+    return gs_write_all(fd, buf, n + 4);
 }
 
 size_t gs_block_scratch_size(size_t raw_len)
@@ -231,5 +245,5 @@ int gs_write_block(int fd, const uint8_t *raw, size_t len, uint8_t *scratch, siz
     crc = crc32(crc, scratch + GS_BLOCK_HEADER_LEN, (uInt)clen);
     gs_put_u32le(scratch + 12, (uint32_t)crc);
     *written = GS_BLOCK_HEADER_LEN + clen;
-    return write_all(fd, scratch, *written);
+    return gs_write_all(fd, scratch, *written);
 }

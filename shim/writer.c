@@ -68,6 +68,8 @@ static struct {
 };
 
 
+static __thread int in_writer_thread;
+
 static void fail(const char *what)
 {
     static int once;
@@ -135,7 +137,7 @@ static void write_block(void)
         else {
             w.tf.size += written;
             __atomic_store_n(&w.ring.hdr->tail, w.block_pos, __ATOMIC_RELEASE);
-            gs_bound_after_block(&w.tf);
+            gs_bound_after_block(&w.tf, w.block_pos, in_writer_thread);
         }
     }
     w.raw_len = 0;
@@ -176,6 +178,7 @@ static void drain_locked(void)
 static void *writer_main(void *arg)
 {
     (void)arg;
+    in_writer_thread = 1;
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are the program's, not ours */
@@ -240,9 +243,18 @@ static uint64_t random_id(void)
 static int ring_open(uint64_t id)
 {
     size_t cap = (size_t)gs_config()->buffer_mb << 20;
-    snprintf(w.ring_path, sizeof w.ring_path, "%s.ring", w.tf.path);
-    if (gs_ring_init(&w.ring, w.ring_path, cap, id) == 0)
-        return 0;
+    /* "<trace>.ring"; if a file of that name is left from a trace removed
+     * since, "<trace>.ring.1" and so on (the trace's header names it). */
+    for (int i = 0; i < 10; i++) {
+        if (i)
+            snprintf(w.ring_path, sizeof w.ring_path, "%s.ring.%d", w.tf.path, i);
+        else
+            snprintf(w.ring_path, sizeof w.ring_path, "%s.ring", w.tf.path);
+        if (gs_ring_init(&w.ring, w.ring_path, cap, id) == 0)
+            return 0;
+        if (errno != EEXIST)
+            break;
+    }
     static int once;
     gs_warn_once(&once, "cannot make %s: %s; events are buffered in memory, and those not yet "
                         "written when the process dies are lost",
@@ -267,6 +279,13 @@ static void open_locked(void)
         errno = ENAMETOOLONG;
         fail("name");
         return;
+    }
+    if (w.tf.path[0] != '/') { /* absolute: the program may change directory later */
+        char cwd[4096], rel[sizeof w.tf.path];
+        snprintf(rel, sizeof rel, "%s", w.tf.path);
+        if (getcwd(cwd, sizeof cwd) &&
+            (size_t)snprintf(w.tf.path, sizeof w.tf.path, "%s/%s", cwd, rel) >= sizeof w.tf.path)
+            snprintf(w.tf.path, sizeof w.tf.path, "%s", rel); /* too long: as given */
     }
     w.scratch_len = gs_block_scratch_size(BLOCK_RAW);
     if (!w.raw)
@@ -322,8 +341,8 @@ static void open_locked(void)
  * trace has failed and the ring is full too. */
 static int push(void *body, uint32_t len, int timed, int failed)
 {
-    struct gs_ring_header *h = w.ring.hdr;
     pthread_mutex_lock(&w.ring_lock);
+    struct gs_ring_header *h = w.ring.hdr; /* under the lock: a failed exec may move it */
     if (timed)
         ((struct gs_ev *)body)->time_ns = gs_now_ns() - w.tf.start_ns;
     int pushed = gs_ring_push(&w.ring, body, len) == 0;
@@ -363,7 +382,10 @@ int gs_emit(void *body, uint32_t len, int timed)
         state = w.state;
         pthread_mutex_unlock(&w.lock);
     }
-    state = __atomic_load_n(&w.state, __ATOMIC_ACQUIRE); /* the exit may have come meanwhile */
+    /* The exit may have come meanwhile. A full fence: our head store must be
+     * seen by a finish that then reads head, or we must see its FINISHED. */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    state = __atomic_load_n(&w.state, __ATOMIC_ACQUIRE);
     if (state == FINISHED) { /* a late event, after the exit-time flush */
         pthread_mutex_lock(&w.lock);
         drain_locked();
@@ -396,7 +418,7 @@ static void end_in_ring(void)
 
 /* Everything still in the ring, then the END record. Call with w.lock held;
  * returns whether this process had a trace open to finish. */
-static int finish_locked(void)
+static int finish_locked(int for_exec)
 {
     /* A vfork child shares our memory but is not the process that owns it. */
     if (w.state != OPEN || w.pid != getpid())
@@ -404,6 +426,7 @@ static int finish_locked(void)
     /* FINISHED first: a thread that pushes an event after the drain below
      * has read its head then sees it, and drains its event itself. */
     __atomic_store_n(&w.state, FINISHED, __ATOMIC_RELEASE);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* pairs with the one in gs_emit */
     drain_locked();
     pthread_mutex_lock(&w.ring_lock);
     struct gs_end_body end = {.type = GS_REC_END,
@@ -413,7 +436,7 @@ static int finish_locked(void)
     pthread_mutex_unlock(&w.ring_lock);
     add_record(&end, sizeof end, w.block_pos);
     write_block();
-    gs_bound_finish();
+    gs_bound_finish(for_exec);
     if (w.state != FAILED)
         ring_remove(); /* the trace is whole without it */
     end_in_ring();
@@ -427,7 +450,7 @@ __attribute__((destructor)) static void writer_fini(void)
     int saved = errno;
     pthread_mutex_lock(&w.lock);
     end_in_ring();
-    if (finish_locked()) {
+    if (finish_locked(0)) {
         pthread_mutex_lock(&w.ring_lock);
         w.stop = 1;
         pthread_mutex_unlock(&w.ring_lock);
@@ -456,7 +479,7 @@ int gs_writer_finish_for_exec(void)
         errno = saved;
         return 0;
     }
-    int finished = finish_locked();
+    int finished = finish_locked(1);
     pthread_mutex_unlock(&w.lock);
     errno = saved;
     return finished;
@@ -467,6 +490,8 @@ void gs_writer_exec_failed(int finished)
     if (!finished)
         return;
     pthread_mutex_lock(&w.lock);
+    if (w.ring.shared) /* a failed trace's end, noted in the ring: it was not the end */
+        __atomic_store_n(&w.ring.hdr->end_time_ns, 0, __ATOMIC_RELEASE);
     if (w.state == FINISHED) {
         /* More events, and another END at exit; they need a ring file again. */
         pthread_mutex_lock(&w.ring_lock);

@@ -47,7 +47,7 @@ class Run:
         self.files = files
 
 
-def run(argv, shim=True, env=None, cwd=None, output=None, timeout=120):
+def run(argv, shim=True, env=None, cwd=None, output=None, timeout=120, preexec=None):
     """Runs argv in a fresh directory (or cwd), with env added to the
     environment (a value of None unsets); returns Run with the trace files it
     left there."""
@@ -65,7 +65,8 @@ def run(argv, shim=True, env=None, cwd=None, output=None, timeout=120):
         e["LD_PRELOAD"] = E.preload
     if output:
         e["GPUSHIM_OUTPUT"] = output
-    p = subprocess.run(argv, capture_output=True, text=True, env=e, cwd=cwd, timeout=timeout)
+    p = subprocess.run(argv, capture_output=True, text=True, env=e, cwd=cwd, timeout=timeout,
+                       preexec_fn=preexec)
     files = sorted(f for f in os.listdir(cwd) if f.endswith(".trace"))
     return Run(p, [os.path.join(cwd, f) for f in files])
 

@@ -4,6 +4,7 @@ cannot be made, a ring file that does not belong to the trace. The kills
 are in test_crash.py.
 """
 import os
+import resource
 import shutil
 import tempfile
 
@@ -50,17 +51,94 @@ def test_disk_full_and_ring_full_counts_what_was_lost():
     check("events were lost: the ring was full" in report(trace).stdout, "the text report says so")
 
 
-def test_ring_file_that_cannot_be_made_is_said_and_recording_goes_on():
-    tmp = tempfile.mkdtemp(prefix="gpushim-noring-")
-    os.mkdir(os.path.join(tmp, "t.trace.ring"))  # something already stands there
-    r = run([E.prog("drv_schedule")], cwd=tmp, output="t.trace")
-    eq(r.rc, 0, "status")
+def file_size_limit(limit):
+    """A preexec that sets RLIMIT_FSIZE, SIGXFSZ left at its default (it kills)."""
+    def set_limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return set_limit
+
+
+def test_file_size_limit_below_the_ring_keeps_the_program_alive():
+    # The 8 MiB ring may not be made under a 1 MiB file size limit; growing a
+    # file past it would raise SIGXFSZ and kill the program: the shim checks
+    # first, says so once, keeps events in memory, and the trace (small) is whole.
+    bare = run([E.prog("drv_schedule")], shim=False)
+    r = run([E.prog("drv_schedule")], output="t.trace", preexec=file_size_limit(MiB))
+    eq((r.rc, r.out), (bare.rc, bare.out), "the program, unharmed")
     eq(r.err.count("gpushim: cannot make"), 1, "said once: " + r.err)
-    check("events are buffered in memory" in r.err, "says what it means: " + r.err)
-    d = report_json(os.path.join(tmp, "t.trace"))
+    check("File too large" in r.err and "events are buffered in memory" in r.err,
+          "says why and what it means: " + r.err)
+    d = report_json(one_trace(r))
     eq((d["trace"]["complete"], d["events"]["allocations"]), (True, 13), "the trace itself")
-    eq(d["trace"]["ring"]["use"], "none", "no ring was needed: the trace was finished")
-    check(os.path.isdir(os.path.join(tmp, "t.trace.ring")), "what stood there is left alone")
+    eq(d["trace"]["ring"]["use"], "none", "no ring: none was needed")
+
+
+def test_file_size_limit_reached_by_the_trace_keeps_the_program_alive():
+    # 1.6 M events make a trace of about 9 MB; under a 2 MiB limit (the 1 MiB
+    # ring fits) the trace stops growing at the limit and the program goes on.
+    r = run([E.prog("drv_longhaul"), "100000"], output="t.trace",
+            env={"GPUSHIM_BUFFER_MB": "1"}, preexec=file_size_limit(2 * MiB))
+    eq((r.rc, r.out), (0, "done\n"), "the program, unharmed: " + r.err)
+    eq(r.err.count("gpushim: cannot write trace"), 1, "said once: " + r.err)
+    d = report_json(one_trace(r))
+    t = d["trace"]
+    eq((t["write_failed"]["error"], t["ending"]), ("File too large", "finished"), "why")
+    check(t["write_failed"]["offset"] <= 2 * MiB, "within the limit")
+    e = d["events"]
+    # drv_longhaul 100000: 800 102 allocations, 800 001 frees, 1 failed allocation
+    eq(e["allocations"] + e["frees"] + e["failed"] + t["lost_events"], 1_600_104,
+       "kept and lost add up to what the program did")
+
+
+def test_stale_ring_file_in_the_way_gets_another_name():
+    # A ring left behind by a trace removed since (rm *.trace keeps *.ring):
+    # the new one takes the next name, the trace records it, and a death is
+    # still recovered from it.
+    tmp = tempfile.mkdtemp(prefix="gpushim-stale-")
+    with open(os.path.join(tmp, "victim.trace.ring"), "wb") as f:
+        f.write(b"stale")
+    log = os.path.join(tmp, "calls.log")
+    r = run([E.prog("crash_victim"), log, "sigkill", "11", "1", "40"], cwd=tmp,
+            output=os.path.join(tmp, "victim.trace"), env={"ASAN_OPTIONS": "detect_leaks=0"})
+    eq((r.rc, r.err), (-9, ""), "killed, nothing said: another name is no problem")
+    d = report_json(os.path.join(tmp, "victim.trace"))
+    eq((d["trace"]["ending"], d["trace"]["complete"]), ("died", True), "recovered")
+    eq(os.path.basename(d["trace"]["ring"]["path"]), "victim.trace.ring.1", "from the new ring")
+    eq(d["events"]["allocations"] - d["events"]["frees"], d["leaks"]["count"], "consistent")
+
+
+def test_failed_execs_while_threads_allocate():
+    r = run([E.prog("drv_execrace")], env={"ASAN_OPTIONS": "detect_leaks=0"})
+    eq(r.rc, 0, "never a crash: " + r.err)
+    made = int(r.out)
+    d = report_json(one_trace(r))
+    eq((d["trace"]["complete"], d["trace"]["ending"]), (True, "finished"), "whole")
+    check(made >= 200 * 50, f"the threads ran between the attempts ({made})")
+    eq((d["events"]["allocations"], d["events"]["frees"]), (made, made), "every event")
+
+
+def test_relative_trace_name_and_chdir():
+    tmp = tempfile.mkdtemp(prefix="gpushim-chdir-")
+    first, second = os.path.join(tmp, "first"), os.path.join(tmp, "second")
+    os.mkdir(first)
+    os.mkdir(second)
+    with open(os.path.join(second, "rel.trace"), "w") as f:
+        f.write("precious")
+    for bound in (None, "4M"):
+        for d in (first,):
+            for name in os.listdir(d):
+                os.unlink(os.path.join(d, name))
+        r = run([E.prog("drv_chdir"), second, "3000000"], cwd=first, output="rel.trace",
+                env={"GPUSHIM_MAX_BYTES": bound})
+        eq(r.rc, 0, f"status (bound {bound}): {r.err}")
+        eq(sorted(os.listdir(first)), ["rel.trace"], f"the trace alone, where it began ({bound})")
+        eq(sorted(os.listdir(second)), ["rel.trace"], "nothing made in the new directory")
+        eq(open(os.path.join(second, "rel.trace")).read(), "precious", "nor touched")
+        t = report_json(os.path.join(first, "rel.trace"))
+        eq((t["trace"]["complete"], t["events"]["allocations"], t["leaks"]["bytes"]),
+           (True, 3_000_002, 3 * MiB), f"every event ({bound})")
+        if bound:
+            check(t["trace"]["checkpoint"] is not None, "the bounded trace was swapped")
 
 
 def killed_trace():

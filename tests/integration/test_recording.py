@@ -238,7 +238,8 @@ def test_never_overwrites_or_follows_symlinks():
     eq(r.rc, 0, "status")
     eq(open(target).read(), "keep me", "the symlink's target")
     check(os.path.islink(os.path.join(tmp, "fixed.trace")), "the symlink is left alone")
-    check("fixed.trace exists; writing fixed-1.trace instead" in r.err, "says so: " + r.err)
+    check(f"{tmp}/fixed.trace exists; writing {tmp}/fixed-1.trace instead" in r.err,
+          "says so, with the full names: " + r.err)
     eq(report_json(os.path.join(tmp, "fixed-1.trace"))["events"]["allocations"], 13, "the new file")
 
 

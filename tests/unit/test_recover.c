@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../analyzer/analyzer.h"
@@ -66,13 +67,22 @@ static struct gs_ring make_ring(unsigned n, unsigned after, uint64_t *pos)
     return r;
 }
 
-static void recover(uint64_t ring_pos, struct seen *s, struct gs_reader_stats *st)
+static void recover_as(uint64_t id, uint64_t ring_pos, struct seen *s,
+                       struct gs_reader_stats *st)
 {
-    struct gs_trace_info info = {.ring_id = ID};
+    struct gs_trace_info info = {.ring_id = id};
+    struct gs_ring_snapshot snap;
     memset(st, 0, sizeof *st);
     memset(s, 0, sizeof *s);
-    st->ring_pos = ring_pos;
-    gs_recover_ring(trace, &info, &ops, s, st);
+    gs_ring_snapshot_take(trace, &info, &snap);
+    st->ring_pos = ring_pos; /* what the trace's blocks, read after the snapshot, reach */
+    gs_ring_snapshot_replay(&snap, &ops, s, st);
+    gs_ring_snapshot_free(&snap);
+}
+
+static void recover(uint64_t ring_pos, struct seen *s, struct gs_reader_stats *st)
+{
+    recover_as(ID, ring_pos, s, st);
 }
 
 Test(recover, only_the_entries_past_the_last_block)
@@ -118,9 +128,7 @@ Test(recover, refuses_what_is_not_this_traces_ring)
     struct gs_ring r = make_ring(3, 0, &pos);
     struct seen s;
     struct gs_reader_stats st;
-    struct gs_trace_info other = {.ring_id = ID + 1};
-    memset(&st, 0, sizeof st);
-    gs_recover_ring(trace, &other, &ops, &s, &st);
+    recover_as(ID + 1, 0, &s, &st);
     cr_assert_eq(st.ring_use, GS_RING_UNUSABLE);
     cr_assert_str_eq(st.ring_problem, "it belongs to another trace");
 
@@ -134,10 +142,12 @@ Test(recover, refuses_what_is_not_this_traces_ring)
     r.hdr->head = head + (1u << 16) + 8; /* more than the ring holds */
     recover(0, &s, &st);
     cr_assert_eq(st.ring_use, GS_RING_UNUSABLE);
+    cr_assert_str_eq(st.ring_problem, "its positions are not those of a ring");
     cr_assert_eq(s.events, 0, "nothing read");
-    recover(head + 1, &s, &st); /* the trace claims more than the ring has */
-    cr_assert_eq(st.ring_use, GS_RING_UNUSABLE);
     r.hdr->head = head;
+    /* blocks written after the snapshot, read with the trace: nothing from the ring */
+    recover(head + 100, &s, &st);
+    cr_assert_eq((st.ring_use << 8) | s.events, GS_RING_READ << 8);
 
     memcpy(r.hdr->magic, "XXXXXXXX", 8);
     recover(0, &s, &st);
@@ -147,6 +157,35 @@ Test(recover, refuses_what_is_not_this_traces_ring)
 
     recover(0, &s, &st);
     cr_assert_eq(st.ring_use, GS_RING_MISSING);
+    cr_assert_eq(mkfifo(ring, 0600), 0); /* must not block on a FIFO */
+    recover(0, &s, &st);
+    cr_assert_str_eq(st.ring_problem, "not a regular file");
+    unlink(ring);
+}
+
+Test(recover, falls_back_to_the_name_the_trace_recorded)
+{
+    uint64_t pos = 0;
+    struct gs_ring r = make_ring(3, 0, &pos); /* at "<trace>.ring" */
+    char other[sizeof ring + 4];
+    snprintf(other, sizeof other, "%s.1", ring);
+    cr_assert_eq(rename(ring, other), 0);
+    cr_assert_eq(symlink("/dev/null", ring) == 0 || errno == EEXIST, 1);
+    struct gs_trace_info info = {.ring_id = ID};
+    const char *slash = strrchr(other, '/');
+    snprintf(info.ring_name, sizeof info.ring_name, "%s", slash + 1);
+    struct gs_ring_snapshot snap;
+    struct seen s = {0};
+    struct gs_reader_stats st = {0};
+    gs_ring_snapshot_take(trace, &info, &snap);
+    gs_ring_snapshot_replay(&snap, &ops, &s, &st);
+    gs_ring_snapshot_free(&snap);
+    cr_assert_eq(st.ring_use, GS_RING_READ, "%s", st.ring_problem);
+    cr_assert_str_eq(st.ring_path, other);
+    cr_assert_eq(s.events, 3);
+    gs_ring_destroy(&r);
+    unlink(ring);
+    unlink(other);
 }
 
 Test(recover, hostile_entries_are_counted_not_trusted)
