@@ -41,6 +41,14 @@ struct gs_rmodule {
     size_t build_id_len;
 };
 
+/* A Python code object (GS_REC_PYCODE). */
+struct gs_rpycode {
+    uint32_t id;        /* 1..GS_PY_MAX_CODE */
+    const char *file;   /* NUL-terminated copies, valid during the callback */
+    const char *function;
+    uint32_t first_line;
+};
+
 struct gs_revent {
     enum gs_record_type type; /* ALLOC, FREE, FREE_FAILED, ALLOC_FAILED, REF, POOL */
     uint64_t time_ns;         /* since the trace's start */
@@ -60,6 +68,7 @@ struct gs_revent {
 struct gs_reader_ops {
     void (*module)(void *ctx, const struct gs_rmodule *m);
     void (*stack)(void *ctx, uint32_t id, const uint64_t *pcs, unsigned n);
+    void (*pycode)(void *ctx, const struct gs_rpycode *c); /* may be NULL: skipped */
     void (*event)(void *ctx, const struct gs_revent *e);
     /* A checkpoint record (GS_REC_CKPT_FIRST..GS_REC_CKPT_LAST), its payload
      * as it stands in the trace. Returns 0, or -1 when it is damaged (the
@@ -195,6 +204,13 @@ struct gs_module {
     int is_runtime; /* the shim or a CUDA library: trimmed from call sites */
 };
 
+/* A Python code object the stacks name (GS_REC_PYCODE). */
+struct gs_pycode {
+    uint32_t id;
+    uint32_t first_line;
+    char *file, *function;
+};
+
 /* A live allocation. */
 struct gs_live_alloc {
     uint64_t addr, size, time_ns;
@@ -233,6 +249,9 @@ struct gs_replay {
     struct gs_idmap *stacks_by_id; /* id -> index in stacks */
     struct gs_stack *stacks;
     size_t nstacks, stacks_cap;
+    struct gs_idmap *pycodes_by_id; /* id -> index in pycodes */
+    struct gs_pycode *pycodes;
+    size_t npycodes, pycodes_cap;
 
     /* the live set and the sites */
     struct gs_idmap *live[GS_SPACE_COUNT]; /* address (handle, ...) -> index in allocs */
@@ -274,13 +293,14 @@ uint64_t gs_site_peak_bytes(const struct gs_replay *r, const struct gs_site *s, 
 uint64_t gs_replay_leaks(const struct gs_replay *r, uint64_t *count);
 const struct gs_stack *gs_replay_stack(const struct gs_replay *r, uint32_t id);
 const struct gs_module *gs_replay_module_at(const struct gs_replay *r, uint64_t pc);
+const struct gs_pycode *gs_replay_pycode(const struct gs_replay *r, uint32_t id);
 const char *gs_api_name(uint32_t api);
 const char *gs_kind_name(uint32_t kind);
 const char *gs_result_name(uint32_t result);
 
 /* The parts of replay.c that checkpoint.c builds a replay state with. */
 /* Forgets the live set, the sites, the totals, pools, failures and recent
- * frees; keeps the modules and stacks. */
+ * frees; keeps the modules, stacks and Python code objects. */
 void gs_replay_reset(struct gs_replay *r);
 /* The site (stack_id, kind); made (zeroed) when make is set and there is
  * none. NULL: none, or no memory. kind must be below GS_KIND_COUNT. */
@@ -301,7 +321,8 @@ int gs_reserve(void **arr, size_t *cap, size_t n, size_t sz);
 /* ---- checkpoint.c ---- */
 /* Writes the whole of r as complete trace records (u8 type, varint payload
  * length, payload; each at most GS_MAX_RECORD bytes), one put call each:
- * the MODULE and STACK records of every module and stack r knows, then the
+ * the MODULE, PYCODE and STACK records of every module, Python code object
+ * and stack r knows, then the
  * checkpoint records (include/gpushim_trace.h). Replaying them into a fresh
  * replay, then the events that follow, reports what replaying every event
  * would. put returns 0, or -1 to stop. Returns 0, or -1 when put failed. */
