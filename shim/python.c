@@ -64,6 +64,7 @@ static struct {
     pyobj *(*frame_code)(pyobj *frame);    /* new reference */
     pyobj *(*frame_back)(pyobj *frame);    /* new reference, or NULL */
     int (*frame_line)(pyobj *frame);
+    int (*frame_lasti)(pyobj *frame); /* 3.11 and later: the line cache's key */
     pyobj *(*getattr)(pyobj *o, const char *name); /* new reference */
     const char *(*utf8)(pyobj *s, ssize_t *len);
     long (*as_long)(pyobj *o);
@@ -125,6 +126,7 @@ static int look_up(void)
         *(void **)&py.tstate_unchecked = sym("_PyThreadState_UncheckedGet");
     if (!py.tstate_unchecked)
         return ABSENT;
+    *(void **)&py.frame_lasti = sym("PyFrame_GetLasti");
     *(void **)&py.gc_disable = sym("PyGC_Disable");
     *(void **)&py.gc_enable = sym("PyGC_Enable");
     if (minor >= 11 && (!py.gc_disable || !py.gc_enable))
@@ -223,14 +225,14 @@ static size_t string_attr(pyobj *o, const char *attr, char *out, size_t max)
 
 /* The id of the code object of a frame, resolving it the first time (its
  * PYCODE record pushed before the id is handed to anyone). 0 when it
- * cannot be had. */
+ * cannot be had. Call with codes_lock held; it is let go meanwhile when
+ * the code is new (its names are read with no shim lock held). */
 static uint32_t code_id(pyobj *code)
 {
-    pthread_mutex_lock(&codes_lock);
     uint32_t id = code_find(code);
-    pthread_mutex_unlock(&codes_lock);
     if (id)
         return id;
+    pthread_mutex_unlock(&codes_lock);
 
     union {
         struct gs_pycode_body b;
@@ -261,8 +263,33 @@ static uint32_t code_id(pyobj *code)
         codes.used++;
         gs_emit(&body, (uint32_t)(sizeof body.b + flen + nlen), 0);
     }
-    pthread_mutex_unlock(&codes_lock);
     return id;
+}
+
+/* The line a frame is at. PyFrame_GetLineNumber decodes the code's line
+ * table from its start each time, the larger part of a walk's cost, so its
+ * answers are kept by (code, instruction offset) where the offset can be
+ * had (3.11 and later). Only for codes with an id: those are kept alive,
+ * so their addresses are never another code's. Only the GIL's holder
+ * walks, so the GIL guards the cache. */
+#define LINE_CACHE 4096
+static struct line_slot {
+    const void *code;
+    int lasti, line;
+} lines[LINE_CACHE];
+
+static int frame_line(pyobj *f, const void *code, uint32_t id)
+{
+    int lasti = id && py.frame_lasti ? py.frame_lasti(f) : -1;
+    if (lasti < 0)
+        return py.frame_line(f);
+    struct line_slot *s = &lines[(code_hash(code) ^ (size_t)lasti * 0x9e3779b1u) & (LINE_CACHE - 1)];
+    if (s->code != code || s->lasti != lasti) {
+        s->code = code;
+        s->lasti = lasti;
+        s->line = py.frame_line(f);
+    }
+    return s->line;
 }
 
 /* ---- the walk ---- */
@@ -300,10 +327,11 @@ unsigned gs_python_frames(uint64_t *pcs, unsigned n, unsigned max)
     pyobj *f = py.get_frame();
     if (f)
         py.incref(f); /* borrowed; the frames from PyFrame_GetBack are new references */
+    pthread_mutex_lock(&codes_lock);
     while (f && n < max) {
         pyobj *code = py.frame_code(f);
-        int line = py.frame_line(f);
         uint32_t id = code ? code_id(code) : 0;
+        int line = frame_line(f, code, id);
         if (code)
             py.decref(code);
         if (id)
@@ -312,6 +340,7 @@ unsigned gs_python_frames(uint64_t *pcs, unsigned n, unsigned max)
         py.decref(f);
         f = back;
     }
+    pthread_mutex_unlock(&codes_lock);
     if (f)
         py.decref(f);
     if (collecting > 0)
