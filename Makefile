@@ -33,7 +33,7 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 # Pure parts of the shim and the analyzer that unit tests link directly.
 UNIT_DEPS := shim/encode.c shim/ring.c shim/stacks.c shim/tracefile.c shim/config.c \
              analyzer/reader.c analyzer/recover.c analyzer/replay.c analyzer/idmap.c \
-             analyzer/json.c analyzer/checkpoint.c
+             analyzer/json.c analyzer/checkpoint.c analyzer/pyframes.c
 
 # The shim also runs the analyzer's replay, as the model behind GPUSHIM_MAX_BYTES.
 SHIM_OBJ := $(SHIM_SRC:%.c=$(BUILD)/obj/pic/%.o) \

@@ -7,6 +7,7 @@
  *   replay.c        one streaming pass: live set, peak, sites, leaks, failures
  *   checkpoint.c    the replay state as trace records, and back (rotated traces)
  *   sites.c         stacks -> trimmed, symbolized call sites (symbolize.c)
+ *   pyframes.c      Python frames in call sites, in place of the interpreter's
  *   report_text.c   the report for people
  *   report_json.c   the report for programs (json.c writes the syntax)
  */
@@ -335,9 +336,36 @@ int gs_checkpoint_write(const struct gs_replay *r,
  * checkpoint's openness (an END is the last record, whole or not). */
 int gs_checkpoint_load(struct gs_replay *r, uint8_t type, const uint8_t *payload, size_t len);
 
-/* ---- sites.c ---- */
+/* ---- pyframes.c: Python frames in call sites ---- */
 struct gs_symbolizer;
 struct gs_frame;
+
+/* What a stack says of Python (include/gpushim_trace.h, Python pcs). */
+enum gs_py_state {
+    GS_PY_NONE = 0, /* nothing: no Python in the process, or its frames unreadable */
+    GS_PY_FRAMES,   /* the thread held the GIL: Python frames follow the native ones */
+    GS_PY_NO_GIL,   /* the thread did not hold the GIL: native frames only */
+    GS_PY_NO_FRAME, /* it held the GIL with no Python code running */
+};
+enum gs_py_state gs_py_stack_state(const uint64_t *pcs, unsigned n);
+/* Whether f is a frame of CPython's interpreter (see pyframes.c). */
+int gs_py_interpreter_frame(const struct gs_frame *f);
+/* The frame of Python pc pc: function, file and line from its code object,
+ * or NULL function and file when the trace does not define it. */
+void gs_py_frame(const struct gs_replay *r, uint64_t pc, struct gs_frame *out);
+/* Merges a stack's native source frames (nn, innermost first) and Python
+ * frames (np, innermost first) into out (room for nn + np): the Python
+ * frames in place of the interpreter's. Returns the frames in out; *before:
+ * how many native frames come before the first Python one. */
+size_t gs_py_merge(const struct gs_frame *native, size_t nn, const struct gs_frame *py,
+                   size_t np, struct gs_frame *out, size_t *before);
+
+/* ---- sites.c ---- */
+/* How a report shows stacks. */
+enum gs_stack_view {
+    GS_VIEW_MERGED = 0, /* Python frames in place of the interpreter's */
+    GS_VIEW_NATIVE,     /* native frames alone (report --native) */
+};
 
 /* A call site as reported: sites whose stacks are the same after trimming
  * the shim's and the CUDA libraries' frames are merged. */
@@ -352,13 +380,17 @@ enum gs_site_metric { GS_METRIC_PEAK, GS_METRIC_LEAK };
 /* The device-kind sites ranked by metric, largest first, merged by their
  * source frames. Returns how many are in *out (caller frees). */
 size_t gs_rank_sites(const struct gs_replay *r, struct gs_symbolizer *sym,
-                     enum gs_site_metric metric, struct gs_report_site **out);
+                     enum gs_stack_view view, enum gs_site_metric metric,
+                     struct gs_report_site **out);
 
-/* Calls fn for each source frame of a stack, innermost first, starting at
- * the program's own call site, at most max frames. */
+/* Calls fn for each source frame of a stack as view shows it, innermost
+ * first, starting at the program's own call site, at most max frames.
+ * Returns how many it called fn for. */
 typedef void (*gs_frame_fn)(void *ctx, const struct gs_frame *f, unsigned index);
 unsigned gs_site_frames(const struct gs_replay *r, struct gs_symbolizer *sym, uint32_t stack_id,
-                        unsigned max, gs_frame_fn fn, void *ctx);
+                        enum gs_stack_view view, unsigned max, gs_frame_fn fn, void *ctx);
+/* What the stack says of Python (GS_PY_NONE for an unknown stack). */
+enum gs_py_state gs_site_python(const struct gs_replay *r, uint32_t stack_id);
 /* Registers every module of the replay with the symbolizer. */
 void gs_sites_register_modules(const struct gs_replay *r, struct gs_symbolizer *sym);
 
@@ -367,6 +399,7 @@ struct gs_report_options {
     unsigned top;    /* sites listed per section */
     unsigned frames; /* frames shown per site in the text report */
     int color;
+    enum gs_stack_view view; /* --native: GS_VIEW_NATIVE */
 };
 
 struct gs_report {
