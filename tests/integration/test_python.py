@@ -226,3 +226,18 @@ def test_a_rotated_trace_keeps_the_code_objects_of_its_history():
        [(2 * MiB, 2, True, [at(*ALLOC), at("longrun.py", "keep_weights", "kept"),
                             at("longrun.py", "main", "keep"), at(*main)])],
        "the weights, defined before the checkpoint, by their Python frames")
+
+
+def test_python_frames_of_a_killed_process_come_from_its_ring():
+    py = pythons()[0]
+    r = run([py, prog("killed.py"), libcuda()], env=dict(py_env(), GPUSHIM_FLUSH_MS="10000"))
+    eq(r.rc, -9, f"killed; stderr: {r.err}")
+    d = report_json(one_trace(r))
+    eq((d["trace"]["ending"], d["trace"]["ring"]["use"], d["trace"]["complete"]),
+       ("died", "read", True), "read with its ring")
+    eq((d["trace"]["blocks"], d["trace"]["recovered_events"]), (0, 1), "all of it from the ring")
+    main = ("killed.py", "<module>", "main")
+    eq([(s["bytes"], s["gil"], python_frames(s)) for s in d["leaks"]["sites"]],
+       [(3 * MiB, True, [at(*ALLOC), at("killed.py", "hold_buffer", "held"),
+                         at("killed.py", "main", "hold"), at(*main)])],
+       "the Python frames, from the ring")
