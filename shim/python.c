@@ -86,6 +86,8 @@ static void *sym(const char *name) { return gs_real_dlsym(RTLD_DEFAULT, name); }
 /* The Python of the process, if it is one we can read. */
 static int look_up(void)
 {
+    if (!gs_config()->python)
+        return ABSENT; /* GPUSHIM_PYTHON=0: native stacks, nothing looked up */
     py.is_initialized = (int (*)(void))sym("Py_IsInitialized");
     if (!py.is_initialized)
         return ABSENT; /* no Python: the one lookup there is */

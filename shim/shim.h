@@ -46,6 +46,7 @@ struct gs_config {
     unsigned pool_sample_ms; /* GPUSHIM_POOL_SAMPLE_MS, 0..60000, default 10 */
     unsigned buffer_mb;   /* GPUSHIM_BUFFER_MB, 1..1024, default 8: the ring's size */
     uint64_t max_bytes;   /* GPUSHIM_MAX_BYTES, 0 (default: no bound) or at least 4 MiB */
+    unsigned python;      /* GPUSHIM_PYTHON, 1 (default: record Python frames) or 0 */
     int verbose;          /* GPUSHIM_VERBOSE=1: say where the trace goes */
 };
 const struct gs_config *gs_config(void);

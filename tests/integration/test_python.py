@@ -241,3 +241,15 @@ def test_python_frames_of_a_killed_process_come_from_its_ring():
        [(3 * MiB, True, [at(*ALLOC), at("killed.py", "hold_buffer", "held"),
                          at("killed.py", "main", "hold"), at(*main)])],
        "the Python frames, from the ring")
+
+
+def test_python_frames_can_be_switched_off():
+    py = pythons()[0]
+    r = run([py, prog("train.py"), libcuda()], env=dict(py_env(), GPUSHIM_PYTHON="0"))
+    eq((r.rc, r.err), (0, ""), "the run")
+    d = report_json(one_trace(r))
+    eq([(s["bytes"], s["gil"], {f["language"] for f in s["frames"]}) for s in d["leaks"]["sites"]],
+       [(4 * MiB + 768 * KiB, None, {"native"}), (1 * MiB + 512 * KiB, None, {"native"})]
+       if version(py) >= (3, 11) else  # one native stack per thread, as in the native view
+       [(s["bytes"], None, {"native"}) for s in d["leaks"]["sites"]],
+       "GPUSHIM_PYTHON=0: native stacks, as in a program without Python")
