@@ -5,6 +5,7 @@
 #   make check         every test, once (BUILD=dir SAN=1 for a sanitizer build)
 #   make demo          a simulated training job under the shim, then its report
 #   make bench         recording and analysis cost, side by side with heaptrack
+#   make bench-python  what recording Python frames costs per allocation
 #   make install       PREFIX=/usr/local (bin/gpushim, lib/libgpushim.so)
 #
 # Builds with gcc or clang (make CC=clang). Needs zlib and elfutils' libdw;
@@ -33,7 +34,7 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 # Pure parts of the shim and the analyzer that unit tests link directly.
 UNIT_DEPS := shim/encode.c shim/ring.c shim/stacks.c shim/tracefile.c shim/config.c \
              analyzer/reader.c analyzer/recover.c analyzer/replay.c analyzer/idmap.c \
-             analyzer/json.c analyzer/checkpoint.c
+             analyzer/json.c analyzer/checkpoint.c analyzer/pyframes.c
 
 # The shim also runs the analyzer's replay, as the model behind GPUSHIM_MAX_BYTES.
 SHIM_OBJ := $(SHIM_SRC:%.c=$(BUILD)/obj/pic/%.o) \
@@ -43,7 +44,7 @@ UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_DEPS:%.c=$(BUILD)/obj/%.o)
 PROGS := $(PROG_SRC:tests/progs/%.c=$(BUILD)/progs/%)
 SIM := $(BUILD)/sim/libcuda.so.1 $(BUILD)/sim/libcudart.so.13
 
-.PHONY: all deps test check unit integration demo bench install uninstall clean sim progs
+.PHONY: all deps test check unit integration demo bench bench-python install uninstall clean sim progs
 all: $(BUILD)/libgpushim.so $(BUILD)/gpushim
 
 $(BUILD)/obj/pic/%.o: %.c
@@ -163,6 +164,9 @@ demo: deps all $(BUILD)/examples/sim_training
 
 bench: all $(BUILD)/bench/bench_workload
 	python3 tests/bench/bench.py --build $(BUILD)
+
+bench-python: all sim
+	python3 tests/bench/bench_python.py --build $(BUILD)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib

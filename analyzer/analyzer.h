@@ -7,6 +7,7 @@
  *   replay.c        one streaming pass: live set, peak, sites, leaks, failures
  *   checkpoint.c    the replay state as trace records, and back (rotated traces)
  *   sites.c         stacks -> trimmed, symbolized call sites (symbolize.c)
+ *   pyframes.c      Python frames in call sites, in place of the interpreter's
  *   report_text.c   the report for people
  *   report_json.c   the report for programs (json.c writes the syntax)
  */
@@ -42,6 +43,14 @@ struct gs_rmodule {
     size_t build_id_len;
 };
 
+/* A Python code object (GS_REC_PYCODE). */
+struct gs_rpycode {
+    uint32_t id;        /* 1..GS_PY_MAX_CODE */
+    const char *file;   /* NUL-terminated copies, valid during the callback */
+    const char *function;
+    uint32_t first_line;
+};
+
 struct gs_revent {
     enum gs_record_type type; /* ALLOC, FREE, FREE_FAILED, ALLOC_FAILED, REF, POOL */
     uint64_t time_ns;         /* since the trace's start */
@@ -61,6 +70,7 @@ struct gs_revent {
 struct gs_reader_ops {
     void (*module)(void *ctx, const struct gs_rmodule *m);
     void (*stack)(void *ctx, uint32_t id, const uint64_t *pcs, unsigned n);
+    void (*pycode)(void *ctx, const struct gs_rpycode *c); /* may be NULL: skipped */
     void (*event)(void *ctx, const struct gs_revent *e);
     /* A checkpoint record (GS_REC_CKPT_FIRST..GS_REC_CKPT_LAST), its payload
      * as it stands in the trace. Returns 0, or -1 when it is damaged (the
@@ -213,6 +223,13 @@ struct gs_module {
     int is_runtime; /* the shim or a CUDA library: trimmed from call sites */
 };
 
+/* A Python code object the stacks name (GS_REC_PYCODE). */
+struct gs_pycode {
+    uint32_t id;
+    uint32_t first_line;
+    char *file, *function;
+};
+
 /* A live allocation. */
 struct gs_live_alloc {
     uint64_t addr, size, time_ns;
@@ -251,6 +268,9 @@ struct gs_replay {
     struct gs_idmap *stacks_by_id; /* id -> index in stacks */
     struct gs_stack *stacks;
     size_t nstacks, stacks_cap;
+    struct gs_idmap *pycodes_by_id; /* id -> index in pycodes */
+    struct gs_pycode *pycodes;
+    size_t npycodes, pycodes_cap;
 
     /* the live set and the sites */
     struct gs_idmap *live[GS_SPACE_COUNT]; /* address (handle, ...) -> index in allocs */
@@ -292,13 +312,14 @@ uint64_t gs_site_peak_bytes(const struct gs_replay *r, const struct gs_site *s, 
 uint64_t gs_replay_leaks(const struct gs_replay *r, uint64_t *count);
 const struct gs_stack *gs_replay_stack(const struct gs_replay *r, uint32_t id);
 const struct gs_module *gs_replay_module_at(const struct gs_replay *r, uint64_t pc);
+const struct gs_pycode *gs_replay_pycode(const struct gs_replay *r, uint32_t id);
 const char *gs_api_name(uint32_t api);
 const char *gs_kind_name(uint32_t kind);
 const char *gs_result_name(uint32_t result);
 
 /* The parts of replay.c that checkpoint.c builds a replay state with. */
 /* Forgets the live set, the sites, the totals, pools, failures and recent
- * frees; keeps the modules and stacks. */
+ * frees; keeps the modules, stacks and Python code objects. */
 void gs_replay_reset(struct gs_replay *r);
 /* The site (stack_id, kind); made (zeroed) when make is set and there is
  * none. NULL: none, or no memory. kind must be below GS_KIND_COUNT. */
@@ -319,7 +340,8 @@ int gs_reserve(void **arr, size_t *cap, size_t n, size_t sz);
 /* ---- checkpoint.c ---- */
 /* Writes the whole of r as complete trace records (u8 type, varint payload
  * length, payload; each at most GS_MAX_RECORD bytes), one put call each:
- * the MODULE and STACK records of every module and stack r knows, then the
+ * the MODULE, PYCODE and STACK records of every module, Python code object
+ * and stack r knows, then the
  * checkpoint records (include/gpushim_trace.h). Replaying them into a fresh
  * replay, then the events that follow, reports what replaying every event
  * would. put returns 0, or -1 to stop. Returns 0, or -1 when put failed. */
@@ -332,9 +354,36 @@ int gs_checkpoint_write(const struct gs_replay *r,
  * checkpoint's openness (an END is the last record, whole or not). */
 int gs_checkpoint_load(struct gs_replay *r, uint8_t type, const uint8_t *payload, size_t len);
 
-/* ---- sites.c ---- */
+/* ---- pyframes.c: Python frames in call sites ---- */
 struct gs_symbolizer;
 struct gs_frame;
+
+/* What a stack says of Python (include/gpushim_trace.h, Python pcs). */
+enum gs_py_state {
+    GS_PY_NONE = 0, /* nothing: no Python in the process, or its frames unreadable */
+    GS_PY_FRAMES,   /* the thread held the GIL: Python frames follow the native ones */
+    GS_PY_NO_GIL,   /* the thread did not hold the GIL: native frames only */
+    GS_PY_NO_FRAME, /* it held the GIL with no Python code running */
+};
+enum gs_py_state gs_py_stack_state(const uint64_t *pcs, unsigned n);
+/* Whether f is a frame of CPython's interpreter (see pyframes.c). */
+int gs_py_interpreter_frame(const struct gs_frame *f);
+/* The frame of Python pc pc: function, file and line from its code object,
+ * or NULL function and file when the trace does not define it. */
+void gs_py_frame(const struct gs_replay *r, uint64_t pc, struct gs_frame *out);
+/* Merges a stack's native source frames (nn, innermost first) and Python
+ * frames (np, innermost first) into out (room for nn + np): the Python
+ * frames in place of the interpreter's. Returns the frames in out; *before:
+ * how many native frames come before the first Python one. */
+size_t gs_py_merge(const struct gs_frame *native, size_t nn, const struct gs_frame *py,
+                   size_t np, struct gs_frame *out, size_t *before);
+
+/* ---- sites.c ---- */
+/* How a report shows stacks. */
+enum gs_stack_view {
+    GS_VIEW_MERGED = 0, /* Python frames in place of the interpreter's */
+    GS_VIEW_NATIVE,     /* native frames alone (report --native) */
+};
 
 /* A call site as reported: sites whose stacks are the same after trimming
  * the shim's and the CUDA libraries' frames are merged. */
@@ -349,13 +398,17 @@ enum gs_site_metric { GS_METRIC_PEAK, GS_METRIC_LEAK };
 /* The device-kind sites ranked by metric, largest first, merged by their
  * source frames. Returns how many are in *out (caller frees). */
 size_t gs_rank_sites(const struct gs_replay *r, struct gs_symbolizer *sym,
-                     enum gs_site_metric metric, struct gs_report_site **out);
+                     enum gs_stack_view view, enum gs_site_metric metric,
+                     struct gs_report_site **out);
 
-/* Calls fn for each source frame of a stack, innermost first, starting at
- * the program's own call site, at most max frames. */
+/* Calls fn for each source frame of a stack as view shows it, innermost
+ * first, starting at the program's own call site, at most max frames.
+ * Returns how many it called fn for. */
 typedef void (*gs_frame_fn)(void *ctx, const struct gs_frame *f, unsigned index);
 unsigned gs_site_frames(const struct gs_replay *r, struct gs_symbolizer *sym, uint32_t stack_id,
-                        unsigned max, gs_frame_fn fn, void *ctx);
+                        enum gs_stack_view view, unsigned max, gs_frame_fn fn, void *ctx);
+/* What the stack says of Python (GS_PY_NONE for an unknown stack). */
+enum gs_py_state gs_site_python(const struct gs_replay *r, uint32_t stack_id);
 /* Registers every module of the replay with the symbolizer. */
 void gs_sites_register_modules(const struct gs_replay *r, struct gs_symbolizer *sym);
 
@@ -364,6 +417,7 @@ struct gs_report_options {
     unsigned top;    /* sites listed per section */
     unsigned frames; /* frames shown per site in the text report */
     int color;
+    enum gs_stack_view view; /* --native: GS_VIEW_NATIVE */
 };
 
 /* ---- modes.c ---- */

@@ -3,8 +3,8 @@
  *
  * A trace bounded by GPUSHIM_MAX_BYTES goes on in a new file when it is
  * full. The shim runs this replay over the events it writes, and starts the
- * new file with what gs_checkpoint_write makes of it: every module and
- * stack, then the checkpoint records (include/gpushim_trace.h): totals,
+ * new file with what gs_checkpoint_write makes of it: every module, Python
+ * code object and stack, then the checkpoint records (include/gpushim_trace.h): totals,
  * devices, kinds, sites, live allocations, pools, failures and the frees a
  * FREE_FAILED may still undo. The analyzer loads them (gs_checkpoint_load,
  * through gs_replay_ops) in place of the events the file no longer holds.
@@ -148,6 +148,21 @@ static void write_modules(struct out *o, const struct gs_replay *r)
         put_bytes(o, m->path, strnlen(m->path, 4095)); /* what a reader keeps */
         put_bytes(o, m->build_id, m->build_id_len);
         emit(o, GS_REC_MODULE);
+    }
+}
+
+static void write_pycodes(struct out *o, const struct gs_replay *r)
+{
+    for (size_t i = 0; i < r->npycodes && !o->failed; i++) {
+        const struct gs_pycode *c = &r->pycodes[i];
+        if (!c->id || c->id > GS_PY_MAX_CODE)
+            continue; /* not a valid id: a reader would refuse it */
+        begin(o);
+        put_u(o, c->id);
+        put_bytes(o, c->file, strnlen(c->file, 4095)); /* what a reader keeps */
+        put_bytes(o, c->function, strnlen(c->function, 1023));
+        put_u(o, c->first_line);
+        emit(o, GS_REC_PYCODE);
     }
 }
 
@@ -328,6 +343,7 @@ int gs_checkpoint_write(const struct gs_replay *r,
     o->put = put;
     o->ctx = ctx;
     write_modules(o, r);
+    write_pycodes(o, r); /* before the stacks that name them */
     write_stacks(o, r);
     write_begin(o, r);
     write_devices(o, r);
@@ -372,7 +388,8 @@ static int32_t device(struct gs_cursor *c)
     return d < GS_DEVICE_UNKNOWN || d >= GS_MAX_DEVICES ? GS_DEVICE_UNKNOWN : d;
 }
 
-/* The state starts over from the totals; modules and stacks stay. */
+/* The state starts over from the totals; modules, Python code objects and
+ * stacks stay. */
 static int load_begin(struct gs_replay *r, struct gs_cursor *c)
 {
     uint64_t v[NTOTALS];

@@ -42,6 +42,8 @@ static const char usage_report[] =
     "  --json         print one JSON object (schema in README.md) instead of text\n"
     "  --top N        call sites listed per section (default 10 for text, all for JSON)\n"
     "  --frames N     stack frames shown per call site in text (default 6)\n"
+    "  --native       native stacks alone: no Python frames in place of the\n"
+    "                 interpreter's (see README.md, Python frames)\n"
     "  -h, --help     this text\n"
     "\n"
     "A trace that was cut short (the process was killed) or damaged is reported\n"
@@ -66,6 +68,7 @@ static int cmd_report(int argc, char **argv)
     static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
                                              {"top", required_argument, NULL, 't'},
                                              {"frames", required_argument, NULL, 'f'},
+                                             {"native", no_argument, NULL, 'n'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     struct gs_report_options opt = {.top = 0, .frames = 6};
@@ -76,6 +79,7 @@ static int cmd_report(int argc, char **argv)
         case 'j': json = 1; break;
         case 't': if (parse_count("--top", optarg, &opt.top)) return 2; break;
         case 'f': if (parse_count("--frames", optarg, &opt.frames)) return 2; break;
+        case 'n': opt.view = GS_VIEW_NATIVE; break;
         case 'h': fputs(usage_report, stdout); return 0;
         default: fputs("Try 'gpushim report --help'.\n", stderr); return 2;
         }

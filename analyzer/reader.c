@@ -160,6 +160,24 @@ static int module(struct gs_cursor *c, const struct gs_reader_ops *ops, void *ct
     return 0;
 }
 
+static int pycode(struct gs_cursor *c, const struct gs_reader_ops *ops, void *ctx)
+{
+    char file[4096], function[1024];
+    uint64_t id = u(c);
+    string(c, file, sizeof file);
+    string(c, function, sizeof function);
+    uint64_t first_line = u(c);
+    if (c->bad || id == 0 || id > GS_PY_MAX_CODE)
+        return -1;
+    struct gs_rpycode pc = {.id = (uint32_t)id,
+                            .file = file,
+                            .function = function,
+                            .first_line = first_line > UINT32_MAX ? 0 : (uint32_t)first_line};
+    if (ops->pycode)
+        ops->pycode(ctx, &pc);
+    return 0;
+}
+
 static int end_record(struct gs_cursor *c, struct gs_reader_stats *st)
 {
     uint64_t events = u(c), lost = u(c), time_ns = u(c);
@@ -249,6 +267,9 @@ uint64_t gs_decode_block(const uint8_t *raw, size_t len, const struct gs_reader_
             break;
         case GS_REC_MODULE:
             bad = module(&c, ops, ctx);
+            break;
+        case GS_REC_PYCODE:
+            bad = pycode(&c, ops, ctx);
             break;
         case GS_REC_END:
             bad = end_record(&c, st);

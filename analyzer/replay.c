@@ -161,6 +161,7 @@ void gs_replay_init(struct gs_replay *r)
     memset(r, 0, sizeof *r);
     r->modules_by_id = gs_idmap_new();
     r->stacks_by_id = gs_idmap_new();
+    r->pycodes_by_id = gs_idmap_new();
     init_state(r);
 }
 
@@ -170,10 +171,16 @@ void gs_replay_free(struct gs_replay *r)
         free(r->modules[i].path);
     for (size_t i = 0; i < r->nstacks; i++)
         free(r->stacks[i].pcs);
+    for (size_t i = 0; i < r->npycodes; i++) {
+        free(r->pycodes[i].file);
+        free(r->pycodes[i].function);
+    }
     free(r->modules);
     free(r->stacks);
+    free(r->pycodes);
     gs_idmap_free(r->modules_by_id);
     gs_idmap_free(r->stacks_by_id);
+    gs_idmap_free(r->pycodes_by_id);
     free_state(r);
     memset(r, 0, sizeof *r);
 }
@@ -191,6 +198,10 @@ void gs_replay_reset(struct gs_replay *r)
     r->nstacks = keep.nstacks;
     r->stacks_cap = keep.stacks_cap;
     r->stacks_by_id = keep.stacks_by_id;
+    r->pycodes = keep.pycodes;
+    r->npycodes = keep.npycodes;
+    r->pycodes_cap = keep.pycodes_cap;
+    r->pycodes_by_id = keep.pycodes_by_id;
     init_state(r);
 }
 
@@ -248,6 +259,30 @@ static void on_stack(void *ctx, uint32_t id, const uint64_t *pcs, unsigned n)
         return;
     }
     r->stacks[r->nstacks++] = (struct gs_stack){.id = id, .n = n, .pcs = copy};
+}
+
+static void on_pycode(void *ctx, const struct gs_rpycode *c)
+{
+    struct gs_replay *r = ctx;
+    uint64_t idx;
+    if (gs_idmap_get(r->pycodes_by_id, c->id, &idx) == 0)
+        return; /* defined twice: the first stands */
+    if (gs_reserve((void **)&r->pycodes, &r->pycodes_cap, r->npycodes, sizeof *r->pycodes) != 0)
+        return;
+    char *file = strdup(c->file), *function = strdup(c->function);
+    if (!file || !function || gs_idmap_put(r->pycodes_by_id, c->id, r->npycodes) != 0) {
+        free(file);
+        free(function);
+        return;
+    }
+    r->pycodes[r->npycodes++] = (struct gs_pycode){
+        .id = c->id, .first_line = c->first_line, .file = file, .function = function};
+}
+
+const struct gs_pycode *gs_replay_pycode(const struct gs_replay *r, uint32_t id)
+{
+    uint64_t idx;
+    return gs_idmap_get(r->pycodes_by_id, id, &idx) == 0 ? &r->pycodes[idx] : NULL;
 }
 
 const struct gs_stack *gs_replay_stack(const struct gs_replay *r, uint32_t id)
@@ -676,6 +711,7 @@ static int on_checkpoint(void *ctx, uint8_t type, const uint8_t *payload, size_t
 const struct gs_reader_ops gs_replay_ops = {
     .module = on_module,
     .stack = on_stack,
+    .pycode = on_pycode,
     .event = on_event,
     .checkpoint = on_checkpoint,
 };

@@ -20,22 +20,30 @@ static void frame(void *ctx, const struct gs_frame *f, unsigned index)
     gs_json_string(j, "function", f->function);
     gs_json_string(j, "file", f->file);
     gs_json_uint(j, "line", f->line > 0 ? (uint64_t)f->line : 0);
-    gs_json_string(j, "module", f->module);
-    gs_json_string(j, "address", addr);
+    gs_json_string(j, "module", f->python ? NULL : f->module);
+    gs_json_string(j, "address", f->python ? NULL : addr);
+    gs_json_string(j, "language", f->python ? "python" : "native");
     gs_json_end_object(j);
 }
 
+/* The stack's frames, and whether the thread held the GIL (null: the
+ * trace cannot say, or the native view). */
 static void frames(struct gs_json *j, const struct gs_report *rep, uint32_t stack_id)
 {
     gs_json_begin_array(j, "frames");
-    gs_site_frames(rep->replay, rep->sym, stack_id, GS_MAX_FRAMES * 4, frame, j);
+    gs_site_frames(rep->replay, rep->sym, stack_id, rep->opt->view, GS_MAX_FRAMES * 4, frame, j);
     gs_json_end_array(j);
+    enum gs_py_state py = gs_site_python(rep->replay, stack_id);
+    if (rep->opt->view == GS_VIEW_NATIVE || py == GS_PY_NONE)
+        gs_json_null(j, "gil");
+    else
+        gs_json_bool(j, "gil", py != GS_PY_NO_GIL);
 }
 
 static void sites(struct gs_json *j, const struct gs_report *rep, enum gs_site_metric metric)
 {
     struct gs_report_site *s;
-    size_t n = gs_rank_sites(rep->replay, rep->sym, metric, &s);
+    size_t n = gs_rank_sites(rep->replay, rep->sym, rep->opt->view, metric, &s);
     gs_json_begin_array(j, "sites");
     for (size_t i = 0; i < n && i < rep->opt->top; i++) {
         gs_json_begin_object(j, NULL);

@@ -31,39 +31,90 @@ static double seconds(uint64_t ns) { return (double)ns / 1e9; }
 
 static const char *plural(uint64_t n) { return n == 1 ? "" : "s"; }
 
-struct frame_printer {
-    FILE *out;
-    const char *lead;
-};
-
-static void print_frame(void *ctx, const struct gs_frame *f, unsigned index)
+static void print_frame(FILE *out, const struct gs_frame *f, unsigned index, const char *lead)
 {
-    struct frame_printer *p = ctx;
-    const char *base = strrchr(f->module, '/');
-    base = base ? base + 1 : f->module;
-    fprintf(p->out, "%s%s ", index ? p->lead : "", index ? "  from" : "at");
+    fprintf(out, "%s%s ", index ? lead : "", index ? "  from" : "at");
     if (f->function)
-        fprintf(p->out, "%s", f->function);
+        fprintf(out, "%s", f->function);
+    else if (f->python)
+        fprintf(out, "(Python code not in the trace)");
     else
-        fprintf(p->out, "0x%" PRIx64, f->pc);
-    if (f->file)
-        fprintf(p->out, "  %s:%d", f->file, f->line);
-    else
-        fprintf(p->out, "  (%s)", base[0] ? base : "?");
-    fputc('\n', p->out);
+        fprintf(out, "0x%" PRIx64, f->pc);
+    if (f->file) {
+        fprintf(out, "  %s:%d", f->file, f->line);
+    } else if (!f->python) {
+        const char *base = strrchr(f->module, '/');
+        base = base ? base + 1 : f->module;
+        fprintf(out, "  (%s)", base[0] ? base : "?");
+    }
+    fputc('\n', out);
 }
 
+/* A stack's frames, as the report's view shows them: copies (the strings
+ * they point to are the symbolizer's and the replay's, which outlive them). */
+struct stack_frames {
+    struct gs_frame *f;
+    unsigned n, cap;
+};
+
+static void keep_frame(void *ctx, const struct gs_frame *f, unsigned index)
+{
+    struct stack_frames *s = ctx;
+    (void)index;
+    if (s->n == s->cap) {
+        unsigned cap = s->cap ? s->cap * 2 : 64;
+        struct gs_frame *nf = realloc(s->f, cap * sizeof *nf);
+        if (!nf)
+            return;
+        s->f = nf;
+        s->cap = cap;
+    }
+    s->f[s->n++] = *f;
+}
+
+/* Prints a stack in at most --frames frames. When Python frames would not
+ * all fit, the native frames before them (an extension's, which can be
+ * dozens in a framework) are shown by the innermost and a count, so the
+ * program's own Python lines are always in view. */
 static void print_stack(const struct gs_report *rep, FILE *out, uint32_t stack_id, const char *lead)
 {
-    struct frame_printer p = {out, lead};
-    if (!gs_site_frames(rep->replay, rep->sym, stack_id, rep->opt->frames, print_frame, &p))
+    struct stack_frames s = {0};
+    unsigned max = rep->opt->frames;
+    gs_site_frames(rep->replay, rep->sym, stack_id, rep->opt->view, UINT32_MAX, keep_frame, &s);
+    const struct gs_frame *copy = s.f;
+    if (!s.n) {
         fprintf(out, "(no stack recorded)\n");
+        free(s.f);
+        return;
+    }
+    unsigned before = 0; /* native frames before the first Python frame */
+    while (before < s.n && !copy[before].python)
+        before++;
+    unsigned skip_from = before, skip_to = before; /* frames [from, to) are counted, not shown */
+    if (before < s.n && before > 1 && s.n > max) {
+        skip_from = 1;
+        skip_to = before;
+    }
+    unsigned shown = 0;
+    for (unsigned i = 0; i < s.n && shown < max; i++) {
+        if (i == skip_from && skip_to > skip_from) {
+            fprintf(out, "%s  ... %u native frame%s\n", lead, skip_to - skip_from,
+                    skip_to - skip_from == 1 ? "" : "s");
+            i = skip_to - 1;
+            continue;
+        }
+        print_frame(out, &copy[i], shown++, lead);
+    }
+    free(s.f);
+    if (rep->opt->view == GS_VIEW_MERGED &&
+        gs_site_python(rep->replay, stack_id) == GS_PY_NO_GIL)
+        fprintf(out, "%s  (native stack: this thread did not hold the GIL)\n", lead);
 }
 
 static void print_sites(const struct gs_report *rep, FILE *out, enum gs_site_metric metric)
 {
     struct gs_report_site *sites;
-    size_t n = gs_rank_sites(rep->replay, rep->sym, metric, &sites);
+    size_t n = gs_rank_sites(rep->replay, rep->sym, rep->opt->view, metric, &sites);
     char b[32];
     for (size_t i = 0; i < n && i < rep->opt->top; i++) {
         fprintf(out, "  %12s in %6" PRIu64 " allocation%s  ", human_bytes(sites[i].bytes, b, sizeof b),

@@ -7,6 +7,11 @@
  * cudaMalloc and the cuMemAlloc it made differ only in frames nobody wants
  * to read, and an unrolled loop calls from several addresses of one line.
  * The frames every stack shares (_start, start_thread) are left out.
+ *
+ * A stack with Python frames is shown merged (pyframes.c): the Python
+ * frames in place of the interpreter's, and sites are one when their merged
+ * frames are; the native view (report --native) shows and merges the native
+ * frames alone, as for a program without Python.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -14,17 +19,26 @@
 #include "analyzer.h"
 #include "symbolize.h"
 
-/* Index of the first frame of the program's own code. */
-static unsigned first_own_frame(const struct gs_replay *r, const struct gs_stack *st)
+/* How many of the stack's pcs are native: all up to the first Python pc. */
+static unsigned native_count(const struct gs_stack *st)
+{
+    unsigned n = 0;
+    while (n < st->n && !gs_pc_is_python(st->pcs[n]))
+        n++;
+    return n;
+}
+
+/* Index of the first frame of the program's own code among the first n. */
+static unsigned first_own_frame(const struct gs_replay *r, const struct gs_stack *st, unsigned n)
 {
     unsigned i = 0;
-    while (i < st->n) {
+    while (i < n) {
         const struct gs_module *m = gs_replay_module_at(r, st->pcs[i]);
         if (!m || !m->is_runtime)
             break;
         i++;
     }
-    return i == st->n ? 0 : i; /* all runtime frames: show them rather than nothing */
+    return i == n ? 0 : i; /* all runtime frames: show them rather than nothing */
 }
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -45,8 +59,8 @@ static uint64_t mix_string(uint64_t h, const char *str)
 static int plumbing(const char *function)
 {
     static const char *const names[] = {"_start", "__libc_start_main", "__libc_start_main_impl",
-                                        "__libc_start_call_main", "start_thread", "clone",
-                                        "clone3"};
+                                        "__libc_start_call_main", "start_thread", "clone", "__clone",
+                                        "clone3", "__clone3"};
     if (!function)
         return 0;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
@@ -67,13 +81,18 @@ static void hash_frame(void *ctx, const struct gs_frame *f, unsigned index)
     }
 }
 
-/* Identifies a site by its source frames, so that stacks that differ only
- * in return addresses of the same lines (an unrolled loop) are one site. */
-static uint64_t site_key(const struct gs_replay *r, struct gs_symbolizer *sym, uint32_t stack_id)
+/* Identifies a site by its source frames as view shows them, so that
+ * stacks that differ only in return addresses of the same lines (an
+ * unrolled loop) are one site. Merged, what the stack says of Python counts
+ * too: a thread without the GIL is not one with it. */
+static uint64_t site_key(const struct gs_replay *r, struct gs_symbolizer *sym,
+                         enum gs_stack_view view, uint32_t stack_id)
 {
     uint64_t h = 0x9e3779b97f4a7c15ull;
-    if (!gs_site_frames(r, sym, stack_id, UINT32_MAX, hash_frame, &h))
+    if (!gs_site_frames(r, sym, stack_id, view, UINT32_MAX, hash_frame, &h))
         return 0x5bd1e995ull ^ stack_id; /* unknown stacks stay apart */
+    if (view == GS_VIEW_MERGED)
+        h = mix(h, (uint64_t)gs_site_python(r, stack_id));
     return h;
 }
 
@@ -88,7 +107,8 @@ static int by_bytes(const void *a, const void *b)
 }
 
 size_t gs_rank_sites(const struct gs_replay *r, struct gs_symbolizer *sym,
-                     enum gs_site_metric metric, struct gs_report_site **out)
+                     enum gs_stack_view view, enum gs_site_metric metric,
+                     struct gs_report_site **out)
 {
     struct gs_report_site *sites = calloc(r->nsites ? r->nsites : 1, sizeof *sites);
     struct gs_idmap *merged = gs_idmap_new();
@@ -112,7 +132,7 @@ size_t gs_rank_sites(const struct gs_replay *r, struct gs_symbolizer *sym,
         }
         if (!count)
             continue;
-        uint64_t key = site_key(r, sym, s->stack_id), at;
+        uint64_t key = site_key(r, sym, view, s->stack_id), at;
         if (gs_idmap_get(merged, key, &at) != 0) {
             at = n++;
             sites[at].stack_id = s->stack_id;
@@ -137,25 +157,85 @@ void gs_sites_register_modules(const struct gs_replay *r, struct gs_symbolizer *
     }
 }
 
-unsigned gs_site_frames(const struct gs_replay *r, struct gs_symbolizer *sym, uint32_t stack_id,
-                        unsigned max, gs_frame_fn fn, void *ctx)
+/* A growing array of frames. */
+struct frame_list {
+    struct gs_frame *f;
+    size_t n, cap;
+    int failed;
+};
+
+static void frame_add(struct frame_list *l, const struct gs_frame *f)
 {
-    const struct gs_stack *st = gs_replay_stack(r, stack_id);
-    unsigned shown = 0;
-    if (!st)
-        return 0;
-    for (unsigned i = first_own_frame(r, st); i < st->n && shown < max; i++) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        struct gs_frame *nf = realloc(l->f, cap * sizeof *nf);
+        if (!nf) {
+            l->failed = 1;
+            return;
+        }
+        l->f = nf;
+        l->cap = cap;
+    }
+    l->f[l->n++] = *f;
+}
+
+/* The native source frames of the stack's first n pcs, from the program's
+ * own call site on, plumbing left out. */
+static void native_frames(const struct gs_replay *r, struct gs_symbolizer *sym,
+                          const struct gs_stack *st, unsigned n, struct frame_list *out)
+{
+    for (unsigned i = first_own_frame(r, st, n); i < n; i++) {
         const struct gs_module *m = gs_replay_module_at(r, st->pcs[i]);
         if (!m) {
             struct gs_frame f = {.module = "?", .pc = st->pcs[i]};
-            fn(ctx, &f, shown++);
+            frame_add(out, &f);
             continue;
         }
         const struct gs_frame *frames;
         int nf = gs_sym_resolve(sym, m->id, st->pcs[i], &frames);
-        for (int k = 0; k < nf && shown < max; k++)
+        for (int k = 0; k < nf; k++)
             if (!plumbing(frames[k].function))
-                fn(ctx, &frames[k], shown++);
+                frame_add(out, &frames[k]);
     }
+}
+
+enum gs_py_state gs_site_python(const struct gs_replay *r, uint32_t stack_id)
+{
+    const struct gs_stack *st = gs_replay_stack(r, stack_id);
+    return st ? gs_py_stack_state(st->pcs, st->n) : GS_PY_NONE;
+}
+
+unsigned gs_site_frames(const struct gs_replay *r, struct gs_symbolizer *sym, uint32_t stack_id,
+                        enum gs_stack_view view, unsigned max, gs_frame_fn fn, void *ctx)
+{
+    const struct gs_stack *st = gs_replay_stack(r, stack_id);
+    if (!st)
+        return 0;
+    unsigned nn = native_count(st);
+    struct frame_list native = {0}, py = {0}, merged = {0};
+    native_frames(r, sym, st, nn, &native);
+    for (unsigned i = nn; view == GS_VIEW_MERGED && i < st->n; i++) {
+        if (!gs_pc_is_python(st->pcs[i]) || !gs_py_pc_code(st->pcs[i]))
+            continue; /* a marker, or a native pc where none belongs */
+        struct gs_frame f;
+        gs_py_frame(r, st->pcs[i], &f);
+        frame_add(&py, &f);
+    }
+    const struct gs_frame *show = native.f;
+    size_t n = native.n, before;
+    if (py.n && !native.failed && !py.failed) {
+        merged.f = malloc((native.n + py.n) * sizeof *merged.f);
+        if (merged.f) {
+            n = gs_py_merge(native.f, native.n, py.f, py.n, merged.f, &before);
+            show = merged.f;
+            (void)before;
+        }
+    }
+    unsigned shown = 0;
+    for (size_t i = 0; i < n && shown < max; i++)
+        fn(ctx, &show[i], shown++);
+    free(native.f);
+    free(py.f);
+    free(merged.f);
     return shown;
 }

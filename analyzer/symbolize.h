@@ -23,8 +23,9 @@ struct gs_frame {
     const char *file;     /* source file path, NULL when unknown */
     int line;             /* 0 when unknown */
     const char *module;   /* module path as recorded (never NULL; "?" when the
-                           * module id is unknown) */
-    uint64_t pc;          /* the recorded address */
+                           * module id is unknown); NULL for a Python frame */
+    uint64_t pc;          /* the recorded address (a Python pc for a Python frame) */
+    int python;           /* a Python frame (sites.c makes them; never the symbolizer) */
 };
 
 struct gs_symbolizer;

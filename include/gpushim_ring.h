@@ -77,6 +77,19 @@ struct gs_module_body {
     uint64_t bias, lo, span;
     char data[]; /* path (path_len bytes), then the build id */
 };
+/* Longest file and function names a PYCODE body carries (longer ones are cut). */
+#define GS_PY_MAX_FILE 4095u
+#define GS_PY_MAX_NAME 1023u
+struct gs_pycode_body {
+    uint8_t type; /* GS_REC_PYCODE */
+    uint8_t pad;
+    uint16_t file_len; /* at most GS_PY_MAX_FILE */
+    uint16_t name_len; /* at most GS_PY_MAX_NAME */
+    uint16_t pad2;
+    uint32_t id;
+    uint32_t first_line;
+    char data[]; /* the file (file_len bytes), then the function */
+};
 struct gs_end_body {
     uint8_t type; /* GS_REC_END */
     uint8_t pad[7];

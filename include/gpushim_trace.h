@@ -33,7 +33,7 @@
  * Delta state restarts at every block: the first event of a block codes its
  * time against 0 and its address against 0, so every block decodes alone.
  * Times are nanoseconds of CLOCK_MONOTONIC since GS_REC_CLOCK's start_ns.
- * Stack and module ids are global to the file; a record names only ids
+ * Stack, module and Python code ids are global to the file; a record names only ids
  * defined earlier in the file.
  */
 #ifndef GPUSHIM_TRACE_H
@@ -125,7 +125,7 @@ enum gs_record_type {
                                * reserved bytes at the peak, varint pool used bytes at
                                * the peak, varint failures dropped, varint threads
                                * hint: the totals; the replay state starts over (the
-                               * modules and stacks stay) */
+                               * modules, Python code objects and stacks stay) */
     GS_REC_CKPT_DEVICE = 33,  /* zz device (-1: unknown), varint present, varint live
                                * bytes, varint peak bytes, varint peak time, varint
                                * allocations */
@@ -160,12 +160,19 @@ enum gs_record_type {
                                * devices, varint kinds: how many of each record the
                                * checkpoint holds, so that a reader knows it has
                                * them all */
+
+    /* Python stacks (types 48..51; 49..51 are reserved for them) */
+    GS_REC_PYCODE = 48,       /* varint code id (1..GS_PY_MAX_CODE), string file,
+                               * string function (qualified name), varint first
+                               * line: a Python code object, which STACK records
+                               * name through Python pcs (below); defined before
+                               * any stack names it, like a module */
 };
 
 /* Checkpoints. When a trace reaches its size limit (GPUSHIM_MAX_BYTES) the
  * shim goes on in a new file that starts, in its first blocks, with a
- * checkpoint: the MODULE and STACK records of every module and stack known
- * so far, then GS_REC_CKPT_BEGIN, the other checkpoint records in any
+ * checkpoint: the MODULE, PYCODE and STACK records of every module, Python
+ * code object and stack known so far, then GS_REC_CKPT_BEGIN, the other checkpoint records in any
  * order except that a site comes before the live allocations and recent
  * frees of it, and GS_REC_CKPT_END; then events as usual. Replaying the
  * checkpoint and the events after it gives the same peak, sites, leaks,
@@ -181,6 +188,39 @@ enum gs_record_type {
         "XLA_PYTHON_CLIENT_ALLOCATOR", "XLA_PYTHON_CLIENT_PREALLOCATE",                            \
         "XLA_PYTHON_CLIENT_MEM_FRACTION", "TF_GPU_ALLOCATOR", "TF_FORCE_GPU_ALLOW_GROWTH"
 #define GS_MAX_SETTING 1024 /* longest value a writer records */
+
+/* Python frames in stacks. A stack of a thread that held the GIL is its
+ * native frames (innermost first) followed by its Python frames (innermost
+ * first), each a "Python pc" in the kernel's half of the address space,
+ * where no code of a process lies:
+ *
+ *   GS_PY_PC_BASE | code id << GS_PY_CODE_SHIFT | line
+ *
+ * with the code id of a GS_REC_PYCODE record and the line capped at
+ * GS_PY_MAX_LINE. Code id 0 is a marker, not a frame: line 0 (GS_PY_PC_NO_GIL)
+ * says the thread did not hold the GIL of the process's Python (its stack is
+ * native only); line 1 (GS_PY_PC_NO_FRAME) says it held it with no Python
+ * code running. A stack with neither and no Python pcs comes from a process
+ * without Python (or one whose frames the shim cannot read). A reader that
+ * knows none of this sees addresses in no module. */
+#define GS_PY_PC_BASE 0xffff800000000000ull
+#define GS_PY_CODE_SHIFT 24
+#define GS_PY_MAX_CODE 0x7fffffu
+#define GS_PY_MAX_LINE 0xffffffu
+#define GS_PY_PC_NO_GIL (GS_PY_PC_BASE | 0u)
+#define GS_PY_PC_NO_FRAME (GS_PY_PC_BASE | 1u)
+
+static inline int gs_pc_is_python(uint64_t pc) { return (pc & GS_PY_PC_BASE) == GS_PY_PC_BASE; }
+static inline uint64_t gs_py_pc(uint32_t code, uint32_t line)
+{
+    return GS_PY_PC_BASE | (uint64_t)(code & GS_PY_MAX_CODE) << GS_PY_CODE_SHIFT |
+           (line < GS_PY_MAX_LINE ? line : GS_PY_MAX_LINE);
+}
+static inline uint32_t gs_py_pc_code(uint64_t pc)
+{
+    return (uint32_t)(pc >> GS_PY_CODE_SHIFT) & GS_PY_MAX_CODE;
+}
+static inline uint32_t gs_py_pc_line(uint64_t pc) { return (uint32_t)pc & GS_PY_MAX_LINE; }
 
 /* The API the program called, as it appears in reports. */
 enum gs_api {

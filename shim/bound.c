@@ -158,6 +158,16 @@ void gs_bound_feed(const void *body, uint32_t len)
                                 .build_id = (const uint8_t *)m->data + m->path_len,
                                 .build_id_len = m->build_id_len};
         gs_replay_ops.module(&b.model, &rm);
+    } else if (type == GS_REC_PYCODE) {
+        const struct gs_pycode_body *c = body;
+        char file[GS_PY_MAX_FILE + 1], function[GS_PY_MAX_NAME + 1];
+        memcpy(file, c->data, c->file_len);
+        file[c->file_len] = 0;
+        memcpy(function, c->data + c->file_len, c->name_len);
+        function[c->name_len] = 0;
+        struct gs_rpycode rc = {
+            .id = c->id, .file = file, .function = function, .first_line = c->first_line};
+        gs_replay_ops.pycode(&b.model, &rc);
     } else if (len == sizeof(struct gs_ev) && type != GS_REC_END) {
         feed_event(body);
     }

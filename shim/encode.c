@@ -100,6 +100,14 @@ static uint8_t *encode_module(const struct gs_module_body *m, uint8_t *p)
     return bytes(p, m->data + m->path_len, m->build_id_len);
 }
 
+static uint8_t *encode_pycode(const struct gs_pycode_body *c, uint8_t *p)
+{
+    p = varint(p, c->id);
+    p = bytes(p, c->data, c->file_len);
+    p = bytes(p, c->data + c->file_len, c->name_len);
+    return varint(p, c->first_line);
+}
+
 static uint8_t *encode_end(const struct gs_end_body *b, uint8_t *p)
 {
     p = varint(p, b->events);
@@ -127,6 +135,11 @@ static int well_formed(const uint8_t *body, uint32_t len)
         return len >= sizeof *m && len == sizeof *m + m->path_len + m->build_id_len &&
                m->path_len < 4096 && m->build_id_len <= GS_MAX_BUILD_ID;
     }
+    case GS_REC_PYCODE: {
+        const struct gs_pycode_body *c = (const void *)body;
+        return len >= sizeof *c && len == sizeof *c + c->file_len + c->name_len &&
+               c->file_len <= GS_PY_MAX_FILE && c->name_len <= GS_PY_MAX_NAME;
+    }
     case GS_REC_END:
         return len == sizeof(struct gs_end_body);
     default:
@@ -147,6 +160,9 @@ size_t gs_encode(struct gs_encoder *e, const void *body, uint32_t len, uint8_t *
         break;
     case GS_REC_MODULE:
         end = encode_module(body, payload);
+        break;
+    case GS_REC_PYCODE:
+        end = encode_pycode(body, payload);
         break;
     case GS_REC_END:
         end = encode_end(body, payload);

@@ -2,9 +2,11 @@
  * record.c - turns one hooked call into ring entries.
  *
  * For an allocation: the thread, the device (from the current context, via
- * the real cuCtxGetDevice, never recorded), the call stack interned into a
+ * the real cuCtxGetDevice, never recorded), the call stack (native, then
+ * Python frames when the thread holds the GIL: python.c) interned into a
  * stack id (a new stack is pushed to the ring once, after the modules its
- * frames lie in), then the event itself. The event's time is taken under
+ * frames lie in and the Python code objects it names), then the event
+ * itself. The event's time is taken under
  * the ring's lock (writer.c), so times in the trace never go backwards.
  *
  * Everything here keeps errno, and a thread already inside the recorder
@@ -76,7 +78,8 @@ int32_t gs_stream_device(gs_custream stream)
 static uint32_t current_stack(void)
 {
     uint64_t pcs[GS_MAX_FRAMES];
-    unsigned n = gs_capture_stack(pcs, gs_config()->stack_depth);
+    unsigned native = gs_capture_stack(pcs, gs_config()->stack_depth);
+    unsigned n = gs_python_frames(pcs, native, GS_MAX_FRAMES);
     uint64_t h = gs_stack_hash(pcs, n);
 
     pthread_mutex_lock(&stack_lock);
@@ -85,7 +88,7 @@ static uint32_t current_stack(void)
     if (id)
         return id;
 
-    gs_modules_cover(pcs, n); /* takes the loader's lock: no shim lock may be held */
+    gs_modules_cover(pcs, native); /* takes the loader's lock: no shim lock may be held */
 
     pthread_mutex_lock(&stack_lock);
     int is_new = 0;

@@ -6,6 +6,7 @@
  *   hooks_driver.c / hooks_runtime.c   the program's call, forwarded to the real function
  *   record.c                           event assembly: device, stack id, time -> ring
  *   stacks.c, modules.c                stack capture and dedup; loaded modules
+ *   python.c                           the Python frames, when the thread holds the GIL
  *   ring.c                             the queue of entries, in a file mapped MAP_SHARED
  *                                      ("<trace>.ring") that outlives the process
  *   writer.c                           drains the ring into blocks (encode.c, tracefile.c)
@@ -19,7 +20,7 @@
  *   getproc_hook.c  the wrapped cuGetProcAddress / cuGetProcAddress_v2
  *
  * Lock order (take only in this order): the unwinding gate, runtime call
- * sites, pools, stack table, modules, writer, ring.
+ * sites, pools, stack table, Python code objects, modules, writer, ring.
  */
 #ifndef GPUSHIM_SHIM_H
 #define GPUSHIM_SHIM_H
@@ -45,6 +46,7 @@ struct gs_config {
     unsigned pool_sample_ms; /* GPUSHIM_POOL_SAMPLE_MS, 0..60000, default 10 */
     unsigned buffer_mb;   /* GPUSHIM_BUFFER_MB, 1..1024, default 8: the ring's size */
     uint64_t max_bytes;   /* GPUSHIM_MAX_BYTES, 0 (default: no bound) or at least 4 MiB */
+    unsigned python;      /* GPUSHIM_PYTHON, 1 (default: record Python frames) or 0 */
     int verbose;          /* GPUSHIM_VERBOSE=1: say where the trace goes */
 };
 const struct gs_config *gs_config(void);
@@ -220,6 +222,16 @@ uint32_t gs_stack_intern(struct gs_stack_table *t, const uint64_t *pcs, unsigned
 uint32_t gs_stack_find(const struct gs_stack_table *t, const uint64_t *pcs, unsigned n,
                        uint64_t hash);
 void gs_stack_table_clear(struct gs_stack_table *t);
+
+/* ---- python.c: the Python frames of the thread that allocates ---- */
+/* Appends to pcs[0..n) the calling thread's Python frames as Python pcs
+ * (innermost first; their code objects' PYCODE records pushed to the ring
+ * first), or a marker (include/gpushim_trace.h), never past max; returns
+ * the new count. Call with no shim lock held. */
+unsigned gs_python_frames(uint64_t *pcs, unsigned n, unsigned max);
+void gs_python_lock(void);
+void gs_python_unlock(void);
+void gs_python_reset_after_fork(void);
 
 /* ---- modules.c: the images loaded in the process ---- */
 /* Makes sure every pc is inside a module already pushed to the ring, pushing

@@ -526,6 +526,7 @@ static void before_fork(void)
     gs_runtime_lock();
     gs_pools_lock();
     gs_record_lock();
+    gs_python_lock();
     gs_modules_lock();
     pthread_mutex_lock(&w.lock);
     pthread_mutex_lock(&w.ring_lock);
@@ -536,6 +537,7 @@ static void after_fork_parent(void)
     pthread_mutex_unlock(&w.ring_lock);
     pthread_mutex_unlock(&w.lock);
     gs_modules_unlock();
+    gs_python_unlock();
     gs_record_unlock();
     gs_pools_unlock();
     gs_runtime_unlock();
@@ -558,6 +560,7 @@ static void after_fork_child(void)
     gs_encoder_reset(&w.enc);
     gs_bound_reset_after_fork();
     gs_record_reset_after_fork();
+    gs_python_reset_after_fork();
     gs_modules_reset();
     gs_pools_reset();
     gs_runtime_reset_after_fork();

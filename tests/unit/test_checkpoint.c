@@ -6,7 +6,7 @@
  * and its time, each site's bytes and count at the peak
  * (gs_site_peak_bytes), leaks, devices, kinds, pools, failures, the live
  * set with its references and mapping parents, the frees a FREE_FAILED may
- * still undo, modules and stacks.
+ * still undo, modules, Python code objects and stacks.
  *
  * The schedule has three devices, every kind, handles mapped and released
  * while mapped, a retained handle, one unmap over two mappings, FREE then
@@ -15,10 +15,10 @@
  * enough frees to push older ones out of the FREE_FAILED window. It is cut
  * at every event. Also: an empty replay, a checkpoint of a checkpoint, the
  * failures cap, a whole trace file (gs_read_trace) with the checkpoint
- * spread over several blocks, STACK and MODULE records defined twice, and
- * hostile checkpoints (out of place, out of range, truncated at every byte,
- * random) that must be refused and counted, never crash (run it under
- * SAN=1).
+ * spread over several blocks, STACK, MODULE and PYCODE records defined
+ * twice, and hostile checkpoints (out of place, out of range, truncated at
+ * every byte, random) that must be refused and counted, never crash (run it
+ * under SAN=1).
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
@@ -214,13 +214,20 @@ static void define(struct gs_replay *r, uint32_t first_stack, uint32_t last_stac
                               .build_id_len = sizeof build_id};
     struct gs_rmodule cuda = {.id = 2, .bias = 0x7f0000000000, .lo = 0x7f0000000000,
                               .span = 0x1000000, .path = "/usr/lib/libcuda.so.1"};
+    struct gs_rpycode forward = {.id = 1, .file = "/srv/model.py", .function = "Model.forward",
+                                 .first_line = 80};
+    struct gs_rpycode top = {.id = GS_PY_MAX_CODE, .file = "train.py", .function = "<module>",
+                             .first_line = 1};
     if (first_stack == 1) {
         gs_replay_ops.module(r, &prog);
         gs_replay_ops.module(r, &cuda);
+        gs_replay_ops.pycode(r, &forward);
+        gs_replay_ops.pycode(r, &top);
     }
     for (uint32_t id = first_stack; id <= last_stack; id++) {
-        uint64_t pcs[4] = {0x7f0000000100 + id, 0x400100 + id * 16, 0x400000 + id, 0x401000};
-        gs_replay_ops.stack(r, id, pcs, id % 5);
+        uint64_t pcs[6] = {0x7f0000000100 + id, 0x400100 + id * 16, 0x400000 + id, 0x401000,
+                           gs_py_pc(1, 88 + id), gs_py_pc(GS_PY_MAX_CODE, 3)};
+        gs_replay_ops.stack(r, id, pcs, id % 7); /* some with Python frames */
     }
 }
 
@@ -449,6 +456,14 @@ static void same_rest(const struct gs_replay *x, const struct gs_replay *y, size
         ASSERT_U64(a->build_id_len, b->build_id_len, "cut %zu: module %zu build id", cut, i);
         cr_assert(!memcmp(a->build_id, b->build_id, a->build_id_len));
         cr_assert_eq(a->is_runtime, b->is_runtime, "cut %zu: module %zu runtime", cut, i);
+    }
+    ASSERT_U64(x->npycodes, y->npycodes, "cut %zu: Python code objects", cut);
+    for (size_t i = 0; i < x->npycodes; i++) {
+        const struct gs_pycode *a = &x->pycodes[i], *b = gs_replay_pycode(y, a->id);
+        cr_assert_not_null(b, "cut %zu: code %u defined", cut, a->id);
+        cr_assert_str_eq(a->file, b->file, "cut %zu: code %u file", cut, a->id);
+        cr_assert_str_eq(a->function, b->function, "cut %zu: code %u function", cut, a->id);
+        ASSERT_U64(a->first_line, b->first_line, "cut %zu: code %u first line", cut, a->id);
     }
     ASSERT_U64(x->nstacks, y->nstacks, "cut %zu: stacks", cut);
     for (size_t i = 0; i < x->nstacks; i++) {
@@ -704,7 +719,7 @@ Test(checkpoint, put_failing_fails_the_write)
     free(all.p);
 }
 
-Test(checkpoint, stacks_and_modules_defined_twice_keep_the_first)
+Test(checkpoint, stacks_modules_and_code_objects_defined_twice_keep_the_first)
 {
     schedule(&seq);
     struct gs_replay whole, r;
@@ -713,8 +728,10 @@ Test(checkpoint, stacks_and_modules_defined_twice_keep_the_first)
     /* a copied block defines them again, differently: ignored */
     uint64_t other[3] = {1, 2, 3};
     struct gs_rmodule m = {.id = 1, .lo = 0, .span = 1, .path = "/elsewhere"};
+    struct gs_rpycode c = {.id = 1, .file = "/elsewhere.py", .function = "f"};
     gs_replay_ops.stack(&r, 3, other, 3);
     gs_replay_ops.module(&r, &m);
+    gs_replay_ops.pycode(&r, &c);
     same(&whole, &r, seq.n / 2);
     /* and the whole checkpoint again changes nothing either */
     struct buf b = checkpoint(&whole);

@@ -605,3 +605,137 @@ Test(codec, refused_body_leaves_delta_state_alone)
     cr_assert_eq(e.last_time, 0, "time state untouched");
     cr_assert_eq(e.last_addr, 0, "addr state untouched");
 }
+
+/* ---- Python code objects (GS_REC_PYCODE) ---- */
+
+struct cap_pycode {
+    int n;
+    uint32_t id[4], first_line[4];
+    char file[4][4096], function[4][1024];
+};
+
+static void on_pycode(void *ctx, const struct gs_rpycode *pc)
+{
+    struct cap_pycode *c = ctx;
+    cr_assert_lt(c->n, 4);
+    c->id[c->n] = pc->id;
+    c->first_line[c->n] = pc->first_line;
+    cr_assert_lt(strlen(pc->file), sizeof c->file[0]);
+    cr_assert_lt(strlen(pc->function), sizeof c->function[0]);
+    strcpy(c->file[c->n], pc->file);
+    strcpy(c->function[c->n], pc->function);
+    c->n++;
+}
+
+static struct gs_pycode_body *pycode_body(uint32_t id, const char *file, size_t flen,
+                                          const char *name, size_t nlen, uint32_t first,
+                                          uint32_t *len)
+{
+    *len = (uint32_t)(sizeof(struct gs_pycode_body) + flen + nlen);
+    struct gs_pycode_body *b = calloc(1, *len);
+    cr_assert_not_null(b);
+    b->type = GS_REC_PYCODE;
+    b->id = id;
+    b->file_len = (uint16_t)flen;
+    b->name_len = (uint16_t)nlen;
+    b->first_line = first;
+    memcpy(b->data, file, flen);
+    memcpy(b->data + flen, name, nlen);
+    return b;
+}
+
+Test(codec, python_code_objects_round_trip_and_python_pcs_stay_in_stacks)
+{
+    static const struct gs_reader_ops pyops = {.pycode = on_pycode};
+    struct blk b;
+    blk_init(&b);
+    struct gs_encoder e;
+    gs_encoder_reset(&e);
+    static char longfile[GS_PY_MAX_FILE], longname[GS_PY_MAX_NAME];
+    memset(longfile, 'f', sizeof longfile);
+    memset(longname, 'n', sizeof longname);
+    uint32_t l1, l2, l3;
+    struct gs_pycode_body *c1 =
+        pycode_body(1, "/srv/model.py", 13, "Model.forward", 13, 88, &l1);
+    struct gs_pycode_body *c2 =
+        pycode_body(GS_PY_MAX_CODE, longfile, sizeof longfile, longname, sizeof longname,
+                    UINT32_MAX, &l2);
+    /* a control character and bytes that are not UTF-8: kept off terminals */
+    struct gs_pycode_body *c3 = pycode_body(7, "a\nb\xff", 4, "", 0, 0, &l3);
+    put(&b, &e, c1, l1);
+    put(&b, &e, c2, l2);
+    put(&b, &e, c3, l3);
+    struct cap_pycode *c = calloc(1, sizeof *c);
+    struct gs_reader_stats st = {0};
+    cr_assert_eq(gs_decode_block(b.buf, b.len, &pyops, c, &st), 3);
+    cr_assert_eq(st.damaged_records, 0);
+    cr_assert_eq(c->n, 3);
+    cr_assert_eq(c->id[0], 1);
+    cr_assert_str_eq(c->file[0], "/srv/model.py");
+    cr_assert_str_eq(c->function[0], "Model.forward");
+    cr_assert_eq(c->first_line[0], 88);
+    cr_assert_eq(c->id[1], GS_PY_MAX_CODE);
+    cr_assert_eq(strlen(c->file[1]), GS_PY_MAX_FILE, "the longest file is kept whole");
+    cr_assert_eq(strlen(c->function[1]), GS_PY_MAX_NAME, "the longest name is kept whole");
+    cr_assert_eq(c->first_line[1], UINT32_MAX);
+    cr_assert_str_eq(c->file[2], "a?b\xff");
+    cr_assert_str_eq(c->function[2], "");
+
+    /* The pcs that name them are ordinary stack entries. */
+    uint64_t pc = gs_py_pc(GS_PY_MAX_CODE, GS_PY_MAX_LINE + 5);
+    cr_assert(gs_pc_is_python(pc));
+    cr_assert_eq(gs_py_pc_code(pc), GS_PY_MAX_CODE);
+    cr_assert_eq(gs_py_pc_line(pc), GS_PY_MAX_LINE, "lines are capped");
+    cr_assert(gs_pc_is_python(GS_PY_PC_NO_GIL) && gs_py_pc_code(GS_PY_PC_NO_GIL) == 0);
+    cr_assert(!gs_pc_is_python(0x00007fffffffffffull), "no user-space address is a Python pc");
+    cr_assert_eq(gs_py_pc(1, 42), 0xffff800001000000ull | 42);
+
+    free(c1);
+    free(c2);
+    free(c3);
+    free(c);
+    free(b.buf);
+}
+
+Test(codec, python_code_records_out_of_range_are_damaged)
+{
+    static const struct gs_reader_ops pyops = {.pycode = on_pycode};
+    /* hand-made records: id 0, an id past the pcs' room, a cut string */
+    static const uint8_t raw[] = {
+        GS_REC_PYCODE, 5, 0, 1, 'a', 1, 'b',                     /* id 0 */
+        GS_REC_PYCODE, 8, 0x80, 0x80, 0x80, 0x04, 1, 'a', 0, 1,  /* id 2^23 */
+        GS_REC_PYCODE, 4, 1, 9, 'a', 'b',                        /* file longer than the record */
+        GS_REC_PYCODE, 6, 2, 1, 'x', 1, 'y', 3,                  /* fine */
+    };
+    struct cap_pycode *c = calloc(1, sizeof *c);
+    struct gs_reader_stats st = {0};
+    cr_assert_eq(gs_decode_block(raw, sizeof raw, &pyops, c, &st), 4);
+    cr_assert_eq(st.damaged_records, 3);
+    cr_assert_eq(c->n, 1);
+    cr_assert_eq(c->id[0], 2);
+    cr_assert_str_eq(c->file[0], "x");
+    cr_assert_str_eq(c->function[0], "y");
+    cr_assert_eq(c->first_line[0], 3);
+    free(c);
+}
+
+Test(codec, encode_refuses_malformed_python_code_bodies)
+{
+    struct gs_encoder e;
+    gs_encoder_reset(&e);
+    static uint8_t out[GS_MAX_RECORD];
+    uint32_t len;
+    struct gs_pycode_body *c = pycode_body(1, "f.py", 4, "g", 1, 1, &len);
+    cr_assert_gt(gs_encode(&e, c, len, out), 0, "exact length is fine");
+    cr_assert_eq(gs_encode(&e, c, len - 1, out), 0, "one byte short");
+    cr_assert_eq(gs_encode(&e, c, len + 1, out), 0, "one byte long");
+    cr_assert_eq(gs_encode(&e, c, (uint32_t)sizeof *c - 1, out), 0, "header cut");
+    free(c);
+    static char big[GS_PY_MAX_FILE + 1];
+    c = pycode_body(1, big, sizeof big, "g", 1, 1, &len);
+    cr_assert_eq(gs_encode(&e, c, len, out), 0, "a file name past GS_PY_MAX_FILE");
+    free(c);
+    c = pycode_body(1, "f", 1, big, GS_PY_MAX_NAME + 1, 1, &len);
+    cr_assert_eq(gs_encode(&e, c, len, out), 0, "a function name past GS_PY_MAX_NAME");
+    free(c);
+}
