@@ -42,7 +42,8 @@ struct gs_rmodule {
 };
 
 struct gs_revent {
-    enum gs_record_type type; /* ALLOC, FREE, FREE_FAILED, ALLOC_FAILED, REF, POOL */
+    enum gs_record_type type; /* ALLOC, FREE, FREE_FAILED, ALLOC_FAILED, REF, POOL,
+                               * MARK, BLOCK_ALLOC, BLOCK_FREE */
     uint64_t time_ns;         /* since the trace's start */
     uint32_t tid;
     uint32_t api;
@@ -55,6 +56,9 @@ struct gs_revent {
     uint64_t free_bytes, total_bytes;
     uint64_t pool, reserved, used; /* POOL */
     uint64_t parent;               /* ALLOC of a mapping: the handle it maps */
+    const char *label;             /* MARK: its label's bytes (not NUL-terminated, any
+                                    * bytes), valid during the callback */
+    size_t label_len;
 };
 
 struct gs_reader_ops {

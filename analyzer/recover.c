@@ -66,7 +66,8 @@ static void copy_out(const uint8_t *data, uint64_t cap, uint64_t pos, void *dst,
 static int is_event(uint8_t type)
 {
     return type == GS_REC_ALLOC || type == GS_REC_FREE || type == GS_REC_FREE_FAILED ||
-           type == GS_REC_ALLOC_FAILED || type == GS_REC_REF || type == GS_REC_POOL;
+           type == GS_REC_ALLOC_FAILED || type == GS_REC_REF || type == GS_REC_POOL ||
+           type == GS_REC_MARK || type == GS_REC_BLOCK_ALLOC || type == GS_REC_BLOCK_FREE;
 }
 
 /* Hands the entries in copy (n bytes, from ring position start) to ops. */

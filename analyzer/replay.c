@@ -83,6 +83,8 @@ static const char *const api_names[GS_API_COUNT] = {
     NAME(cudaMallocFromPoolAsync_ptsz),
     NAME(cudaMemPoolCreate),
     NAME(cudaMemPoolDestroy),
+    NAME(gpushim_torch_alloc),
+    NAME(gpushim_torch_free),
 #undef NAME
 };
 

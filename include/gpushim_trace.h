@@ -157,7 +157,70 @@ enum gs_record_type {
                                * devices, varint kinds: how many of each record the
                                * checkpoint holds, so that a reader knows it has
                                * them all */
+
+    /* What the program says through the public API (include/gpushim.h). */
+    GS_REC_MARK = 52,         /* zz dt, varint tid, varint stack id, string label (at
+                               * most GS_MAX_LABEL bytes): gpushim_mark(label) */
+    GS_REC_BLOCK_ALLOC = 53,  /* zz dt, varint tid, zz addr delta, varint size, varint
+                               * stack id: the program's own allocator handed out
+                               * [addr, addr+size), usually inside a driver allocation
+                               * (gpushim_block_alloc) */
+    GS_REC_BLOCK_FREE = 54,   /* zz dt, varint tid, zz addr delta: that block was given
+                               * back (gpushim_block_free) */
+
+    /* Checkpoint records of the marks and blocks (types GS_REC_CKPT_API_FIRST..
+     * GS_REC_CKPT_API_LAST), between GS_REC_CKPT_BEGIN and GS_REC_CKPT_END, as
+     * the other checkpoint records; absolute values. Written only when the run
+     * has marks or blocks. */
+    GS_REC_CKPT_MARK_LABEL = 55, /* varint index, string label, varint stack id (of its
+                                  * first mark), varint marks, varint steps, varint
+                                  * first mark time, varint last mark time, then the
+                                  * open step: varint start time, varint device bytes,
+                                  * varint bytes made live and varint bytes ended by then
+                                  * (the totals below), varint peak bytes so far; then
+                                  * over its completed steps: varint largest peak, varint
+                                  * time of the step with it, varint bytes allocated,
+                                  * varint bytes freed, zz growth, zz largest growth,
+                                  * varint growing steps: a label of the marks (index:
+                                  * its place among the labels, from 0, in order) */
+    GS_REC_CKPT_API_ITEM = 56,   /* varint what, then: 0 (a recent mark): varint age (0:
+                                  * the latest), varint label index, varint time, varint
+                                  * device bytes, varint block bytes; 1 (a recent step):
+                                  * varint age, varint label index, varint start, varint
+                                  * end, varint peak bytes, varint allocated bytes,
+                                  * varint freed bytes, zz growth; 2 (fragmentation at a
+                                  * failure): varint failure index, then a fragmentation
+                                  * (below) */
+    GS_REC_CKPT_BLOCK_SITE = 57, /* varint stack id, varint blocks, varint bytes, varint
+                                  * live bytes, varint live count, varint saved bytes,
+                                  * varint saved count, varint saved epoch: a call site of
+                                  * gpushim_block_alloc, as GS_REC_CKPT_SITE */
+    GS_REC_CKPT_BLOCK = 58,      /* varint addr, varint size, varint time, varint stack
+                                  * id, varint tid: a live block, of a site defined
+                                  * before it; in the replay's order */
+    GS_REC_CKPT_API_END = 59,    /* varint marks, varint steps, varint labels dropped
+                                  * (marks whose label came past the limit), varint
+                                  * device bytes made live, varint device bytes ended,
+                                  * varint peak since the last mark, varint block
+                                  * allocations, varint block frees, varint block frees
+                                  * of unknown addresses, varint live block bytes, varint
+                                  * block peak bytes, varint block peak time, varint
+                                  * block peak epoch, varint fragmentation pending at the
+                                  * device peak (0/1), a fragmentation at the device peak,
+                                  * then how many of each record above came: varint
+                                  * labels, varint recent marks, varint recent steps,
+                                  * varint failure fragmentations, varint block sites,
+                                  * varint blocks. The last of them, before CKPT_END.
+                                  *
+                                  * A fragmentation: varint present (0/1), varint time,
+                                  * varint segments, varint segment bytes, varint block
+                                  * bytes, varint largest free gap, varint bytes of blocks
+                                  * outside segments (README.md "Fragmentation") */
 };
+
+#define GS_MAX_LABEL 255 /* longest mark label a writer records */
+#define GS_REC_CKPT_API_FIRST 55
+#define GS_REC_CKPT_API_LAST 59
 
 /* Checkpoints. When a trace reaches its size limit (GPUSHIM_MAX_BYTES) the
  * shim goes on in a new file that starts, in its first blocks, with a
@@ -227,6 +290,8 @@ enum gs_api {
     GS_API_cudaMallocFromPoolAsync_ptsz,
     GS_API_cudaMemPoolCreate,
     GS_API_cudaMemPoolDestroy,
+    GS_API_gpushim_torch_alloc, /* PyTorch's pluggable allocator, through the shim */
+    GS_API_gpushim_torch_free,
     GS_API_COUNT
 };
 
