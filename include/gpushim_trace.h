@@ -169,53 +169,55 @@ enum gs_record_type {
                                * back (gpushim_block_free) */
 
     /* Checkpoint records of the marks and blocks (types GS_REC_CKPT_API_FIRST..
-     * GS_REC_CKPT_API_LAST), between GS_REC_CKPT_BEGIN and GS_REC_CKPT_END, as
-     * the other checkpoint records; absolute values. Written only when the run
-     * has marks or blocks. */
-    GS_REC_CKPT_MARK_LABEL = 55, /* varint index, string label, varint stack id (of its
-                                  * first mark), varint marks, varint steps, varint
-                                  * first mark time, varint last mark time, then the
-                                  * open step: varint start time, varint device bytes,
-                                  * varint bytes made live and varint bytes ended by then
-                                  * (the totals below), varint peak bytes so far; then
-                                  * over its completed steps: varint largest peak, varint
-                                  * time of the step with it, varint bytes allocated,
+     * GS_REC_CKPT_API_LAST), between GS_REC_CKPT_BEGIN and GS_REC_CKPT_END like
+     * the others, absolute values; written only for a run with marks or
+     * blocks; labels before the marks and steps that name them, block sites
+     * before their blocks, GS_REC_CKPT_API_END after all of them. */
+    GS_REC_CKPT_MARK_LABEL = 55, /* varint index (the labels' order, from 0), string
+                                  * label, varint stack id (of its first mark), varint
+                                  * marks, varint steps, varint first mark time, varint
+                                  * last mark time; the step open since: varint device
+                                  * bytes at its start, varint device bytes made live and
+                                  * varint ended in the run by then, varint its peak so
+                                  * far; its completed steps: varint largest peak, varint
+                                  * end of the step with it, varint bytes allocated,
                                   * varint bytes freed, zz growth, zz largest growth,
-                                  * varint growing steps: a label of the marks (index:
-                                  * its place among the labels, from 0, in order) */
-    GS_REC_CKPT_API_ITEM = 56,   /* varint what, then: 0 (a recent mark): varint age (0:
-                                  * the latest), varint label index, varint time, varint
-                                  * device bytes, varint block bytes; 1 (a recent step):
-                                  * varint age, varint label index, varint start, varint
-                                  * end, varint peak bytes, varint allocated bytes,
-                                  * varint freed bytes, zz growth; 2 (fragmentation at a
-                                  * failure): varint failure index, then a fragmentation
-                                  * (below) */
+                                  * varint steps that grew */
+    GS_REC_CKPT_API_ITEM = 56,   /* varint what, then: 0, a recent mark: varint its
+                                  * number in the run (from 0), varint label index
+                                  * (UINT32_MAX: a label not followed), varint time,
+                                  * varint device bytes, varint block bytes; 1, a recent
+                                  * step: varint its number, varint label index, varint
+                                  * start, varint end, varint peak bytes, varint bytes
+                                  * allocated, varint bytes freed, zz growth; 2, the
+                                  * fragmentation at a failure: varint the failure's
+                                  * index (its CKPT_FAILURE's place), a fragmentation */
     GS_REC_CKPT_BLOCK_SITE = 57, /* varint stack id, varint blocks, varint bytes, varint
                                   * live bytes, varint live count, varint saved bytes,
-                                  * varint saved count, varint saved epoch: a call site of
-                                  * gpushim_block_alloc, as GS_REC_CKPT_SITE */
+                                  * varint saved count, varint saved epoch: a call site
+                                  * of gpushim_block_alloc, as GS_REC_CKPT_SITE */
     GS_REC_CKPT_BLOCK = 58,      /* varint addr, varint size, varint time, varint stack
-                                  * id, varint tid: a live block, of a site defined
-                                  * before it; in the replay's order */
-    GS_REC_CKPT_API_END = 59,    /* varint marks, varint steps, varint labels dropped
-                                  * (marks whose label came past the limit), varint
-                                  * device bytes made live, varint device bytes ended,
-                                  * varint peak since the last mark, varint block
-                                  * allocations, varint block frees, varint block frees
-                                  * of unknown addresses, varint live block bytes, varint
-                                  * block peak bytes, varint block peak time, varint
-                                  * block peak epoch, varint fragmentation pending at the
-                                  * device peak (0/1), a fragmentation at the device peak,
-                                  * then how many of each record above came: varint
+                                  * id, varint tid: a live block, of a block site */
+    GS_REC_CKPT_API_END = 59,    /* varint marks, varint steps, varint marks of labels
+                                  * not followed, varint device bytes made live and
+                                  * varint ended in the run, varint the most device
+                                  * bytes since the last mark, varint blocks given,
+                                  * varint taken back, varint taken back unknown, varint
+                                  * live block bytes, varint live blocks, varint block
+                                  * peak bytes, varint its time, varint its epoch,
+                                  * varint blocks seen (0/1), varint the device peak's
+                                  * fragmentation still to take (0/1), the fragmentation
+                                  * at the device peak; then how many came of: varint
                                   * labels, varint recent marks, varint recent steps,
                                   * varint failure fragmentations, varint block sites,
-                                  * varint blocks. The last of them, before CKPT_END.
+                                  * varint blocks.
                                   *
-                                  * A fragmentation: varint present (0/1), varint time,
-                                  * varint segments, varint segment bytes, varint block
-                                  * bytes, varint largest free gap, varint bytes of blocks
-                                  * outside segments (README.md "Fragmentation") */
+                                  * A fragmentation (README.md "Fragmentation"):
+                                  * varint present (0/1), varint time, zz device (-1:
+                                  * all), varint segments holding blocks, varint their
+                                  * bytes, varint bytes of them in blocks, varint the
+                                  * largest free gap, varint bytes of blocks in no
+                                  * segment */
 };
 
 #define GS_MAX_LABEL 255 /* longest mark label a writer records */
