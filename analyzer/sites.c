@@ -7,6 +7,9 @@
  * cudaMalloc and the cuMemAlloc it made differ only in frames nobody wants
  * to read, and an unrolled loop calls from several addresses of one line.
  * The frames every stack shares (_start, start_thread) are left out.
+ * The blocks of the program's own allocator (blocks.c) are ranked the same
+ * way, by the call sites of gpushim_block_alloc; the public API's wrappers
+ * (include/gpushim.h), compiled into the program, are not its call site.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -87,10 +90,13 @@ static int by_bytes(const void *a, const void *b)
     return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
 }
 
-size_t gs_rank_sites(const struct gs_replay *r, struct gs_symbolizer *sym,
-                     enum gs_site_metric metric, struct gs_report_site **out)
+/* Ranks from (device sites of the allocations, or block sites). */
+static size_t rank(const struct gs_replay *r, struct gs_symbolizer *sym, int blocks,
+                   enum gs_site_metric metric, struct gs_report_site **out)
 {
-    struct gs_report_site *sites = calloc(r->nsites ? r->nsites : 1, sizeof *sites);
+    const struct gs_site *from = blocks ? r->blocks.sites : r->sites;
+    size_t nfrom = blocks ? r->blocks.nsites : r->nsites;
+    struct gs_report_site *sites = calloc(nfrom ? nfrom : 1, sizeof *sites);
     struct gs_idmap *merged = gs_idmap_new();
     size_t n = 0;
     if (!sites || !merged) {
@@ -99,13 +105,14 @@ size_t gs_rank_sites(const struct gs_replay *r, struct gs_symbolizer *sym,
         *out = NULL;
         return 0;
     }
-    for (size_t i = 0; i < r->nsites; i++) {
-        const struct gs_site *s = &r->sites[i];
+    for (size_t i = 0; i < nfrom; i++) {
+        const struct gs_site *s = &from[i];
         uint64_t bytes, count;
-        if (s->kind != GS_KIND_DEVICE)
+        if (!blocks && s->kind != GS_KIND_DEVICE)
             continue;
         if (metric == GS_METRIC_PEAK) {
-            bytes = gs_site_peak_bytes(r, s, &count);
+            bytes = blocks ? gs_block_site_peak_bytes(&r->blocks, s, &count)
+                           : gs_site_peak_bytes(r, s, &count);
         } else {
             bytes = s->live_bytes;
             count = s->live_count;
@@ -128,6 +135,18 @@ size_t gs_rank_sites(const struct gs_replay *r, struct gs_symbolizer *sym,
     return n;
 }
 
+size_t gs_rank_sites(const struct gs_replay *r, struct gs_symbolizer *sym,
+                     enum gs_site_metric metric, struct gs_report_site **out)
+{
+    return rank(r, sym, 0, metric, out);
+}
+
+size_t gs_rank_block_sites(const struct gs_replay *r, struct gs_symbolizer *sym,
+                           enum gs_site_metric metric, struct gs_report_site **out)
+{
+    return rank(r, sym, 1, metric, out);
+}
+
 void gs_sites_register_modules(const struct gs_replay *r, struct gs_symbolizer *sym)
 {
     for (size_t i = 0; i < r->nmodules; i++) {
@@ -137,11 +156,27 @@ void gs_sites_register_modules(const struct gs_replay *r, struct gs_symbolizer *
     }
 }
 
+/* The public API's wrappers (include/gpushim.h): compiled into the program,
+ * usually inlined, but the shim's side of a mark or block all the same. */
+static int api_wrapper(const char *function)
+{
+    static const char *const names[] = {"gpushim_mark", "gpushim_block_alloc",
+                                        "gpushim_block_free", "gpushim_flush",
+                                        "gpushim_lookup_"};
+    if (!function)
+        return 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(function, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
 unsigned gs_site_frames(const struct gs_replay *r, struct gs_symbolizer *sym, uint32_t stack_id,
                         unsigned max, gs_frame_fn fn, void *ctx)
 {
     const struct gs_stack *st = gs_replay_stack(r, stack_id);
     unsigned shown = 0;
+    int leading = 1; /* still at the innermost frames, where the API's wrappers stand */
     if (!st)
         return 0;
     for (unsigned i = first_own_frame(r, st); i < st->n && shown < max; i++) {
@@ -149,13 +184,18 @@ unsigned gs_site_frames(const struct gs_replay *r, struct gs_symbolizer *sym, ui
         if (!m) {
             struct gs_frame f = {.module = "?", .pc = st->pcs[i]};
             fn(ctx, &f, shown++);
+            leading = 0;
             continue;
         }
         const struct gs_frame *frames;
         int nf = gs_sym_resolve(sym, m->id, st->pcs[i], &frames);
-        for (int k = 0; k < nf && shown < max; k++)
+        for (int k = 0; k < nf && shown < max; k++) {
+            if (leading && api_wrapper(frames[k].function))
+                continue;
+            leading = 0;
             if (!plumbing(frames[k].function))
                 fn(ctx, &frames[k], shown++);
+        }
     }
     return shown;
 }
