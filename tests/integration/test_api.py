@@ -190,6 +190,37 @@ def test_own_allocator_blocks_and_fragmentation():
         check(want in text, f"text report lacks {want!r}:\n{text}")
 
 
+EXAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
+                       "gpushim_api.py")
+
+
+def test_python_through_ctypes():
+    env = {"LD_LIBRARY_PATH": os.path.join(E.build, "sim"), "ASAN_OPTIONS": "detect_leaks=0"}
+    bare_env = dict(env)
+    if E.sanitized:  # the simulated driver is sanitized too: its runtime must come first
+        bare_env["LD_PRELOAD"] = E.preload.split(":")[0]
+    bare = run(["python3", EXAMPLE], shim=False, env=bare_env)
+    eq((bare.rc, bare.out, bare.files), (0, "gpushim: not loaded (run under gpushim to record)\n",
+                                         []), f"without the shim: {bare.err}")
+    r = run(["python3", EXAMPLE], env=env)
+    eq((r.rc, r.out), (0, "gpushim: recording\n"), f"under the shim: {r.err}")
+    d = report_json(one_trace(r))
+    eq([(m["label"], m["device_bytes"], m["block_bytes"]) for m in d["marks"]],
+       [("load", 0, 0)] + [("step", (8 + i) * MiB, 7 * MiB) for i in range(5)], "marks")
+    eq([(s["label"], s["peak_bytes"], s["allocated_bytes"], s["freed_bytes"], s["growth_bytes"])
+        for s in d["steps"]],
+       [("step", (13 + i) * MiB, 5 * MiB, 4 * MiB, MiB) for i in range(4)], "steps")
+    eq([(l["label"], l["marks"], l["steps"], l["growing_steps"]) for l in d["mark_labels"]],
+       [("load", 1, 0, 0), ("step", 5, 4, 4)], "labels")
+    eq((d["blocks"]["allocations"], d["blocks"]["peak"]["bytes"], d["blocks"]["leaks"]["count"]),
+       (2, 7 * MiB, 2), "blocks")
+    p = d["fragmentation"]["at_peak"]
+    eq((p["segments"], p["segment_bytes"], p["block_bytes"], p["free_bytes"],
+        p["largest_free_bytes"], p["fragmentation"]), (1, 8 * MiB, 7 * MiB, MiB, MiB, 0.0),
+       "1 MiB free inside the weights' allocation at the peak")
+    eq((d["peak"]["bytes"], d["leaks"]["bytes"]), (16 * MiB, 12 * MiB), "device figures")
+
+
 def test_bounded_trace_keeps_marks_and_blocks():
     n = 400_000  # about 5 MB of trace unbounded: the 4 MiB bound rotates it
     tmp = tempfile.mkdtemp(prefix="gpushim-api-bound-")
