@@ -214,7 +214,8 @@ static void print_frag(FILE *out, const struct gs_frag *f)
                 frag_ratio(f));
     }
     if (f->outside_bytes)
-        fprintf(out, "; %s of blocks lie in no segment", human_bytes(f->outside_bytes, a, sizeof a));
+        fprintf(out, "; %s of blocks lie in no segment",
+                human_bytes(f->outside_bytes, a, sizeof a));
 }
 
 /* Under a failure: would it have fit inside the segments the process held? */
@@ -285,7 +286,7 @@ static void marks(const struct gs_report *rep, FILE *out)
     fprintf(out, "\nMarks: %" PRIu64 " mark%s of %zu label%s; a step runs from a mark to the next "
                  "of its label\n",
             m->marks, plural(m->marks), m->nlabels, plural(m->nlabels));
-    for (size_t i = 0; i < m->nlabels; i++) {
+    for (size_t i = 0; i < m->nlabels && i < rep->opt->top; i++) {
         const struct gs_mark_label *l = &m->labels[i];
         fprintf(out, "  %-12s %" PRIu64 " mark%s, %" PRIu64 " step%s", label_of(m, (uint32_t)i),
                 l->marks,
@@ -300,6 +301,9 @@ static void marks(const struct gs_report *rep, FILE *out)
         }
         fputc('\n', out);
     }
+    if (m->nlabels > rep->opt->top)
+        fprintf(out, "  ... and %zu more labels (--top N shows more)\n",
+                m->nlabels - rep->opt->top);
     if (m->labels_dropped)
         fprintf(out, "  and %" PRIu64 " mark%s of labels past the first %d, not followed\n",
                 m->labels_dropped, plural(m->labels_dropped), GS_MARK_LABELS);

@@ -13,7 +13,8 @@
  *                                then shows both layers, and how fragmented
  *                                the driver allocations are
  *   gpushim_flush()              the trace file gets every event so far, now
- *   gpushim_loaded()             whether libgpushim.so is in the process
+ *   gpushim_loaded()             whether the shim's entry points can be found
+ *                                (it is preloaded, as `gpushim run` does)
  *
  * The functions are static inline wrappers: each looks up the shim's entry
  * point once (dlsym(RTLD_DEFAULT, ...)) and does nothing when it is absent,
@@ -122,8 +123,8 @@ static inline void gpushim_flush(void)
     GPUSHIM_CALL_(GPUSHIM_API_FLUSH, gpushim_flush_fn_, ());
 }
 
-/* 1 when libgpushim.so is loaded in the process (its entry points are
- * there), else 0. */
+/* 1 when libgpushim.so's entry points can be found (it is preloaded, as
+ * gpushim run does, so that they are in the global scope), else 0. */
 static inline int gpushim_loaded(void)
 {
     static uintptr_t slot_;

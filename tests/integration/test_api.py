@@ -240,7 +240,8 @@ def test_bounded_trace_keeps_marks_and_blocks():
     eq([(l["marks"], l["steps"], l["peak_bytes"], l["allocated_bytes"], l["freed_bytes"],
          l["growth_bytes"], l["max_growth_bytes"], l["growing_steps"])
         for l in (labels["run"], labels["step"])],
-       [(2, 1, 65 * MiB, n * MiB, n * MiB, 0, 0, 0), (n + 1, n, 65 * MiB, n * MiB, n * MiB, 0, 0, 0)],
+       [(2, 1, 65 * MiB, n * MiB, n * MiB, 0, 0, 0),
+        (n + 1, n, 65 * MiB, n * MiB, n * MiB, 0, 0, 0)],
        "labels, over the summarized history too")
     eq(d["steps"][-1]["label"], "run", "the run's step ends last")
     eq([(s["peak_bytes"], s["allocated_bytes"], s["freed_bytes"], s["growth_bytes"])

@@ -724,8 +724,8 @@ Test(api_checkpoint_hostile, random_records_after_a_real_checkpoint)
                 len += gs_put_varint(payload + len, field(&seed));
             if (rnd(&seed) % 4 == 0)
                 len = rnd(&seed) % (len + 1);
-            uint8_t type = (uint8_t)(GS_REC_CKPT_API_FIRST +
-                                     rnd(&seed) % (GS_REC_CKPT_API_LAST - GS_REC_CKPT_API_FIRST + 1));
+            const uint64_t ntypes = GS_REC_CKPT_API_LAST - GS_REC_CKPT_API_FIRST + 1;
+            uint8_t type = (uint8_t)(GS_REC_CKPT_API_FIRST + rnd(&seed) % ntypes);
             if (rnd(&seed) % 8 == 0)
                 type = (uint8_t)(GS_REC_CKPT_FIRST + rnd(&seed) % 16);
             n += record(p + n, type, payload, len);
