@@ -5,6 +5,9 @@
  *   run.c           the launcher: preloads the shim into a command
  *   reader.c        the trace file, untrusted: header, blocks, records -> callbacks
  *   replay.c        one streaming pass: live set, peak, sites, leaks, failures
+ *   marks.c         the program's marks (include/gpushim.h): steps between them
+ *   blocks.c        the program's own allocator's blocks; fragmentation
+ *   ordmap.c        an ordered map (segments and blocks by address)
  *   checkpoint.c    the replay state as trace records, and back (rotated traces)
  *   sites.c         stacks -> trimmed, symbolized call sites (symbolize.c)
  *   pyframes.c      Python frames in call sites, in place of the interpreter's
@@ -33,6 +36,20 @@ static inline uint64_t gs_cursor_u(struct gs_cursor *c)
         c->bad = 1;
     return c->bad ? 0 : v;
 }
+/* A string field: its bytes, in the payload (NULL and *len 0 when bad). */
+static inline const uint8_t *gs_cursor_bytes(struct gs_cursor *c, size_t *len)
+{
+    uint64_t n = gs_cursor_u(c);
+    if (c->bad || n > (uint64_t)(c->end - c->p)) {
+        c->bad = 1;
+        *len = 0;
+        return NULL;
+    }
+    const uint8_t *b = c->p;
+    c->p += n;
+    *len = (size_t)n;
+    return b;
+}
 
 /* ---- reader.c ---- */
 struct gs_rmodule {
@@ -52,7 +69,8 @@ struct gs_rpycode {
 };
 
 struct gs_revent {
-    enum gs_record_type type; /* ALLOC, FREE, FREE_FAILED, ALLOC_FAILED, REF, POOL */
+    enum gs_record_type type; /* ALLOC, FREE, FREE_FAILED, ALLOC_FAILED, REF, POOL,
+                               * MARK, BLOCK_ALLOC, BLOCK_FREE */
     uint64_t time_ns;         /* since the trace's start */
     uint32_t tid;
     uint32_t api;
@@ -65,6 +83,9 @@ struct gs_revent {
     uint64_t free_bytes, total_bytes;
     uint64_t pool, reserved, used; /* POOL */
     uint64_t parent;               /* ALLOC of a mapping: the handle it maps */
+    const char *label;             /* MARK: its label's bytes (not NUL-terminated, any
+                                    * bytes), valid during the callback */
+    size_t label_len;
 };
 
 struct gs_reader_ops {
@@ -251,6 +272,117 @@ struct gs_recent_free {
     int valid, removed, nothing;
 };
 
+/* ---- marks.c: the program's marks, and the steps between them ---- */
+#define GS_MARK_LABELS 256  /* distinct labels followed; further ones are counted only */
+#define GS_MARKS_KEPT 1000  /* the most recent marks kept, with their figures */
+#define GS_STEPS_KEPT 1000  /* the most recent steps kept, with their figures */
+#define GS_MARK_OTHER UINT32_MAX /* the label of a mark past the GS_MARK_LABELS limit */
+
+/* A label, and the steps between its consecutive marks. Device bytes are
+ * the process's live device memory (as the peak counts it). */
+struct gs_mark_label {
+    char label[GS_MAX_LABEL + 1]; /* NUL-terminated, control bytes as '?' */
+    uint32_t stack_id;            /* of its first mark */
+    uint64_t marks, steps;
+    uint64_t first_ns, last_ns;   /* its first and last mark */
+    /* the step open since its last mark */
+    uint64_t start_bytes;         /* device bytes at its start */
+    uint64_t start_in, start_out; /* gs_marks.bytes_in and bytes_out then */
+    uint64_t step_peak;           /* the most device bytes in it so far */
+    /* its completed steps */
+    uint64_t max_peak, max_peak_end_ns; /* the largest peak of one, and when that step ended */
+    uint64_t allocated, freed;          /* device bytes made live and ended in them */
+    int64_t growth;                     /* the device bytes they added, all together */
+    int64_t max_growth;                 /* the most one step added */
+    uint64_t growing;                   /* steps that ended with more than they began with */
+};
+
+struct gs_mark_item {
+    uint32_t label;        /* index in gs_marks.labels, or GS_MARK_OTHER */
+    uint64_t time_ns;
+    uint64_t device_bytes; /* live then */
+    uint64_t block_bytes;  /* in live blocks then */
+};
+
+/* From one mark to the next mark of the same label. */
+struct gs_step {
+    uint32_t label;
+    uint64_t start_ns, end_ns;
+    uint64_t peak_bytes;      /* the most device bytes live during it */
+    uint64_t allocated_bytes; /* device bytes that became live during it */
+    uint64_t freed_bytes;     /* device bytes that stopped being live during it */
+    int64_t growth_bytes;     /* device bytes at its end less at its start */
+};
+
+struct gs_marks {
+    struct gs_mark_label *labels; /* room for GS_MARK_LABELS, made on the first mark */
+    size_t nlabels;
+    struct gs_mark_item *recent;  /* the last GS_MARKS_KEPT marks, a ring */
+    struct gs_step *steps;        /* the last GS_STEPS_KEPT steps, a ring */
+    uint64_t marks, nsteps;       /* all of them: the next ring slot is the count's */
+    uint64_t labels_dropped;      /* marks whose label came past GS_MARK_LABELS */
+    uint64_t bytes_in, bytes_out; /* device bytes made live and ended, the whole run */
+    uint64_t since_peak;          /* the most device bytes live since the last mark */
+};
+
+/* ---- blocks.c: the program's own allocator's blocks, and fragmentation ---- */
+
+/* Fragmentation inside driver allocations at one moment (README.md
+ * "Fragmentation"). A segment is a live device allocation at an address
+ * (cuMemAlloc*, stream-ordered, the pluggable allocator's); a block is in
+ * the segment that holds its first byte. */
+struct gs_frag {
+    int present;              /* the run had given blocks by then */
+    uint64_t time_ns;
+    int32_t device;           /* the device it is about; -1: all of them */
+    uint64_t segments;        /* segments that hold at least one block */
+    uint64_t segment_bytes;   /* their bytes */
+    uint64_t block_bytes;     /* their bytes inside blocks (overlaps counted once) */
+    uint64_t largest_free;    /* the largest run of their bytes outside blocks */
+    uint64_t outside_bytes;   /* bytes of blocks that start in no segment */
+};
+
+/* A live block. */
+struct gs_block {
+    uint64_t addr, size, time_ns;
+    uint32_t site; /* index in gs_blocks.sites */
+    uint32_t tid;
+};
+
+/* A segment as the fragmentation figures keep it (blocks.c). */
+struct gs_seg;
+
+struct gs_blocks {
+    int seen;                        /* a block event came */
+    struct gs_block *blocks;         /* the live blocks, free slots threaded through addr */
+    size_t nblocks, blocks_cap, free_slot;
+    struct gs_idmap *by_addr;        /* addr -> index in blocks */
+    struct gs_site *sites;           /* by call site of gpushim_block_alloc (kind 0) */
+    size_t nsites, sites_cap;
+    struct gs_idmap *sites_by_stack; /* stack id -> index in sites */
+    uint64_t allocs, frees, frees_unknown;
+    uint64_t live_bytes, live_count;
+    uint64_t peak_bytes, peak_time_ns, peak_epoch;
+    /* fragmentation: at the device peak, and at each failure kept */
+    int peak_pending;                /* the device peak's figures are still to be taken */
+    struct gs_frag at_peak;
+    struct gs_frag *at_failure;      /* one per gs_replay.failures entry */
+    size_t at_failure_cap;
+    /* a cache of the segments and blocks in address order, built when first
+     * needed (never checkpointed: it is made again from the live sets) */
+    int indexed;
+    struct gs_ordmap *seg_map;       /* start -> index in segs */
+    struct gs_ordmap *block_map;     /* addr -> index in blocks */
+    struct gs_seg *segs;
+    size_t nsegs, segs_cap, seg_free;
+    uint32_t *dirty;                 /* segments whose blocks changed */
+    size_t ndirty, dirty_cap;
+    uint64_t sum_bytes, sum_covered, sum_inside, sum_segments; /* segments with blocks */
+    uint64_t max_gap;
+    size_t max_gap_seg;
+    int max_valid;
+};
+
 /* The checkpoint a rotated trace starts with (checkpoint.c). */
 struct gs_checkpoint_state {
     int present;             /* one was loaded: the history before it is summarized */
@@ -258,6 +390,9 @@ struct gs_checkpoint_state {
     uint64_t time_ns;        /* the time it was taken (its last event's) */
     uint64_t events;         /* events it summarizes */
     uint64_t loaded[GS_REC_CKPT_LAST - GS_REC_CKPT_FIRST + 1]; /* records, by type */
+    uint64_t api_loaded[GS_REC_CKPT_API_LAST - GS_REC_CKPT_API_FIRST + 1]; /* the same, of
+                                                                            * marks and blocks */
+    uint64_t api_items[3]; /* CKPT_API_ITEM records: recent marks, steps, failure figures */
 };
 
 struct gs_replay {
@@ -299,6 +434,8 @@ struct gs_replay {
     uint64_t failures_dropped;
     uint64_t events; /* events replayed, with those a checkpoint summarizes */
     struct gs_checkpoint_state checkpoint;
+    struct gs_marks marks;   /* marks.c */
+    struct gs_blocks blocks; /* blocks.c */
 };
 
 void gs_replay_init(struct gs_replay *r);
@@ -336,6 +473,53 @@ int gs_replay_insert(struct gs_replay *r, const struct gs_live_alloc *a);
 struct gs_pool_usage *gs_replay_pool(struct gs_replay *r, uint64_t pool, int32_t device, int make);
 /* Grows an array of n elements of size sz to hold one more: 0, or -1. */
 int gs_reserve(void **arr, size_t *cap, size_t n, size_t sz);
+
+/* Takes what a report reads that is still pending (the fragmentation at
+ * the device peak): call once the last event is in, before reporting. */
+void gs_replay_finish(struct gs_replay *r);
+
+/* ---- marks.c and blocks.c, called by replay.c ---- */
+void gs_marks_init(struct gs_marks *m);
+void gs_marks_free(struct gs_marks *m);
+void gs_marks_on_mark(struct gs_replay *r, const struct gs_revent *e);
+/* The process's device bytes changed by delta (after the change). */
+void gs_marks_device_added(struct gs_replay *r, uint64_t size);
+void gs_marks_device_removed(struct gs_replay *r, uint64_t size);
+/* A label's index, made if make and there is room; GS_MARK_OTHER if none. */
+uint32_t gs_marks_label(struct gs_marks *m, const char *label, size_t len, int make);
+
+void gs_blocks_init(struct gs_blocks *b);
+void gs_blocks_free(struct gs_blocks *b);
+void gs_blocks_on_alloc(struct gs_replay *r, const struct gs_revent *e);
+void gs_blocks_on_free(struct gs_replay *r, const struct gs_revent *e);
+/* A live allocation a is about to be added (new_peak: it makes a device
+ * peak) or has just been removed: segments and the peak's figures. */
+void gs_blocks_before_add(struct gs_replay *r, const struct gs_live_alloc *a, int new_peak);
+void gs_blocks_after_add(struct gs_replay *r, const struct gs_live_alloc *a);
+void gs_blocks_before_remove(struct gs_replay *r, const struct gs_live_alloc *a);
+void gs_blocks_after_remove(struct gs_replay *r, const struct gs_live_alloc *a);
+/* A new device peak: its fragmentation is taken at the next change. */
+void gs_blocks_new_peak(struct gs_replay *r);
+/* Builds the address-ordered cache of segments and blocks from the live
+ * sets, if it is not there: 0, or -1 on no memory. */
+int gs_blocks_index(struct gs_replay *r);
+/* The fragmentation now, on device (-1: all devices). */
+void gs_blocks_fragmentation(struct gs_replay *r, int32_t device, struct gs_frag *out);
+/* After failures[idx] was added: its fragmentation. */
+void gs_blocks_on_failure(struct gs_replay *r, size_t idx);
+/* Room for at_failure[idx] (new entries zeroed): 0, or -1 on no memory. */
+int gs_blocks_failure_room(struct gs_blocks *b, size_t idx);
+void gs_blocks_finish(struct gs_replay *r);
+/* The block site of a stack; made (zeroed) when make. NULL: none, or no memory. */
+struct gs_site *gs_blocks_site(struct gs_blocks *b, uint32_t stack_id, int make);
+/* Bytes a block site held at the block peak. */
+uint64_t gs_block_site_peak_bytes(const struct gs_blocks *b, const struct gs_site *s,
+                                  uint64_t *count);
+/* Adds a live block as it is (checkpoint.c): 0, or -1 on no memory or a
+ * block already live at its address. */
+int gs_blocks_insert(struct gs_blocks *b, const struct gs_block *blk);
+/* Whether blocks[idx] holds a live block. */
+int gs_blocks_slot_live(const struct gs_blocks *b, size_t idx);
 
 /* ---- checkpoint.c ---- */
 /* Writes the whole of r as complete trace records (u8 type, varint payload
@@ -401,6 +585,12 @@ size_t gs_rank_sites(const struct gs_replay *r, struct gs_symbolizer *sym,
                      enum gs_stack_view view, enum gs_site_metric metric,
                      struct gs_report_site **out);
 
+/* The same for the blocks of the program's own allocator (blocks.c): by the
+ * call sites of gpushim_block_alloc, at the blocks' peak or at the end. */
+size_t gs_rank_block_sites(const struct gs_replay *r, struct gs_symbolizer *sym,
+                           enum gs_stack_view view, enum gs_site_metric metric,
+                           struct gs_report_site **out);
+
 /* Calls fn for each source frame of a stack as view shows it, innermost
  * first, starting at the program's own call site, at most max frames.
  * Returns how many it called fn for. */
@@ -459,9 +649,22 @@ void gs_json_uint(struct gs_json *j, const char *key, uint64_t value);
 void gs_json_int(struct gs_json *j, const char *key, int64_t value);
 void gs_json_bool(struct gs_json *j, const char *key, int value);
 void gs_json_null(struct gs_json *j, const char *key);
+void gs_json_double(struct gs_json *j, const char *key, double value); /* 6 decimals */
 
 /* ---- run.c ---- */
 int gs_cmd_run(int argc, char **argv);
+
+/* ---- ordmap.c: u64 key -> u64 value, in key order (a treap) ---- */
+struct gs_ordmap;
+struct gs_ordmap *gs_ordmap_new(void);
+void gs_ordmap_free(struct gs_ordmap *m);
+int gs_ordmap_put(struct gs_ordmap *m, uint64_t key, uint64_t value); /* 0, or -1 on no memory */
+int gs_ordmap_del(struct gs_ordmap *m, uint64_t key);                 /* 0 when it was there */
+/* The entry of the largest key <= key (floor) or smallest >= key (ceil):
+ * 0 and *k, *v set; -1 when there is none. */
+int gs_ordmap_floor(const struct gs_ordmap *m, uint64_t key, uint64_t *k, uint64_t *v);
+int gs_ordmap_ceil(const struct gs_ordmap *m, uint64_t key, uint64_t *k, uint64_t *v);
+size_t gs_ordmap_count(const struct gs_ordmap *m);
 
 /* ---- idmap (replay.c): u64 key -> u64 value, open addressing ---- */
 struct gs_idmap;

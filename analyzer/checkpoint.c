@@ -6,7 +6,9 @@
  * new file with what gs_checkpoint_write makes of it: every module, Python
  * code object and stack, then the checkpoint records (include/gpushim_trace.h): totals,
  * devices, kinds, sites, live allocations, pools, failures and the frees a
- * FREE_FAILED may still undo. The analyzer loads them (gs_checkpoint_load,
+ * FREE_FAILED may still undo; and, for a run that used the public API, its
+ * mark labels, recent marks and steps, blocks, block sites and
+ * fragmentation figures (marks.c, blocks.c). The analyzer loads them (gs_checkpoint_load,
  * through gs_replay_ops) in place of the events the file no longer holds.
  *
  * Everything is copied as it stands, peak epochs and the age of each recent
@@ -326,6 +328,171 @@ static void write_recent(struct out *o, const struct gs_replay *r)
     }
 }
 
+/* ---- the marks and blocks (marks.c, blocks.c) ---- */
+
+static void put_frag(struct out *o, const struct gs_frag *f)
+{
+    put_u(o, f->present != 0);
+    put_u(o, f->time_ns);
+    put_s(o, f->device);
+    put_u(o, f->segments);
+    put_u(o, f->segment_bytes);
+    put_u(o, f->block_bytes);
+    put_u(o, f->largest_free);
+    put_u(o, f->outside_bytes);
+}
+
+/* The totals GS_REC_CKPT_API_END carries before its fragmentation and
+ * counts, in its order. */
+#define API_TOTAL(field) offsetof(struct gs_replay, field)
+static const size_t api_totals[] = {
+    API_TOTAL(marks.marks),        API_TOTAL(marks.nsteps),       API_TOTAL(marks.labels_dropped),
+    API_TOTAL(marks.bytes_in),     API_TOTAL(marks.bytes_out),    API_TOTAL(marks.since_peak),
+    API_TOTAL(blocks.allocs),      API_TOTAL(blocks.frees),       API_TOTAL(blocks.frees_unknown),
+    API_TOTAL(blocks.live_bytes),  API_TOTAL(blocks.live_count),  API_TOTAL(blocks.peak_bytes),
+    API_TOTAL(blocks.peak_time_ns), API_TOTAL(blocks.peak_epoch),
+};
+#define NAPI_TOTALS (sizeof api_totals / sizeof api_totals[0])
+
+/* What CKPT_API_END counts, in its order: the records of each type, and
+ * the items of each kind. */
+enum { API_LABELS, API_MARKS, API_STEPS, API_FAILURES, API_BLOCK_SITES, API_BLOCKS, API_COUNTS };
+
+static void write_labels(struct out *o, const struct gs_marks *m, uint64_t *n)
+{
+    for (size_t i = 0; i < m->nlabels && !o->failed; i++) {
+        const struct gs_mark_label *l = &m->labels[i];
+        begin(o);
+        put_u(o, i);
+        put_bytes(o, l->label, strlen(l->label));
+        put_u(o, l->stack_id);
+        put_u(o, l->marks);
+        put_u(o, l->steps);
+        put_u(o, l->first_ns);
+        put_u(o, l->last_ns);
+        put_u(o, l->start_bytes);
+        put_u(o, l->start_in);
+        put_u(o, l->start_out);
+        put_u(o, l->step_peak);
+        put_u(o, l->max_peak);
+        put_u(o, l->max_peak_end_ns);
+        put_u(o, l->allocated);
+        put_u(o, l->freed);
+        put_s(o, l->growth);
+        put_s(o, l->max_growth);
+        put_u(o, l->growing);
+        emit(o, GS_REC_CKPT_MARK_LABEL);
+        (*n)++;
+    }
+}
+
+/* Recent marks and steps by their number in the run (the ring slot is the
+ * number's), oldest first. */
+static void write_rings(struct out *o, const struct gs_marks *m, uint64_t *nmarks,
+                        uint64_t *nsteps)
+{
+    if (!m->recent)
+        return;
+    for (uint64_t seq = m->marks > GS_MARKS_KEPT ? m->marks - GS_MARKS_KEPT : 0;
+         seq < m->marks && !o->failed; seq++) {
+        const struct gs_mark_item *it = &m->recent[seq % GS_MARKS_KEPT];
+        begin(o);
+        put_u(o, 0);
+        put_u(o, seq);
+        put_u(o, it->label);
+        put_u(o, it->time_ns);
+        put_u(o, it->device_bytes);
+        put_u(o, it->block_bytes);
+        emit(o, GS_REC_CKPT_API_ITEM);
+        (*nmarks)++;
+    }
+    for (uint64_t seq = m->nsteps > GS_STEPS_KEPT ? m->nsteps - GS_STEPS_KEPT : 0;
+         seq < m->nsteps && !o->failed; seq++) {
+        const struct gs_step *st = &m->steps[seq % GS_STEPS_KEPT];
+        begin(o);
+        put_u(o, 1);
+        put_u(o, seq);
+        put_u(o, st->label);
+        put_u(o, st->start_ns);
+        put_u(o, st->end_ns);
+        put_u(o, st->peak_bytes);
+        put_u(o, st->allocated_bytes);
+        put_u(o, st->freed_bytes);
+        put_s(o, st->growth_bytes);
+        emit(o, GS_REC_CKPT_API_ITEM);
+        (*nsteps)++;
+    }
+}
+
+static void write_failure_frags(struct out *o, const struct gs_replay *r, uint64_t *n)
+{
+    const struct gs_blocks *b = &r->blocks;
+    for (size_t i = 0; i < r->nfailures && i < b->at_failure_cap && !o->failed; i++) {
+        if (!b->at_failure[i].present)
+            continue;
+        begin(o);
+        put_u(o, 2);
+        put_u(o, i);
+        put_frag(o, &b->at_failure[i]);
+        emit(o, GS_REC_CKPT_API_ITEM);
+        (*n)++;
+    }
+}
+
+static void write_blocks(struct out *o, const struct gs_blocks *b, uint64_t *nsites,
+                         uint64_t *nblocks)
+{
+    for (size_t i = 0; i < b->nsites && !o->failed; i++) {
+        const struct gs_site *s = &b->sites[i];
+        begin(o);
+        put_u(o, s->stack_id);
+        put_u(o, s->allocs);
+        put_u(o, s->alloc_bytes);
+        put_u(o, s->live_bytes);
+        put_u(o, s->live_count);
+        put_u(o, s->saved_bytes);
+        put_u(o, s->saved_count);
+        put_u(o, s->saved_epoch);
+        emit(o, GS_REC_CKPT_BLOCK_SITE);
+        (*nsites)++;
+    }
+    for (size_t i = 0; i < b->nblocks && !o->failed; i++) {
+        if (!gs_blocks_slot_live(b, i))
+            continue;
+        const struct gs_block *blk = &b->blocks[i];
+        begin(o);
+        put_u(o, blk->addr);
+        put_u(o, blk->size);
+        put_u(o, blk->time_ns);
+        put_u(o, blk->site < b->nsites ? b->sites[blk->site].stack_id : 0);
+        put_u(o, blk->tid);
+        emit(o, GS_REC_CKPT_BLOCK);
+        (*nblocks)++;
+    }
+}
+
+/* Written only for a run with marks or blocks: without them, none of this
+ * state changes what a report says. */
+static void write_api(struct out *o, const struct gs_replay *r)
+{
+    uint64_t n[API_COUNTS] = {0};
+    if (!r->marks.marks && !r->blocks.seen)
+        return;
+    write_labels(o, &r->marks, &n[API_LABELS]);
+    write_rings(o, &r->marks, &n[API_MARKS], &n[API_STEPS]);
+    write_failure_frags(o, r, &n[API_FAILURES]);
+    write_blocks(o, &r->blocks, &n[API_BLOCK_SITES], &n[API_BLOCKS]);
+    begin(o);
+    for (size_t i = 0; i < NAPI_TOTALS; i++)
+        put_u(o, *(const uint64_t *)((const char *)r + api_totals[i]));
+    put_u(o, r->blocks.seen != 0);
+    put_u(o, r->blocks.peak_pending != 0);
+    put_frag(o, &r->blocks.at_peak);
+    for (int i = 0; i < API_COUNTS; i++)
+        put_u(o, n[i]);
+    emit(o, GS_REC_CKPT_API_END);
+}
+
 static void write_end(struct out *o)
 {
     begin(o);
@@ -353,6 +520,7 @@ int gs_checkpoint_write(const struct gs_replay *r,
     write_pools(o, r);
     write_failures(o, r);
     write_recent(o, r);
+    write_api(o, r);
     write_end(o);
     int failed = o->failed;
     free(o);
@@ -561,6 +729,197 @@ static int load_recent(struct gs_replay *r, struct gs_cursor *c)
     return 0;
 }
 
+/* ---- the marks and blocks ---- */
+
+static int64_t sv(struct gs_cursor *c) { return gs_unzigzag(u(c)); }
+
+static void get_frag(struct gs_cursor *c, struct gs_frag *f)
+{
+    uint64_t present = u(c);
+    f->time_ns = u(c);
+    f->device = s32(c);
+    f->segments = u(c);
+    f->segment_bytes = u(c);
+    f->block_bytes = u(c);
+    f->largest_free = u(c);
+    f->outside_bytes = u(c);
+    f->present = present != 0;
+    if (present > 1 || f->device < GS_DEVICE_UNKNOWN || f->device >= GS_MAX_DEVICES)
+        c->bad = 1;
+}
+
+/* Labels come in their order, each once. */
+static int load_label(struct gs_replay *r, struct gs_cursor *c)
+{
+    struct gs_marks *m = &r->marks;
+    uint64_t idx = u(c);
+    size_t len;
+    const uint8_t *text = gs_cursor_bytes(c, &len);
+    struct gs_mark_label l;
+    memset(&l, 0, sizeof l);
+    l.stack_id = u32(c);
+    l.marks = u(c);
+    l.steps = u(c);
+    l.first_ns = u(c);
+    l.last_ns = u(c);
+    l.start_bytes = u(c);
+    l.start_in = u(c);
+    l.start_out = u(c);
+    l.step_peak = u(c);
+    l.max_peak = u(c);
+    l.max_peak_end_ns = u(c);
+    l.allocated = u(c);
+    l.freed = u(c);
+    l.growth = sv(c);
+    l.max_growth = sv(c);
+    l.growing = u(c);
+    if (c->bad || idx != m->nlabels || idx >= GS_MARK_LABELS || len > GS_MAX_LABEL || !l.marks)
+        return -1;
+    if (gs_marks_label(m, (const char *)text, len, 0) != GS_MARK_OTHER)
+        return -1; /* the same label twice */
+    uint32_t made = gs_marks_label(m, (const char *)text, len, 1);
+    if (made != idx)
+        return -1;
+    memcpy(l.label, m->labels[made].label, sizeof l.label); /* as cleaned */
+    m->labels[made] = l;
+    return 0;
+}
+
+static int label_ok(const struct gs_marks *m, uint64_t label)
+{
+    return label == GS_MARK_OTHER || label < m->nlabels;
+}
+
+static int load_item(struct gs_replay *r, struct gs_cursor *c)
+{
+    struct gs_marks *m = &r->marks;
+    struct gs_checkpoint_state *cp = &r->checkpoint;
+    uint64_t what = u(c), seq = u(c);
+    if (what == 0) {
+        struct gs_mark_item it;
+        uint64_t label = u(c);
+        it.label = (uint32_t)label;
+        it.time_ns = u(c);
+        it.device_bytes = u(c);
+        it.block_bytes = u(c);
+        if (c->bad || !label_ok(m, label) || !m->recent)
+            return -1;
+        m->recent[seq % GS_MARKS_KEPT] = it;
+        cp->api_items[0]++;
+        return 0;
+    }
+    if (what == 1) {
+        struct gs_step st;
+        uint64_t label = u(c);
+        st.label = (uint32_t)label;
+        st.start_ns = u(c);
+        st.end_ns = u(c);
+        st.peak_bytes = u(c);
+        st.allocated_bytes = u(c);
+        st.freed_bytes = u(c);
+        st.growth_bytes = sv(c);
+        if (c->bad || label >= m->nlabels || !m->steps)
+            return -1; /* a step is always of a label followed */
+        m->steps[seq % GS_STEPS_KEPT] = st;
+        cp->api_items[1]++;
+        return 0;
+    }
+    struct gs_frag f;
+    get_frag(c, &f);
+    if (c->bad || what != 2 || seq >= r->nfailures ||
+        gs_blocks_failure_room(&r->blocks, (size_t)seq) != 0)
+        return -1;
+    r->blocks.at_failure[seq] = f;
+    cp->api_items[2]++;
+    return 0;
+}
+
+static int load_block_site(struct gs_replay *r, struct gs_cursor *c)
+{
+    struct gs_site s = {0};
+    s.stack_id = u32(c);
+    s.allocs = u(c);
+    s.alloc_bytes = u(c);
+    s.live_bytes = u(c);
+    s.live_count = u(c);
+    s.saved_bytes = u(c);
+    s.saved_count = u(c);
+    s.saved_epoch = u(c);
+    if (c->bad || gs_blocks_site(&r->blocks, s.stack_id, 0))
+        return -1;
+    struct gs_site *made = gs_blocks_site(&r->blocks, s.stack_id, 1);
+    if (!made)
+        return -1;
+    *made = s;
+    return 0;
+}
+
+static int load_block(struct gs_replay *r, struct gs_cursor *c)
+{
+    struct gs_block blk;
+    blk.addr = u(c);
+    blk.size = u(c);
+    blk.time_ns = u(c);
+    uint32_t stack_id = u32(c);
+    blk.tid = u32(c);
+    struct gs_site *s = c->bad ? NULL : gs_blocks_site(&r->blocks, stack_id, 0);
+    if (!s)
+        return -1; /* damaged, or no such site */
+    blk.site = (uint32_t)(s - r->blocks.sites);
+    return gs_blocks_insert(&r->blocks, &blk);
+}
+
+static int load_api_end(struct gs_replay *r, struct gs_cursor *c)
+{
+    uint64_t v[NAPI_TOTALS], counts[API_COUNTS];
+    for (size_t i = 0; i < NAPI_TOTALS; i++)
+        v[i] = u(c);
+    uint64_t seen = u(c), pending = u(c);
+    struct gs_frag at_peak;
+    get_frag(c, &at_peak);
+    for (int i = 0; i < API_COUNTS; i++)
+        counts[i] = u(c);
+    const struct gs_checkpoint_state *cp = &r->checkpoint;
+#define API_LOADED(type) cp->api_loaded[(type) - GS_REC_CKPT_API_FIRST]
+    if (c->bad || seen > 1 || pending > 1 ||
+        counts[API_LABELS] != API_LOADED(GS_REC_CKPT_MARK_LABEL) ||
+        counts[API_MARKS] != cp->api_items[0] || counts[API_STEPS] != cp->api_items[1] ||
+        counts[API_FAILURES] != cp->api_items[2] ||
+        counts[API_BLOCK_SITES] != API_LOADED(GS_REC_CKPT_BLOCK_SITE) ||
+        counts[API_BLOCKS] != API_LOADED(GS_REC_CKPT_BLOCK))
+        return -1;
+    uint64_t bytes = 0; /* the live blocks are the blocks that came */
+    for (size_t i = 0; i < r->blocks.nblocks; i++)
+        if (gs_blocks_slot_live(&r->blocks, i))
+            bytes += r->blocks.blocks[i].size;
+    for (size_t i = 0; i < NAPI_TOTALS; i++)
+        if ((api_totals[i] == API_TOTAL(blocks.live_count) && v[i] != counts[API_BLOCKS]) ||
+            (api_totals[i] == API_TOTAL(blocks.live_bytes) && v[i] != bytes))
+            return -1;
+#undef API_LOADED
+    for (size_t i = 0; i < NAPI_TOTALS; i++)
+        *(uint64_t *)((char *)r + api_totals[i]) = v[i];
+    r->blocks.seen = (int)seen;
+    r->blocks.peak_pending = (int)pending;
+    r->blocks.at_peak = at_peak;
+    return 0;
+}
+
+static int load_api(struct gs_replay *r, uint8_t type, struct gs_cursor *c)
+{
+    int rc;
+    switch (type) {
+    case GS_REC_CKPT_MARK_LABEL: rc = load_label(r, c); break;
+    case GS_REC_CKPT_API_ITEM: rc = load_item(r, c); break;
+    case GS_REC_CKPT_BLOCK_SITE: rc = load_block_site(r, c); break;
+    case GS_REC_CKPT_BLOCK: rc = load_block(r, c); break;
+    default: rc = load_api_end(r, c); break;
+    }
+    if (rc == 0)
+        r->checkpoint.api_loaded[type - GS_REC_CKPT_API_FIRST]++;
+    return rc;
+}
+
 /* Every record END counts arrived (a damaged block loses some). */
 static int load_end(struct gs_replay *r, struct gs_cursor *c)
 {
@@ -568,6 +927,16 @@ static int load_end(struct gs_replay *r, struct gs_cursor *c)
     for (size_t i = 0; i < sizeof end_counts; i++)
         if (u(c) != LOADED(r, end_counts[i]))
             whole = 0;
+    /* the marks' and blocks' records end with theirs, which says they are whole */
+    uint64_t api = 0;
+    for (int i = 0; i < GS_REC_CKPT_API_LAST - GS_REC_CKPT_API_FIRST + 1; i++)
+        api += r->checkpoint.api_loaded[i];
+    if (api && !r->checkpoint.api_loaded[GS_REC_CKPT_API_END - GS_REC_CKPT_API_FIRST])
+        whole = 0;
+    if (r->blocks.live_count) { /* figures to come are taken from the loaded live sets */
+        r->blocks.indexed = 0;
+        gs_blocks_index(r);
+    }
     r->checkpoint.open = 0;
     return c->bad || !whole ? -1 : 0;
 }
@@ -577,10 +946,15 @@ int gs_checkpoint_load(struct gs_replay *r, uint8_t type, const uint8_t *payload
     struct gs_cursor c = {payload, payload + len, 0};
     if (type == GS_REC_CKPT_BEGIN)
         return load_begin(r, &c);
-    if (type < GS_REC_CKPT_FIRST || type > GS_REC_CKPT_END)
+    int api = type >= GS_REC_CKPT_API_FIRST && type <= GS_REC_CKPT_API_LAST;
+    if (!api && (type < GS_REC_CKPT_FIRST || type > GS_REC_CKPT_END))
         return 0; /* a newer writer's: skipped, as unknown records are */
     if (!r->checkpoint.open)
         return -1; /* its BEGIN was lost, or it comes after the END or an event */
+    if (api) /* after its own END, nothing of it may come */
+        return r->checkpoint.api_loaded[GS_REC_CKPT_API_END - GS_REC_CKPT_API_FIRST]
+                   ? -1
+                   : load_api(r, type, &c);
     int rc;
     switch (type) {
     case GS_REC_CKPT_DEVICE: rc = load_device(r, &c); break;

@@ -128,3 +128,12 @@ void gs_json_null(struct gs_json *j, const char *k)
     key(j, k);
     fputs("null", j->out);
 }
+
+void gs_json_double(struct gs_json *j, const char *k, double v)
+{
+    key(j, k);
+    if (v != v || v > 1e300 || v < -1e300) /* JSON has no NaN or infinity */
+        fputs("null", j->out);
+    else
+        fprintf(j->out, "%.6f", v);
+}

@@ -103,6 +103,7 @@ static int cmd_report(int argc, char **argv)
         gs_replay_free(&r);
         return 1;
     }
+    gs_replay_finish(&r);
     struct gs_symbolizer *sym = gs_sym_new();
     gs_sites_register_modules(&r, sym);
     struct gs_report rep = {.path = path, .info = &info, .stats = &st, .replay = &r, .sym = sym,

@@ -124,6 +124,36 @@ static int event(struct gs_cursor *c, struct block_state *bs, uint8_t type, stru
     return 0;
 }
 
+/* The public API's records (include/gpushim.h): marks and the blocks of the
+ * program's own allocator. They share the block's delta state with the
+ * events. */
+static int api_event(struct gs_cursor *c, struct block_state *bs, uint8_t type,
+                     struct gs_revent *e)
+{
+    memset(e, 0, sizeof *e);
+    e->type = (enum gs_record_type)type;
+    e->time_ns = bs->time + (uint64_t)s(c);
+    e->tid = (uint32_t)u(c);
+    e->device = GS_DEVICE_UNKNOWN;
+    uint64_t addr = bs->addr;
+    if (type == GS_REC_MARK) {
+        e->stack_id = (uint32_t)u(c);
+        e->label = (const char *)bytes(c, &e->label_len);
+    } else {
+        addr += (uint64_t)s(c);
+        e->addr = addr;
+        if (type == GS_REC_BLOCK_ALLOC) {
+            e->size = u(c);
+            e->stack_id = (uint32_t)u(c);
+        }
+    }
+    if (c->bad)
+        return -1;
+    bs->time = e->time_ns;
+    bs->addr = addr;
+    return 0;
+}
+
 static int stack(struct gs_cursor *c, const struct gs_reader_ops *ops, void *ctx)
 {
     uint64_t pcs[GS_MAX_FRAMES];
@@ -262,6 +292,13 @@ uint64_t gs_decode_block(const uint8_t *raw, size_t len, const struct gs_reader_
             if (!bad && ops->event)
                 ops->event(ctx, &e);
             break;
+        case GS_REC_MARK:
+        case GS_REC_BLOCK_ALLOC:
+        case GS_REC_BLOCK_FREE:
+            bad = api_event(&c, &bs, type, &e);
+            if (!bad && ops->event)
+                ops->event(ctx, &e);
+            break;
         case GS_REC_STACK:
             bad = stack(&c, ops, ctx);
             break;
@@ -286,7 +323,9 @@ uint64_t gs_decode_block(const uint8_t *raw, size_t len, const struct gs_reader_
             break;
         }
         default:
-            if (type >= GS_REC_CKPT_FIRST && type <= GS_REC_CKPT_LAST && ops->checkpoint)
+            if (((type >= GS_REC_CKPT_FIRST && type <= GS_REC_CKPT_LAST) ||
+                 (type >= GS_REC_CKPT_API_FIRST && type <= GS_REC_CKPT_API_LAST)) &&
+                ops->checkpoint)
                 bad = ops->checkpoint(ctx, type, c.p, plen) != 0; /* the replay's to judge */
             break; /* else a record type from a newer writer */
         }

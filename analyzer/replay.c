@@ -18,6 +18,10 @@
  * A rotated trace starts with a checkpoint (checkpoint.c): this state as it
  * stood, loaded in place of the events it summarizes; the events after it
  * replay as usual.
+ *
+ * What the program says through the public API has files of its own, called
+ * from here: marks and steps (marks.c), its own allocator's blocks and the
+ * fragmentation of driver allocations (blocks.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +87,8 @@ static const char *const api_names[GS_API_COUNT] = {
     NAME(cudaMallocFromPoolAsync_ptsz),
     NAME(cudaMemPoolCreate),
     NAME(cudaMemPoolDestroy),
+    NAME(gpushim_torch_alloc),
+    NAME(gpushim_torch_free),
 #undef NAME
 };
 
@@ -141,6 +147,8 @@ static void init_state(struct gs_replay *r)
     r->sites_by_key = gs_idmap_new();
     r->recent = calloc(RECENT_FREES, sizeof *r->recent);
     r->free_slot = SIZE_MAX;
+    gs_marks_init(&r->marks);
+    gs_blocks_init(&r->blocks);
 }
 
 static void free_state(struct gs_replay *r)
@@ -154,6 +162,8 @@ static void free_state(struct gs_replay *r)
         gs_idmap_free(r->live[s]);
     gs_idmap_free(r->pools_by_id);
     gs_idmap_free(r->sites_by_key);
+    gs_marks_free(&r->marks);
+    gs_blocks_free(&r->blocks);
 }
 
 void gs_replay_init(struct gs_replay *r)
@@ -367,6 +377,8 @@ static struct gs_device_usage *device_usage(struct gs_replay *r, int32_t device)
 static void add_live(struct gs_replay *r, const struct gs_live_alloc *a, uint64_t now)
 {
     struct gs_site *s = &r->sites[a->site];
+    gs_blocks_before_add(r, a,
+                         a->kind == GS_KIND_DEVICE && r->live_bytes + a->size > r->peak_bytes);
     touch(r, s);
     s->live_bytes += a->size;
     s->live_count++;
@@ -390,12 +402,16 @@ static void add_live(struct gs_replay *r, const struct gs_live_alloc *a, uint64_
         r->peak_epoch++;
         r->peak_pool_reserved = r->pool_reserved;
         r->peak_pool_used = r->pool_used;
+        gs_blocks_new_peak(r);
     }
+    gs_marks_device_added(r, a->size);
+    gs_blocks_after_add(r, a);
 }
 
 static void remove_live(struct gs_replay *r, const struct gs_live_alloc *a)
 {
     struct gs_site *s = &r->sites[a->site];
+    gs_blocks_before_remove(r, a);
     touch(r, s);
     s->live_bytes -= a->size;
     s->live_count--;
@@ -404,6 +420,8 @@ static void remove_live(struct gs_replay *r, const struct gs_live_alloc *a)
         return;
     device_usage(r, a->device)->live_bytes -= a->size;
     r->live_bytes -= a->size;
+    gs_marks_device_removed(r, a->size);
+    gs_blocks_after_remove(r, a);
 }
 
 int gs_replay_insert(struct gs_replay *r, const struct gs_live_alloc *a)
@@ -669,6 +687,7 @@ static void on_alloc_failed(struct gs_replay *r, const struct gs_revent *e)
                                                               ? r->devices[e->device].live_bytes
                                                               : r->live_bytes,
                                                       .stack_id = e->stack_id};
+    gs_blocks_on_failure(r, r->nfailures - 1);
 }
 
 void gs_replay_event(struct gs_replay *r, const struct gs_revent *e)
@@ -696,10 +715,21 @@ void gs_replay_event(struct gs_replay *r, const struct gs_revent *e)
     case GS_REC_POOL:
         on_pool(r, e);
         break;
+    case GS_REC_MARK:
+        gs_marks_on_mark(r, e);
+        break;
+    case GS_REC_BLOCK_ALLOC:
+        gs_blocks_on_alloc(r, e);
+        break;
+    case GS_REC_BLOCK_FREE:
+        gs_blocks_on_free(r, e);
+        break;
     default:
         break;
     }
 }
+
+void gs_replay_finish(struct gs_replay *r) { gs_blocks_finish(r); }
 
 static void on_event(void *ctx, const struct gs_revent *e) { gs_replay_event(ctx, e); }
 

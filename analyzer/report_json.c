@@ -40,21 +40,29 @@ static void frames(struct gs_json *j, const struct gs_report *rep, uint32_t stac
         gs_json_bool(j, "gil", py != GS_PY_NO_GIL);
 }
 
-static void sites(struct gs_json *j, const struct gs_report *rep, enum gs_site_metric metric)
+/* The allocations' device sites, or the blocks' sites (blocks set). */
+static void ranked_sites(struct gs_json *j, const struct gs_report *rep, int blocks,
+                         enum gs_site_metric metric)
 {
     struct gs_report_site *s;
-    size_t n = gs_rank_sites(rep->replay, rep->sym, rep->opt->view, metric, &s);
+    size_t n = blocks ? gs_rank_block_sites(rep->replay, rep->sym, rep->opt->view, metric, &s)
+                      : gs_rank_sites(rep->replay, rep->sym, rep->opt->view, metric, &s);
     gs_json_begin_array(j, "sites");
     for (size_t i = 0; i < n && i < rep->opt->top; i++) {
         gs_json_begin_object(j, NULL);
         gs_json_uint(j, "bytes", s[i].bytes);
         gs_json_uint(j, "count", s[i].count);
-        gs_json_string(j, "api", gs_api_name(s[i].api));
+        gs_json_string(j, "api", blocks ? "gpushim_block_alloc" : gs_api_name(s[i].api));
         frames(j, rep, s[i].stack_id);
         gs_json_end_object(j);
     }
     gs_json_end_array(j);
     free(s);
+}
+
+static void sites(struct gs_json *j, const struct gs_report *rep, enum gs_site_metric metric)
+{
+    ranked_sites(j, rep, 0, metric);
 }
 
 static void bytes_or_null(struct gs_json *j, const char *key, uint64_t v)
@@ -189,6 +197,152 @@ static void failures(struct gs_json *j, const struct gs_report *rep)
     gs_json_end_array(j);
 }
 
+/* ---- marks and steps (marks.c) ---- */
+
+static void label(struct gs_json *j, const struct gs_marks *m, uint32_t idx)
+{
+    gs_json_string(j, "label", idx < m->nlabels ? m->labels[idx].label : NULL);
+}
+
+static void marks(struct gs_json *j, const struct gs_report *rep)
+{
+    const struct gs_marks *m = &rep->replay->marks;
+    uint64_t first_mark = m->marks > GS_MARKS_KEPT ? m->marks - GS_MARKS_KEPT : 0;
+    uint64_t first_step = m->nsteps > GS_STEPS_KEPT ? m->nsteps - GS_STEPS_KEPT : 0;
+    gs_json_begin_array(j, "marks");
+    for (uint64_t i = first_mark; m->recent && i < m->marks; i++) {
+        const struct gs_mark_item *it = &m->recent[i % GS_MARKS_KEPT];
+        gs_json_begin_object(j, NULL);
+        label(j, m, it->label);
+        gs_json_uint(j, "time_ns", it->time_ns);
+        gs_json_uint(j, "device_bytes", it->device_bytes);
+        gs_json_uint(j, "block_bytes", it->block_bytes);
+        gs_json_end_object(j);
+    }
+    gs_json_end_array(j);
+    gs_json_begin_array(j, "steps");
+    for (uint64_t i = first_step; m->steps && i < m->nsteps; i++) {
+        const struct gs_step *st = &m->steps[i % GS_STEPS_KEPT];
+        gs_json_begin_object(j, NULL);
+        label(j, m, st->label);
+        gs_json_uint(j, "start_ns", st->start_ns);
+        gs_json_uint(j, "end_ns", st->end_ns);
+        gs_json_uint(j, "peak_bytes", st->peak_bytes);
+        gs_json_uint(j, "allocated_bytes", st->allocated_bytes);
+        gs_json_uint(j, "freed_bytes", st->freed_bytes);
+        gs_json_int(j, "growth_bytes", st->growth_bytes);
+        gs_json_end_object(j);
+    }
+    gs_json_end_array(j);
+    gs_json_begin_array(j, "mark_labels");
+    for (size_t i = 0; i < m->nlabels; i++) {
+        const struct gs_mark_label *l = &m->labels[i];
+        gs_json_begin_object(j, NULL);
+        gs_json_string(j, "label", l->label);
+        gs_json_uint(j, "marks", l->marks);
+        gs_json_uint(j, "steps", l->steps);
+        gs_json_uint(j, "first_time_ns", l->first_ns);
+        gs_json_uint(j, "last_time_ns", l->last_ns);
+        gs_json_uint(j, "peak_bytes", l->max_peak);
+        gs_json_uint(j, "peak_step_end_ns", l->max_peak_end_ns);
+        gs_json_uint(j, "allocated_bytes", l->allocated);
+        gs_json_uint(j, "freed_bytes", l->freed);
+        gs_json_int(j, "growth_bytes", l->growth);
+        gs_json_int(j, "max_growth_bytes", l->max_growth);
+        gs_json_uint(j, "growing_steps", l->growing);
+        frames(j, rep, l->stack_id);
+        gs_json_end_object(j);
+    }
+    gs_json_end_array(j);
+    gs_json_begin_object(j, "mark_counts");
+    gs_json_uint(j, "marks", m->marks);
+    gs_json_uint(j, "marks_listed", m->marks - first_mark);
+    gs_json_uint(j, "steps", m->nsteps);
+    gs_json_uint(j, "steps_listed", m->nsteps - first_step);
+    gs_json_uint(j, "labels", m->nlabels);
+    gs_json_uint(j, "marks_of_labels_not_followed", m->labels_dropped);
+    gs_json_end_object(j);
+}
+
+/* ---- blocks and fragmentation (blocks.c) ---- */
+
+static void blocks(struct gs_json *j, const struct gs_report *rep)
+{
+    const struct gs_blocks *b = &rep->replay->blocks;
+    if (!b->seen) {
+        gs_json_null(j, "blocks");
+        return;
+    }
+    gs_json_begin_object(j, "blocks");
+    gs_json_uint(j, "allocations", b->allocs);
+    gs_json_uint(j, "frees", b->frees);
+    gs_json_uint(j, "frees_unknown", b->frees_unknown);
+    gs_json_begin_object(j, "peak");
+    gs_json_uint(j, "bytes", b->peak_bytes);
+    gs_json_uint(j, "time_ns", b->peak_time_ns);
+    ranked_sites(j, rep, 1, GS_METRIC_PEAK);
+    gs_json_end_object(j);
+    gs_json_begin_object(j, "leaks");
+    gs_json_uint(j, "bytes", b->live_bytes);
+    gs_json_uint(j, "count", b->live_count);
+    ranked_sites(j, rep, 1, GS_METRIC_LEAK);
+    gs_json_end_object(j);
+    gs_json_end_object(j);
+}
+
+static uint64_t frag_free(const struct gs_frag *f)
+{
+    return f->segment_bytes > f->block_bytes ? f->segment_bytes - f->block_bytes : 0;
+}
+
+static void frag_fields(struct gs_json *j, const struct gs_frag *f)
+{
+    uint64_t free_bytes = frag_free(f);
+    gs_json_uint(j, "time_ns", f->time_ns);
+    gs_json_int(j, "device", f->device);
+    gs_json_uint(j, "segments", f->segments);
+    gs_json_uint(j, "segment_bytes", f->segment_bytes);
+    gs_json_uint(j, "block_bytes", f->block_bytes);
+    gs_json_uint(j, "free_bytes", free_bytes);
+    gs_json_uint(j, "largest_free_bytes", f->largest_free);
+    gs_json_double(j, "fragmentation",
+                   free_bytes ? 1.0 - (double)f->largest_free / (double)free_bytes : 0.0);
+    gs_json_uint(j, "blocks_outside_segments_bytes", f->outside_bytes);
+}
+
+static void fragmentation(struct gs_json *j, const struct gs_replay *r)
+{
+    const struct gs_blocks *b = &r->blocks;
+    if (!b->seen) {
+        gs_json_null(j, "fragmentation");
+        return;
+    }
+    gs_json_begin_object(j, "fragmentation");
+    if (b->at_peak.present) {
+        gs_json_begin_object(j, "at_peak");
+        frag_fields(j, &b->at_peak);
+        gs_json_end_object(j);
+    } else {
+        gs_json_null(j, "at_peak");
+    }
+    gs_json_begin_array(j, "at_failures");
+    for (size_t i = 0; i < r->nfailures && i < b->at_failure_cap; i++) {
+        const struct gs_frag *f = &b->at_failure[i];
+        if (!f->present)
+            continue;
+        uint64_t want = r->failures[i].requested;
+        gs_json_begin_object(j, NULL);
+        gs_json_uint(j, "failure", i);
+        gs_json_uint(j, "requested_bytes", want);
+        frag_fields(j, f);
+        gs_json_bool(j, "fits_in_free", want <= frag_free(f));
+        gs_json_bool(j, "fits_in_largest_free", want <= f->largest_free);
+        gs_json_end_object(j);
+    }
+    gs_json_end_array(j);
+    gs_json_end_object(j);
+}
+
 /* A rotated trace: the history before this point is summarized, not replayed. */
 static void checkpoint(struct gs_json *j, const struct gs_checkpoint_state *c)
 {
@@ -262,6 +416,9 @@ void gs_report_json(FILE *out, const struct gs_report *rep)
     sites(&j, rep, GS_METRIC_LEAK);
     gs_json_end_object(&j);
     failures(&j, rep);
+    marks(&j, rep);
+    blocks(&j, rep);
+    fragmentation(&j, r);
     trace(&j, rep);
     gs_json_end_object(&j);
 }

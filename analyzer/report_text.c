@@ -1,6 +1,8 @@
 /*
  * report_text.c - the report for people: what ran, for how long, on which
- * devices; the peak and what held it; what was never freed; what failed.
+ * devices; the peak and what held it; what was never freed; what failed;
+ * then, for a program that uses the public API, its marks and steps, its
+ * own allocator's blocks and the fragmentation of driver allocations.
  * Readable in ten seconds, most important first.
  */
 #include <inttypes.h>
@@ -111,19 +113,28 @@ static void print_stack(const struct gs_report *rep, FILE *out, uint32_t stack_i
         fprintf(out, "%s  (native stack: this thread did not hold the GIL)\n", lead);
 }
 
-static void print_sites(const struct gs_report *rep, FILE *out, enum gs_site_metric metric)
+/* The allocations' device sites, or the blocks' (blocks set). */
+static void print_ranked(const struct gs_report *rep, FILE *out, int blocks,
+                         enum gs_site_metric metric)
 {
     struct gs_report_site *sites;
-    size_t n = gs_rank_sites(rep->replay, rep->sym, rep->opt->view, metric, &sites);
+    size_t n = blocks ? gs_rank_block_sites(rep->replay, rep->sym, rep->opt->view, metric, &sites)
+                      : gs_rank_sites(rep->replay, rep->sym, rep->opt->view, metric, &sites);
+    const char *what = blocks ? "block" : "allocation";
     char b[32];
     for (size_t i = 0; i < n && i < rep->opt->top; i++) {
-        fprintf(out, "  %12s in %6" PRIu64 " allocation%s  ", human_bytes(sites[i].bytes, b, sizeof b),
-                sites[i].count, sites[i].count == 1 ? " " : "s");
+        fprintf(out, "  %12s in %6" PRIu64 " %s%s  ", human_bytes(sites[i].bytes, b, sizeof b),
+                sites[i].count, what, sites[i].count == 1 ? " " : "s");
         print_stack(rep, out, sites[i].stack_id, "                                        ");
     }
     if (n > rep->opt->top)
         fprintf(out, "  ... and %zu more call sites (--top N shows more)\n", n - rep->opt->top);
     free(sites);
+}
+
+static void print_sites(const struct gs_report *rep, FILE *out, enum gs_site_metric metric)
+{
+    print_ranked(rep, out, 0, metric);
 }
 
 static void header(const struct gs_report *rep, FILE *out)
@@ -233,6 +244,56 @@ static void devices(const struct gs_report *rep, FILE *out)
     }
 }
 
+static uint64_t frag_free(const struct gs_frag *f)
+{
+    return f->segment_bytes > f->block_bytes ? f->segment_bytes - f->block_bytes : 0;
+}
+
+static double frag_ratio(const struct gs_frag *f)
+{
+    uint64_t free_bytes = frag_free(f);
+    return free_bytes ? 1.0 - (double)f->largest_free / (double)free_bytes : 0.0;
+}
+
+/* "3 segments of 24.00 MiB hold 18.00 MiB of blocks: 6.00 MiB free inside
+ * them, the largest gap 4.00 MiB (fragmentation 0.33)" */
+static void print_frag(FILE *out, const struct gs_frag *f)
+{
+    char a[32], b[32], c[32], d[32];
+    if (!f->segments) {
+        fprintf(out, "no segment holds a block");
+    } else {
+        fprintf(out, "%" PRIu64 " segment%s of %s hold%s %s of blocks: %s free inside %s, the "
+                     "largest gap %s (fragmentation %.2f)",
+                f->segments, plural(f->segments), human_bytes(f->segment_bytes, a, sizeof a),
+                f->segments == 1 ? "s" : "",
+                human_bytes(f->block_bytes, b, sizeof b), human_bytes(frag_free(f), c, sizeof c),
+                f->segments == 1 ? "it" : "them", human_bytes(f->largest_free, d, sizeof d),
+                frag_ratio(f));
+    }
+    if (f->outside_bytes)
+        fprintf(out, "; %s of blocks lie in no segment",
+                human_bytes(f->outside_bytes, a, sizeof a));
+}
+
+/* Under a failure: would it have fit inside the segments the process held? */
+static void failure_frag(const struct gs_report *rep, FILE *out, size_t i)
+{
+    const struct gs_blocks *b = &rep->replay->blocks;
+    if (i >= b->at_failure_cap || !b->at_failure[i].present)
+        return;
+    const struct gs_frag *f = &b->at_failure[i];
+    uint64_t want = rep->replay->failures[i].requested;
+    fprintf(out, "             inside its segments: ");
+    print_frag(out, f);
+    fprintf(out, "\n             so the request would %s\n",
+            want <= f->largest_free  ? "have fit in one free gap of a segment already held"
+            : want <= frag_free(f) ? "have fit in the free space inside the segments held, but "
+                                     "in no one gap: fragmentation"
+                                   : "not have fit even in all the free space inside the "
+                                     "segments held");
+}
+
 static void failures(const struct gs_report *rep, FILE *out)
 {
     const struct gs_replay *r = rep->replay;
@@ -251,11 +312,106 @@ static void failures(const struct gs_report *rep, FILE *out)
             fprintf(out, "             device had %s free of %s; this process held %s\n",
                     human_bytes(f->free_bytes, b, sizeof b), human_bytes(f->total_bytes, c, sizeof c),
                     human_bytes(f->process_live_bytes, d, sizeof d));
+        failure_frag(rep, out, i);
         fprintf(out, "             ");
         print_stack(rep, out, f->stack_id, "             ");
     }
     if (r->nfailures > rep->opt->top)
         fprintf(out, "  ... and %zu more\n", r->nfailures - rep->opt->top);
+}
+
+static const char *label_of(const struct gs_marks *m, uint32_t idx)
+{
+    if (idx >= m->nlabels)
+        return "(other)";
+    return m->labels[idx].label[0] ? m->labels[idx].label : "(empty)";
+}
+
+static void signed_bytes(int64_t v, char *buf, size_t sz)
+{
+    char b[32];
+    snprintf(buf, sz, "%s%s", v < 0 ? "-" : "+",
+             human_bytes(v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v, b, sizeof b));
+}
+
+/* The marks' labels with their steps, then the last steps. */
+static void marks(const struct gs_report *rep, FILE *out)
+{
+    const struct gs_marks *m = &rep->replay->marks;
+    char a[32], b[32], c[32];
+    if (!m->marks)
+        return;
+    fprintf(out, "\nMarks: %" PRIu64 " mark%s of %zu label%s; a step runs from a mark to the next "
+                 "of its label\n",
+            m->marks, plural(m->marks), m->nlabels, plural(m->nlabels));
+    for (size_t i = 0; i < m->nlabels && i < rep->opt->top; i++) {
+        const struct gs_mark_label *l = &m->labels[i];
+        fprintf(out, "  %-12s %" PRIu64 " mark%s, %" PRIu64 " step%s", label_of(m, (uint32_t)i),
+                l->marks,
+                plural(l->marks), l->steps, plural(l->steps));
+        if (l->steps) {
+            signed_bytes(l->growth / (int64_t)l->steps, a, sizeof a);
+            signed_bytes(l->max_growth, b, sizeof b);
+            fprintf(out, ": peak %s (the step ending at %.3f s); device memory %s a step on "
+                         "average, at most %s; %" PRIu64 " step%s grew",
+                    human_bytes(l->max_peak, c, sizeof c), seconds(l->max_peak_end_ns), a, b,
+                    l->growing, plural(l->growing));
+        }
+        fputc('\n', out);
+    }
+    if (m->nlabels > rep->opt->top)
+        fprintf(out, "  ... and %zu more labels (--top N shows more)\n",
+                m->nlabels - rep->opt->top);
+    if (m->labels_dropped)
+        fprintf(out, "  and %" PRIu64 " mark%s of labels past the first %d, not followed\n",
+                m->labels_dropped, plural(m->labels_dropped), GS_MARK_LABELS);
+    if (!m->nsteps)
+        return;
+    uint64_t shown = m->nsteps < rep->opt->top ? m->nsteps : rep->opt->top;
+    if (shown > GS_STEPS_KEPT)
+        shown = GS_STEPS_KEPT;
+    fprintf(out, "  the last %" PRIu64 " step%s of %" PRIu64 ":\n", shown, plural(shown),
+            m->nsteps);
+    for (uint64_t k = m->nsteps - shown; k < m->nsteps; k++) {
+        const struct gs_step *st = &m->steps[k % GS_STEPS_KEPT];
+        char d[32];
+        signed_bytes(st->growth_bytes, d, sizeof d);
+        fprintf(out, "    %-12s %9.3f s to %9.3f s  peak %10s  allocated %10s  freed %10s  %s\n",
+                label_of(m, st->label), seconds(st->start_ns), seconds(st->end_ns),
+                human_bytes(st->peak_bytes, a, sizeof a),
+                human_bytes(st->allocated_bytes, b, sizeof b),
+                human_bytes(st->freed_bytes, c, sizeof c), d);
+    }
+}
+
+/* The program's own allocator's blocks, and fragmentation at the peak. */
+static void blocks(const struct gs_report *rep, FILE *out)
+{
+    const struct gs_blocks *b = &rep->replay->blocks;
+    char a[32];
+    if (!b->seen)
+        return;
+    fprintf(out, "\nBlocks of the program's own allocator: %" PRIu64 " given, %" PRIu64
+                 " taken back",
+            b->allocs, b->frees);
+    if (b->frees_unknown)
+        fprintf(out, ", %" PRIu64 " taken back that %s never given", b->frees_unknown,
+                b->frees_unknown == 1 ? "was" : "were");
+    fprintf(out, "\nBlock peak: %s at %.3f s. Live then, by call site:\n",
+            human_bytes(b->peak_bytes, a, sizeof a), seconds(b->peak_time_ns));
+    print_ranked(rep, out, 1, GS_METRIC_PEAK);
+    if (b->live_count) {
+        fprintf(out, "Blocks never taken back: %s in %" PRIu64 " block%s, by call site:\n",
+                human_bytes(b->live_bytes, a, sizeof a), b->live_count, plural(b->live_count));
+        print_ranked(rep, out, 1, GS_METRIC_LEAK);
+    } else {
+        fprintf(out, "Every block was taken back.\n");
+    }
+    if (b->at_peak.present) {
+        fprintf(out, "Fragmentation at the device peak (%.3f s): ", seconds(b->at_peak.time_ns));
+        print_frag(out, &b->at_peak);
+        fputc('\n', out);
+    }
 }
 
 void gs_report_text(FILE *out, const struct gs_report *rep)
@@ -279,4 +435,6 @@ void gs_report_text(FILE *out, const struct gs_report *rep)
         fprintf(out, "\nEverything allocated was freed.\n");
     }
     failures(rep, out);
+    marks(rep, out);
+    blocks(rep, out);
 }

@@ -12,6 +12,10 @@
  * frames in place of the interpreter's, and sites are one when their merged
  * frames are; the native view (report --native) shows and merges the native
  * frames alone, as for a program without Python.
+ *
+ * The blocks of the program's own allocator (blocks.c) are ranked the same
+ * way, by the call sites of gpushim_block_alloc; the public API's wrappers
+ * (include/gpushim.h), compiled into the program, are not its call site.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -106,11 +110,14 @@ static int by_bytes(const void *a, const void *b)
     return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
 }
 
-size_t gs_rank_sites(const struct gs_replay *r, struct gs_symbolizer *sym,
-                     enum gs_stack_view view, enum gs_site_metric metric,
-                     struct gs_report_site **out)
+/* Ranks from (device sites of the allocations, or block sites). */
+static size_t rank(const struct gs_replay *r, struct gs_symbolizer *sym, int blocks,
+                   enum gs_stack_view view, enum gs_site_metric metric,
+                   struct gs_report_site **out)
 {
-    struct gs_report_site *sites = calloc(r->nsites ? r->nsites : 1, sizeof *sites);
+    const struct gs_site *from = blocks ? r->blocks.sites : r->sites;
+    size_t nfrom = blocks ? r->blocks.nsites : r->nsites;
+    struct gs_report_site *sites = calloc(nfrom ? nfrom : 1, sizeof *sites);
     struct gs_idmap *merged = gs_idmap_new();
     size_t n = 0;
     if (!sites || !merged) {
@@ -119,13 +126,14 @@ size_t gs_rank_sites(const struct gs_replay *r, struct gs_symbolizer *sym,
         *out = NULL;
         return 0;
     }
-    for (size_t i = 0; i < r->nsites; i++) {
-        const struct gs_site *s = &r->sites[i];
+    for (size_t i = 0; i < nfrom; i++) {
+        const struct gs_site *s = &from[i];
         uint64_t bytes, count;
-        if (s->kind != GS_KIND_DEVICE)
+        if (!blocks && s->kind != GS_KIND_DEVICE)
             continue;
         if (metric == GS_METRIC_PEAK) {
-            bytes = gs_site_peak_bytes(r, s, &count);
+            bytes = blocks ? gs_block_site_peak_bytes(&r->blocks, s, &count)
+                           : gs_site_peak_bytes(r, s, &count);
         } else {
             bytes = s->live_bytes;
             count = s->live_count;
@@ -146,6 +154,20 @@ size_t gs_rank_sites(const struct gs_replay *r, struct gs_symbolizer *sym,
     qsort(sites, n, sizeof *sites, by_bytes);
     *out = sites;
     return n;
+}
+
+size_t gs_rank_sites(const struct gs_replay *r, struct gs_symbolizer *sym,
+                     enum gs_stack_view view, enum gs_site_metric metric,
+                     struct gs_report_site **out)
+{
+    return rank(r, sym, 0, view, metric, out);
+}
+
+size_t gs_rank_block_sites(const struct gs_replay *r, struct gs_symbolizer *sym,
+                           enum gs_stack_view view, enum gs_site_metric metric,
+                           struct gs_report_site **out)
+{
+    return rank(r, sym, 1, view, metric, out);
 }
 
 void gs_sites_register_modules(const struct gs_replay *r, struct gs_symbolizer *sym)
@@ -199,6 +221,21 @@ static void native_frames(const struct gs_replay *r, struct gs_symbolizer *sym,
     }
 }
 
+/* The public API's wrappers (include/gpushim.h): compiled into the program,
+ * usually inlined, but the shim's side of a mark or block all the same. */
+static int api_wrapper(const char *function)
+{
+    static const char *const names[] = {"gpushim_mark", "gpushim_block_alloc",
+                                        "gpushim_block_free", "gpushim_flush",
+                                        "gpushim_lookup_"};
+    if (!function)
+        return 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(function, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
 enum gs_py_state gs_site_python(const struct gs_replay *r, uint32_t stack_id)
 {
     const struct gs_stack *st = gs_replay_stack(r, stack_id);
@@ -232,7 +269,10 @@ unsigned gs_site_frames(const struct gs_replay *r, struct gs_symbolizer *sym, ui
         }
     }
     unsigned shown = 0;
-    for (size_t i = 0; i < n && shown < max; i++)
+    size_t i = 0;
+    while (i < n && api_wrapper(show[i].function)) /* the program's side of the API call */
+        i++;
+    for (; i < n && shown < max; i++)
         fn(ctx, &show[i], shown++);
     free(native.f);
     free(py.f);

@@ -218,7 +218,10 @@ typedef struct {
     X(cuMemPoolGetAttribute, gs_curesult,                                           \
       (gs_cumempool pool, gs_cumempoolattr attr, void *value))                     \
     X(cuMemGetAddressRange_v2, gs_curesult,                                         \
-      (gs_cudeviceptr * pbase, size_t *psize, gs_cudeviceptr dptr))
+      (gs_cudeviceptr * pbase, size_t *psize, gs_cudeviceptr dptr))                 \
+    X(cuCtxGetCurrent, gs_curesult, (gs_cucontext * pctx))                          \
+    X(cuCtxSetCurrent, gs_curesult, (gs_cucontext ctx))                             \
+    X(cuDevicePrimaryCtxRetain, gs_curesult, (gs_cucontext * pctx, gs_cudevice dev))
 
 /* Runtime functions whose calls label the driver event they cause. */
 #define GS_RUNTIME_HOOKED(X)                                                       \

@@ -44,7 +44,9 @@
 
 /* Ring bodies. */
 struct gs_ev {
-    uint8_t type; /* GS_REC_ALLOC, _FREE, _FREE_FAILED, _ALLOC_FAILED, _REF, _POOL */
+    uint8_t type; /* GS_REC_ALLOC, _FREE, _FREE_FAILED, _ALLOC_FAILED, _REF, _POOL,
+                   * _BLOCK_ALLOC, _BLOCK_FREE (time, tid, addr; BLOCK_ALLOC: size,
+                   * stack_id) */
     uint8_t api;
     uint8_t kind;
     uint8_t space;
@@ -60,6 +62,13 @@ struct gs_ev {
     uint64_t free_bytes;  /* ALLOC_FAILED; POOL: its used bytes */
     uint64_t total_bytes; /* ALLOC_FAILED */
     uint64_t parent;      /* ALLOC of a mapping: the physical memory's handle */
+};
+/* GS_REC_MARK: an event (time, tid, stack_id) and its label. */
+struct gs_mark_body {
+    struct gs_ev ev; /* ev.type: GS_REC_MARK */
+    uint32_t label_len; /* at most GS_MAX_LABEL */
+    uint32_t pad;
+    char label[]; /* label_len bytes, no NUL */
 };
 struct gs_stack_body {
     uint8_t type; /* GS_REC_STACK */

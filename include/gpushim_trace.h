@@ -167,7 +167,72 @@ enum gs_record_type {
                                * line: a Python code object, which STACK records
                                * name through Python pcs (below); defined before
                                * any stack names it, like a module */
+
+    /* What the program says through the public API (include/gpushim.h). */
+    GS_REC_MARK = 52,         /* zz dt, varint tid, varint stack id, string label (at
+                               * most GS_MAX_LABEL bytes): gpushim_mark(label) */
+    GS_REC_BLOCK_ALLOC = 53,  /* zz dt, varint tid, zz addr delta, varint size, varint
+                               * stack id: the program's own allocator handed out
+                               * [addr, addr+size), usually inside a driver allocation
+                               * (gpushim_block_alloc) */
+    GS_REC_BLOCK_FREE = 54,   /* zz dt, varint tid, zz addr delta: that block was given
+                               * back (gpushim_block_free) */
+
+    /* Checkpoint records of the marks and blocks (types GS_REC_CKPT_API_FIRST..
+     * GS_REC_CKPT_API_LAST), between GS_REC_CKPT_BEGIN and GS_REC_CKPT_END like
+     * the others, absolute values; written only for a run with marks or
+     * blocks; labels before the marks and steps that name them, block sites
+     * before their blocks, GS_REC_CKPT_API_END after all of them. */
+    GS_REC_CKPT_MARK_LABEL = 55, /* varint index (the labels' order, from 0), string
+                                  * label, varint stack id (of its first mark), varint
+                                  * marks, varint steps, varint first mark time, varint
+                                  * last mark time; the step open since: varint device
+                                  * bytes at its start, varint device bytes made live and
+                                  * varint ended in the run by then, varint its peak so
+                                  * far; its completed steps: varint largest peak, varint
+                                  * end of the step with it, varint bytes allocated,
+                                  * varint bytes freed, zz growth, zz largest growth,
+                                  * varint steps that grew */
+    GS_REC_CKPT_API_ITEM = 56,   /* varint what, then: 0, a recent mark: varint its
+                                  * number in the run (from 0), varint label index
+                                  * (UINT32_MAX: a label not followed), varint time,
+                                  * varint device bytes, varint block bytes; 1, a recent
+                                  * step: varint its number, varint label index, varint
+                                  * start, varint end, varint peak bytes, varint bytes
+                                  * allocated, varint bytes freed, zz growth; 2, the
+                                  * fragmentation at a failure: varint the failure's
+                                  * index (its CKPT_FAILURE's place), a fragmentation */
+    GS_REC_CKPT_BLOCK_SITE = 57, /* varint stack id, varint blocks, varint bytes, varint
+                                  * live bytes, varint live count, varint saved bytes,
+                                  * varint saved count, varint saved epoch: a call site
+                                  * of gpushim_block_alloc, as GS_REC_CKPT_SITE */
+    GS_REC_CKPT_BLOCK = 58,      /* varint addr, varint size, varint time, varint stack
+                                  * id, varint tid: a live block, of a block site */
+    GS_REC_CKPT_API_END = 59,    /* varint marks, varint steps, varint marks of labels
+                                  * not followed, varint device bytes made live and
+                                  * varint ended in the run, varint the most device
+                                  * bytes since the last mark, varint blocks given,
+                                  * varint taken back, varint taken back unknown, varint
+                                  * live block bytes, varint live blocks, varint block
+                                  * peak bytes, varint its time, varint its epoch,
+                                  * varint blocks seen (0/1), varint the device peak's
+                                  * fragmentation still to take (0/1), the fragmentation
+                                  * at the device peak; then how many came of: varint
+                                  * labels, varint recent marks, varint recent steps,
+                                  * varint failure fragmentations, varint block sites,
+                                  * varint blocks.
+                                  *
+                                  * A fragmentation (README.md "Fragmentation"):
+                                  * varint present (0/1), varint time, zz device (-1:
+                                  * all), varint segments holding blocks, varint their
+                                  * bytes, varint bytes of them in blocks, varint the
+                                  * largest free gap, varint bytes of blocks in no
+                                  * segment */
 };
+
+#define GS_MAX_LABEL 255 /* longest mark label a writer records */
+#define GS_REC_CKPT_API_FIRST 55
+#define GS_REC_CKPT_API_LAST 59
 
 /* Checkpoints. When a trace reaches its size limit (GPUSHIM_MAX_BYTES) the
  * shim goes on in a new file that starts, in its first blocks, with a
@@ -278,6 +343,8 @@ enum gs_api {
     GS_API_cudaMallocFromPoolAsync_ptsz,
     GS_API_cudaMemPoolCreate,
     GS_API_cudaMemPoolDestroy,
+    GS_API_gpushim_torch_alloc, /* PyTorch's pluggable allocator, through the shim */
+    GS_API_gpushim_torch_free,
     GS_API_COUNT
 };
 

@@ -168,6 +168,16 @@ void gs_bound_feed(const void *body, uint32_t len)
         struct gs_rpycode rc = {
             .id = c->id, .file = file, .function = function, .first_line = c->first_line};
         gs_replay_ops.pycode(&b.model, &rc);
+    } else if (type == GS_REC_MARK && len >= sizeof(struct gs_mark_body)) {
+        const struct gs_mark_body *m = body;
+        struct gs_revent e = {.type = GS_REC_MARK,
+                              .time_ns = m->ev.time_ns,
+                              .tid = m->ev.tid,
+                              .device = GS_DEVICE_UNKNOWN,
+                              .stack_id = m->ev.stack_id,
+                              .label = m->label,
+                              .label_len = m->label_len};
+        gs_replay_event(&b.model, &e);
     } else if (len == sizeof(struct gs_ev) && type != GS_REC_END) {
         feed_event(body);
     }

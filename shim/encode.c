@@ -78,6 +78,29 @@ static uint8_t *encode_event(struct gs_encoder *e, const struct gs_ev *ev, uint8
     }
 }
 
+/* The public API's records: no api or device, as they are the program's
+ * own words, not a driver call. */
+static uint8_t *encode_block(struct gs_encoder *e, const struct gs_ev *ev, uint8_t *p)
+{
+    p = svarint(p, (int64_t)(ev->time_ns - e->last_time));
+    e->last_time = ev->time_ns;
+    p = varint(p, ev->tid);
+    p = addr_delta(e, ev->addr, p);
+    if (ev->type == GS_REC_BLOCK_FREE)
+        return p;
+    p = varint(p, ev->size);
+    return varint(p, ev->stack_id);
+}
+
+static uint8_t *encode_mark(struct gs_encoder *e, const struct gs_mark_body *m, uint8_t *p)
+{
+    p = svarint(p, (int64_t)(m->ev.time_ns - e->last_time));
+    e->last_time = m->ev.time_ns;
+    p = varint(p, m->ev.tid);
+    p = varint(p, m->ev.stack_id);
+    return bytes(p, m->label, m->label_len);
+}
+
 static uint8_t *encode_stack(const struct gs_stack_body *s, uint8_t *p)
 {
     p = varint(p, s->id);
@@ -142,6 +165,14 @@ static int well_formed(const uint8_t *body, uint32_t len)
     }
     case GS_REC_END:
         return len == sizeof(struct gs_end_body);
+    case GS_REC_BLOCK_ALLOC:
+    case GS_REC_BLOCK_FREE:
+        return len == sizeof(struct gs_ev);
+    case GS_REC_MARK: {
+        const struct gs_mark_body *m = (const void *)body;
+        return len >= sizeof *m && m->label_len <= GS_MAX_LABEL &&
+               len == sizeof *m + m->label_len;
+    }
     default:
         return 0;
     }
@@ -166,6 +197,13 @@ size_t gs_encode(struct gs_encoder *e, const void *body, uint32_t len, uint8_t *
         break;
     case GS_REC_END:
         end = encode_end(body, payload);
+        break;
+    case GS_REC_BLOCK_ALLOC:
+    case GS_REC_BLOCK_FREE:
+        end = encode_block(e, body, payload);
+        break;
+    case GS_REC_MARK:
+        end = encode_mark(e, body, payload);
         break;
     default:
         end = encode_event(e, body, payload);

@@ -111,7 +111,8 @@ static uint32_t current_stack(void)
     return id;
 }
 
-static void record(struct gs_ev *ev, int with_stack)
+/* Records a body of len bytes that starts with the event ev. */
+static void record_body(struct gs_ev *ev, uint32_t len, int with_stack)
 {
     if (tls.busy)
         return;
@@ -126,10 +127,12 @@ static void record(struct gs_ev *ev, int with_stack)
         ev->device = current_device();
     if (with_stack)
         ev->stack_id = current_stack();
-    gs_emit(ev, sizeof *ev, 1);
+    gs_emit(ev, len, 1);
     errno = saved;
     tls.busy = 0;
 }
+
+static void record(struct gs_ev *ev, int with_stack) { record_body(ev, sizeof *ev, with_stack); }
 
 void gs_record_alloc(enum gs_api api, enum gs_kind kind, enum gs_space space, int32_t device,
                      uint64_t addr, uint64_t size, gs_custream stream)
@@ -245,6 +248,31 @@ void gs_record_pool(enum gs_api api, int32_t device, gs_cumempool pool, uint64_t
                        .size = reserved,
                        .free_bytes = used};
     record(&ev, 0);
+}
+
+void gs_record_mark(const char *label, uint32_t len)
+{
+    union {
+        struct gs_mark_body m;
+        uint8_t bytes[sizeof(struct gs_mark_body) + GS_MAX_LABEL];
+    } body;
+    if (len > GS_MAX_LABEL)
+        len = GS_MAX_LABEL;
+    memset(&body.m, 0, sizeof body.m);
+    body.m.ev.type = GS_REC_MARK;
+    body.m.ev.device = GS_DEVICE_UNKNOWN;
+    body.m.label_len = len;
+    memcpy(body.m.label, label, len);
+    record_body(&body.m.ev, (uint32_t)(sizeof body.m + len), 1);
+}
+
+void gs_record_block(enum gs_record_type type, uint64_t addr, uint64_t size)
+{
+    struct gs_ev ev = {.type = (uint8_t)type,
+                       .device = GS_DEVICE_UNKNOWN,
+                       .addr = addr,
+                       .size = type == GS_REC_BLOCK_ALLOC ? size : 0};
+    record(&ev, type == GS_REC_BLOCK_ALLOC);
 }
 
 void gs_record_lock(void) { pthread_mutex_lock(&stack_lock); }

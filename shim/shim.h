@@ -11,6 +11,8 @@
  *                                      ("<trace>.ring") that outlives the process
  *   writer.c                           drains the ring into blocks (encode.c, tracefile.c)
  *                                      from a thread every 100 ms and at exit
+ *   api.c                              the public API (include/gpushim.h): marks, blocks
+ *   torch_alloc.c                      PyTorch's pluggable allocator, recorded
  *   bound.c                            GPUSHIM_MAX_BYTES: checkpoint and swap of the file
  *
  * and of the lookups that bring the program to the hooks:
@@ -171,6 +173,11 @@ void gs_record_ref(enum gs_api api, enum gs_space space, uint64_t addr);
 /* A stream-ordered pool's reserved and used bytes. */
 void gs_record_pool(enum gs_api api, int32_t device, gs_cumempool pool, uint64_t reserved,
                     uint64_t used);
+/* The public API (api.c): a mark with its label (len bytes, cut at
+ * GS_MAX_LABEL), and a block of the program's own allocator given out
+ * (GS_REC_BLOCK_ALLOC, with the stack) or back (GS_REC_BLOCK_FREE). */
+void gs_record_mark(const char *label, uint32_t len);
+void gs_record_block(enum gs_record_type type, uint64_t addr, uint64_t size);
 /* Around fork (writer.c): the stack table's lock, and the child's reset. */
 void gs_record_lock(void);
 void gs_record_unlock(void);
@@ -255,6 +262,9 @@ void gs_count_lost(void);
 int gs_writer_finish_for_exec(void);
 /* After an exec that failed (it returned): the trace goes on. */
 void gs_writer_exec_failed(int finished);
+/* gpushim_flush(): the ring drained into the trace file now, on the calling
+ * thread, if this process has a trace open. Keeps errno. */
+void gs_writer_flush(void);
 
 /* ---- bound.c: GPUSHIM_MAX_BYTES (call with the writer's lock held) ---- */
 struct gs_trace_file;

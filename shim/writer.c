@@ -520,6 +520,18 @@ void gs_writer_exec_failed(int finished)
     pthread_mutex_unlock(&w.lock);
 }
 
+void gs_writer_flush(void)
+{
+    if (__atomic_load_n(&w.state, __ATOMIC_ACQUIRE) != OPEN || w.pid != getpid())
+        return; /* no trace yet (it starts on the first event), or not ours */
+    int saved = errno;
+    pthread_mutex_lock(&w.lock);
+    if (w.state == OPEN && w.pid == getpid())
+        drain_locked();
+    pthread_mutex_unlock(&w.lock);
+    errno = saved;
+}
+
 static void before_fork(void)
 {
     gs_unwind_lock();

@@ -107,6 +107,7 @@ SAME_VALUE(GS_CU_AD_FORMAT_FLOAT, CU_AD_FORMAT_FLOAT);
 #define gs_curesult CUresult
 #define gs_cudeviceptr CUdeviceptr
 #define gs_cudevice CUdevice
+#define gs_cucontext CUcontext
 #define gs_cuuint64 cuuint64_t
 #define gs_cuprocstatus CUdriverProcAddressQueryResult
 #define gs_custream CUstream
@@ -183,6 +184,9 @@ SAME_TYPE(nv_cuStreamGetDevice, __typeof__(&cuStreamGetDevice));
 SAME_TYPE(nv_cuDeviceGetMemPool, __typeof__(&cuDeviceGetMemPool));
 SAME_TYPE(nv_cuMemPoolGetAttribute, __typeof__(&cuMemPoolGetAttribute));
 SAME_TYPE(nv_cuMemGetAddressRange_v2, __typeof__(&cuMemGetAddressRange_v2));
+SAME_TYPE(nv_cuCtxGetCurrent, __typeof__(&cuCtxGetCurrent));
+SAME_TYPE(nv_cuCtxSetCurrent, __typeof__(&cuCtxSetCurrent));
+SAME_TYPE(nv_cuDevicePrimaryCtxRetain, __typeof__(&cuDevicePrimaryCtxRetain));
 SAME_TYPE(nv_cudaMallocHost, __typeof__(&cudaMallocHost));
 SAME_TYPE(nv_cudaHostAlloc, __typeof__(&cudaHostAlloc));
 SAME_TYPE(nv_cudaFreeHost, __typeof__(&cudaFreeHost));

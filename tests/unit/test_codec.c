@@ -6,7 +6,8 @@
  * skipped, a record whose payload is short is counted as damaged and the
  * records after it still decode, a record whose length runs past the block
  * ends that block with one damaged record, and gs_encode refuses malformed
- * bodies.
+ * bodies. Marks and blocks (the public API's records) round-trip among events,
+ * and malformed ones are refused or counted.
  */
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -588,7 +589,8 @@ Test(codec, encode_refuses_malformed_bodies)
     uint8_t unknown[sizeof ev] = {0};
     for (unsigned t = 0; t < 256; t++) {
         if (t == GS_REC_MODULE || t == GS_REC_STACK || t == GS_REC_END || t == GS_REC_REF ||
-            t == GS_REC_POOL || (t >= GS_REC_ALLOC && t <= GS_REC_ALLOC_FAILED))
+            t == GS_REC_POOL || (t >= GS_REC_ALLOC && t <= GS_REC_ALLOC_FAILED) ||
+            t == GS_REC_BLOCK_ALLOC || t == GS_REC_BLOCK_FREE)
             continue;
         unknown[0] = (uint8_t)t;
         cr_assert_eq(gs_encode(&e, unknown, sizeof unknown, out), 0, "type %u unknown", t);
@@ -738,4 +740,126 @@ Test(codec, encode_refuses_malformed_python_code_bodies)
     c = pycode_body(1, "f", 1, big, GS_PY_MAX_NAME + 1, 1, &len);
     cr_assert_eq(gs_encode(&e, c, len, out), 0, "a function name past GS_PY_MAX_NAME");
     free(c);
+}
+
+
+/* ---- the public API's records: marks and blocks ---- */
+
+static struct gs_mark_body *mark_body(uint32_t tid, uint32_t stack, uint64_t t, const char *label,
+                                      uint32_t label_len, uint32_t *len)
+{
+    *len = (uint32_t)(sizeof(struct gs_mark_body) + label_len);
+    struct gs_mark_body *m = calloc(1, *len);
+    cr_assert_not_null(m);
+    m->ev.type = GS_REC_MARK;
+    m->ev.tid = tid;
+    m->ev.stack_id = stack;
+    m->ev.time_ns = t;
+    m->label_len = label_len;
+    memcpy(m->label, label, label_len);
+    return m;
+}
+
+Test(codec, marks_and_blocks_round_trip_among_events)
+{
+    struct blk b;
+    blk_init(&b);
+    struct gs_encoder e;
+    gs_encoder_reset(&e);
+    char longest[GS_MAX_LABEL];
+    for (int i = 0; i < GS_MAX_LABEL; i++)
+        longest[i] = (char)(i % 7 == 3 ? 0 : i % 11 == 1 ? '\n' : 'a' + i % 26); /* any bytes */
+    uint32_t l0, l1, l2;
+    struct gs_mark_body *m0 = mark_body(5, 3, 1000, "step", 4, &l0);
+    struct gs_mark_body *m1 = mark_body(UINT32_MAX, UINT32_MAX, 10, "", 0, &l1);
+    struct gs_mark_body *m2 = mark_body(0, 0, UINT64_MAX, longest, GS_MAX_LABEL, &l2);
+    struct gs_ev ba = {.type = GS_REC_BLOCK_ALLOC, .tid = 9, .time_ns = 2000,
+                       .addr = 0x700000001000, .size = 4096, .stack_id = 12};
+    struct gs_ev bmax = {.type = GS_REC_BLOCK_ALLOC, .tid = UINT32_MAX, .time_ns = 0,
+                         .addr = UINT64_MAX, .size = UINT64_MAX, .stack_id = UINT32_MAX};
+    struct gs_ev bf = {.type = GS_REC_BLOCK_FREE, .tid = 9, .time_ns = 1ull << 63, .addr = 0};
+    put(&b, &e, m0, l0);
+    put(&b, &e, &extreme_events[0], sizeof(struct gs_ev)); /* the delta state is shared */
+    put(&b, &e, &ba, sizeof ba);
+    put(&b, &e, m1, l1);
+    put(&b, &e, &bmax, sizeof bmax);
+    put(&b, &e, &bf, sizeof bf);
+    put(&b, &e, m2, l2);
+    put(&b, &e, &extreme_events[1], sizeof(struct gs_ev));
+
+    struct cap *c = cap_new();
+    struct gs_reader_stats st = {0};
+    cr_assert_eq(gs_decode_block(b.buf, b.len, &ops, c, &st), 8);
+    cr_assert_eq(st.damaged_records, 0);
+    cr_assert_eq(c->nev, 8);
+    const struct gs_mark_body *marks[] = {m0, m1, m2};
+    const int mark_at[] = {0, 3, 6};
+    for (int k = 0; k < 3; k++) {
+        const struct gs_revent *g = &c->ev[mark_at[k]];
+        cr_assert_eq(g->type, GS_REC_MARK, "mark %d", k);
+        cr_assert_eq(g->time_ns, marks[k]->ev.time_ns, "mark %d time", k);
+        cr_assert_eq(g->tid, marks[k]->ev.tid, "mark %d tid", k);
+        cr_assert_eq(g->stack_id, marks[k]->ev.stack_id, "mark %d stack", k);
+        cr_assert_eq(g->label_len, marks[k]->label_len, "mark %d label length", k);
+        cr_assert_eq(g->device, GS_DEVICE_UNKNOWN, "mark %d device", k);
+    }
+    /* the labels point into the block, which is still there */
+    cr_assert_eq(memcmp(c->ev[0].label, "step", 4), 0);
+    cr_assert_eq(memcmp(c->ev[6].label, longest, GS_MAX_LABEL), 0, "any bytes, NULs too");
+    check_event(&c->ev[1], &extreme_events[0], 1);
+    check_event(&c->ev[7], &extreme_events[1], 7);
+    const struct gs_ev *blocks[] = {&ba, &bmax, &bf};
+    const int block_at[] = {2, 4, 5};
+    for (int k = 0; k < 3; k++) {
+        const struct gs_revent *g = &c->ev[block_at[k]];
+        const struct gs_ev *w = blocks[k];
+        cr_assert_eq(g->type, w->type, "block %d type", k);
+        cr_assert_eq(g->time_ns, w->time_ns, "block %d time", k);
+        cr_assert_eq(g->tid, w->tid, "block %d tid", k);
+        cr_assert_eq(g->addr, w->addr, "block %d addr", k);
+        cr_assert_eq(g->size, w->type == GS_REC_BLOCK_ALLOC ? w->size : 0, "block %d size", k);
+        cr_assert_eq(g->stack_id, w->type == GS_REC_BLOCK_ALLOC ? w->stack_id : 0,
+                     "block %d stack", k);
+    }
+    free(m0);
+    free(m1);
+    free(m2);
+    free(c);
+    free(b.buf);
+}
+
+Test(codec, malformed_marks_and_blocks)
+{
+    struct gs_encoder e;
+    gs_encoder_reset(&e);
+    uint8_t out[GS_MAX_RECORD];
+    uint32_t len;
+    char label[GS_MAX_LABEL + 1];
+    memset(label, 'x', sizeof label);
+    struct gs_mark_body *m = mark_body(1, 1, 1, label, GS_MAX_LABEL + 1, &len);
+    cr_assert_eq(gs_encode(&e, m, len, out), 0, "a label over GS_MAX_LABEL");
+    m->label_len = 3;
+    cr_assert_eq(gs_encode(&e, m, len, out), 0, "a length that disagrees with the body's");
+    cr_assert_eq(gs_encode(&e, m, (uint32_t)sizeof(struct gs_ev), out), 0, "a body too short");
+    free(m);
+    struct gs_ev ba = {.type = GS_REC_BLOCK_ALLOC};
+    cr_assert_eq(gs_encode(&e, &ba, sizeof ba - 1, out), 0, "a block body too short");
+
+    /* By hand: a mark whose label runs past its payload, a block with no
+     * fields; both damaged, and the event after them decodes. */
+    struct blk b;
+    blk_init(&b);
+    const uint8_t bad_mark[] = {GS_REC_MARK, 4, 2, 1, 1, 9}; /* label says 9 bytes, has 0 */
+    put_raw(&b, bad_mark, sizeof bad_mark);
+    const uint8_t empty_block[] = {GS_REC_BLOCK_ALLOC, 0};
+    put_raw(&b, empty_block, sizeof empty_block);
+    put(&b, &e, &extreme_events[0], sizeof(struct gs_ev));
+    struct cap *c = cap_new();
+    struct gs_reader_stats st = {0};
+    cr_assert_eq(gs_decode_block(b.buf, b.len, &ops, c, &st), 3);
+    cr_assert_eq(st.damaged_records, 2);
+    cr_assert_eq(c->nev, 1);
+    check_event(&c->ev[0], &extreme_events[0], 0);
+    free(c);
+    free(b.buf);
 }

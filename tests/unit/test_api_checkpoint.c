@@ -1,0 +1,741 @@
+/*
+ * test_api_checkpoint.c - the marks and blocks in a checkpoint
+ * (analyzer/checkpoint.c, types GS_REC_CKPT_API_FIRST..LAST): a replay cut
+ * at every event of a schedule, written as records, read back into a fresh
+ * replay and fed the rest, must agree with a replay of the whole schedule on
+ * every figure the reports read: each label with its open step, the recent
+ * marks and steps, the block sites at the block peak and at the end, the
+ * live blocks, the fragmentation at the device peak (also when it is still
+ * pending at the cut), at each failure and now. Also a checkpoint of a
+ * checkpoint, the rings past their size, and hostile records (each cut at
+ * every byte, out of place, out of range, twice, counts that do not match,
+ * random ones) that must be refused and counted, never crash.
+ */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../analyzer/analyzer.h"
+#include "gpushim_ring.h"
+
+#define ASSERT_U64(got, want, ...) cr_assert_eq((uint64_t)(got), (uint64_t)(want), __VA_ARGS__)
+
+/* ---- the schedule ---- */
+
+#define MAX_EV 4096
+
+struct seq {
+    struct gs_revent ev[MAX_EV];
+    size_t n;
+    uint64_t t;
+};
+
+static struct seq seq;
+static size_t peak_index;
+
+static struct gs_revent *add(struct seq *s, enum gs_record_type type)
+{
+    cr_assert_lt(s->n, MAX_EV);
+    struct gs_revent *e = &s->ev[s->n++];
+    memset(e, 0, sizeof *e);
+    e->type = type;
+    e->time_ns = s->t += 100;
+    e->tid = 1;
+    e->device = GS_DEVICE_UNKNOWN;
+    return e;
+}
+
+static void s_mark(struct seq *s, const char *label)
+{
+    struct gs_revent *e = add(s, GS_REC_MARK);
+    e->label = label;
+    e->label_len = strlen(label);
+    e->stack_id = 1 + (uint32_t)(strlen(label) % 3);
+}
+
+static void s_seg(struct seq *s, uint64_t addr, uint64_t size, int32_t dev)
+{
+    struct gs_revent *e = add(s, GS_REC_ALLOC);
+    e->addr = addr;
+    e->size = size;
+    e->device = dev;
+    e->stack_id = 4;
+    e->kind = GS_KIND_DEVICE;
+    e->space = GS_SPACE_ADDRESS;
+}
+
+static void s_free(struct seq *s, uint64_t addr)
+{
+    struct gs_revent *e = add(s, GS_REC_FREE);
+    e->addr = addr;
+}
+
+static void s_failed(struct seq *s, int32_t dev, uint64_t size)
+{
+    struct gs_revent *e = add(s, GS_REC_ALLOC_FAILED);
+    e->device = dev;
+    e->size = size;
+    e->stack_id = 5;
+    e->result = 2;
+}
+
+static void s_block(struct seq *s, uint64_t addr, uint64_t size, uint32_t stack)
+{
+    struct gs_revent *e = add(s, GS_REC_BLOCK_ALLOC);
+    e->addr = addr;
+    e->size = size;
+    e->stack_id = stack;
+}
+
+static void s_unblock(struct seq *s, uint64_t addr)
+{
+    struct gs_revent *e = add(s, GS_REC_BLOCK_FREE);
+    e->addr = addr;
+}
+
+#define MB 0x100000ull
+#define S1 0x10000000ull
+#define S2 0x20000000ull
+#define S3 0x30000000ull
+
+static void schedule(struct seq *s)
+{
+    memset(s, 0, sizeof *s);
+    s_mark(s, "epoch");
+    s_seg(s, S1, 8 * MB, 0);
+    s_block(s, S1, 2 * MB, 6);
+    s_block(s, S1 + 3 * MB, MB, 6);
+    for (int step = 0; step < 6; step++) {
+        s_mark(s, "step");
+        s_block(s, S1 + 5 * MB, MB / 2, 7);          /* an activation */
+        s_block(s, S1 + 6 * MB + step * 4096, 4096, 8); /* kept: the leak */
+        if (step == 2) {
+            s_seg(s, S2, 4 * MB, 1); /* the device peak: 12 MB */
+            peak_index = s->n - 1;
+            s_block(s, S2 + MB, MB, 6);
+        }
+        if (step == 3) {
+            s_failed(s, 0, 3 * MB);
+            s_failed(s, 1, 3 * MB);
+            s_unblock(s, 0xdead);
+            s_block(s, 0x7000, 64, 9); /* in no segment */
+        }
+        if (step == 4) {
+            s_free(s, S2); /* under its block */
+            s_seg(s, S3, MB, 0);
+            s_free(s, S3);
+        }
+        s_unblock(s, S1 + 5 * MB);
+    }
+    s_mark(s, "step");
+    s_mark(s, "phase\n2"); /* cleaned */
+    s_mark(s, "epoch");
+    s_seg(s, S2, 2 * MB, 1); /* made again under the orphan block */
+    s_unblock(s, S1);
+    s_block(s, S1, MB, 6);
+    s_block(s, S1, MB / 2, 6); /* over a live block */
+    s_mark(s, "phase\n2");
+    s_failed(s, GS_DEVICE_UNKNOWN, 100 * MB);
+}
+
+/* ---- a checkpoint into memory, and back ---- */
+
+struct buf {
+    uint8_t *p;
+    size_t n, cap, records;
+};
+
+static int put(void *ctx, const uint8_t *rec, size_t len)
+{
+    struct buf *b = ctx;
+    if (b->n + len > b->cap) {
+        b->cap = (b->n + len) * 2;
+        b->p = realloc(b->p, b->cap);
+        cr_assert_not_null(b->p);
+    }
+    memcpy(b->p + b->n, rec, len);
+    b->n += len;
+    b->records++;
+    return 0;
+}
+
+static struct buf checkpoint(const struct gs_replay *r)
+{
+    struct buf b = {0};
+    cr_assert_eq(gs_checkpoint_write(r, put, &b), 0, "gs_checkpoint_write");
+    return b;
+}
+
+static uint64_t load(struct gs_replay *r, const uint8_t *p, size_t n)
+{
+    struct gs_reader_stats st;
+    memset(&st, 0, sizeof st);
+    gs_decode_block(p, n, &gs_replay_ops, r, &st);
+    return st.damaged_records;
+}
+
+static void define(struct gs_replay *r)
+{
+    for (uint32_t id = 1; id <= 9; id++) {
+        uint64_t pcs[2] = {0x400000 + id, 0x401000};
+        gs_replay_ops.stack(r, id, pcs, 2);
+    }
+}
+
+static void replay(struct gs_replay *r, const struct seq *s, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++)
+        gs_replay_event(r, &s->ev[i]);
+}
+
+/* ---- agreement ---- */
+
+static void same_frag(const struct gs_frag *a, const struct gs_frag *b, const char *what,
+                      size_t cut)
+{
+    cr_assert_eq(a->present, b->present, "cut %zu: %s present", cut, what);
+    if (!a->present)
+        return;
+    ASSERT_U64(a->time_ns, b->time_ns, "cut %zu: %s time", cut, what);
+    cr_assert_eq(a->device, b->device, "cut %zu: %s device", cut, what);
+    ASSERT_U64(a->segments, b->segments, "cut %zu: %s segments", cut, what);
+    ASSERT_U64(a->segment_bytes, b->segment_bytes, "cut %zu: %s segment bytes", cut, what);
+    ASSERT_U64(a->block_bytes, b->block_bytes, "cut %zu: %s block bytes", cut, what);
+    ASSERT_U64(a->largest_free, b->largest_free, "cut %zu: %s largest", cut, what);
+    ASSERT_U64(a->outside_bytes, b->outside_bytes, "cut %zu: %s outside", cut, what);
+}
+
+static void same_marks(const struct gs_marks *x, const struct gs_marks *y, size_t cut)
+{
+#define SAME(f) ASSERT_U64(x->f, y->f, "cut %zu: " #f, cut)
+    SAME(marks);
+    SAME(nsteps);
+    SAME(labels_dropped);
+    SAME(nlabels);
+    SAME(bytes_in);
+    SAME(bytes_out);
+    SAME(since_peak);
+#undef SAME
+    for (size_t i = 0; i < x->nlabels; i++) {
+        const struct gs_mark_label *a = &x->labels[i], *b = &y->labels[i];
+#define SAME(f) ASSERT_U64(a->f, b->f, "cut %zu: label %zu " #f, cut, i)
+        cr_assert_str_eq(a->label, b->label, "cut %zu: label %zu", cut, i);
+        SAME(stack_id);
+        SAME(marks);
+        SAME(steps);
+        SAME(first_ns);
+        SAME(last_ns);
+        SAME(start_bytes);
+        SAME(start_in);
+        SAME(start_out);
+        SAME(step_peak);
+        SAME(max_peak);
+        SAME(max_peak_end_ns);
+        SAME(allocated);
+        SAME(freed);
+        SAME(growth);
+        SAME(max_growth);
+        SAME(growing);
+#undef SAME
+    }
+    for (uint64_t i = x->marks > GS_MARKS_KEPT ? x->marks - GS_MARKS_KEPT : 0; i < x->marks; i++) {
+        const struct gs_mark_item *a = &x->recent[i % GS_MARKS_KEPT];
+        const struct gs_mark_item *b = &y->recent[i % GS_MARKS_KEPT];
+        ASSERT_U64(a->label, b->label, "cut %zu: mark %llu label", cut, (unsigned long long)i);
+        ASSERT_U64(a->time_ns, b->time_ns, "cut %zu: mark time", cut);
+        ASSERT_U64(a->device_bytes, b->device_bytes, "cut %zu: mark device bytes", cut);
+        ASSERT_U64(a->block_bytes, b->block_bytes, "cut %zu: mark block bytes", cut);
+    }
+    for (uint64_t i = x->nsteps > GS_STEPS_KEPT ? x->nsteps - GS_STEPS_KEPT : 0; i < x->nsteps;
+         i++) {
+        const struct gs_step *a = &x->steps[i % GS_STEPS_KEPT];
+        const struct gs_step *b = &y->steps[i % GS_STEPS_KEPT];
+        cr_assert(!memcmp(a, b, sizeof *a) || (a->label == b->label && a->start_ns == b->start_ns &&
+                                               a->end_ns == b->end_ns &&
+                                               a->peak_bytes == b->peak_bytes &&
+                                               a->allocated_bytes == b->allocated_bytes &&
+                                               a->freed_bytes == b->freed_bytes &&
+                                               a->growth_bytes == b->growth_bytes),
+                  "cut %zu: step %llu", cut, (unsigned long long)i);
+    }
+}
+
+static void same_blocks(struct gs_replay *x, struct gs_replay *y, size_t cut)
+{
+    const struct gs_blocks *a = &x->blocks, *b = &y->blocks;
+#define SAME(f) ASSERT_U64(a->f, b->f, "cut %zu: blocks " #f, cut)
+    cr_assert_eq(!!a->seen, !!b->seen, "cut %zu: seen", cut);
+    SAME(allocs);
+    SAME(frees);
+    SAME(frees_unknown);
+    SAME(live_bytes);
+    SAME(live_count);
+    SAME(peak_bytes);
+    SAME(peak_time_ns);
+    SAME(nsites);
+#undef SAME
+    for (size_t i = 0; i < a->nsites; i++) {
+        const struct gs_site *s = &a->sites[i];
+        const struct gs_site *t = gs_blocks_site(&y->blocks, s->stack_id, 0);
+        cr_assert_not_null(t, "cut %zu: block site %u", cut, s->stack_id);
+        ASSERT_U64(s->allocs, t->allocs, "cut %zu: block site allocs", cut);
+        ASSERT_U64(s->alloc_bytes, t->alloc_bytes, "cut %zu: block site bytes", cut);
+        ASSERT_U64(s->live_bytes, t->live_bytes, "cut %zu: block site live", cut);
+        ASSERT_U64(s->live_count, t->live_count, "cut %zu: block site live count", cut);
+        uint64_t na, nb;
+        ASSERT_U64(gs_block_site_peak_bytes(a, s, &na), gs_block_site_peak_bytes(b, t, &nb),
+                   "cut %zu: block site %u at the peak", cut, s->stack_id);
+        ASSERT_U64(na, nb, "cut %zu: count at the peak", cut);
+    }
+    for (size_t i = 0; i < a->nblocks; i++) {
+        if (!gs_blocks_slot_live(a, i))
+            continue;
+        uint64_t at;
+        cr_assert_eq(gs_idmap_get(b->by_addr, a->blocks[i].addr, &at), 0, "cut %zu: block live",
+                     cut);
+        ASSERT_U64(a->blocks[i].size, b->blocks[at].size, "cut %zu: block size", cut);
+        ASSERT_U64(a->blocks[i].time_ns, b->blocks[at].time_ns, "cut %zu: block time", cut);
+        ASSERT_U64(a->blocks[i].tid, b->blocks[at].tid, "cut %zu: block tid", cut);
+        ASSERT_U64(a->sites[a->blocks[i].site].stack_id, b->sites[b->blocks[at].site].stack_id,
+                   "cut %zu: block site", cut);
+    }
+    same_frag(&a->at_peak, &b->at_peak, "at the peak", cut);
+    ASSERT_U64(x->nfailures, y->nfailures, "cut %zu: failures", cut);
+    for (size_t i = 0; i < x->nfailures; i++)
+        same_frag(&a->at_failure[i], &b->at_failure[i], "at a failure", cut);
+    struct gs_frag fa, fb;
+    for (int32_t d = -1; d < 2; d++) {
+        gs_blocks_fragmentation(x, d, &fa);
+        gs_blocks_fragmentation(y, d, &fb);
+        fa.time_ns = fb.time_ns = 0;
+        same_frag(&fa, &fb, "now", cut);
+    }
+}
+
+static void same(struct gs_replay *x, struct gs_replay *y, size_t cut)
+{
+    ASSERT_U64(x->peak_bytes, y->peak_bytes, "cut %zu: peak", cut);
+    ASSERT_U64(x->live_bytes, y->live_bytes, "cut %zu: live", cut);
+    same_marks(&x->marks, &y->marks, cut);
+    same_blocks(x, y, cut);
+}
+
+static void whole(struct gs_replay *r)
+{
+    gs_replay_init(r);
+    define(r);
+    replay(r, &seq, 0, seq.n);
+    gs_replay_finish(r);
+}
+
+static void through(struct gs_replay *out, size_t cut)
+{
+    struct gs_replay a;
+    gs_replay_init(&a);
+    define(&a);
+    replay(&a, &seq, 0, cut);
+    struct buf b = checkpoint(&a);
+    gs_replay_init(out);
+    ASSERT_U64(load(out, b.p, b.n), 0, "cut %zu: nothing damaged", cut);
+    cr_assert(out->checkpoint.present && !out->checkpoint.open, "cut %zu: loaded whole", cut);
+    same_marks(&a.marks, &out->marks, cut); /* the loaded state is the state written */
+    replay(out, &seq, cut, seq.n);
+    gs_replay_finish(out);
+    gs_replay_free(&a);
+    free(b.p);
+}
+
+/* ---- tests ---- */
+
+Test(api_checkpoint, the_schedule_is_what_it_claims)
+{
+    schedule(&seq);
+    struct gs_replay r;
+    whole(&r);
+    ASSERT_U64(r.peak_time_ns, seq.ev[peak_index].time_ns, "the peak is where it was put");
+    ASSERT_U64(r.peak_bytes, 12 * MB, "12 MB");
+    cr_assert(r.blocks.at_peak.present, "figures at the peak");
+    ASSERT_U64(r.blocks.at_peak.segments, 1, "S2 held no block at the peak");
+    ASSERT_U64(r.marks.nlabels, 3, "labels");
+    cr_assert_str_eq(r.marks.labels[2].label, "phase?2");
+    ASSERT_U64(r.nfailures, 3, "failures");
+    cr_assert(r.blocks.at_failure[0].present && r.blocks.at_failure[2].present, "their figures");
+    ASSERT_U64(r.blocks.frees_unknown, 1, "an unknown block free");
+    ASSERT_U64(r.blocks.at_failure[2].outside_bytes, 64, "a block in no segment");
+    gs_replay_free(&r);
+}
+
+Test(api_checkpoint, cut_at_every_event_agrees_with_the_whole_history)
+{
+    schedule(&seq);
+    struct gs_replay w;
+    whole(&w);
+    for (size_t cut = 0; cut <= seq.n; cut++) {
+        struct gs_replay r;
+        through(&r, cut);
+        same(&w, &r, cut);
+        gs_replay_free(&r);
+    }
+    gs_replay_free(&w);
+}
+
+Test(api_checkpoint, cut_right_after_the_peak_while_its_figures_are_pending)
+{
+    schedule(&seq);
+    struct gs_replay a;
+    gs_replay_init(&a);
+    define(&a);
+    replay(&a, &seq, 0, peak_index + 1);
+    cr_assert(a.blocks.peak_pending, "pending at the cut");
+    struct buf b = checkpoint(&a);
+    struct gs_replay r;
+    gs_replay_init(&r);
+    ASSERT_U64(load(&r, b.p, b.n), 0, "loaded");
+    cr_assert(r.blocks.peak_pending, "still pending once loaded");
+    replay(&r, &seq, peak_index + 1, seq.n);
+    gs_replay_finish(&r);
+    struct gs_replay w;
+    whole(&w);
+    same(&w, &r, peak_index + 1);
+    gs_replay_free(&a);
+    gs_replay_free(&r);
+    gs_replay_free(&w);
+    free(b.p);
+}
+
+Test(api_checkpoint, a_checkpoint_of_a_checkpoint)
+{
+    schedule(&seq);
+    struct gs_replay w;
+    whole(&w);
+    size_t cuts[][2] = {{5, 20}, {peak_index, peak_index + 1}, {10, seq.n - 2}, {0, seq.n}};
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        struct gs_replay a, b, c;
+        gs_replay_init(&a);
+        define(&a);
+        replay(&a, &seq, 0, cuts[i][0]);
+        struct buf ba = checkpoint(&a);
+        gs_replay_init(&b);
+        ASSERT_U64(load(&b, ba.p, ba.n), 0, "first");
+        replay(&b, &seq, cuts[i][0], cuts[i][1]);
+        struct buf bb = checkpoint(&b);
+        gs_replay_init(&c);
+        ASSERT_U64(load(&c, bb.p, bb.n), 0, "second");
+        replay(&c, &seq, cuts[i][1], seq.n);
+        gs_replay_finish(&c);
+        same(&w, &c, cuts[i][1]);
+        gs_replay_free(&a);
+        gs_replay_free(&b);
+        gs_replay_free(&c);
+        free(ba.p);
+        free(bb.p);
+    }
+    gs_replay_free(&w);
+}
+
+Test(api_checkpoint, rings_past_their_size)
+{
+    struct gs_replay w, a, r;
+    gs_replay_init(&w);
+    gs_replay_init(&a);
+    struct gs_revent m = {.type = GS_REC_MARK, .label = "s", .label_len = 1};
+    for (uint64_t i = 0; i < GS_MARKS_KEPT + 321; i++) {
+        m.time_ns = i;
+        gs_replay_event(&w, &m);
+        gs_replay_event(&a, &m);
+    }
+    struct buf b = checkpoint(&a);
+    gs_replay_init(&r);
+    ASSERT_U64(load(&r, b.p, b.n), 0, "loaded");
+    for (uint64_t i = 0; i < 7; i++) {
+        m.time_ns = 100000 + i;
+        gs_replay_event(&w, &m);
+        gs_replay_event(&r, &m);
+    }
+    same(&w, &r, 0);
+    gs_replay_free(&w);
+    gs_replay_free(&a);
+    gs_replay_free(&r);
+    free(b.p);
+}
+
+Test(api_checkpoint, nothing_written_without_marks_or_blocks)
+{
+    struct gs_replay a;
+    gs_replay_init(&a);
+    struct gs_revent e = {.type = GS_REC_ALLOC, .time_ns = 1, .addr = 1, .size = 1};
+    gs_replay_event(&a, &e);
+    struct buf b = checkpoint(&a);
+    for (size_t at = 0; at < b.n;) {
+        uint8_t type = b.p[at];
+        cr_assert(type < GS_REC_CKPT_API_FIRST || type > GS_REC_CKPT_API_LAST,
+                  "no record of marks or blocks");
+        const uint8_t *q = b.p + at + 1;
+        uint64_t len;
+        cr_assert_eq(gs_get_varint(&q, b.p + b.n, &len), 0);
+        at = (size_t)(q - b.p) + (size_t)len;
+    }
+    gs_replay_free(&a);
+    free(b.p);
+}
+
+/* ---- hostile ---- */
+
+static size_t record(uint8_t *out, uint8_t type, const uint8_t *payload, size_t len)
+{
+    size_t n = 0;
+    out[n++] = type;
+    n += gs_put_varint(out + n, len);
+    memcpy(out + n, payload, len);
+    return n + len;
+}
+
+/* A replay after hostile loading is still usable: events, figures, and a
+ * checkpoint of it that reads back. */
+static void use(struct gs_replay *r)
+{
+    replay(r, &seq, seq.n / 2, seq.n);
+    gs_replay_finish(r);
+    struct gs_frag f;
+    gs_blocks_fragmentation(r, -1, &f);
+    uint64_t n;
+    for (size_t i = 0; i < r->blocks.nsites; i++)
+        gs_block_site_peak_bytes(&r->blocks, &r->blocks.sites[i], &n);
+    struct buf b = checkpoint(r);
+    struct gs_replay again;
+    gs_replay_init(&again);
+    load(&again, b.p, b.n);
+    gs_replay_free(&again);
+    free(b.p);
+}
+
+Test(api_checkpoint_hostile, every_record_cut_at_every_byte)
+{
+    schedule(&seq);
+    struct gs_replay a;
+    gs_replay_init(&a);
+    define(&a);
+    replay(&a, &seq, 0, seq.n * 2 / 3);
+    struct buf b = checkpoint(&a);
+    uint8_t *copy = malloc(b.n);
+    cr_assert_not_null(copy);
+    size_t tested = 0;
+    for (size_t at = 0; at < b.n;) {
+        const uint8_t *q = b.p + at + 1;
+        uint64_t len;
+        cr_assert_eq(gs_get_varint(&q, b.p + b.n, &len), 0);
+        size_t pstart = (size_t)(q - b.p), next = pstart + (size_t)len;
+        uint8_t type = b.p[at];
+        if (type >= GS_REC_CKPT_API_FIRST && type <= GS_REC_CKPT_API_LAST) {
+            for (size_t keep = 0; keep < len; keep++) {
+                memcpy(copy, b.p, at);
+                size_t n = at + record(copy + at, type, b.p + pstart, keep);
+                memcpy(copy + n, b.p + next, b.n - next);
+                n += b.n - next;
+                struct gs_replay r;
+                gs_replay_init(&r);
+                cr_assert_geq(load(&r, copy, n), 1, "type %u cut to %zu of %llu bytes", type,
+                              keep, (unsigned long long)len);
+                if (tested % 8 == 0)
+                    use(&r);
+                gs_replay_free(&r);
+                tested++;
+            }
+        }
+        at = next;
+    }
+    cr_assert_gt(tested, 200);
+    free(copy);
+    free(b.p);
+    gs_replay_free(&a);
+}
+
+static size_t rec(uint8_t *out, uint8_t type, int n, const uint64_t *v)
+{
+    uint8_t payload[512];
+    size_t len = 0;
+    for (int i = 0; i < n; i++)
+        len += gs_put_varint(payload + len, v[i]);
+    return record(out, type, payload, len);
+}
+#define REC(out, type, ...)                                                                        \
+    rec(out, type, sizeof((uint64_t[]){__VA_ARGS__}) / sizeof(uint64_t), (uint64_t[]){__VA_ARGS__})
+
+static uint64_t damaged(struct gs_replay *r, const uint8_t *p, size_t n) { return load(r, p, n); }
+
+Test(api_checkpoint_hostile, out_of_place_out_of_range_and_twice)
+{
+    uint8_t b[1024];
+    size_t n;
+    struct gs_replay r;
+    gs_replay_init(&r);
+    /* before any BEGIN */
+    n = REC(b, GS_REC_CKPT_BLOCK_SITE, 1, 1, 1, 1, 1, 0, 0, 0);
+    ASSERT_U64(damaged(&r, b, n), 1, "a block site before BEGIN");
+    n = REC(b, GS_REC_CKPT_BEGIN, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    ASSERT_U64(damaged(&r, b, n), 0, "BEGIN");
+    /* a label: index 0, "s", stack 1, 1 mark, then 14 more fields */
+    uint8_t lab[64] = {GS_REC_CKPT_MARK_LABEL, 0, 0, 1, 's', 1, 1};
+    size_t ln = 7;
+    for (int i = 0; i < 14; i++)
+        lab[ln++] = 0;
+    lab[1] = (uint8_t)(ln - 2);
+    uint8_t badlab[64];
+    memcpy(badlab, lab, ln);
+    badlab[2] = 1; /* index 1 before index 0 */
+    ASSERT_U64(damaged(&r, badlab, ln), 1, "a label out of order");
+    memcpy(badlab, lab, ln);
+    badlab[6] = 0; /* no marks */
+    ASSERT_U64(damaged(&r, badlab, ln), 1, "a label never marked");
+    ASSERT_U64(damaged(&r, lab, ln), 0, "a label");
+    lab[2] = 1;
+    ASSERT_U64(damaged(&r, lab, ln), 1, "the same label again");
+    n = REC(b, GS_REC_CKPT_API_ITEM, 0, 0, 5, 1, 1, 1);
+    ASSERT_U64(damaged(&r, b, n), 1, "a mark of a label that is not there");
+    n = REC(b, GS_REC_CKPT_API_ITEM, 0, 0, GS_MARK_OTHER, 1, 1, 1);
+    ASSERT_U64(damaged(&r, b, n), 0, "a mark of a label not followed");
+    n = REC(b, GS_REC_CKPT_API_ITEM, 1, 0, GS_MARK_OTHER, 1, 2, 3, 4, 5, 0);
+    ASSERT_U64(damaged(&r, b, n), 1, "a step of a label not followed");
+    n = REC(b, GS_REC_CKPT_API_ITEM, 2, 0, 1, 1, 0, 1, 1, 1, 1, 1);
+    ASSERT_U64(damaged(&r, b, n), 1, "figures of a failure that is not there");
+    n = REC(b, GS_REC_CKPT_API_ITEM, 3, 0);
+    ASSERT_U64(damaged(&r, b, n), 1, "an item of no kind");
+    n = REC(b, GS_REC_CKPT_BLOCK, 0x1000, 10, 1, 4, 1);
+    ASSERT_U64(damaged(&r, b, n), 1, "a block of no site");
+    n = REC(b, GS_REC_CKPT_BLOCK_SITE, 4, 1, 10, 10, 1, 0, 0, 0);
+    ASSERT_U64(damaged(&r, b, n), 0, "a block site");
+    ASSERT_U64(damaged(&r, b, n), 1, "the block site again");
+    n = REC(b, GS_REC_CKPT_BLOCK, 0x1000, 10, 1, 4, 1);
+    ASSERT_U64(damaged(&r, b, n), 0, "a block");
+    ASSERT_U64(damaged(&r, b, n), 1, "the block again");
+    /* API_END: 14 totals, seen, pending, a fragmentation of 8, 6 counts */
+    uint64_t end[30] = {0};
+    end[0] = 1;  /* marks */
+    end[9] = 10; /* live block bytes */
+    end[10] = 1; /* live blocks */
+    end[14] = 1; /* seen */
+    end[16 + 8 + 0] = 1; /* labels */
+    end[16 + 8 + 1] = 1; /* recent marks */
+    end[16 + 8 + 4] = 1; /* block sites */
+    end[16 + 8 + 5] = 2; /* blocks: one more than came */
+    n = rec(b, GS_REC_CKPT_API_END, 30, end);
+    ASSERT_U64(damaged(&r, b, n), 1, "counts that do not match");
+    end[16 + 8 + 5] = 1;
+    end[10] = 2;
+    n = rec(b, GS_REC_CKPT_API_END, 30, end);
+    ASSERT_U64(damaged(&r, b, n), 1, "live blocks that are not the blocks that came");
+    end[10] = 1;
+    end[9] = 11;
+    n = rec(b, GS_REC_CKPT_API_END, 30, end);
+    ASSERT_U64(damaged(&r, b, n), 1, "live block bytes that are not the blocks' bytes");
+    end[9] = 10;
+    end[15] = 2;
+    n = rec(b, GS_REC_CKPT_API_END, 30, end);
+    ASSERT_U64(damaged(&r, b, n), 1, "pending is 0 or 1");
+    end[15] = 0;
+    end[16 + 2] = gs_zigzag(GS_MAX_DEVICES); /* the fragmentation's device */
+    n = rec(b, GS_REC_CKPT_API_END, 30, end);
+    ASSERT_U64(damaged(&r, b, n), 1, "a device out of range");
+    end[16 + 2] = 0;
+    n = rec(b, GS_REC_CKPT_API_END, 30, end);
+    ASSERT_U64(damaged(&r, b, n), 0, "API_END");
+    n = REC(b, GS_REC_CKPT_BLOCK_SITE, 5, 1, 10, 10, 1, 0, 0, 0);
+    ASSERT_U64(damaged(&r, b, n), 1, "after API_END");
+    n = REC(b, GS_REC_CKPT_END, 0, 0, 0, 0, 0, 0, 0);
+    ASSERT_U64(damaged(&r, b, n), 0, "END");
+    ASSERT_U64(r.blocks.live_count, 1, "the block loaded");
+    ASSERT_U64(r.marks.marks, 1, "the mark loaded");
+    /* what was loaded holds together */
+    struct gs_revent e = {.type = GS_REC_BLOCK_FREE, .time_ns = 5, .addr = 0x1000};
+    gs_replay_event(&r, &e);
+    ASSERT_U64(r.blocks.live_bytes, 0, "the loaded block taken back");
+    gs_replay_free(&r);
+
+    /* the marks' and blocks' records without their API_END: END refuses */
+    gs_replay_init(&r);
+    n = REC(b, GS_REC_CKPT_BEGIN, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    ASSERT_U64(damaged(&r, b, n), 0, "BEGIN");
+    n = REC(b, GS_REC_CKPT_BLOCK_SITE, 4, 1, 10, 10, 1, 0, 0, 0);
+    ASSERT_U64(damaged(&r, b, n), 0, "a block site");
+    n = REC(b, GS_REC_CKPT_END, 0, 0, 0, 0, 0, 0, 0);
+    ASSERT_U64(damaged(&r, b, n), 1, "END without API_END");
+    gs_replay_free(&r);
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t field(uint64_t *s)
+{
+    switch (rnd(s) % 8) {
+    case 0: return 0;
+    case 1: return 1;
+    case 2: return rnd(s) % 4;
+    case 3: return rnd(s) % 300;
+    case 4: return gs_zigzag(-(int64_t)(rnd(s) % 3));
+    case 5: return UINT32_MAX + (rnd(s) % 3);
+    case 6: return UINT64_MAX - (rnd(s) % 2);
+    default: return rnd(s);
+    }
+}
+
+Test(api_checkpoint_hostile, random_records_after_a_real_checkpoint)
+{
+    schedule(&seq);
+    struct gs_replay a;
+    gs_replay_init(&a);
+    define(&a);
+    replay(&a, &seq, 0, seq.n / 2);
+    struct buf good = checkpoint(&a);
+    gs_replay_free(&a);
+    uint64_t seed = 99;
+    uint8_t *p = malloc(good.n + 64 * 1024);
+    cr_assert_not_null(p);
+    for (int round = 0; round < 400; round++) {
+        size_t n = good.n * (rnd(&seed) % 101) / 100, at = 0;
+        while (at < n) { /* cut at a record boundary */
+            const uint8_t *q = good.p + at + 1;
+            uint64_t len = 0;
+            gs_get_varint(&q, good.p + good.n, &len);
+            size_t next = (size_t)(q - good.p) + (size_t)len;
+            if (next > n)
+                break;
+            at = next;
+        }
+        memcpy(p, good.p, at);
+        n = at;
+        for (int k = 0; k < 60; k++) {
+            uint8_t payload[512];
+            size_t len = 0, nf = rnd(&seed) % 32;
+            if (rnd(&seed) % 4 == 0) { /* a label's string among the fields */
+                len += gs_put_varint(payload + len, rnd(&seed) % 3);
+                size_t sl = rnd(&seed) % 300;
+                len += gs_put_varint(payload + len, sl);
+                for (size_t i = 0; i < sl && len < 400; i++)
+                    payload[len++] = (uint8_t)rnd(&seed);
+            }
+            for (size_t f = 0; f < nf && len < 480; f++)
+                len += gs_put_varint(payload + len, field(&seed));
+            if (rnd(&seed) % 4 == 0)
+                len = rnd(&seed) % (len + 1);
+            const uint64_t ntypes = GS_REC_CKPT_API_LAST - GS_REC_CKPT_API_FIRST + 1;
+            uint8_t type = (uint8_t)(GS_REC_CKPT_API_FIRST + rnd(&seed) % ntypes);
+            if (rnd(&seed) % 8 == 0)
+                type = (uint8_t)(GS_REC_CKPT_FIRST + rnd(&seed) % 16);
+            n += record(p + n, type, payload, len);
+        }
+        struct gs_replay r;
+        gs_replay_init(&r);
+        load(&r, p, n);
+        use(&r);
+        gs_replay_free(&r);
+    }
+    free(p);
+    free(good.p);
+}
