@@ -577,7 +577,9 @@ struct gs_report_site {
     uint32_t api;      /* the API its first allocation was made with */
 };
 
-enum gs_site_metric { GS_METRIC_PEAK, GS_METRIC_LEAK };
+/* What a site is ranked by: what it held at the peak, what it never freed,
+ * or all it allocated over the run. */
+enum gs_site_metric { GS_METRIC_PEAK, GS_METRIC_LEAK, GS_METRIC_ALLOCATED };
 
 /* The device-kind sites ranked by metric, largest first, merged by their
  * source frames. Returns how many are in *out (caller frees). */
@@ -631,6 +633,24 @@ struct gs_report {
 };
 
 void gs_report_text(FILE *out, const struct gs_report *rep);
+
+/* ---- load.c: a trace read into all a report or an export needs ---- */
+struct gs_loaded {
+    struct gs_replay r;
+    struct gs_trace_info info;
+    struct gs_reader_stats st;
+    struct gs_symbolizer *sym;
+};
+/* Reads path; on failure says why on stderr as "gpushim CMD: ..." and
+ * returns -1. */
+int gs_load(const char *cmd, const char *path, struct gs_loaded *l);
+void gs_loaded_free(struct gs_loaded *l);
+
+/* ---- export.c: gpushim export ---- */
+int gs_cmd_export(int argc, char **argv);
+/* Folded stacks (flamegraph.pl, inferno, speedscope): one line a site,
+ * "outermost;...;innermost bytes". */
+void gs_export_folded(FILE *out, const struct gs_report *rep, enum gs_site_metric metric);
 void gs_report_json(FILE *out, const struct gs_report *rep);
 
 /* ---- json.c ---- */

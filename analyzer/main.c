@@ -21,6 +21,7 @@ static const char usage_main[] =
     "commands:\n"
     "  run [-o FILE] -- CMD [ARGS...]   run CMD with the recorder preloaded\n"
     "  report [--json] TRACE            peak, leaks and failed allocations of a recorded run\n"
+    "  export --format=FMT TRACE        the same for other tools: json, folded (flame graphs)\n"
     "  help [COMMAND]                   this text, or a command's own\n"
     "\n"
     "  gpushim --version                the version\n"
@@ -93,27 +94,16 @@ static int cmd_report(int argc, char **argv)
         opt.top = json ? UINT32_MAX : 10;
     const char *path = argv[optind];
 
-    struct gs_replay r;
-    struct gs_trace_info info;
-    struct gs_reader_stats st;
-    char err[512];
-    gs_replay_init(&r);
-    if (gs_read_trace(path, &gs_replay_ops, &r, &info, &st, err, sizeof err) != 0) {
-        fprintf(stderr, "gpushim report: %s\n", err);
-        gs_replay_free(&r);
+    struct gs_loaded l;
+    if (gs_load("report", path, &l) != 0)
         return 1;
-    }
-    gs_replay_finish(&r);
-    struct gs_symbolizer *sym = gs_sym_new();
-    gs_sites_register_modules(&r, sym);
-    struct gs_report rep = {.path = path, .info = &info, .stats = &st, .replay = &r, .sym = sym,
-                            .opt = &opt};
+    struct gs_report rep = {.path = path, .info = &l.info, .stats = &l.st, .replay = &l.r,
+                            .sym = l.sym, .opt = &opt};
     if (json)
         gs_report_json(stdout, &rep);
     else
         gs_report_text(stdout, &rep);
-    gs_sym_free(sym);
-    gs_replay_free(&r);
+    gs_loaded_free(&l);
     return fflush(stdout) == 0 ? 0 : 1;
 }
 
@@ -128,6 +118,8 @@ int main(int argc, char **argv)
         return cmd_report(argc - 1, argv + 1);
     if (!strcmp(cmd, "run"))
         return gs_cmd_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "export"))
+        return gs_cmd_export(argc - 1, argv + 1);
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
         printf("gpushim %s (trace format %u)\n", GPUSHIM_VERSION, GS_TRACE_VERSION);
         return 0;
@@ -138,6 +130,8 @@ int main(int argc, char **argv)
             fputs(usage_report, stdout);
         else if (!strcmp(topic, "run"))
             return gs_cmd_run(2, (char *[]){"run", "--help", NULL});
+        else if (!strcmp(topic, "export"))
+            return gs_cmd_export(2, (char *[]){"export", "--help", NULL});
         else
             fputs(usage_main, stdout);
         return 0;

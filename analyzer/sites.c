@@ -134,6 +134,9 @@ static size_t rank(const struct gs_replay *r, struct gs_symbolizer *sym, int blo
         if (metric == GS_METRIC_PEAK) {
             bytes = blocks ? gs_block_site_peak_bytes(&r->blocks, s, &count)
                            : gs_site_peak_bytes(r, s, &count);
+        } else if (metric == GS_METRIC_ALLOCATED) {
+            bytes = s->alloc_bytes;
+            count = s->allocs;
         } else {
             bytes = s->live_bytes;
             count = s->live_count;

@@ -1,0 +1,82 @@
+"""test_export.py - gpushim export (issue 6, item 6, first formats): json is
+the report's JSON byte for byte; folded is what flamegraph.pl, inferno and
+speedscope read (a line per site: frames outermost first joined by ';', a
+space, a positive integer), with the same sites and bytes as the report, by
+metric.
+"""
+import os
+import re
+import subprocess
+import tempfile
+
+from harness import E, MiB, KiB, check, eq, one_trace, report, run
+
+LINE = re.compile(r"^([^;\n]+(?:;[^;\n]+)*) ([0-9]+)$")
+
+
+def export(trace, *args):
+    return subprocess.run([E.gpushim, "export", *args, trace], capture_output=True, text=True,
+                          timeout=120)
+
+
+def folded(trace, *args):
+    p = export(trace, "--format=folded", *args)
+    eq(p.returncode, 0, "status: " + p.stderr)
+    rows = []
+    for line in p.stdout.splitlines():
+        m = LINE.match(line)
+        check(m is not None, f"a folded line flamegraph.pl reads: {line!r}")
+        rows.append((m.group(1).split(";"), int(m.group(2))))
+    return rows
+
+
+def functions(frames):
+    return [f.split(" (")[0] for f in frames]
+
+
+def test_export_json_is_the_report():
+    trace = one_trace(run([E.prog("drv_schedule")]))
+    p = export(trace, "--format=json")
+    eq(p.returncode, 0, "status: " + p.stderr)
+    eq(p.stdout, report(trace, "--json").stdout, "the same JSON as report --json")
+    out = os.path.join(tempfile.mkdtemp(prefix="gpushim-export-"), "r.json")
+    eq(export(trace, "-f", "json", "-o", out).returncode, 0, "to a file")
+    eq(open(out).read(), p.stdout, "the file holds it")
+
+
+def test_export_folded_by_metric():
+    # drv_schedule.c: at the peak 4 MiB of weights, 2 x 2 MiB of activations,
+    # 3 x 256 KiB cached; over the run 6 activations of 2 MiB; unfreed: the
+    # weights, the cache and one activation.
+    trace = one_trace(run([E.prog("drv_schedule")]))
+    peak = folded(trace)
+    eq([(functions(f), b) for f, b in peak],
+       [(["main", "load_weights"], 4 * MiB),
+        (["main", "train_step", "make_activation"], 4 * MiB),
+        (["main", "train_step", "remember_in_cache"], 768 * KiB)], "peak, outermost first")
+    check(all(re.search(r" \(drv_schedule\.c:[0-9]+\)$", f) for frames, _ in peak for f in frames),
+          f"each frame names its file and line: {peak}")
+    eq(sum(b for _, b in peak), 8 * MiB + 768 * KiB, "the peak in all")
+    allocated = folded(trace, "--metric=allocated")
+    eq([(functions(f)[-1], b) for f, b in allocated],
+       [("make_activation", 12 * MiB), ("load_weights", 4 * MiB), ("remember_in_cache", 768 * KiB)],
+       "all allocated over the run")
+    leaked = folded(trace, "--metric", "leaked")
+    eq(sum(b for _, b in leaked), 4 * MiB + 768 * KiB, "never freed")
+
+
+def test_export_usage_errors():
+    trace = one_trace(run([E.prog("drv_schedule")]))
+    for args, want in [([], "which format"), (["-f", "xml"], "no format 'xml'"),
+                       (["-f", "folded", "--metric=most"], "--metric is peak, leaked or allocated")]:
+        p = export(trace, *args)
+        eq(p.returncode, 2, f"status of export {args}")
+        check(want in p.stderr, f"export {args} says {want!r}: {p.stderr}")
+    p = export("/nonexistent.trace", "-f", "json")
+    eq(p.returncode, 1, "a trace that cannot be read")
+    check(p.stderr.startswith("gpushim export: /nonexistent.trace"), p.stderr)
+    blocker = os.path.join(tempfile.mkdtemp(prefix="gpushim-export-"), "plain")
+    open(blocker, "w").close()
+    p = export(trace, "-f", "json", "-o", os.path.join(blocker, "x.json"))
+    eq(p.returncode, 1, "an output that cannot be written")
+    check("cannot write" in p.stderr, p.stderr)
