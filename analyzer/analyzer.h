@@ -634,6 +634,16 @@ struct gs_report {
 
 void gs_report_text(FILE *out, const struct gs_report *rep);
 
+/* ---- capacity.c ---- */
+#define GS_NCARDS 6
+struct gs_card {
+    const char *name; /* as sold: "80 GB" */
+    uint64_t bytes;   /* as it reports to CUDA */
+};
+extern const struct gs_card gs_cards[GS_NCARDS];
+/* The largest peak of device memory on one device (0 if none). */
+uint64_t gs_largest_device_peak(const struct gs_replay *r);
+
 /* ---- load.c: a trace read into all a report or an export needs ---- */
 struct gs_loaded {
     struct gs_replay r;

@@ -119,6 +119,24 @@ static void events(struct gs_json *j, const struct gs_replay *r)
     gs_json_end_object(j);
 }
 
+static void capacity(struct gs_json *j, const struct gs_replay *r)
+{
+    uint64_t peak = gs_largest_device_peak(r);
+    gs_json_begin_object(j, "capacity");
+    gs_json_uint(j, "peak_bytes", peak);
+    gs_json_begin_array(j, "cards");
+    for (int c = 0; c < GS_NCARDS; c++) {
+        gs_json_begin_object(j, NULL);
+        gs_json_string(j, "name", gs_cards[c].name);
+        gs_json_uint(j, "bytes", gs_cards[c].bytes);
+        gs_json_bool(j, "fits", peak <= gs_cards[c].bytes);
+        gs_json_int(j, "headroom_bytes", (int64_t)gs_cards[c].bytes - (int64_t)peak);
+        gs_json_end_object(j);
+    }
+    gs_json_end_array(j);
+    gs_json_end_object(j);
+}
+
 static void devices(struct gs_json *j, const struct gs_replay *r)
 {
     gs_json_begin_array(j, "devices");
@@ -408,6 +426,7 @@ void gs_report_json(FILE *out, const struct gs_report *rep)
     sites(&j, rep, GS_METRIC_PEAK);
     gs_json_end_object(&j);
     devices(&j, r);
+    capacity(&j, r);
     categories(&j, r);
     pools(&j, r);
     gs_json_begin_object(&j, "leaks");

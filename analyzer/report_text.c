@@ -223,6 +223,24 @@ static void devices(const struct gs_report *rep, FILE *out)
         fprintf(out, " peak %s at %.3f s, %s live at the end\n", human_bytes(u->peak_bytes, a, sizeof a),
                 seconds(u->peak_time_ns), human_bytes(u->live_bytes, b, sizeof b));
     }
+    /* The smallest card the largest peak fits on, and the one below it. */
+    uint64_t peak = gs_largest_device_peak(r);
+    int fit = 0;
+    while (fit < GS_NCARDS && gs_cards[fit].bytes < peak)
+        fit++;
+    if (peak && fit == GS_NCARDS)
+        fprintf(out, "  fits on   none of the cards from %s to %s: %s short of %s\n",
+                gs_cards[0].name, gs_cards[GS_NCARDS - 1].name,
+                human_bytes(peak - gs_cards[GS_NCARDS - 1].bytes, a, sizeof a),
+                gs_cards[GS_NCARDS - 1].name);
+    else if (peak) {
+        fprintf(out, "  fits on   %s and larger cards: %s spare on %s", gs_cards[fit].name,
+                human_bytes(gs_cards[fit].bytes - peak, a, sizeof a), gs_cards[fit].name);
+        if (fit)
+            fprintf(out, "; %s short of %s", human_bytes(peak - gs_cards[fit - 1].bytes, b, sizeof b),
+                    gs_cards[fit - 1].name);
+        fputc('\n', out);
+    }
     static const char *const labels[GS_KIND_COUNT] = {
         [GS_KIND_MANAGED] = "managed memory", [GS_KIND_HOST_PINNED] = "pinned host memory",
         [GS_KIND_ARRAY] = "CUDA arrays", [GS_KIND_IMPORTED] = "imported from other processes",

@@ -9,7 +9,7 @@ import re
 import subprocess
 import tempfile
 
-from harness import E, MiB, KiB, check, eq, one_trace, report, run
+from harness import E, KiB, MiB, check, eq, one_trace, report, report_json, run
 
 LINE = re.compile(r"^([^;\n]+(?:;[^;\n]+)*) ([0-9]+)$")
 
@@ -80,3 +80,18 @@ def test_export_usage_errors():
     p = export(trace, "-f", "json", "-o", os.path.join(blocker, "x.json"))
     eq(p.returncode, 1, "an output that cannot be written")
     check("cannot write" in p.stderr, p.stderr)
+
+
+def test_capacity_of_common_cards():
+    # drv_schedule.c peaks at 8.75 MiB on device 0: every card fits, with
+    # exactly its memory less that to spare.
+    trace = one_trace(run([E.prog("drv_schedule")]))
+    d = report_json(trace)["capacity"]
+    peak = 8 * MiB + 768 * KiB
+    eq(d["peak_bytes"], peak, "the largest device peak")
+    cards = [("24 GB", 24 << 30), ("40 GB", 40 << 30), ("48 GB", 48 << 30), ("80 GB", 80 << 30),
+             ("96 GB", 96 << 30), ("141 GB", 143771 << 20)]
+    eq([(c["name"], c["bytes"], c["fits"], c["headroom_bytes"]) for c in d["cards"]],
+       [(n, b, True, b - peak) for n, b in cards], "each card")
+    check("  fits on   24 GB and larger cards: 23.99 GiB spare on 24 GB\n" in report(trace).stdout,
+          "the text report")
