@@ -395,6 +395,17 @@ struct gs_checkpoint_state {
     uint64_t api_items[3]; /* CKPT_API_ITEM records: recent marks, steps, failure figures */
 };
 
+/* timeline.c: device memory over time (all devices), in buckets that widen
+ * as the run goes on. */
+#define GS_TIMELINE_BUCKETS 64
+struct gs_timeline {
+    uint64_t width_ns;                /* of a bucket; 0 before the first change */
+    unsigned n;                       /* buckets in use */
+    uint64_t hi[GS_TIMELINE_BUCKETS];  /* the most live in each */
+    uint64_t end[GS_TIMELINE_BUCKETS]; /* live after its last change */
+};
+void gs_timeline_note(struct gs_timeline *t, uint64_t time_ns, uint64_t live_bytes);
+
 struct gs_replay {
     /* what the trace holds */
     struct gs_module *modules;
@@ -436,6 +447,7 @@ struct gs_replay {
     struct gs_checkpoint_state checkpoint;
     struct gs_marks marks;   /* marks.c */
     struct gs_blocks blocks; /* blocks.c */
+    struct gs_timeline timeline; /* timeline.c: device memory over time */
 };
 
 void gs_replay_init(struct gs_replay *r);

@@ -404,6 +404,7 @@ static void add_live(struct gs_replay *r, const struct gs_live_alloc *a, uint64_
         r->peak_pool_used = r->pool_used;
         gs_blocks_new_peak(r);
     }
+    gs_timeline_note(&r->timeline, now, r->live_bytes);
     gs_marks_device_added(r, a->size);
     gs_blocks_after_add(r, a);
 }
@@ -420,6 +421,7 @@ static void remove_live(struct gs_replay *r, const struct gs_live_alloc *a)
         return;
     device_usage(r, a->device)->live_bytes -= a->size;
     r->live_bytes -= a->size;
+    gs_timeline_note(&r->timeline, r->last_time_ns, r->live_bytes);
     gs_marks_device_removed(r, a->size);
     gs_blocks_after_remove(r, a);
 }

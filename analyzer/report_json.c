@@ -119,6 +119,18 @@ static void events(struct gs_json *j, const struct gs_replay *r)
     gs_json_end_object(j);
 }
 
+static void timeline(struct gs_json *j, const struct gs_replay *r)
+{
+    const struct gs_timeline *t = &r->timeline;
+    gs_json_begin_object(j, "timeline");
+    gs_json_uint(j, "bucket_ns", t->width_ns);
+    gs_json_begin_array(j, "max_bytes");
+    for (unsigned i = 0; i < t->n; i++)
+        gs_json_uint(j, NULL, t->hi[i]);
+    gs_json_end_array(j);
+    gs_json_end_object(j);
+}
+
 static void capacity(struct gs_json *j, const struct gs_replay *r)
 {
     uint64_t peak = gs_largest_device_peak(r);
@@ -426,6 +438,7 @@ void gs_report_json(FILE *out, const struct gs_report *rep)
     sites(&j, rep, GS_METRIC_PEAK);
     gs_json_end_object(&j);
     devices(&j, r);
+    timeline(&j, r);
     capacity(&j, r);
     categories(&j, r);
     pools(&j, r);

@@ -208,6 +208,24 @@ static void trace_state(const struct gs_report *rep, FILE *out)
                      "are missing before the ones from the ring\n");
 }
 
+/* Device memory over time in one line: each character a bucket, its
+ * height the most live in it against the peak. */
+static void timeline(const struct gs_replay *r, FILE *out)
+{
+    static const char *const bars[] = {" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+    const struct gs_timeline *t = &r->timeline;
+    uint64_t top = 0;
+    for (unsigned i = 0; i < t->n; i++)
+        if (t->hi[i] > top)
+            top = t->hi[i];
+    if (!top)
+        return;
+    fputs("  timeline  ", out);
+    for (unsigned i = 0; i < t->n; i++) /* 1 to 8 eighths of the peak, rounded up */
+        fputs(bars[t->hi[i] ? 1 + (unsigned)((double)t->hi[i] * 8 / (double)top - 1e-9) : 0], out);
+    fprintf(out, "  %.3f s a character\n", (double)t->width_ns / 1e9);
+}
+
 static void devices(const struct gs_report *rep, FILE *out)
 {
     const struct gs_replay *r = rep->replay;
@@ -223,6 +241,7 @@ static void devices(const struct gs_report *rep, FILE *out)
         fprintf(out, " peak %s at %.3f s, %s live at the end\n", human_bytes(u->peak_bytes, a, sizeof a),
                 seconds(u->peak_time_ns), human_bytes(u->live_bytes, b, sizeof b));
     }
+    timeline(r, out);
     /* The smallest card the largest peak fits on, and the one below it. */
     uint64_t peak = gs_largest_device_peak(r);
     int fit = 0;

@@ -95,3 +95,21 @@ def test_capacity_of_common_cards():
        [(n, b, True, b - peak) for n, b in cards], "each card")
     check("  fits on   24 GB and larger cards: 23.99 GiB spare on 24 GB\n" in report(trace).stdout,
           "the text report")
+
+
+def test_timeline_holds_the_peak():
+    # drv_longhaul: a peak of 100 MiB + 3 leaks of 4 KiB + 36 x 64 KiB + 64 MiB at
+    # step 2000 of 20000, then back to 100 MiB and the leaks.
+    trace = one_trace(run([E.prog("drv_longhaul"), "20000"]))
+    d = report_json(trace)
+    t = d["timeline"]
+    peak = 100 * MiB + 3 * 4 * KiB + 36 * 64 * KiB + 64 * MiB
+    eq(d["peak"]["bytes"], peak, "the peak")
+    eq(max(t["max_bytes"]), peak, "the timeline holds the peak")
+    check(1 <= len(t["max_bytes"]) <= 64, f"at most 64 buckets: {len(t['max_bytes'])}")
+    w = t["bucket_ns"] // 1000000
+    check(t["bucket_ns"] % 1000000 == 0 and w & (w - 1) == 0, f"1 ms doubled: {t['bucket_ns']}")
+    check(min(t["max_bytes"]) >= 100 * MiB, "the weights are live from the first bucket on")
+    line = [l for l in report(trace).stdout.splitlines() if l.startswith("  timeline  ")]
+    eq(len(line), 1, "a sparkline in the text report")
+    check("█" in line[0], "the peak's bucket is full height: " + line[0])
