@@ -28,25 +28,11 @@ static uint64_t u(struct gs_cursor *c) { return gs_cursor_u(c); }
 
 static int64_t s(struct gs_cursor *c) { return gs_unzigzag(u(c)); }
 
-/* A string field: points into the payload; NUL-terminated into buf. */
-static const uint8_t *bytes(struct gs_cursor *c, size_t *len)
-{
-    uint64_t n = u(c);
-    if (c->bad || n > (uint64_t)(c->end - c->p)) {
-        c->bad = 1;
-        *len = 0;
-        return NULL;
-    }
-    const uint8_t *b = c->p;
-    c->p += n;
-    *len = (size_t)n;
-    return b;
-}
 
 static void string(struct gs_cursor *c, char *out, size_t outsz)
 {
     size_t len;
-    const uint8_t *b = bytes(c, &len);
+    const uint8_t *b = gs_cursor_bytes(c, &len);
     if (!b)
         len = 0;
     if (len >= outsz)
@@ -138,7 +124,7 @@ static int api_event(struct gs_cursor *c, struct block_state *bs, uint8_t type,
     uint64_t addr = bs->addr;
     if (type == GS_REC_MARK) {
         e->stack_id = (uint32_t)u(c);
-        e->label = (const char *)bytes(c, &e->label_len);
+        e->label = (const char *)gs_cursor_bytes(c, &e->label_len);
     } else {
         addr += (uint64_t)s(c);
         e->addr = addr;
@@ -180,7 +166,7 @@ static int module(struct gs_cursor *c, const struct gs_reader_ops *ops, void *ct
     m.lo = u(c);
     m.span = u(c);
     string(c, path, sizeof path);
-    m.build_id = bytes(c, &m.build_id_len);
+    m.build_id = gs_cursor_bytes(c, &m.build_id_len);
     if (c->bad || id == 0 || id > UINT32_MAX || m.build_id_len > GS_MAX_BUILD_ID)
         return -1;
     m.id = (uint32_t)id;
