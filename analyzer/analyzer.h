@@ -6,6 +6,10 @@
  *   reader.c        the trace file, untrusted: header, blocks, records -> callbacks
  *   replay.c        one streaming pass: live set, peak, sites, leaks, failures
  *   marks.c         the program's marks (include/gpushim.h): steps between them
+ *   growth.c        every site's live bytes, sampled at steps or time windows
+ *   suspects.c      leak suspects: the sites whose live bytes keep rising
+ *   oom.c           failed allocations: what the process held then, what grew before
+ *   verdict.c       failed allocations: why, in one sentence with its evidence
  *   blocks.c        the program's own allocator's blocks; fragmentation
  *   ordmap.c        an ordered map (segments and blocks by address)
  *   checkpoint.c    the replay state as trace records, and back (rotated traces)
@@ -406,6 +410,42 @@ struct gs_timeline {
 };
 void gs_timeline_note(struct gs_timeline *t, uint64_t time_ns, uint64_t live_bytes);
 
+/* growth.c: every site's live device bytes, sampled at steps (the marks of
+ * the label marked most often) or, without marks, at time windows. */
+#define GS_GROWTH_SAMPLES 64
+#define GS_GROWTH_WINDOW_NS 1000000ull /* the first windows: 1 ms; they widen */
+struct gs_growth {
+    int enabled;         /* the analyzer's replay follows growth; the shim's does not */
+    int by_steps;        /* samples are taken at marks of step_label; else at windows */
+    uint32_t step_label; /* index in gs_marks.labels */
+    uint64_t every;      /* steps (or ns of a window) from one sample to the next */
+    uint64_t next_ns;    /* windows: when the next sample is due */
+    uint64_t steps;      /* marks of step_label since sampling by steps began */
+    unsigned n;          /* samples kept */
+    uint64_t time_ns[GS_GROWTH_SAMPLES];
+    uint64_t step[GS_GROWTH_SAMPLES]; /* by steps: the count of step marks then */
+    uint64_t *live;      /* live[site * GS_GROWTH_SAMPLES + k]: site's live bytes at sample k */
+    uint64_t *first_ns;  /* per site: the time of its first allocation (UINT64_MAX: none) */
+    size_t nsites;       /* sites the arrays have room for */
+};
+
+/* oom.c: what a failed allocation found, taken when it failed (the first
+ * GS_POSTMORTEMS failures). */
+#define GS_POSTMORTEMS 16
+#define GS_POSTMORTEM_SITES 5
+struct gs_postmortem {
+    int present;
+    uint64_t pool_unused;            /* bytes its device's pools held beyond use */
+    unsigned nheld;                  /* the raw sites holding most on its device */
+    uint32_t held_site[GS_POSTMORTEM_SITES];
+    uint64_t held_bytes[GS_POSTMORTEM_SITES], held_count[GS_POSTMORTEM_SITES];
+    unsigned ngrew;                  /* the raw sites that grew most before it */
+    uint32_t grew_site[GS_POSTMORTEM_SITES];
+    uint64_t grew_bytes[GS_POSTMORTEM_SITES];
+    uint64_t grew_from_ns, grew_from_step; /* since which sample (step 0: by time) */
+    int grew_by_steps;
+};
+
 struct gs_replay {
     /* what the trace holds */
     struct gs_module *modules;
@@ -448,6 +488,8 @@ struct gs_replay {
     struct gs_marks marks;   /* marks.c */
     struct gs_blocks blocks; /* blocks.c */
     struct gs_timeline timeline; /* timeline.c: device memory over time */
+    struct gs_growth growth;     /* growth.c: live bytes by site over the run */
+    struct gs_postmortem *postmortems; /* oom.c: one per failure, the first GS_POSTMORTEMS */
 };
 
 void gs_replay_init(struct gs_replay *r);
@@ -550,6 +592,18 @@ int gs_checkpoint_write(const struct gs_replay *r,
  * checkpoint's openness (an END is the last record, whole or not). */
 int gs_checkpoint_load(struct gs_replay *r, uint8_t type, const uint8_t *payload, size_t len);
 
+/* ---- growth.c ---- */
+void gs_growth_free(struct gs_growth *g);
+/* Called by replay.c: before each event, at each allocation, at each mark
+ * (after marks.c counted it). */
+void gs_growth_before_event(struct gs_replay *r, uint64_t time_ns);
+void gs_growth_on_alloc(struct gs_replay *r, size_t site, uint64_t time_ns);
+void gs_growth_on_mark(struct gs_replay *r, uint32_t label, uint64_t time_ns);
+
+/* ---- oom.c ---- */
+/* After failures[idx] was added: what the process held and what grew. */
+void gs_oom_on_failure(struct gs_replay *r, size_t idx);
+
 /* ---- pyframes.c: Python frames in call sites ---- */
 struct gs_symbolizer;
 struct gs_frame;
@@ -613,6 +667,16 @@ unsigned gs_site_frames(const struct gs_replay *r, struct gs_symbolizer *sym, ui
                         enum gs_stack_view view, unsigned max, gs_frame_fn fn, void *ctx);
 /* What the stack says of Python (GS_PY_NONE for an unknown stack). */
 enum gs_py_state gs_site_python(const struct gs_replay *r, uint32_t stack_id);
+/* What identifies a site as reports merge them (its source frames). */
+uint64_t gs_site_key(const struct gs_replay *r, struct gs_symbolizer *sym,
+                     enum gs_stack_view view, uint32_t stack_id);
+/* A frame in a few words: "function (file.c:12)", "function", or
+ * "0x1234 (module path)" when the function is unknown. */
+void gs_frame_name(const struct gs_frame *f, char *buf, size_t sz);
+/* A site in a few words: its innermost two frames as gs_frame_name says
+ * them, "f (a.c:3) from g (a.c:9)". */
+void gs_site_where(const struct gs_replay *r, struct gs_symbolizer *sym, enum gs_stack_view view,
+                   uint32_t stack_id, char *buf, size_t sz);
 /* Registers every module of the replay with the symbolizer. */
 void gs_sites_register_modules(const struct gs_replay *r, struct gs_symbolizer *sym);
 
@@ -645,6 +709,52 @@ struct gs_report {
 };
 
 void gs_report_text(FILE *out, const struct gs_report *rep);
+/* "1.50 GiB", "512 B" (report_text.c) */
+const char *gs_human_bytes(uint64_t b, char *buf, size_t sz);
+
+/* ---- suspects.c ---- */
+/* A reported site whose live device bytes keep rising. */
+struct gs_suspect {
+    uint32_t site, stack_id;   /* a representative raw site and its stack */
+    uint64_t growth_bytes;     /* live bytes at the end less the lowest sampled */
+    uint64_t live_bytes, live_count; /* at the end */
+    uint64_t first_seen_ns;    /* its first allocation */
+    uint64_t from_ns;          /* when it held the least */
+    double bytes_per_second;   /* least-squares slope over the second half */
+    double bytes_per_step;     /* the same against steps; -1 without marks */
+    unsigned rising, intervals; /* of the second half's intervals, how many rose */
+    unsigned npoints;          /* its live bytes at each sample, then at the end */
+    uint64_t v[GS_GROWTH_SAMPLES + 1];
+};
+/* The suspects, most growth first (caller frees *out). */
+size_t gs_growth_suspects(const struct gs_replay *r, struct gs_symbolizer *sym,
+                          enum gs_stack_view view, struct gs_suspect **out);
+
+/* ---- verdict.c ---- */
+enum gs_oom_cause {
+    GS_OOM_UNKNOWN = 0,   /* the device's memory figures are unknown */
+    GS_OOM_FRAGMENTATION, /* the request would have fit in free memory the process held */
+    GS_OOM_LEAK,          /* without the growth of leak suspects it would have fit */
+    GS_OOM_OTHER_PROCESS, /* without what others held it would have fit */
+    GS_OOM_TOO_LARGE,     /* the process alone needs more than the device has */
+};
+struct gs_oom_verdict {
+    enum gs_oom_cause cause;
+    int known;                 /* the device's free and total memory then are known */
+    uint64_t shortfall;        /* requested - free (0 if it was free, or unknown) */
+    int64_t other_bytes;       /* total - free - held: other processes and the CUDA context */
+    uint64_t held_free;        /* free bytes inside what the process held: blocks' segments, pools */
+    uint64_t largest_free;     /* the largest free piece of those (blocks' segments) */
+    uint64_t leak_growth;      /* what the suspects live then had grown (since their low) */
+    uint32_t leak_stack;       /* the suspect that grew most: its stack (0: none) */
+    uint64_t leak_site_growth;
+    char sentence[512];        /* the verdict, in one sentence */
+};
+const char *gs_oom_cause_name(enum gs_oom_cause c);
+/* The verdict on failures[idx], given the suspects (may be none). */
+void gs_oom_verdict(const struct gs_replay *r, size_t idx, const struct gs_suspect *sus,
+                    size_t nsus, struct gs_symbolizer *sym, enum gs_stack_view view,
+                    struct gs_oom_verdict *v);
 
 /* ---- capacity.c ---- */
 #define GS_NCARDS 6

@@ -43,20 +43,12 @@ struct frames {
     unsigned n, cap;
 };
 
-/* A frame's name in a folded line: "function (file:line)", or the address
- * and module when the function is unknown; never a ';' or a line break,
- * which the format reserves. */
+/* A frame's name in a folded line: gs_frame_name's, never with a ';' or a
+ * line break, which the format reserves. */
 static char *frame_name(const struct gs_frame *f)
 {
     char buf[1024];
-    const char *base = f->file ? strrchr(f->file, '/') : NULL;
-    base = base ? base + 1 : f->file;
-    if (f->function && base)
-        snprintf(buf, sizeof buf, "%s (%s:%d)", f->function, base, f->line);
-    else if (f->function)
-        snprintf(buf, sizeof buf, "%s", f->function);
-    else
-        snprintf(buf, sizeof buf, "0x%" PRIx64 " (%s)", f->pc, f->module ? f->module : "?");
+    gs_frame_name(f, buf, sizeof buf);
     for (char *p = buf; *p; p++)
         if (*p == ';' || *p == '\n' || *p == '\r')
             *p = ':';

@@ -12,6 +12,7 @@ int gs_load(const char *cmd, const char *path, struct gs_loaded *l)
 {
     char err[512];
     gs_replay_init(&l->r);
+    l->r.growth.enabled = 1; /* leak suspects and post-mortems: the analyzer's alone */
     l->sym = NULL;
     if (gs_read_trace(path, &gs_replay_ops, &l->r, &l->info, &l->st, err, sizeof err) != 0) {
         fprintf(stderr, "gpushim %s: %s\n", cmd, err);

@@ -146,4 +146,5 @@ void gs_marks_on_mark(struct gs_replay *r, const struct gs_revent *e)
         .block_bytes = r->blocks.live_bytes,
     };
     m->since_peak = r->live_bytes;
+    gs_growth_on_mark(r, idx, e->time_ns);
 }

@@ -164,6 +164,8 @@ static void free_state(struct gs_replay *r)
     gs_idmap_free(r->sites_by_key);
     gs_marks_free(&r->marks);
     gs_blocks_free(&r->blocks);
+    gs_growth_free(&r->growth);
+    free(r->postmortems);
 }
 
 void gs_replay_init(struct gs_replay *r)
@@ -212,6 +214,7 @@ void gs_replay_reset(struct gs_replay *r)
     r->npycodes = keep.npycodes;
     r->pycodes_cap = keep.pycodes_cap;
     r->pycodes_by_id = keep.pycodes_by_id;
+    r->growth.enabled = keep.growth.enabled;
     init_state(r);
 }
 
@@ -512,8 +515,10 @@ static void on_alloc(struct gs_replay *r, const struct gs_revent *e)
             a.parent = e->parent;
         }
     }
-    if (e->kind == GS_KIND_DEVICE)
+    if (e->kind == GS_KIND_DEVICE) {
         device_usage(r, e->device)->allocs++;
+        gs_growth_on_alloc(r, a.site, e->time_ns);
+    }
     if (gs_replay_insert(r, &a) == 0)
         add_live(r, &a, e->time_ns);
 }
@@ -690,12 +695,14 @@ static void on_alloc_failed(struct gs_replay *r, const struct gs_revent *e)
                                                               : r->live_bytes,
                                                       .stack_id = e->stack_id};
     gs_blocks_on_failure(r, r->nfailures - 1);
+    gs_oom_on_failure(r, r->nfailures - 1);
 }
 
 void gs_replay_event(struct gs_replay *r, const struct gs_revent *e)
 {
     r->events++;
     r->checkpoint.open = 0; /* its records all come before any event */
+    gs_growth_before_event(r, e->time_ns);
     if (e->time_ns > r->last_time_ns)
         r->last_time_ns = e->time_ns;
     switch (e->type) {

@@ -205,7 +205,71 @@ static void pools(struct gs_json *j, const struct gs_replay *r)
     gs_json_end_object(j);
 }
 
-static void failures(struct gs_json *j, const struct gs_report *rep)
+/* A raw site (index in gs_replay.sites) with a figure: the postmortem's lists. */
+static void raw_site(struct gs_json *j, const struct gs_report *rep, uint32_t site,
+                     uint64_t bytes, const uint64_t *count)
+{
+    const struct gs_site *s = &rep->replay->sites[site];
+    gs_json_begin_object(j, NULL);
+    gs_json_uint(j, "bytes", bytes);
+    if (count)
+        gs_json_uint(j, "count", *count);
+    gs_json_string(j, "api", gs_api_name(s->api));
+    frames(j, rep, s->stack_id);
+    gs_json_end_object(j);
+}
+
+/* What a failure found, and the verdict (oom.c, verdict.c). */
+static void postmortem(struct gs_json *j, const struct gs_report *rep, size_t i,
+                       const struct gs_suspect *sus, size_t nsus)
+{
+    const struct gs_replay *r = rep->replay;
+    const struct gs_postmortem *pm =
+        r->postmortems && i < GS_POSTMORTEMS && r->postmortems[i].present ? &r->postmortems[i]
+                                                                         : NULL;
+    struct gs_oom_verdict v;
+    gs_oom_verdict(r, i, sus, nsus, rep->sym, rep->opt->view, &v);
+    gs_json_begin_object(j, "verdict");
+    gs_json_string(j, "cause", gs_oom_cause_name(v.cause));
+    gs_json_string(j, "sentence", v.sentence);
+    gs_json_uint(j, "shortfall_bytes", v.shortfall);
+    if (!v.known)
+        gs_json_null(j, "other_bytes");
+    else
+        gs_json_int(j, "other_bytes", v.other_bytes);
+    gs_json_uint(j, "held_free_bytes", v.held_free);
+    gs_json_uint(j, "largest_held_free_bytes", v.largest_free);
+    gs_json_bool(j, "fits_in_held_free", v.held_free && r->failures[i].requested <= v.held_free);
+    gs_json_uint(j, "leak_growth_bytes", v.leak_growth);
+    gs_json_end_object(j);
+    if (!pm) {
+        gs_json_null(j, "postmortem");
+        return;
+    }
+    gs_json_begin_object(j, "postmortem");
+    gs_json_uint(j, "pool_unused_bytes", pm->pool_unused);
+    gs_json_begin_array(j, "held");
+    for (unsigned k = 0; k < pm->nheld; k++)
+        raw_site(j, rep, pm->held_site[k], pm->held_bytes[k], &pm->held_count[k]);
+    gs_json_end_array(j);
+    gs_json_begin_object(j, "grew");
+    if (pm->ngrew || r->growth.n) {
+        gs_json_uint(j, "since_ns", pm->grew_from_ns);
+        if (pm->grew_by_steps)
+            gs_json_uint(j, "since_step", pm->grew_from_step);
+        else
+            gs_json_null(j, "since_step");
+    }
+    gs_json_begin_array(j, "sites");
+    for (unsigned k = 0; k < pm->ngrew; k++)
+        raw_site(j, rep, pm->grew_site[k], pm->grew_bytes[k], NULL);
+    gs_json_end_array(j);
+    gs_json_end_object(j);
+    gs_json_end_object(j);
+}
+
+static void failures(struct gs_json *j, const struct gs_report *rep, const struct gs_suspect *sus,
+                     size_t nsus)
 {
     const struct gs_replay *r = rep->replay;
     gs_json_begin_array(j, "failures");
@@ -222,6 +286,7 @@ static void failures(struct gs_json *j, const struct gs_report *rep)
         bytes_or_null(j, "total_bytes", f->total_bytes);
         gs_json_uint(j, "process_bytes", f->process_live_bytes);
         frames(j, rep, f->stack_id);
+        postmortem(j, rep, i, sus, nsus);
         gs_json_end_object(j);
     }
     gs_json_end_array(j);
@@ -422,6 +487,42 @@ static void trace(struct gs_json *j, const struct gs_report *rep)
     gs_json_end_object(j);
 }
 
+/* Leak suspects by growth (growth.c, suspects.c), most growth first. */
+static void suspects(struct gs_json *j, const struct gs_report *rep, const struct gs_suspect *sus,
+                     size_t nsus)
+{
+    const struct gs_growth *g = &rep->replay->growth;
+    const struct gs_marks *m = &rep->replay->marks;
+    gs_json_begin_object(j, "growth");
+    gs_json_string(j, "sampled_at", !g->n ? NULL : g->by_steps ? "steps" : "time");
+    gs_json_string(j, "step_label",
+                   g->n && g->by_steps && g->step_label < m->nlabels
+                       ? m->labels[g->step_label].label : NULL);
+    gs_json_uint(j, "samples", g->n);
+    gs_json_end_object(j);
+    gs_json_begin_array(j, "suspects");
+    for (size_t i = 0; i < nsus && i < rep->opt->top; i++) {
+        const struct gs_suspect *s = &sus[i];
+        gs_json_begin_object(j, NULL);
+        gs_json_uint(j, "growth_bytes", s->growth_bytes);
+        if (s->bytes_per_step < 0)
+            gs_json_null(j, "bytes_per_step");
+        else
+            gs_json_double(j, "bytes_per_step", s->bytes_per_step);
+        gs_json_double(j, "bytes_per_second", s->bytes_per_second);
+        gs_json_uint(j, "first_seen_ns", s->first_seen_ns);
+        gs_json_uint(j, "lowest_ns", s->from_ns);
+        gs_json_uint(j, "rising_intervals", s->rising);
+        gs_json_uint(j, "intervals", s->intervals);
+        gs_json_uint(j, "bytes", s->live_bytes);
+        gs_json_uint(j, "count", s->live_count);
+        gs_json_string(j, "api", gs_api_name(rep->replay->sites[s->site].api));
+        frames(j, rep, s->stack_id);
+        gs_json_end_object(j);
+    }
+    gs_json_end_array(j);
+}
+
 void gs_report_json(FILE *out, const struct gs_report *rep)
 {
     const struct gs_replay *r = rep->replay;
@@ -446,8 +547,12 @@ void gs_report_json(FILE *out, const struct gs_report *rep)
     gs_json_uint(&j, "bytes", leaked);
     gs_json_uint(&j, "count", count);
     sites(&j, rep, GS_METRIC_LEAK);
+    struct gs_suspect *sus;
+    size_t nsus = gs_growth_suspects(r, rep->sym, rep->opt->view, &sus);
+    suspects(&j, rep, sus, nsus);
     gs_json_end_object(&j);
-    failures(&j, rep);
+    failures(&j, rep, sus, nsus);
+    free(sus);
     marks(&j, rep);
     blocks(&j, rep);
     fragmentation(&j, r);

@@ -13,7 +13,7 @@
 #include "analyzer.h"
 #include "symbolize.h"
 
-static const char *human_bytes(uint64_t b, char *buf, size_t sz)
+const char *gs_human_bytes(uint64_t b, char *buf, size_t sz)
 {
     static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     double v = (double)b;
@@ -123,7 +123,7 @@ static void print_ranked(const struct gs_report *rep, FILE *out, int blocks,
     const char *what = blocks ? "block" : "allocation";
     char b[32];
     for (size_t i = 0; i < n && i < rep->opt->top; i++) {
-        fprintf(out, "  %12s in %6" PRIu64 " %s%s  ", human_bytes(sites[i].bytes, b, sizeof b),
+        fprintf(out, "  %12s in %6" PRIu64 " %s%s  ", gs_human_bytes(sites[i].bytes, b, sizeof b),
                 sites[i].count, what, sites[i].count == 1 ? " " : "s");
         print_stack(rep, out, sites[i].stack_id, "                                        ");
     }
@@ -238,8 +238,8 @@ static void devices(const struct gs_report *rep, FILE *out)
             fprintf(out, "  device %-2d", d);
         else
             fprintf(out, "  device ? ");
-        fprintf(out, " peak %s at %.3f s, %s live at the end\n", human_bytes(u->peak_bytes, a, sizeof a),
-                seconds(u->peak_time_ns), human_bytes(u->live_bytes, b, sizeof b));
+        fprintf(out, " peak %s at %.3f s, %s live at the end\n", gs_human_bytes(u->peak_bytes, a, sizeof a),
+                seconds(u->peak_time_ns), gs_human_bytes(u->live_bytes, b, sizeof b));
     }
     timeline(r, out);
     /* The smallest card the largest peak fits on, and the one below it. */
@@ -250,13 +250,13 @@ static void devices(const struct gs_report *rep, FILE *out)
     if (peak && fit == GS_NCARDS)
         fprintf(out, "  fits on   none of the cards from %s to %s: %s short of %s\n",
                 gs_cards[0].name, gs_cards[GS_NCARDS - 1].name,
-                human_bytes(peak - gs_cards[GS_NCARDS - 1].bytes, a, sizeof a),
+                gs_human_bytes(peak - gs_cards[GS_NCARDS - 1].bytes, a, sizeof a),
                 gs_cards[GS_NCARDS - 1].name);
     else if (peak) {
         fprintf(out, "  fits on   %s and larger cards: %s spare on %s", gs_cards[fit].name,
-                human_bytes(gs_cards[fit].bytes - peak, a, sizeof a), gs_cards[fit].name);
+                gs_human_bytes(gs_cards[fit].bytes - peak, a, sizeof a), gs_cards[fit].name);
         if (fit)
-            fprintf(out, "; %s short of %s", human_bytes(peak - gs_cards[fit - 1].bytes, b, sizeof b),
+            fprintf(out, "; %s short of %s", gs_human_bytes(peak - gs_cards[fit - 1].bytes, b, sizeof b),
                     gs_cards[fit - 1].name);
         fputc('\n', out);
     }
@@ -268,16 +268,16 @@ static void devices(const struct gs_report *rep, FILE *out)
         const struct gs_kind_usage *u = &r->kinds[k];
         if (u->allocs)
             fprintf(out, "  %-29s peak %s, %s live at the end, %" PRIu64 " allocation%s\n",
-                    labels[k], human_bytes(u->peak_bytes, a, sizeof a),
-                    human_bytes(u->live_bytes, b, sizeof b), u->allocs, plural(u->allocs));
+                    labels[k], gs_human_bytes(u->peak_bytes, a, sizeof a),
+                    gs_human_bytes(u->live_bytes, b, sizeof b), u->allocs, plural(u->allocs));
     }
     for (size_t i = 0; i < r->npools; i++) {
         const struct gs_pool_usage *p = &r->pools[i];
         char c[32];
         fprintf(out, "  pool 0x%" PRIx64 " on device %d: reserved up to %s, used up to %s, "
                      "up to %s held beyond use\n",
-                p->pool, p->device, human_bytes(p->peak_reserved, a, sizeof a),
-                human_bytes(p->peak_used, b, sizeof b), human_bytes(p->peak_unused, c, sizeof c));
+                p->pool, p->device, gs_human_bytes(p->peak_reserved, a, sizeof a),
+                gs_human_bytes(p->peak_used, b, sizeof b), gs_human_bytes(p->peak_unused, c, sizeof c));
     }
 }
 
@@ -302,15 +302,15 @@ static void print_frag(FILE *out, const struct gs_frag *f)
     } else {
         fprintf(out, "%" PRIu64 " segment%s of %s hold%s %s of blocks: %s free inside %s, the "
                      "largest gap %s (fragmentation %.2f)",
-                f->segments, plural(f->segments), human_bytes(f->segment_bytes, a, sizeof a),
+                f->segments, plural(f->segments), gs_human_bytes(f->segment_bytes, a, sizeof a),
                 f->segments == 1 ? "s" : "",
-                human_bytes(f->block_bytes, b, sizeof b), human_bytes(frag_free(f), c, sizeof c),
-                f->segments == 1 ? "it" : "them", human_bytes(f->largest_free, d, sizeof d),
+                gs_human_bytes(f->block_bytes, b, sizeof b), gs_human_bytes(frag_free(f), c, sizeof c),
+                f->segments == 1 ? "it" : "them", gs_human_bytes(f->largest_free, d, sizeof d),
                 frag_ratio(f));
     }
     if (f->outside_bytes)
         fprintf(out, "; %s of blocks lie in no segment",
-                human_bytes(f->outside_bytes, a, sizeof a));
+                gs_human_bytes(f->outside_bytes, a, sizeof a));
 }
 
 /* Under a failure: would it have fit inside the segments the process held? */
@@ -331,7 +331,44 @@ static void failure_frag(const struct gs_report *rep, FILE *out, size_t i)
                                      "segments held");
 }
 
-static void failures(const struct gs_report *rep, FILE *out)
+/* Under a failure: the verdict, what the process held on the device, and
+ * what grew before (oom.c, verdict.c). */
+static void failure_postmortem(const struct gs_report *rep, FILE *out, size_t i,
+                               const struct gs_suspect *sus, size_t nsus)
+{
+    const struct gs_replay *r = rep->replay;
+    struct gs_oom_verdict v;
+    char a[32], where[256];
+    gs_oom_verdict(r, i, sus, nsus, rep->sym, rep->opt->view, &v);
+    fprintf(out, "             verdict: %s\n", v.sentence);
+    if (!r->postmortems || i >= GS_POSTMORTEMS || !r->postmortems[i].present)
+        return;
+    const struct gs_postmortem *pm = &r->postmortems[i];
+    if (pm->nheld)
+        fprintf(out, "             held then on its device, by call site:\n");
+    for (unsigned k = 0; k < pm->nheld; k++) {
+        gs_site_where(r, rep->sym, rep->opt->view, r->sites[pm->held_site[k]].stack_id, where,
+                      sizeof where);
+        fprintf(out, "             %12s in %6" PRIu64 "  %s\n",
+                gs_human_bytes(pm->held_bytes[k], a, sizeof a), pm->held_count[k], where);
+    }
+    if (!pm->ngrew)
+        return;
+    if (pm->grew_by_steps)
+        fprintf(out, "             grew since step %" PRIu64 " (%.3f s), by call site:\n",
+                pm->grew_from_step, seconds(pm->grew_from_ns));
+    else
+        fprintf(out, "             grew since %.3f s, by call site:\n", seconds(pm->grew_from_ns));
+    for (unsigned k = 0; k < pm->ngrew; k++) {
+        gs_site_where(r, rep->sym, rep->opt->view, r->sites[pm->grew_site[k]].stack_id, where,
+                      sizeof where);
+        fprintf(out, "             %12s  %s\n", gs_human_bytes(pm->grew_bytes[k], a, sizeof a),
+                where);
+    }
+}
+
+static void failures(const struct gs_report *rep, FILE *out, const struct gs_suspect *sus,
+                     size_t nsus)
 {
     const struct gs_replay *r = rep->replay;
     char a[32], b[32], c[32], d[32];
@@ -343,18 +380,59 @@ static void failures(const struct gs_report *rep, FILE *out)
     for (size_t i = 0; i < r->nfailures && i < rep->opt->top; i++) {
         const struct gs_failure *f = &r->failures[i];
         fprintf(out, "  at %.3f s  %s of %s on device %d: %s (%u)\n", seconds(f->time_ns),
-                gs_api_name(f->api), human_bytes(f->requested, a, sizeof a), f->device,
+                gs_api_name(f->api), gs_human_bytes(f->requested, a, sizeof a), f->device,
                 gs_result_name(f->result), f->result);
         if (f->total_bytes != UINT64_MAX)
             fprintf(out, "             device had %s free of %s; this process held %s\n",
-                    human_bytes(f->free_bytes, b, sizeof b), human_bytes(f->total_bytes, c, sizeof c),
-                    human_bytes(f->process_live_bytes, d, sizeof d));
+                    gs_human_bytes(f->free_bytes, b, sizeof b), gs_human_bytes(f->total_bytes, c, sizeof c),
+                    gs_human_bytes(f->process_live_bytes, d, sizeof d));
         failure_frag(rep, out, i);
+        failure_postmortem(rep, out, i, sus, nsus);
         fprintf(out, "             ");
         print_stack(rep, out, f->stack_id, "             ");
     }
     if (r->nfailures > rep->opt->top)
         fprintf(out, "  ... and %zu more\n", r->nfailures - rep->opt->top);
+}
+
+/* The leak suspects (growth.c, suspects.c): what the report leads with. */
+static void suspects(const struct gs_report *rep, FILE *out, const struct gs_suspect *sus,
+                     size_t nsus)
+{
+    const struct gs_replay *r = rep->replay;
+    const struct gs_growth *g = &r->growth;
+    char a[32], b[32], c[32];
+    if (!g->n)
+        return;
+    char how[320];
+    if (g->by_steps)
+        snprintf(how, sizeof how, "at %u \"%s\" marks", g->n,
+                 g->step_label < r->marks.nlabels ? r->marks.labels[g->step_label].label : "?");
+    else
+        snprintf(how, sizeof how, "at %u moments", g->n);
+    if (!nsus) {
+        fprintf(out, "\nLeak suspects: none; no call site's live memory kept rising (sampled %s "
+                     "and at the end).\n", how);
+        return;
+    }
+    fprintf(out, "\nLeak suspects: %zu call site%s whose live memory kept rising (sampled %s and "
+                 "at the end):\n", nsus, plural(nsus), how);
+    for (size_t i = 0; i < nsus && i < rep->opt->top; i++) {
+        const struct gs_suspect *s = &sus[i];
+        if (s->bytes_per_step >= 0)
+            snprintf(c, sizeof c, "%s a step", gs_human_bytes((uint64_t)(s->bytes_per_step + 0.5),
+                                                              b, sizeof b));
+        else
+            snprintf(c, sizeof c, "%s a second",
+                     gs_human_bytes((uint64_t)(s->bytes_per_second > 0 ? s->bytes_per_second : 0),
+                                    b, sizeof b));
+        fprintf(out, "  +%11s since %.3f s, %s; %s live at the end  ",
+                gs_human_bytes(s->growth_bytes, a, sizeof a), seconds(s->from_ns), c,
+                gs_human_bytes(s->live_bytes, b, sizeof b));
+        print_stack(rep, out, s->stack_id, "                                        ");
+    }
+    if (nsus > rep->opt->top)
+        fprintf(out, "  ... and %zu more (--top N shows more)\n", nsus - rep->opt->top);
 }
 
 static const char *label_of(const struct gs_marks *m, uint32_t idx)
@@ -368,7 +446,7 @@ static void signed_bytes(int64_t v, char *buf, size_t sz)
 {
     char b[32];
     snprintf(buf, sz, "%s%s", v < 0 ? "-" : "+",
-             human_bytes(v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v, b, sizeof b));
+             gs_human_bytes(v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v, b, sizeof b));
 }
 
 /* The marks' labels with their steps, then the last steps. */
@@ -391,7 +469,7 @@ static void marks(const struct gs_report *rep, FILE *out)
             signed_bytes(l->max_growth, b, sizeof b);
             fprintf(out, ": peak %s (the step ending at %.3f s); device memory %s a step on "
                          "average, at most %s; %" PRIu64 " step%s grew",
-                    human_bytes(l->max_peak, c, sizeof c), seconds(l->max_peak_end_ns), a, b,
+                    gs_human_bytes(l->max_peak, c, sizeof c), seconds(l->max_peak_end_ns), a, b,
                     l->growing, plural(l->growing));
         }
         fputc('\n', out);
@@ -415,9 +493,9 @@ static void marks(const struct gs_report *rep, FILE *out)
         signed_bytes(st->growth_bytes, d, sizeof d);
         fprintf(out, "    %-12s %9.3f s to %9.3f s  peak %10s  allocated %10s  freed %10s  %s\n",
                 label_of(m, st->label), seconds(st->start_ns), seconds(st->end_ns),
-                human_bytes(st->peak_bytes, a, sizeof a),
-                human_bytes(st->allocated_bytes, b, sizeof b),
-                human_bytes(st->freed_bytes, c, sizeof c), d);
+                gs_human_bytes(st->peak_bytes, a, sizeof a),
+                gs_human_bytes(st->allocated_bytes, b, sizeof b),
+                gs_human_bytes(st->freed_bytes, c, sizeof c), d);
     }
 }
 
@@ -435,11 +513,11 @@ static void blocks(const struct gs_report *rep, FILE *out)
         fprintf(out, ", %" PRIu64 " taken back that %s never given", b->frees_unknown,
                 b->frees_unknown == 1 ? "was" : "were");
     fprintf(out, "\nBlock peak: %s at %.3f s. Live then, by call site:\n",
-            human_bytes(b->peak_bytes, a, sizeof a), seconds(b->peak_time_ns));
+            gs_human_bytes(b->peak_bytes, a, sizeof a), seconds(b->peak_time_ns));
     print_ranked(rep, out, 1, GS_METRIC_PEAK);
     if (b->live_count) {
         fprintf(out, "Blocks never taken back: %s in %" PRIu64 " block%s, by call site:\n",
-                human_bytes(b->live_bytes, a, sizeof a), b->live_count, plural(b->live_count));
+                gs_human_bytes(b->live_bytes, a, sizeof a), b->live_count, plural(b->live_count));
         print_ranked(rep, out, 1, GS_METRIC_LEAK);
     } else {
         fprintf(out, "Every block was taken back.\n");
@@ -459,19 +537,24 @@ void gs_report_text(FILE *out, const struct gs_report *rep)
     trace_state(rep, out);
     devices(rep, out);
 
+    struct gs_suspect *sus;
+    size_t nsus = gs_growth_suspects(r, rep->sym, rep->opt->view, &sus);
+    suspects(rep, out, sus, nsus);
+
     fprintf(out, "\nPeak: %s of device memory at %.3f s. Live then, by call site:\n",
-            human_bytes(r->peak_bytes, a, sizeof a), seconds(r->peak_time_ns));
+            gs_human_bytes(r->peak_bytes, a, sizeof a), seconds(r->peak_time_ns));
     print_sites(rep, out, GS_METRIC_PEAK);
 
     uint64_t count, leaked = gs_replay_leaks(r, &count);
     if (count) {
         fprintf(out, "\nUnfreed at the end: %s in %" PRIu64 " allocation%s, by call site:\n",
-                human_bytes(leaked, a, sizeof a), count, plural(count));
+                gs_human_bytes(leaked, a, sizeof a), count, plural(count));
         print_sites(rep, out, GS_METRIC_LEAK);
     } else {
         fprintf(out, "\nEverything allocated was freed.\n");
     }
-    failures(rep, out);
+    failures(rep, out, sus, nsus);
+    free(sus);
     marks(rep, out);
     blocks(rep, out);
 }

@@ -17,6 +17,8 @@
  * way, by the call sites of gpushim_block_alloc; the public API's wrappers
  * (include/gpushim.h), compiled into the program, are not its call site.
  */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,8 +91,8 @@ static void hash_frame(void *ctx, const struct gs_frame *f, unsigned index)
  * stacks that differ only in return addresses of the same lines (an
  * unrolled loop) are one site. Merged, what the stack says of Python counts
  * too: a thread without the GIL is not one with it. */
-static uint64_t site_key(const struct gs_replay *r, struct gs_symbolizer *sym,
-                         enum gs_stack_view view, uint32_t stack_id)
+uint64_t gs_site_key(const struct gs_replay *r, struct gs_symbolizer *sym,
+                     enum gs_stack_view view, uint32_t stack_id)
 {
     uint64_t h = 0x9e3779b97f4a7c15ull;
     if (!gs_site_frames(r, sym, stack_id, view, UINT32_MAX, hash_frame, &h))
@@ -143,7 +145,7 @@ static size_t rank(const struct gs_replay *r, struct gs_symbolizer *sym, int blo
         }
         if (!count)
             continue;
-        uint64_t key = site_key(r, sym, view, s->stack_id), at;
+        uint64_t key = gs_site_key(r, sym, view, s->stack_id), at;
         if (gs_idmap_get(merged, key, &at) != 0) {
             at = n++;
             sites[at].stack_id = s->stack_id;
@@ -281,4 +283,43 @@ unsigned gs_site_frames(const struct gs_replay *r, struct gs_symbolizer *sym, ui
     free(py.f);
     free(merged.f);
     return shown;
+}
+
+struct where {
+    char *buf;
+    size_t sz;
+};
+
+void gs_frame_name(const struct gs_frame *f, char *buf, size_t sz)
+{
+    const char *base = f->file ? strrchr(f->file, '/') : NULL;
+    base = base ? base + 1 : f->file;
+    if (f->function && base)
+        snprintf(buf, sz, "%s (%s:%d)", f->function, base, f->line);
+    else if (f->function)
+        snprintf(buf, sz, "%s", f->function);
+    else
+        snprintf(buf, sz, "0x%" PRIx64 " (%s)", f->pc, f->module ? f->module : "?");
+}
+
+static void innermost(void *ctx, const struct gs_frame *f, unsigned index)
+{
+    struct where *w = ctx;
+    if (index == 0) {
+        gs_frame_name(f, w->buf, w->sz);
+        return;
+    }
+    size_t len = strlen(w->buf);
+    if (len + 7 < w->sz) {
+        memcpy(w->buf + len, " from ", 7);
+        gs_frame_name(f, w->buf + len + 6, w->sz - len - 6);
+    }
+}
+
+void gs_site_where(const struct gs_replay *r, struct gs_symbolizer *sym, enum gs_stack_view view,
+                   uint32_t stack_id, char *buf, size_t sz)
+{
+    struct where w = {buf, sz};
+    snprintf(buf, sz, "an unknown call site");
+    gs_site_frames(r, sym, stack_id, view, 2, innermost, &w);
 }

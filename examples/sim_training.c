@@ -8,6 +8,9 @@
  *   log_loss               per step, a 256 MiB tensor appended to a history
  *                          list and never released (the leak)
  *
+ * Each step starts with gpushim_mark("step") (include/gpushim.h: it does
+ * nothing without the shim), so the report follows memory step by step.
+ *
  * On a 16 GiB device (the simulator's default) the leak grows until a
  * forward pass no longer fits: the job dies with out of memory, as real
  * ones do after hours. `make demo` runs it under gpushim and reports.
@@ -15,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+#include "gpushim.h"
 
 #define MiB (1024ull * 1024ull)
 #define LAYERS 12
@@ -86,6 +91,7 @@ int main(void)
     load_model();
     init_optimizer();
     for (int step = 1; step < MAX_STEPS; step++) {
+        gpushim_mark("step");
         train_step(step);
         usleep(20000); /* the rest of a step: kernels, data loading */
         if (step % 5 == 0)

@@ -155,7 +155,9 @@ def test_text_report_shows_python_lines_and_the_no_gil_label():
     check(block[1].startswith(f"{lead}  ... ") and block[1].endswith(" native frames"),
           f"the extension's frames counted, not shown: {block[1]!r}")
     eq(block[2:], want, "the weights' Python frames in the text report")
-    eq(text.count("(native stack: this thread did not hold the GIL)"), 1, "the no-GIL label")
+    # after the leak suspects, whose sampling by time windows depends on timing
+    eq(text[text.index("Peak:"):].count("(native stack: this thread did not hold the GIL)"), 1,
+       "the no-GIL label")
     more = report(one_trace(r), "--frames", "3").stdout.splitlines()
     block = more[more.index(lines[leaks]) + 1:][:3]
     eq(block[2], want[0], "with --frames 3, the innermost Python frame still shows")

@@ -64,6 +64,9 @@
  *                        with CUDA_ERROR_NO_DEVICE)
  *   SIMCUDA_MEMORY       capacity per device in bytes, suffix K/M/G/T for
  *                        KiB/MiB/GiB/TiB (default 16G, at most 1T)
+ *   SIMCUDA_OTHER        bytes of each device that other processes hold (suffix
+ *                        as SIMCUDA_MEMORY; default 0, at most the capacity):
+ *                        neither free nor this process's
  *   SIMCUDA_HOST_MALLOC  1: each cuMemAlloc-style allocation (cuMemAlloc,
  *                        cuMemAllocPitch, cuMemAllocManaged, the async ones)
  *                        also holds a malloc(64), so a heap profiler sees one
@@ -354,12 +357,14 @@ static void read_env(void)
 
     cfg.ndevices = n > SIM_MAX_DEVICES ? SIM_MAX_DEVICES : (int)n;
     cfg.capacity = env_bytes("SIMCUDA_MEMORY", SIM_DEFAULT_MEMORY);
+    uint64_t other = env_bytes("SIMCUDA_OTHER", 0);
     cfg.host_malloc = env_long("SIMCUDA_HOST_MALLOC", 0) == 1;
     cfg.log = env_long("SIMCUDA_LOG", 0) == 1;
     for (int i = 0; i < SIM_MAX_DEVICES; i++) {
         struct device *d = &devices[i];
 
         d->capacity = cfg.capacity;
+        d->used = other < cfg.capacity ? other : cfg.capacity;
         d->space.base = SIM_BASE + (uint64_t)i * SIM_SPAN;
         d->space.limit = SIM_SPAN;
         d->ctx.device = i;

@@ -1,0 +1,142 @@
+/*
+ * growth.c - every call site's live device bytes over the run, sampled
+ * within the one streaming pass of replay.c, for the leak suspects.
+ *
+ * A run that died mid-training leaves everything unfreed, so what is live
+ * at the end says little. What does say something is the shape of each
+ * site's live bytes over the run: a leak rises step after step; weights,
+ * optimizer state and a cache that fills rise and then stay flat.
+ *
+ * The pass samples every site's live bytes at the same moments:
+ *   - steps: at the marks (gpushim_mark) of the label marked most often so
+ *     far, "the step label", which is what a training loop marks each
+ *     iteration; a mark is a quiet moment, so activations that live within
+ *     a step do not show;
+ *   - time windows: without marks, at the first event past each window.
+ * At most GS_GROWTH_SAMPLES samples are kept: when they are full, every
+ * other one is dropped and samples are taken half as often, so memory is
+ * fixed per site whatever the run's length, and the samples stay evenly
+ * spread over it. Live bytes at the end of the trace are the last point.
+ *
+ * suspects.c judges the samples once the pass is done.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer.h"
+
+void gs_growth_free(struct gs_growth *g)
+{
+    free(g->live);
+    free(g->first_ns);
+    int enabled = g->enabled;
+    memset(g, 0, sizeof *g);
+    g->enabled = enabled;
+}
+
+/* Room for the samples of site idx: 0, or -1 on no memory. */
+static int room(struct gs_growth *g, size_t idx)
+{
+    if (idx < g->nsites)
+        return 0;
+    size_t cap = g->nsites ? g->nsites : 64;
+    while (cap <= idx)
+        cap *= 2;
+    uint64_t *live = realloc(g->live, cap * GS_GROWTH_SAMPLES * sizeof *live);
+    if (!live)
+        return -1;
+    g->live = live;
+    uint64_t *first = realloc(g->first_ns, cap * sizeof *first);
+    if (!first)
+        return -1;
+    g->first_ns = first;
+    /* a site made after a sample held nothing then */
+    memset(live + g->nsites * GS_GROWTH_SAMPLES, 0,
+           (cap - g->nsites) * GS_GROWTH_SAMPLES * sizeof *live);
+    for (size_t i = g->nsites; i < cap; i++)
+        first[i] = UINT64_MAX;
+    g->nsites = cap;
+    return 0;
+}
+
+void gs_growth_on_alloc(struct gs_replay *r, size_t site, uint64_t time_ns)
+{
+    struct gs_growth *g = &r->growth;
+    if (!g->enabled || room(g, site) != 0)
+        return;
+    if (time_ns < g->first_ns[site])
+        g->first_ns[site] = time_ns;
+}
+
+/* Every other sample dropped (the later of each pair kept). */
+static void halve(struct gs_growth *g)
+{
+    unsigned keep = g->n / 2;
+    for (unsigned k = 0; k < keep; k++) {
+        g->time_ns[k] = g->time_ns[2 * k + 1];
+        g->step[k] = g->step[2 * k + 1];
+    }
+    for (size_t s = 0; s < g->nsites; s++) {
+        uint64_t *v = g->live + s * GS_GROWTH_SAMPLES;
+        for (unsigned k = 0; k < keep; k++)
+            v[k] = v[2 * k + 1];
+    }
+    g->n = keep;
+    g->every *= 2;
+}
+
+static void sample(struct gs_replay *r, uint64_t time_ns, uint64_t step)
+{
+    struct gs_growth *g = &r->growth;
+    if (r->nsites && room(g, r->nsites - 1) != 0)
+        return;
+    if (g->n == GS_GROWTH_SAMPLES)
+        halve(g);
+    unsigned k = g->n++;
+    g->time_ns[k] = time_ns;
+    g->step[k] = step;
+    for (size_t s = 0; s < r->nsites; s++)
+        g->live[s * GS_GROWTH_SAMPLES + k] = r->sites[s].live_bytes;
+    for (size_t s = r->nsites; s < g->nsites; s++)
+        g->live[s * GS_GROWTH_SAMPLES + k] = 0;
+}
+
+/* Forgets the samples (a new way of taking them begins). */
+static void restart(struct gs_growth *g, int by_steps, uint32_t label)
+{
+    g->n = 0;
+    g->by_steps = by_steps;
+    g->step_label = label;
+    g->steps = 0;
+    g->every = by_steps ? 1 : GS_GROWTH_WINDOW_NS;
+    g->next_ns = 0;
+}
+
+void gs_growth_before_event(struct gs_replay *r, uint64_t time_ns)
+{
+    struct gs_growth *g = &r->growth;
+    if (!g->enabled || g->by_steps)
+        return;
+    if (!g->every)
+        restart(g, 0, 0);
+    if (time_ns < g->next_ns)
+        return;
+    if (g->next_ns) /* the state as it stood when the window ended */
+        sample(r, g->next_ns, 0);
+    g->next_ns = (time_ns / g->every + 1) * g->every;
+}
+
+void gs_growth_on_mark(struct gs_replay *r, uint32_t label, uint64_t time_ns)
+{
+    struct gs_growth *g = &r->growth;
+    const struct gs_marks *m = &r->marks;
+    if (!g->enabled || label == GS_MARK_OTHER || label >= m->nlabels)
+        return;
+    if (!g->by_steps || (label != g->step_label &&
+                         m->labels[label].marks > m->labels[g->step_label].marks))
+        restart(g, 1, label); /* the first marks, or a label now marked more often */
+    if (label != g->step_label)
+        return;
+    if (g->steps++ % g->every == 0)
+        sample(r, time_ns, g->steps);
+}

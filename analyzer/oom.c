@@ -1,0 +1,82 @@
+/*
+ * oom.c - what a failed allocation found, taken in the replay's one pass
+ * when it failed (the first GS_POSTMORTEMS failures): the call sites
+ * holding most on its device, the sites that grew most over the last few
+ * growth samples (growth.c), and what its device's stream-ordered pools
+ * held beyond use. verdict.c judges it once the pass is done.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer.h"
+
+/* Keeps the k largest (value, site) pairs, largest first. */
+static void top_insert(uint32_t *sites, uint64_t *vals, uint64_t *counts, unsigned *n,
+                       uint32_t site, uint64_t val, uint64_t count)
+{
+    if (!val || (*n == GS_POSTMORTEM_SITES && val <= vals[*n - 1]))
+        return;
+    unsigned at = *n < GS_POSTMORTEM_SITES ? (*n)++ : GS_POSTMORTEM_SITES - 1;
+    while (at > 0 && vals[at - 1] < val) {
+        sites[at] = sites[at - 1];
+        vals[at] = vals[at - 1];
+        if (counts)
+            counts[at] = counts[at - 1];
+        at--;
+    }
+    sites[at] = site;
+    vals[at] = val;
+    if (counts)
+        counts[at] = count;
+}
+
+void gs_oom_on_failure(struct gs_replay *r, size_t idx)
+{
+    if (!r->growth.enabled || idx >= GS_POSTMORTEMS)
+        return;
+    if (!r->postmortems) {
+        r->postmortems = calloc(GS_POSTMORTEMS, sizeof *r->postmortems);
+        if (!r->postmortems)
+            return;
+    }
+    struct gs_postmortem *pm = &r->postmortems[idx];
+    const struct gs_failure *f = &r->failures[idx];
+    memset(pm, 0, sizeof *pm);
+    pm->present = 1;
+    for (size_t i = 0; i < r->npools; i++)
+        if ((f->device < 0 || r->pools[i].device == f->device) &&
+            r->pools[i].reserved > r->pools[i].used)
+            pm->pool_unused += r->pools[i].reserved - r->pools[i].used;
+
+    /* what each site held on its device */
+    uint64_t *bytes = calloc(r->nsites ? r->nsites : 1, 2 * sizeof *bytes);
+    if (bytes) {
+        uint64_t *count = bytes + r->nsites;
+        for (size_t i = 0; i < r->nallocs; i++) {
+            const struct gs_live_alloc *a = &r->allocs[i];
+            if (!gs_replay_slot_live(r, i) || a->kind != GS_KIND_DEVICE ||
+                (f->device >= 0 && a->device != f->device) || a->site >= r->nsites)
+                continue;
+            bytes[a->site] += a->size;
+            count[a->site]++;
+        }
+        for (size_t s = 0; s < r->nsites; s++)
+            top_insert(pm->held_site, pm->held_bytes, pm->held_count, &pm->nheld, (uint32_t)s,
+                       bytes[s], count[s]);
+        free(bytes);
+    }
+
+    /* what grew since the fourth sample back (all devices) */
+    const struct gs_growth *g = &r->growth;
+    if (!g->n)
+        return;
+    unsigned k0 = g->n > 4 ? g->n - 4 : 0;
+    pm->grew_from_ns = g->time_ns[k0];
+    pm->grew_from_step = g->step[k0];
+    pm->grew_by_steps = g->by_steps;
+    for (size_t s = 0; s < r->nsites && s < g->nsites; s++) {
+        uint64_t then = g->live[s * GS_GROWTH_SAMPLES + k0], now = r->sites[s].live_bytes;
+        if (r->sites[s].kind == GS_KIND_DEVICE && now > then)
+            top_insert(pm->grew_site, pm->grew_bytes, NULL, &pm->ngrew, (uint32_t)s, now - then, 0);
+    }
+}
