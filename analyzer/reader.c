@@ -410,6 +410,9 @@ static void header_record(uint8_t type, struct gs_cursor *c, struct gs_trace_inf
 static int read_header(struct file *f, struct gs_trace_info *info, uint64_t *body_start)
 {
     uint8_t pre[GS_PREAMBLE_LEN];
+    if (f->size == 0)
+        return fail(f, 0, "empty: nothing was recorded (a process killed as the shim began "
+                          "recording leaves its trace so)");
     if (f->size < GS_PREAMBLE_LEN || read_at(f, 0, pre, sizeof pre) != 0)
         return fail(f, 0, "too short to be a gpushim trace (%llu bytes)",
                     (unsigned long long)f->size);

@@ -181,7 +181,8 @@ def test_truncated_and_damaged_traces():
     eq(d["events"]["allocations"], 0, "events of a skipped block")
 
     # Files that are not traces at all: one line naming the file and offset.
-    for name, content, want in [("empty.trace", b"", "too short"),
+    for name, content, want in [("empty.trace", b"", "empty: nothing was recorded"),
+                                ("short.trace", data[:7], "too short"),
                                 ("text.trace", b"hello world, not a trace\n", "bad magic"),
                                 ("header.trace", data[:20], "header length"),
                                 ("crc.trace", data[:16] + bytes([data[16] ^ 1]) + data[17:],
