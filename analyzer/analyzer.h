@@ -424,6 +424,11 @@ struct gs_growth {
     unsigned n;          /* samples kept */
     uint64_t time_ns[GS_GROWTH_SAMPLES];
     uint64_t step[GS_GROWTH_SAMPLES]; /* by steps: the count of step marks then */
+    /* the two layers at each sample: blocks in segments (all devices), pools */
+    struct gs_layers {
+        uint64_t segment_bytes, block_bytes, largest_free;
+        uint64_t pool_reserved, pool_used;
+    } layers[GS_GROWTH_SAMPLES];
     uint64_t *live;      /* live[site * GS_GROWTH_SAMPLES + k]: site's live bytes at sample k */
     uint64_t *first_ns;  /* per site: the time of its first allocation (UINT64_MAX: none) */
     size_t nsites;       /* sites the arrays have room for */
@@ -472,6 +477,7 @@ struct gs_replay {
     uint64_t allocations, frees, failed, frees_unknown, frees_undone, refs;
     uint64_t last_time_ns;
     uint64_t live_bytes, peak_bytes, peak_time_ns, peak_epoch;
+    uint64_t rounding_live, rounding_at_peak; /* device bytes lost to the page size (below) */
     uint64_t nthreads_hint;
     struct gs_device_usage devices[GS_MAX_DEVICES + 1]; /* [GS_MAX_DEVICES]: unknown */
     struct gs_kind_usage kinds[GS_KIND_COUNT];
@@ -491,6 +497,16 @@ struct gs_replay {
     struct gs_growth growth;     /* growth.c: live bytes by site over the run */
     struct gs_postmortem *postmortems; /* oom.c: one per failure, the first GS_POSTMORTEMS */
 };
+
+/* What the device's page size adds to an allocation of size bytes: the
+ * driver maps device memory in 2 MiB pages, so one of 2 MiB or more takes
+ * whole pages; smaller ones share pages and count nothing (README.md,
+ * "Fragmentation"). */
+#define GS_DEVICE_PAGE (2ull << 20)
+static inline uint64_t gs_rounding_waste(uint64_t size)
+{
+    return size < GS_DEVICE_PAGE ? 0 : (GS_DEVICE_PAGE - size % GS_DEVICE_PAGE) % GS_DEVICE_PAGE;
+}
 
 void gs_replay_init(struct gs_replay *r);
 void gs_replay_free(struct gs_replay *r);

@@ -54,8 +54,12 @@ static const size_t totals[] = {
     offsetof(struct gs_replay, peak_pool_used),
     offsetof(struct gs_replay, failures_dropped),
     offsetof(struct gs_replay, nthreads_hint),
+    /* added after the first: a checkpoint may end before them (then 0) */
+    offsetof(struct gs_replay, rounding_live),
+    offsetof(struct gs_replay, rounding_at_peak),
 };
 #define NTOTALS (sizeof totals / sizeof totals[0])
+#define NTOTALS_FIRST 18 /* those every checkpoint has */
 
 static uint64_t *total(struct gs_replay *r, size_t i)
 {
@@ -560,9 +564,14 @@ static int32_t device(struct gs_cursor *c)
  * stacks stay. */
 static int load_begin(struct gs_replay *r, struct gs_cursor *c)
 {
-    uint64_t v[NTOTALS];
-    for (size_t i = 0; i < NTOTALS; i++)
+    uint64_t v[NTOTALS] = {0};
+    /* the later totals: all of them, or none (an older writer's) */
+    size_t n = c->p < c->end ? NTOTALS : NTOTALS_FIRST;
+    for (size_t i = 0; i < n; i++) {
         v[i] = u(c);
+        if (i + 1 == NTOTALS_FIRST && c->p == c->end)
+            n = NTOTALS_FIRST;
+    }
     if (c->bad)
         return -1;
     gs_replay_reset(r);

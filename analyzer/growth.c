@@ -1,6 +1,8 @@
 /*
  * growth.c - every call site's live device bytes over the run, sampled
- * within the one streaming pass of replay.c, for the leak suspects.
+ * within the one streaming pass of replay.c, for the leak suspects; and at
+ * the same moments the two layers of memory held (blocks in segments, the
+ * pools' reserved and used bytes), for fragmentation over time.
  *
  * A run that died mid-training leaves everything unfreed, so what is live
  * at the end says little. What does say something is the shape of each
@@ -75,6 +77,7 @@ static void halve(struct gs_growth *g)
     for (unsigned k = 0; k < keep; k++) {
         g->time_ns[k] = g->time_ns[2 * k + 1];
         g->step[k] = g->step[2 * k + 1];
+        g->layers[k] = g->layers[2 * k + 1];
     }
     for (size_t s = 0; s < g->nsites; s++) {
         uint64_t *v = g->live + s * GS_GROWTH_SAMPLES;
@@ -95,6 +98,13 @@ static void sample(struct gs_replay *r, uint64_t time_ns, uint64_t step)
     unsigned k = g->n++;
     g->time_ns[k] = time_ns;
     g->step[k] = step;
+    struct gs_frag f;
+    gs_blocks_fragmentation(r, GS_DEVICE_UNKNOWN, &f);
+    g->layers[k] = (struct gs_layers){.segment_bytes = f.segment_bytes,
+                                      .block_bytes = f.block_bytes,
+                                      .largest_free = f.largest_free,
+                                      .pool_reserved = r->pool_reserved,
+                                      .pool_used = r->pool_used};
     for (size_t s = 0; s < r->nsites; s++)
         g->live[s * GS_GROWTH_SAMPLES + k] = r->sites[s].live_bytes;
     for (size_t s = r->nsites; s < g->nsites; s++)

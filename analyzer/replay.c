@@ -394,6 +394,7 @@ static void add_live(struct gs_replay *r, const struct gs_live_alloc *a, uint64_
         return;
     d->present = 1;
     d->live_bytes += a->size;
+    r->rounding_live += gs_rounding_waste(a->size);
     if (d->live_bytes > d->peak_bytes) {
         d->peak_bytes = d->live_bytes;
         d->peak_time_ns = now;
@@ -405,6 +406,7 @@ static void add_live(struct gs_replay *r, const struct gs_live_alloc *a, uint64_
         r->peak_epoch++;
         r->peak_pool_reserved = r->pool_reserved;
         r->peak_pool_used = r->pool_used;
+        r->rounding_at_peak = r->rounding_live;
         gs_blocks_new_peak(r);
     }
     gs_timeline_note(&r->timeline, now, r->live_bytes);
@@ -424,6 +426,8 @@ static void remove_live(struct gs_replay *r, const struct gs_live_alloc *a)
         return;
     device_usage(r, a->device)->live_bytes -= a->size;
     r->live_bytes -= a->size;
+    uint64_t waste = gs_rounding_waste(a->size);
+    r->rounding_live -= waste < r->rounding_live ? waste : r->rounding_live;
     gs_timeline_note(&r->timeline, r->last_time_ns, r->live_bytes);
     gs_marks_device_removed(r, a->size);
     gs_blocks_after_remove(r, a);

@@ -405,13 +405,38 @@ static void frag_fields(struct gs_json *j, const struct gs_frag *f)
     gs_json_uint(j, "blocks_outside_segments_bytes", f->outside_bytes);
 }
 
+/* The two layers of memory held at each growth sample (growth.c). */
+static void over_time(struct gs_json *j, const struct gs_replay *r)
+{
+    const struct gs_growth *g = &r->growth;
+    gs_json_begin_array(j, "over_time");
+    for (unsigned k = 0; k < g->n; k++) {
+        const struct gs_layers *l = &g->layers[k];
+        struct gs_frag f = {.segment_bytes = l->segment_bytes, .block_bytes = l->block_bytes,
+                            .largest_free = l->largest_free};
+        uint64_t free_bytes = frag_free(&f);
+        gs_json_begin_object(j, NULL);
+        gs_json_uint(j, "time_ns", g->time_ns[k]);
+        if (g->by_steps)
+            gs_json_uint(j, "step", g->step[k]);
+        else
+            gs_json_null(j, "step");
+        gs_json_uint(j, "segment_bytes", l->segment_bytes);
+        gs_json_uint(j, "block_bytes", l->block_bytes);
+        gs_json_uint(j, "free_bytes", free_bytes);
+        gs_json_uint(j, "largest_free_bytes", l->largest_free);
+        gs_json_double(j, "fragmentation",
+                       free_bytes ? 1.0 - (double)l->largest_free / (double)free_bytes : 0.0);
+        gs_json_uint(j, "pool_reserved_bytes", l->pool_reserved);
+        gs_json_uint(j, "pool_used_bytes", l->pool_used);
+        gs_json_end_object(j);
+    }
+    gs_json_end_array(j);
+}
+
 static void fragmentation(struct gs_json *j, const struct gs_replay *r)
 {
     const struct gs_blocks *b = &r->blocks;
-    if (!b->seen) {
-        gs_json_null(j, "fragmentation");
-        return;
-    }
     gs_json_begin_object(j, "fragmentation");
     if (b->at_peak.present) {
         gs_json_begin_object(j, "at_peak");
@@ -421,7 +446,7 @@ static void fragmentation(struct gs_json *j, const struct gs_replay *r)
         gs_json_null(j, "at_peak");
     }
     gs_json_begin_array(j, "at_failures");
-    for (size_t i = 0; i < r->nfailures && i < b->at_failure_cap; i++) {
+    for (size_t i = 0; b->seen && i < r->nfailures && i < b->at_failure_cap; i++) {
         const struct gs_frag *f = &b->at_failure[i];
         if (!f->present)
             continue;
@@ -435,6 +460,18 @@ static void fragmentation(struct gs_json *j, const struct gs_replay *r)
         gs_json_end_object(j);
     }
     gs_json_end_array(j);
+    over_time(j, r);
+    gs_json_begin_object(j, "pools_at_peak");
+    gs_json_uint(j, "reserved_bytes", r->peak_pool_reserved);
+    gs_json_uint(j, "used_bytes", r->peak_pool_used);
+    gs_json_uint(j, "free_bytes", r->peak_pool_reserved > r->peak_pool_used
+                                      ? r->peak_pool_reserved - r->peak_pool_used : 0);
+    gs_json_end_object(j);
+    gs_json_begin_object(j, "rounding");
+    gs_json_uint(j, "page_bytes", GS_DEVICE_PAGE);
+    gs_json_uint(j, "waste_bytes_at_peak", r->rounding_at_peak);
+    gs_json_uint(j, "waste_bytes_at_end", r->rounding_live);
+    gs_json_end_object(j);
     gs_json_end_object(j);
 }
 

@@ -260,6 +260,10 @@ static void devices(const struct gs_report *rep, FILE *out)
                     gs_cards[fit - 1].name);
         fputc('\n', out);
     }
+    if (r->rounding_at_peak)
+        fprintf(out, "  pages     %s more at the peak: sizes rounded up to whole %s pages\n",
+                gs_human_bytes(r->rounding_at_peak, a, sizeof a),
+                gs_human_bytes(GS_DEVICE_PAGE, b, sizeof b));
     static const char *const labels[GS_KIND_COUNT] = {
         [GS_KIND_MANAGED] = "managed memory", [GS_KIND_HOST_PINNED] = "pinned host memory",
         [GS_KIND_ARRAY] = "CUDA arrays", [GS_KIND_IMPORTED] = "imported from other processes",

@@ -98,7 +98,8 @@ def test_marks_split_the_run_into_steps():
     eq(fn_line(ep["frames"])[0], ("main", "drv_api_steps.c", 54), "the epoch's call site")
     eq(d["mark_counts"], {"marks": 6, "marks_listed": 6, "steps": 4, "steps_listed": 4,
                           "labels": 2, "marks_of_labels_not_followed": 0}, "mark counts")
-    eq((d["blocks"], d["fragmentation"]), (None, None), "no blocks")
+    eq((d["blocks"], d["fragmentation"]["at_peak"], d["fragmentation"]["at_failures"]),
+       (None, None, []), "no blocks")
     eq(d["trace"]["complete"], True, "complete")
     text = report(trace).stdout
     for want in ["Marks: 6 marks of 2 labels",

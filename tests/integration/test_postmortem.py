@@ -119,12 +119,34 @@ def test_oom_verdict_fragmentation():
     f = only_failure(j)
     v = f["verdict"]
     eq((v["cause"], v["held_free_bytes"], v["largest_held_free_bytes"], v["fits_in_held_free"]),
-       ("fragmentation", 8 * MiB, 4 * MiB, True), "8 MiB free in the arena, in two 4 MiB gaps")
-    eq(v["shortfall_bytes"], 5 * MiB, "6 MiB asked of 1 MiB free")
-    eq(v["sentence"], "Fragmentation: the process held 8.00 MiB free inside its own allocations, "
-       "enough for the 6.00 MiB request, but its largest free piece was 4.00 MiB.", "sentence")
+       ("fragmentation", 9 * MiB, 5 * MiB, True), "9 MiB free in the arena, at most 5 in one gap")
+    eq(v["shortfall_bytes"], 6 * MiB, "6 MiB asked of none free")
+    eq(v["sentence"], "Fragmentation: the process held 9.00 MiB free inside its own allocations, "
+       "enough for the 6.00 MiB request, but its largest free piece was 5.00 MiB.", "sentence")
     eq([(fn(s), s["bytes"]) for s in f["postmortem"]["held"]][:2],
-       [("make_arena", 16 * MiB), ("load_weights", 8 * MiB)], "the arena holds most")
+       [("make_arena", 17 * MiB), ("load_weights", 8 * MiB)], "the arena holds most")
+
+
+def test_fragmentation_over_time_and_page_rounding():
+    trace, j = growth_run("marks", "frag")
+    fr = j["fragmentation"]
+    over = fr["over_time"]
+    eq(len(over), 14, "a sample at each of the 14 step marks")
+    eq([x["step"] for x in over], list(range(1, 15)), "their steps")
+    eq([(x["segment_bytes"], x["free_bytes"]) for x in over[:13]], [(0, 0)] * 13,
+       "no blocks during training")
+    last = over[13]
+    eq((last["segment_bytes"], last["block_bytes"], last["free_bytes"],
+        last["largest_free_bytes"], last["fragmentation"]),
+       (17 * MiB, 8 * MiB, 9 * MiB, 5 * MiB, round(1 - 5 / 9, 6)), "the arena at the last mark")
+    eq((last["pool_reserved_bytes"], last["pool_used_bytes"]), (0, 0), "no pools")
+    eq(fr["rounding"], {"page_bytes": 2 * MiB, "waste_bytes_at_peak": 1 * MiB,
+                        "waste_bytes_at_end": 0},
+       "the 17 MiB arena takes 18 MiB of pages at the peak; all freed at the end")
+    eq(fr["pools_at_peak"], {"reserved_bytes": 0, "used_bytes": 0, "free_bytes": 0}, "no pools")
+    text = report(trace).stdout
+    check("  pages     1.00 MiB more at the peak: sizes rounded up to whole 2.00 MiB pages\n" in text,
+          f"the rounding in the text: {text}")
 
 
 def test_postmortem_survives_a_death_and_the_demo_names_the_leak():

@@ -27,10 +27,12 @@
  *   large   SIMCUDA_MEMORY=24M: 16 MiB asked, 9 MiB free: 7 MiB short
  *   other   SIMCUDA_MEMORY=36M SIMCUDA_OTHER=12M: 16 MiB asked, 9 MiB free:
  *           7 MiB short, 12 MiB held by others
- *   frag    SIMCUDA_MEMORY=32M: make_arena takes a 16 MiB segment and gives
- *           four 4 MiB blocks of it (gpushim_block_alloc), takes back the
- *           second and the fourth: 8 MiB free in it, at most 4 MiB in one
- *           piece; then 6 MiB asked, 1 MiB free
+ *   frag    SIMCUDA_MEMORY=32M: make_arena takes a 17 MiB segment (1 MiB
+ *           past a 2 MiB page: 1 MiB of rounding) and gives four 4 MiB
+ *           blocks of it (gpushim_block_alloc), takes back the second and
+ *           the fourth: 9 MiB free in it, at most 5 MiB in one piece (the
+ *           fourth block's and the tail); mark "step" (MODE "marks"); then
+ *           6 MiB asked, 0 free
  *   none    nothing more
  * The failure is CUDA_ERROR_OUT_OF_MEMORY; everything is then freed.
  */
@@ -76,7 +78,7 @@ NOINLINE static void train_step(int step)
 
 NOINLINE static void make_arena(void)
 {
-    EXPECT(cuMemAlloc_v2(&arena, 16 * MiB), 0);
+    EXPECT(cuMemAlloc_v2(&arena, 17 * MiB), 0);
     for (int i = 0; i < 4; i++)
         gpushim_block_alloc((void *)(arena + (gs_cudeviceptr)i * 4 * MiB), 4 * MiB);
     gpushim_block_free((void *)(arena + 4 * MiB));
@@ -110,6 +112,8 @@ int main(int argc, char **argv)
         last_request(16 * MiB);
     else if (!strcmp(cause, "frag")) {
         make_arena();
+        if (marks)
+            gpushim_mark("step");
         last_request(6 * MiB);
     }
     if (arena) {
