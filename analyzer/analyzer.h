@@ -739,4 +739,21 @@ size_t gs_pb_begin(struct gs_pb *b, unsigned field);
 void gs_pb_end(struct gs_pb *b, size_t start);
 void gs_pb_free(struct gs_pb *b);
 
+/* ---- sites.c, for export_pprof.c ---- */
+/* What gs_rank_sites merges sites by: stacks with the same key are one site. */
+uint64_t gs_site_key(const struct gs_replay *r, struct gs_symbolizer *sym,
+                     enum gs_stack_view view, uint32_t stack_id);
+
+/* ---- export_pprof.c: gpushim export --format=pprof ---- */
+/* What inuse_space and inuse_objects count. */
+enum gs_pprof_inuse {
+    GS_PPROF_INUSE_END = 0, /* live at the end of the trace: never freed (default) */
+    GS_PPROF_INUSE_PEAK,    /* live at the process's device peak */
+};
+/* Writes the device call sites as a gzipped pprof profile (profile.proto)
+ * to out. Returns 0, or -1 with a one-line message in err when memory ran
+ * out or zlib failed (nothing written then). */
+int gs_export_pprof(FILE *out, const struct gs_report *rep, enum gs_pprof_inuse inuse,
+                    char *err, size_t errsz);
+
 #endif

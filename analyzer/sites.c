@@ -89,8 +89,8 @@ static void hash_frame(void *ctx, const struct gs_frame *f, unsigned index)
  * stacks that differ only in return addresses of the same lines (an
  * unrolled loop) are one site. Merged, what the stack says of Python counts
  * too: a thread without the GIL is not one with it. */
-static uint64_t site_key(const struct gs_replay *r, struct gs_symbolizer *sym,
-                         enum gs_stack_view view, uint32_t stack_id)
+uint64_t gs_site_key(const struct gs_replay *r, struct gs_symbolizer *sym,
+                     enum gs_stack_view view, uint32_t stack_id)
 {
     uint64_t h = 0x9e3779b97f4a7c15ull;
     if (!gs_site_frames(r, sym, stack_id, view, UINT32_MAX, hash_frame, &h))
@@ -143,7 +143,7 @@ static size_t rank(const struct gs_replay *r, struct gs_symbolizer *sym, int blo
         }
         if (!count)
             continue;
-        uint64_t key = site_key(r, sym, view, s->stack_id), at;
+        uint64_t key = gs_site_key(r, sym, view, s->stack_id), at;
         if (gs_idmap_get(merged, key, &at) != 0) {
             at = n++;
             sites[at].stack_id = s->stack_id;
@@ -212,15 +212,19 @@ static void native_frames(const struct gs_replay *r, struct gs_symbolizer *sym,
     for (unsigned i = first_own_frame(r, st, n); i < n; i++) {
         const struct gs_module *m = gs_replay_module_at(r, st->pcs[i]);
         if (!m) {
-            struct gs_frame f = {.module = "?", .pc = st->pcs[i]};
+            struct gs_frame f = {.module = "?", .pc = st->pcs[i], .stack_index = i};
             frame_add(out, &f);
             continue;
         }
         const struct gs_frame *frames;
         int nf = gs_sym_resolve(sym, m->id, st->pcs[i], &frames);
-        for (int k = 0; k < nf; k++)
-            if (!plumbing(frames[k].function))
-                frame_add(out, &frames[k]);
+        for (int k = 0; k < nf; k++) {
+            if (plumbing(frames[k].function))
+                continue;
+            struct gs_frame f = frames[k];
+            f.stack_index = i;
+            frame_add(out, &f);
+        }
     }
 }
 
@@ -259,6 +263,7 @@ unsigned gs_site_frames(const struct gs_replay *r, struct gs_symbolizer *sym, ui
             continue; /* a marker, or a native pc where none belongs */
         struct gs_frame f;
         gs_py_frame(r, st->pcs[i], &f);
+        f.stack_index = i;
         frame_add(&py, &f);
     }
     const struct gs_frame *show = native.f;
