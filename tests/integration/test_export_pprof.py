@@ -427,3 +427,33 @@ def test_pprof_usage():
     help_text = subprocess.run([E.gpushim, "export", "--help"], capture_output=True,
                                text=True).stdout
     check("pprof" in help_text and "inuse_space" in help_text, "--help names pprof")
+
+
+def test_pprof_of_damaged_traces():
+    # A trace cut anywhere, or with bytes flipped: a valid profile of what
+    # could be read, or exit status 1 with a one-line message; never more.
+    trace = one_trace(run([E.prog("drv_schedule")]))
+    data = open(trace, "rb").read()
+    d = tempfile.mkdtemp(prefix="gpushim-pprof-")
+    cuts = sorted({0, 8, 16, 40, len(data) // 3, len(data) // 2, len(data) - 20, len(data) - 1})
+    flips = [(at, bytes([data[at] ^ 0xff])) for at in range(60, len(data), max(1, len(data) // 12))]
+    cases = [(f"cut{n}", data[:n]) for n in cuts] + \
+            [(f"flip{at}", data[:at] + b + data[at + 1:]) for at, b in flips]
+    written = 0
+    for name, content in cases:
+        path = os.path.join(d, name + ".trace")
+        open(path, "wb").write(content)
+        out = path + ".pb.gz"
+        p = subprocess.run([E.gpushim, "export", "-f", "pprof", "-o", out, path],
+                           capture_output=True, text=True, timeout=60)
+        check(p.returncode in (0, 1), f"{name}: status {p.returncode}: {p.stderr}")
+        if p.returncode == 1:
+            check(p.stderr.startswith("gpushim export: ") and p.stderr.count("\n") == 1,
+                  f"{name}: one line: {p.stderr!r}")
+            continue
+        written += 1
+        prof = check_rules(decode(out))
+        for s in prof["sample"]:
+            check(s["value"][0] <= s["value"][2] or s["value"][2] == 0,
+                  f"{name}: no more in use than allocated: {s['value']}")
+    check(written > 0, "some of them are read")
