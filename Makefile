@@ -9,7 +9,8 @@
 #   make install       PREFIX=/usr/local (bin/gpushim, lib/libgpushim.so)
 #
 # Builds with gcc or clang (make CC=clang). Needs zlib and elfutils' libdw;
-# tests need Criterion and python3. No CUDA headers or libraries are needed.
+# tests need Criterion and python3, and go (go tool pprof) where installed
+# (make test installs it). No CUDA headers or libraries are needed.
 
 CC ?= cc
 BUILD ?= build
@@ -36,7 +37,7 @@ UNIT_DEPS := shim/encode.c shim/ring.c shim/stacks.c shim/tracefile.c shim/confi
              analyzer/reader.c analyzer/recover.c analyzer/replay.c analyzer/idmap.c \
              analyzer/json.c analyzer/checkpoint.c analyzer/pyframes.c analyzer/marks.c \
              analyzer/blocks.c analyzer/ordmap.c analyzer/timeline.c analyzer/growth.c \
-             analyzer/oom.c
+             analyzer/oom.c analyzer/protobuf.c
 
 # The shim also runs the analyzer's replay, as the model behind GPUSHIM_MAX_BYTES.
 SHIM_OBJ := $(SHIM_SRC:%.c=$(BUILD)/obj/pic/%.o) \
@@ -47,7 +48,7 @@ UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_DEPS:%.c=$(BUILD)/obj/%.o)
 PROGS := $(PROG_SRC:tests/progs/%.c=$(BUILD)/progs/%)
 SIM := $(BUILD)/sim/libcuda.so.1 $(BUILD)/sim/libcudart.so.13
 
-.PHONY: all deps test check unit integration demo bench bench-python install uninstall clean sim progs
+.PHONY: all deps test-deps test check unit integration demo bench bench-python install uninstall clean sim progs
 all: $(BUILD)/libgpushim.so $(BUILD)/gpushim
 
 $(BUILD)/obj/pic/%.o: %.c
@@ -153,9 +154,12 @@ check: $(BUILD)/abi_check.ok unit integration
 
 deps:
 	@sh scripts/install-deps.sh
+# and what only the tests use (scripts/install-deps.sh says what)
+test-deps:
+	@sh scripts/install-deps.sh test
 
 # gcc, then gcc with AddressSanitizer and UBSan, then clang where installed.
-test: deps
+test: test-deps
 	$(MAKE) check
 	$(MAKE) check SAN=1 BUILD=build/san
 	@if command -v clang >/dev/null; then $(MAKE) check CC=clang BUILD=build/clang; \

@@ -683,7 +683,8 @@ unsigned gs_site_frames(const struct gs_replay *r, struct gs_symbolizer *sym, ui
                         enum gs_stack_view view, unsigned max, gs_frame_fn fn, void *ctx);
 /* What the stack says of Python (GS_PY_NONE for an unknown stack). */
 enum gs_py_state gs_site_python(const struct gs_replay *r, uint32_t stack_id);
-/* What identifies a site as reports merge them (its source frames). */
+/* What gs_rank_sites merges sites by: stacks with the same key are one site
+ * (their source frames). */
 uint64_t gs_site_key(const struct gs_replay *r, struct gs_symbolizer *sym,
                      enum gs_stack_view view, uint32_t stack_id);
 /* A frame in a few words: "function (file.c:12)", "function", or
@@ -843,5 +844,38 @@ int gs_idmap_get(const struct gs_idmap *m, uint64_t key, uint64_t *value);
 int gs_idmap_put(struct gs_idmap *m, uint64_t key, uint64_t value); /* 0, or -1 on no memory */
 int gs_idmap_del(struct gs_idmap *m, uint64_t key);                 /* 0 when it was there */
 size_t gs_idmap_count(const struct gs_idmap *m);
+
+/* ---- protobuf.c: the protocol buffer wire format, written ---- */
+struct gs_pb {
+    uint8_t *buf;
+    size_t len, cap;
+    int failed; /* memory ran out: the rest was not written */
+};
+/* A bare varint (the elements of a packed run). */
+void gs_pb_varint(struct gs_pb *b, uint64_t v);
+/* Scalar fields (wire type 0), left out when 0 (proto3's default). */
+void gs_pb_uint(struct gs_pb *b, unsigned field, uint64_t v);
+void gs_pb_int(struct gs_pb *b, unsigned field, int64_t v);
+void gs_pb_bool(struct gs_pb *b, unsigned field, int v);
+/* Length-delimited fields (wire type 2), always written, empty ones too. */
+void gs_pb_bytes(struct gs_pb *b, unsigned field, const void *data, size_t len);
+void gs_pb_string(struct gs_pb *b, unsigned field, const char *s); /* NULL: "" */
+/* A nested message or a packed repeated field: begin writes its key and
+ * returns where its contents start; end puts their length in front. */
+size_t gs_pb_begin(struct gs_pb *b, unsigned field);
+void gs_pb_end(struct gs_pb *b, size_t start);
+void gs_pb_free(struct gs_pb *b);
+
+/* ---- export_pprof.c: gpushim export --format=pprof ---- */
+/* What inuse_space and inuse_objects count. */
+enum gs_pprof_inuse {
+    GS_PPROF_INUSE_END = 0, /* live at the end of the trace: never freed (default) */
+    GS_PPROF_INUSE_PEAK,    /* live at the process's device peak */
+};
+/* Writes the device call sites as a gzipped pprof profile (profile.proto)
+ * to out. Returns 0, or -1 with a one-line message in err when memory ran
+ * out or zlib failed (nothing written then). */
+int gs_export_pprof(FILE *out, const struct gs_report *rep, enum gs_pprof_inuse inuse,
+                    char *err, size_t errsz);
 
 #endif

@@ -3,7 +3,8 @@
  * read. json is the report's JSON; folded is one line per call site,
  * "outermost;...;innermost bytes", which flamegraph.pl, inferno and
  * speedscope draw as a flame graph of what held memory at the peak, what
- * was never freed, or what was allocated over the run (--metric).
+ * was never freed, or what was allocated over the run (--metric); pprof
+ * is a gzipped profile.proto (export_pprof.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analyzer.h"
 #include "symbolize.h"
@@ -25,13 +27,19 @@ static const char usage_export[] =
     "  folded    folded stacks for flame graphs (flamegraph.pl, inferno,\n"
     "            speedscope): a line per call site, its frames outermost\n"
     "            first joined by ';', a space, and its bytes\n"
+    "  pprof     a gzipped pprof profile (go tool pprof, speedscope): a\n"
+    "            sample per call site with inuse_space, inuse_objects\n"
+    "            (never freed, or at the peak with --metric=peak),\n"
+    "            alloc_space and alloc_objects (all the run allocated)\n"
     "\n"
     "options:\n"
-    "  -f, --format FMT    json or folded (required)\n"
-    "  -o, --output FILE   write there instead of standard output\n"
+    "  -f, --format FMT    json, folded or pprof (required)\n"
+    "  -o, --output FILE   write there instead of standard output (pprof is\n"
+    "                      binary: never written to a terminal)\n"
     "  --metric M          folded: peak (device memory live at the peak,\n"
     "                      default), leaked (never freed), or allocated (all\n"
-    "                      bytes allocated over the run)\n"
+    "                      bytes allocated over the run); pprof: what inuse_*\n"
+    "                      count, leaked (live at the end, default) or peak\n"
     "  --native            native stacks alone (no Python frames)\n"
     "  -h, --help          this text\n"
     "\n"
@@ -102,6 +110,7 @@ int gs_cmd_export(int argc, char **argv)
                                              {NULL, 0, NULL, 0}};
     const char *format = NULL, *output = NULL;
     enum gs_site_metric metric = GS_METRIC_PEAK;
+    int metric_given = 0;
     struct gs_report_options opt = {.top = UINT32_MAX, .frames = UINT32_MAX};
     int c;
     optind = 1;
@@ -110,6 +119,7 @@ int gs_cmd_export(int argc, char **argv)
         case 'f': format = optarg; break;
         case 'o': output = optarg; break;
         case 'm':
+            metric_given = 1;
             if (!strcmp(optarg, "peak"))
                 metric = GS_METRIC_PEAK;
             else if (!strcmp(optarg, "leaked"))
@@ -127,10 +137,17 @@ int gs_cmd_export(int argc, char **argv)
         default: fputs("Try 'gpushim export --help'.\n", stderr); return 2;
         }
     }
-    if (!format || (strcmp(format, "json") && strcmp(format, "folded"))) {
+    if (!format || (strcmp(format, "json") && strcmp(format, "folded") && strcmp(format, "pprof"))) {
         fprintf(stderr, "gpushim export: %s%s%s\nTry 'gpushim export --help'.\n",
-                format ? "no format '" : "which format? (--format=json or --format=folded)",
-                format ? format : "", format ? "' (json or folded)" : "");
+                format ? "no format '" : "which format? (--format=json, folded or pprof)",
+                format ? format : "", format ? "' (json, folded or pprof)" : "");
+        return 2;
+    }
+    int pprof = !strcmp(format, "pprof");
+    if (pprof && metric_given && metric == GS_METRIC_ALLOCATED) {
+        fputs("gpushim export: --metric for pprof is leaked or peak (what inuse_* count; "
+              "alloc_* are always there)\n",
+              stderr);
         return 2;
     }
     if (argc - optind != 1) {
@@ -139,6 +156,12 @@ int gs_cmd_export(int argc, char **argv)
         return 2;
     }
     const char *path = argv[optind];
+    if (pprof && !output && isatty(STDOUT_FILENO)) {
+        fputs("gpushim export: pprof is binary (gzipped protobuf); not writing it to a "
+              "terminal: give -o FILE or redirect the output\n",
+              stderr);
+        return 2;
+    }
     struct gs_loaded l;
     if (gs_load("export", path, &l) != 0)
         return 1;
@@ -150,12 +173,23 @@ int gs_cmd_export(int argc, char **argv)
     }
     struct gs_report rep = {.path = path, .info = &l.info, .stats = &l.st, .replay = &l.r,
                             .sym = l.sym, .opt = &opt};
+    char err[256];
+    int built = 0;
     if (!strcmp(format, "json"))
         gs_report_json(out, &rep);
+    else if (pprof)
+        built = gs_export_pprof(out, &rep,
+                                metric_given && metric == GS_METRIC_PEAK ? GS_PPROF_INUSE_PEAK
+                                                                         : GS_PPROF_INUSE_END,
+                                err, sizeof err);
     else
         gs_export_folded(out, &rep, metric);
     int failed = ferror(out) | (output ? fclose(out) : fflush(out));
     gs_loaded_free(&l);
+    if (built != 0) {
+        fprintf(stderr, "gpushim export: %s\n", err);
+        return 1;
+    }
     if (failed) {
         fprintf(stderr, "gpushim export: cannot write %s\n", output ? output : "the output");
         return 1;

@@ -214,15 +214,19 @@ static void native_frames(const struct gs_replay *r, struct gs_symbolizer *sym,
     for (unsigned i = first_own_frame(r, st, n); i < n; i++) {
         const struct gs_module *m = gs_replay_module_at(r, st->pcs[i]);
         if (!m) {
-            struct gs_frame f = {.module = "?", .pc = st->pcs[i]};
+            struct gs_frame f = {.module = "?", .pc = st->pcs[i], .stack_index = i};
             frame_add(out, &f);
             continue;
         }
         const struct gs_frame *frames;
         int nf = gs_sym_resolve(sym, m->id, st->pcs[i], &frames);
-        for (int k = 0; k < nf; k++)
-            if (!plumbing(frames[k].function))
-                frame_add(out, &frames[k]);
+        for (int k = 0; k < nf; k++) {
+            if (plumbing(frames[k].function))
+                continue;
+            struct gs_frame f = frames[k];
+            f.stack_index = i;
+            frame_add(out, &f);
+        }
     }
 }
 
@@ -261,6 +265,7 @@ unsigned gs_site_frames(const struct gs_replay *r, struct gs_symbolizer *sym, ui
             continue; /* a marker, or a native pc where none belongs */
         struct gs_frame f;
         gs_py_frame(r, st->pcs[i], &f);
+        f.stack_index = i;
         frame_add(&py, &f);
     }
     const struct gs_frame *show = native.f;

@@ -26,6 +26,8 @@ struct gs_frame {
                            * module id is unknown); NULL for a Python frame */
     uint64_t pc;          /* the recorded address (a Python pc for a Python frame) */
     int python;           /* a Python frame (sites.c makes them; never the symbolizer) */
+    unsigned stack_index; /* sites.c: the index in its stack of the pc it stands for;
+                           * frames inlined at one pc share it (0 from the symbolizer) */
 };
 
 struct gs_symbolizer;

@@ -3,10 +3,15 @@
 #   build:  a C compiler, make, zlib, elfutils' libdw
 #   run:    libunwind (opened at run time for call stacks)
 #   tests:  Criterion, python3
+# With the argument "test" (make test), also what only the tests use: the
+# tools that read gpushim's exports, which the tests check them with.
 # As root with apt-get, missing packages are installed; otherwise the exact
 # command to install them is printed and the script fails.
 set -eu
 need="make gcc zlib1g-dev libdw-dev libelf-dev libunwind8 libcriterion-dev python3"
+# Only for the tests: golang-go for `go tool pprof` (export --format=pprof).
+test_only="golang-go"
+[ "${1:-}" = test ] && need="$need $test_only"
 missing=""
 for p in $need; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
