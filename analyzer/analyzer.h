@@ -448,6 +448,8 @@ struct gs_replay {
     struct gs_marks marks;   /* marks.c */
     struct gs_blocks blocks; /* blocks.c */
     struct gs_timeline timeline; /* timeline.c: device memory over time */
+    struct gs_timeline *device_timelines[GS_MAX_DEVICES + 1]; /* the same per device, made
+                                                              * on its first change */
 };
 
 void gs_replay_init(struct gs_replay *r);
@@ -717,5 +719,19 @@ int gs_idmap_get(const struct gs_idmap *m, uint64_t key, uint64_t *value);
 int gs_idmap_put(struct gs_idmap *m, uint64_t key, uint64_t value); /* 0, or -1 on no memory */
 int gs_idmap_del(struct gs_idmap *m, uint64_t key);                 /* 0 when it was there */
 size_t gs_idmap_count(const struct gs_idmap *m);
+
+/* ---- timeline.c: per device, and as charts read it ---- */
+/* Device memory of one device (index as gs_replay.devices) changed: its
+ * timeline, made on the first change (none if there is no memory). */
+void gs_timeline_device_note(struct gs_replay *r, unsigned device_index, uint64_t time_ns,
+                             uint64_t live_bytes);
+void gs_timelines_free(struct gs_replay *r);
+/* The common bucket width and count of a report: the widest timeline's. */
+void gs_timeline_span(const struct gs_replay *r, uint64_t *width_ns, unsigned *n);
+/* src's buckets merged up to width_ns (a power-of-two multiple of its own)
+ * and carried to n buckets with the value its last change left; a NULL src
+ * reads as no memory at any time. */
+void gs_timeline_aligned(const struct gs_timeline *src, uint64_t width_ns, unsigned n,
+                         struct gs_timeline *out);
 
 #endif

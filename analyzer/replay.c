@@ -164,6 +164,7 @@ static void free_state(struct gs_replay *r)
     gs_idmap_free(r->sites_by_key);
     gs_marks_free(&r->marks);
     gs_blocks_free(&r->blocks);
+    gs_timelines_free(r);
 }
 
 void gs_replay_init(struct gs_replay *r)
@@ -405,6 +406,7 @@ static void add_live(struct gs_replay *r, const struct gs_live_alloc *a, uint64_
         gs_blocks_new_peak(r);
     }
     gs_timeline_note(&r->timeline, now, r->live_bytes);
+    gs_timeline_device_note(r, (unsigned)(d - r->devices), now, d->live_bytes);
     gs_marks_device_added(r, a->size);
     gs_blocks_after_add(r, a);
 }
@@ -419,9 +421,11 @@ static void remove_live(struct gs_replay *r, const struct gs_live_alloc *a)
     r->kinds[a->kind].live_bytes -= a->size;
     if (a->kind != GS_KIND_DEVICE)
         return;
-    device_usage(r, a->device)->live_bytes -= a->size;
+    struct gs_device_usage *d = device_usage(r, a->device);
+    d->live_bytes -= a->size;
     r->live_bytes -= a->size;
     gs_timeline_note(&r->timeline, r->last_time_ns, r->live_bytes);
+    gs_timeline_device_note(r, (unsigned)(d - r->devices), r->last_time_ns, d->live_bytes);
     gs_marks_device_removed(r, a->size);
     gs_blocks_after_remove(r, a);
 }
