@@ -9,7 +9,8 @@
 #   make install       PREFIX=/usr/local (bin/gpushim, lib/libgpushim.so)
 #
 # Builds with gcc or clang (make CC=clang). Needs zlib and elfutils' libdw;
-# tests need Criterion and python3. No CUDA headers or libraries are needed.
+# tests need Criterion and python3 (and chromium for the HTML export's rendering
+# test: make test installs it). No CUDA headers or libraries are needed.
 
 CC ?= cc
 BUILD ?= build
@@ -46,7 +47,7 @@ UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_DEPS:%.c=$(BUILD)/obj/%.o)
 PROGS := $(PROG_SRC:tests/progs/%.c=$(BUILD)/progs/%)
 SIM := $(BUILD)/sim/libcuda.so.1 $(BUILD)/sim/libcudart.so.13
 
-.PHONY: all deps test check unit integration demo bench bench-python install uninstall clean sim progs
+.PHONY: all deps test-deps test check unit integration demo bench bench-python install uninstall clean sim progs
 all: $(BUILD)/libgpushim.so $(BUILD)/gpushim
 
 $(BUILD)/obj/pic/%.o: %.c
@@ -153,8 +154,11 @@ check: $(BUILD)/abi_check.ok unit integration
 deps:
 	@sh scripts/install-deps.sh
 
+test-deps:
+	@sh scripts/install-deps.sh test
+
 # gcc, then gcc with AddressSanitizer and UBSan, then clang where installed.
-test: deps
+test: test-deps
 	$(MAKE) check
 	$(MAKE) check SAN=1 BUILD=build/san
 	@if command -v clang >/dev/null; then $(MAKE) check CC=clang BUILD=build/clang; \

@@ -3,7 +3,8 @@
  * read. json is the report's JSON; folded is one line per call site,
  * "outermost;...;innermost bytes", which flamegraph.pl, inferno and
  * speedscope draw as a flame graph of what held memory at the peak, what
- * was never freed, or what was allocated over the run (--metric).
+ * was never freed, or what was allocated over the run (--metric); html is
+ * a page for a browser (export_html.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -25,9 +26,13 @@ static const char usage_export[] =
     "  folded    folded stacks for flame graphs (flamegraph.pl, inferno,\n"
     "            speedscope): a line per call site, its frames outermost\n"
     "            first joined by ';', a space, and its bytes\n"
+    "  html      one self-contained page for a browser (nothing loaded from\n"
+    "            the network): the summary, a chart of memory over time per\n"
+    "            device, sortable tables of the sites at the peak, the sites\n"
+    "            never freed and the failed allocations\n"
     "\n"
     "options:\n"
-    "  -f, --format FMT    json or folded (required)\n"
+    "  -f, --format FMT    json, folded or html (required)\n"
     "  -o, --output FILE   write there instead of standard output\n"
     "  --metric M          folded: peak (device memory live at the peak,\n"
     "                      default), leaked (never freed), or allocated (all\n"
@@ -135,10 +140,10 @@ int gs_cmd_export(int argc, char **argv)
         default: fputs("Try 'gpushim export --help'.\n", stderr); return 2;
         }
     }
-    if (!format || (strcmp(format, "json") && strcmp(format, "folded"))) {
+    if (!format || (strcmp(format, "json") && strcmp(format, "folded") && strcmp(format, "html"))) {
         fprintf(stderr, "gpushim export: %s%s%s\nTry 'gpushim export --help'.\n",
-                format ? "no format '" : "which format? (--format=json or --format=folded)",
-                format ? format : "", format ? "' (json or folded)" : "");
+                format ? "no format '" : "which format? (--format=json, folded or html)",
+                format ? format : "", format ? "' (json, folded or html)" : "");
         return 2;
     }
     if (argc - optind != 1) {
@@ -160,6 +165,8 @@ int gs_cmd_export(int argc, char **argv)
                             .sym = l.sym, .opt = &opt};
     if (!strcmp(format, "json"))
         gs_report_json(out, &rep);
+    else if (!strcmp(format, "html"))
+        gs_export_html(out, &rep);
     else
         gs_export_folded(out, &rep, metric);
     int failed = ferror(out) | (output ? fclose(out) : fflush(out));

@@ -3,10 +3,15 @@
 #   build:  a C compiler, make, zlib, elfutils' libdw
 #   run:    libunwind (opened at run time for call stacks)
 #   tests:  Criterion, python3
+#   `sh scripts/install-deps.sh test` adds what only tests use: chromium (the
+#   HTML export's rendering test; skipped without it)
 # As root with apt-get, missing packages are installed; otherwise the exact
 # command to install them is printed and the script fails.
 set -eu
 need="make gcc zlib1g-dev libdw-dev libelf-dev libunwind8 libcriterion-dev python3"
+if [ "${1:-}" = test ]; then
+    need="$need chromium"
+fi
 missing=""
 for p in $need; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
