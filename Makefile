@@ -9,8 +9,9 @@
 #   make install       PREFIX=/usr/local (bin/gpushim, lib/libgpushim.so)
 #
 # Builds with gcc or clang (make CC=clang). Needs zlib and elfutils' libdw;
-# tests need Criterion and python3, and go (go tool pprof) where installed
-# (make test installs it). No CUDA headers or libraries are needed.
+# tests need Criterion and python3, and go (go tool pprof) and chromium (the HTML
+# export's rendering test) where installed: make test installs them. No CUDA
+# headers or libraries are needed.
 
 CC ?= cc
 BUILD ?= build

@@ -17,6 +17,7 @@
  *   pyframes.c      Python frames in call sites, in place of the interpreter's
  *   report_text.c   the report for people
  *   report_json.c   the report for programs (json.c writes the syntax)
+ *   export.c        gpushim export (export_html.c and svg.c: the HTML report)
  */
 #ifndef GPUSHIM_ANALYZER_H
 #define GPUSHIM_ANALYZER_H
@@ -496,6 +497,8 @@ struct gs_replay {
     struct gs_timeline timeline; /* timeline.c: device memory over time */
     struct gs_growth growth;     /* growth.c: live bytes by site over the run */
     struct gs_postmortem *postmortems; /* oom.c: one per failure, the first GS_POSTMORTEMS */
+    struct gs_timeline *device_timelines[GS_MAX_DEVICES + 1]; /* the same per device, made
+                                                              * on its first change */
 };
 
 /* What the device's page size adds to an allocation of size bytes: the
@@ -877,5 +880,49 @@ enum gs_pprof_inuse {
  * out or zlib failed (nothing written then). */
 int gs_export_pprof(FILE *out, const struct gs_report *rep, enum gs_pprof_inuse inuse,
                     char *err, size_t errsz);
+
+/* ---- timeline.c: per device, and as charts read it ---- */
+/* Device memory of one device (index as gs_replay.devices) changed: its
+ * timeline, made on the first change (none if there is no memory). */
+void gs_timeline_device_note(struct gs_replay *r, unsigned device_index, uint64_t time_ns,
+                             uint64_t live_bytes);
+void gs_timelines_free(struct gs_replay *r);
+/* The common bucket width and count of a report: the widest timeline's. */
+void gs_timeline_span(const struct gs_replay *r, uint64_t *width_ns, unsigned *n);
+/* src's buckets merged up to width_ns (a power-of-two multiple of its own)
+ * and carried to n buckets with the value its last change left; a NULL src
+ * reads as no memory at any time. */
+void gs_timeline_aligned(const struct gs_timeline *src, uint64_t width_ns, unsigned n,
+                         struct gs_timeline *out);
+
+/* ---- export_html.c: gpushim export --format=html ---- */
+void gs_export_html(FILE *out, const struct gs_report *rep);
+/* Writes s (untrusted: from the trace) as HTML text or attribute value:
+ * & < > " ' as references, control bytes but tab and newline as '?'. */
+void gs_html_escape(FILE *out, const char *s);
+const char *gs_html_bytes(uint64_t b, char *buf, size_t sz); /* "8.75 MiB" */
+/* A sortable table: a header per column, a row per call of cell for each
+ * column. A numeric column sorts by the cells' key (an integer, written
+ * exactly as data-v); the others by their text. At most 1000 rows are
+ * listed (a line says how many more there were); none: "none". */
+struct gs_html_col {
+    const char *name;
+    int numeric;
+    const char *cls; /* a class for the column's cells (a constant), or NULL */
+};
+struct gs_html_cell {
+    const char *text; /* shown, escaped; NULL: empty. Valid until the next call */
+    char key[32];     /* numeric columns: the figure it sorts by ("" for none) */
+};
+typedef void (*gs_html_cell_fn)(void *ctx, size_t row, size_t col, struct gs_html_cell *out);
+void gs_html_table(FILE *out, const char *id, const char *title, const struct gs_html_col *cols,
+                   size_t ncols, size_t nrows, gs_html_cell_fn cell, void *ctx);
+
+/* ---- svg.c: the HTML export's charts ---- */
+/* One device's memory over time (index as gs_replay.devices) as an <svg>:
+ * its timeline aligned to width_ns and n buckets (gs_timeline_span), from
+ * 0 to end_ns. */
+void gs_svg_device_chart(FILE *out, const struct gs_replay *r, unsigned device_index,
+                         uint64_t width_ns, unsigned n, uint64_t end_ns);
 
 #endif

@@ -4,7 +4,8 @@
  * "outermost;...;innermost bytes", which flamegraph.pl, inferno and
  * speedscope draw as a flame graph of what held memory at the peak, what
  * was never freed, or what was allocated over the run (--metric); pprof
- * is a gzipped profile.proto (export_pprof.c).
+ * is a gzipped profile.proto (export_pprof.c); html is a page for a
+ * browser (export_html.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -31,9 +32,13 @@ static const char usage_export[] =
     "            sample per call site with inuse_space, inuse_objects\n"
     "            (never freed, or at the peak with --metric=peak),\n"
     "            alloc_space and alloc_objects (all the run allocated)\n"
+    "  html      one self-contained page for a browser (nothing loaded from\n"
+    "            the network): the summary, a chart of memory over time per\n"
+    "            device, sortable tables of the sites at the peak, the sites\n"
+    "            never freed and the failed allocations\n"
     "\n"
     "options:\n"
-    "  -f, --format FMT    json, folded or pprof (required)\n"
+    "  -f, --format FMT    one of the formats above (required)\n"
     "  -o, --output FILE   write there instead of standard output (pprof is\n"
     "                      binary: never written to a terminal)\n"
     "  --metric M          folded: peak (device memory live at the peak,\n"
@@ -137,10 +142,17 @@ int gs_cmd_export(int argc, char **argv)
         default: fputs("Try 'gpushim export --help'.\n", stderr); return 2;
         }
     }
-    if (!format || (strcmp(format, "json") && strcmp(format, "folded") && strcmp(format, "pprof"))) {
-        fprintf(stderr, "gpushim export: %s%s%s\nTry 'gpushim export --help'.\n",
-                format ? "no format '" : "which format? (--format=json, folded or pprof)",
-                format ? format : "", format ? "' (json, folded or pprof)" : "");
+    static const char *const formats[] = {"json", "folded", "pprof", "html"};
+    static const char names[] = "json, folded, pprof or html";
+    size_t known = 0;
+    while (format && known < sizeof formats / sizeof formats[0] && strcmp(format, formats[known]))
+        known++;
+    if (!format || known == sizeof formats / sizeof formats[0]) {
+        if (format)
+            fprintf(stderr, "gpushim export: no format '%s' (%s)\n", format, names);
+        else
+            fprintf(stderr, "gpushim export: which format? (--format=%s)\n", names);
+        fputs("Try 'gpushim export --help'.\n", stderr);
         return 2;
     }
     int pprof = !strcmp(format, "pprof");
@@ -177,6 +189,8 @@ int gs_cmd_export(int argc, char **argv)
     int built = 0;
     if (!strcmp(format, "json"))
         gs_report_json(out, &rep);
+    else if (!strcmp(format, "html"))
+        gs_export_html(out, &rep);
     else if (pprof)
         built = gs_export_pprof(out, &rep,
                                 metric_given && metric == GS_METRIC_PEAK ? GS_PPROF_INUSE_PEAK

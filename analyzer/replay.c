@@ -166,6 +166,7 @@ static void free_state(struct gs_replay *r)
     gs_blocks_free(&r->blocks);
     gs_growth_free(&r->growth);
     free(r->postmortems);
+    gs_timelines_free(r);
 }
 
 void gs_replay_init(struct gs_replay *r)
@@ -410,6 +411,7 @@ static void add_live(struct gs_replay *r, const struct gs_live_alloc *a, uint64_
         gs_blocks_new_peak(r);
     }
     gs_timeline_note(&r->timeline, now, r->live_bytes);
+    gs_timeline_device_note(r, (unsigned)(d - r->devices), now, d->live_bytes);
     gs_marks_device_added(r, a->size);
     gs_blocks_after_add(r, a);
 }
@@ -424,11 +426,13 @@ static void remove_live(struct gs_replay *r, const struct gs_live_alloc *a)
     r->kinds[a->kind].live_bytes -= a->size;
     if (a->kind != GS_KIND_DEVICE)
         return;
-    device_usage(r, a->device)->live_bytes -= a->size;
+    struct gs_device_usage *d = device_usage(r, a->device);
+    d->live_bytes -= a->size;
     r->live_bytes -= a->size;
     uint64_t waste = gs_rounding_waste(a->size);
     r->rounding_live -= waste < r->rounding_live ? waste : r->rounding_live;
     gs_timeline_note(&r->timeline, r->last_time_ns, r->live_bytes);
+    gs_timeline_device_note(r, (unsigned)(d - r->devices), r->last_time_ns, d->live_bytes);
     gs_marks_device_removed(r, a->size);
     gs_blocks_after_remove(r, a);
 }

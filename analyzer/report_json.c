@@ -119,14 +119,55 @@ static void events(struct gs_json *j, const struct gs_replay *r)
     gs_json_end_object(j);
 }
 
-static void timeline(struct gs_json *j, const struct gs_replay *r)
+static void buckets(struct gs_json *j, const struct gs_timeline *t)
 {
-    const struct gs_timeline *t = &r->timeline;
-    gs_json_begin_object(j, "timeline");
-    gs_json_uint(j, "bucket_ns", t->width_ns);
     gs_json_begin_array(j, "max_bytes");
     for (unsigned i = 0; i < t->n; i++)
         gs_json_uint(j, NULL, t->hi[i]);
+    gs_json_end_array(j);
+}
+
+/* All devices together, as it always was; then each device on the same
+ * time scale, with what a chart of it marks: its peak, its failures, and
+ * the marks of the program. */
+static void timeline(struct gs_json *j, const struct gs_replay *r)
+{
+    const struct gs_timeline *t = &r->timeline;
+    uint64_t width;
+    unsigned n;
+    gs_timeline_span(r, &width, &n);
+    gs_json_begin_object(j, "timeline");
+    gs_json_uint(j, "bucket_ns", t->width_ns);
+    buckets(j, t);
+    gs_json_uint(j, "device_bucket_ns", width);
+    gs_json_begin_array(j, "devices");
+    for (int d = 0; d <= GS_MAX_DEVICES; d++) {
+        const struct gs_device_usage *u = &r->devices[d];
+        if (!u->present)
+            continue;
+        int32_t dev = d < GS_MAX_DEVICES ? d : -1;
+        struct gs_timeline dt;
+        gs_timeline_aligned(r->device_timelines[d], width, n, &dt);
+        gs_json_begin_object(j, NULL);
+        gs_json_int(j, "device", dev);
+        buckets(j, &dt);
+        gs_json_uint(j, "peak_bytes", u->peak_bytes);
+        gs_json_uint(j, "peak_time_ns", u->peak_time_ns);
+        gs_json_begin_array(j, "failure_times_ns");
+        for (size_t i = 0; i < r->nfailures; i++) {
+            int32_t fd = r->failures[i].device;
+            if (fd == dev || (dev == -1 && (fd < 0 || fd >= GS_MAX_DEVICES)))
+                gs_json_uint(j, NULL, r->failures[i].time_ns);
+        }
+        gs_json_end_array(j);
+        gs_json_end_object(j);
+    }
+    gs_json_end_array(j);
+    const struct gs_marks *m = &r->marks;
+    gs_json_begin_array(j, "mark_times_ns");
+    for (uint64_t i = m->marks > GS_MARKS_KEPT ? m->marks - GS_MARKS_KEPT : 0;
+         m->recent && i < m->marks; i++)
+        gs_json_uint(j, NULL, m->recent[i % GS_MARKS_KEPT].time_ns);
     gs_json_end_array(j);
     gs_json_end_object(j);
 }

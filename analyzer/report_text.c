@@ -209,21 +209,48 @@ static void trace_state(const struct gs_report *rep, FILE *out)
 }
 
 /* Device memory over time in one line: each character a bucket, its
- * height the most live in it against the peak. */
-static void timeline(const struct gs_replay *r, FILE *out)
+ * height the most live in it against the line's own peak. */
+static void sparkline(FILE *out, const char *lead, const struct gs_timeline *t)
 {
     static const char *const bars[] = {" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
-    const struct gs_timeline *t = &r->timeline;
     uint64_t top = 0;
     for (unsigned i = 0; i < t->n; i++)
         if (t->hi[i] > top)
             top = t->hi[i];
     if (!top)
         return;
-    fputs("  timeline  ", out);
+    fputs(lead, out);
     for (unsigned i = 0; i < t->n; i++) /* 1 to 8 eighths of the peak, rounded up */
         fputs(bars[t->hi[i] ? 1 + (unsigned)((double)t->hi[i] * 8 / (double)top - 1e-9) : 0], out);
     fprintf(out, "  %.3f s a character\n", (double)t->width_ns / 1e9);
+}
+
+/* One line for the one device; with several, a line each, on the same
+ * time scale. */
+static void timeline(const struct gs_replay *r, FILE *out)
+{
+    int present = 0;
+    for (int d = 0; d <= GS_MAX_DEVICES; d++)
+        present += r->devices[d].present;
+    if (present <= 1) {
+        sparkline(out, "  timeline  ", &r->timeline);
+        return;
+    }
+    uint64_t width;
+    unsigned n;
+    gs_timeline_span(r, &width, &n);
+    for (int d = 0; d <= GS_MAX_DEVICES; d++) {
+        if (!r->devices[d].present)
+            continue;
+        struct gs_timeline t;
+        char lead[32];
+        gs_timeline_aligned(r->device_timelines[d], width, n, &t);
+        if (d < GS_MAX_DEVICES)
+            snprintf(lead, sizeof lead, "  timeline %-2d", d);
+        else
+            snprintf(lead, sizeof lead, "  timeline ? ");
+        sparkline(out, lead, &t);
+    }
 }
 
 static void devices(const struct gs_report *rep, FILE *out)

@@ -1,6 +1,7 @@
 /*
  * timeline.c - device memory over time, in a fixed number of buckets, for
- * the sparkline of the text report and the JSON timeline.
+ * all devices together and for each device: the sparklines of the text
+ * report, the JSON timeline and the charts of the HTML export.
  *
  * One streaming pass cannot know how long the run is, so the buckets start
  * 1 ms wide and, whenever the run outgrows them, pairs are merged and the
@@ -8,6 +9,7 @@
  * memory live at any moment of it. A bucket with no change carries the
  * value the last change left.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "analyzer.h"
@@ -45,4 +47,68 @@ void gs_timeline_note(struct gs_timeline *t, uint64_t time_ns, uint64_t live_byt
         t->hi[idx] = live_bytes;
     }
     t->end[idx] = live_bytes;
+}
+
+void gs_timeline_device_note(struct gs_replay *r, unsigned device_index, uint64_t time_ns,
+                             uint64_t live_bytes)
+{
+    if (device_index > GS_MAX_DEVICES)
+        return;
+    struct gs_timeline **t = &r->device_timelines[device_index];
+    if (!*t && !(*t = calloc(1, sizeof **t)))
+        return;
+    gs_timeline_note(*t, time_ns, live_bytes);
+}
+
+void gs_timelines_free(struct gs_replay *r)
+{
+    for (unsigned d = 0; d <= GS_MAX_DEVICES; d++) {
+        free(r->device_timelines[d]);
+        r->device_timelines[d] = NULL;
+    }
+}
+
+/* Every timeline starts 1 ms wide and doubles, so the widest one's width is
+ * a power-of-two multiple of every other's. */
+void gs_timeline_span(const struct gs_replay *r, uint64_t *width_ns, unsigned *n)
+{
+    uint64_t w = r->timeline.width_ns;
+    for (unsigned d = 0; d <= GS_MAX_DEVICES; d++)
+        if (r->device_timelines[d] && r->device_timelines[d]->width_ns > w)
+            w = r->device_timelines[d]->width_ns;
+    unsigned most = 0;
+    struct gs_timeline a;
+    gs_timeline_aligned(&r->timeline, w, 0, &a);
+    most = a.n;
+    for (unsigned d = 0; d <= GS_MAX_DEVICES; d++) {
+        if (!r->device_timelines[d])
+            continue;
+        gs_timeline_aligned(r->device_timelines[d], w, 0, &a);
+        if (a.n > most)
+            most = a.n;
+    }
+    *width_ns = w;
+    *n = most;
+}
+
+void gs_timeline_aligned(const struct gs_timeline *src, uint64_t width_ns, unsigned n,
+                         struct gs_timeline *out)
+{
+    if (src)
+        *out = *src;
+    else
+        memset(out, 0, sizeof *out);
+    if (!out->width_ns) {
+        out->width_ns = width_ns;
+        out->n = 0;
+    }
+    while (out->width_ns < width_ns && out->width_ns < UINT64_MAX / 4)
+        halve(out);
+    if (n > GS_TIMELINE_BUCKETS)
+        n = GS_TIMELINE_BUCKETS;
+    uint64_t last = out->n ? out->end[out->n - 1] : 0;
+    for (unsigned i = out->n; i < n; i++)
+        out->hi[i] = out->end[i] = last;
+    if (n > out->n)
+        out->n = n;
 }

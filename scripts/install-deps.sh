@@ -9,9 +9,12 @@
 # command to install them is printed and the script fails.
 set -eu
 need="make gcc zlib1g-dev libdw-dev libelf-dev libunwind8 libcriterion-dev python3"
-# Only for the tests: golang-go for `go tool pprof` (export --format=pprof).
-test_only="golang-go"
-[ "${1:-}" = test ] && need="$need $test_only"
+# Only for the tests: golang-go for `go tool pprof` (export --format=pprof),
+# chromium to render the HTML export (export --format=html).
+test_only="golang-go chromium"
+if [ "${1:-}" = test ]; then
+    need="$need $test_only"
+fi
 missing=""
 for p in $need; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
