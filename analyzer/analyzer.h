@@ -900,7 +900,6 @@ void gs_export_html(FILE *out, const struct gs_report *rep);
 /* Writes s (untrusted: from the trace) as HTML text or attribute value:
  * & < > " ' as references, control bytes but tab and newline as '?'. */
 void gs_html_escape(FILE *out, const char *s);
-const char *gs_html_bytes(uint64_t b, char *buf, size_t sz); /* "8.75 MiB" */
 /* A sortable table: a header per column, a row per call of cell for each
  * column. A numeric column sorts by the cells' key (an integer, written
  * exactly as data-v); the others by their text. At most 1000 rows are

@@ -43,21 +43,6 @@ void gs_html_escape(FILE *out, const char *s)
     }
 }
 
-const char *gs_html_bytes(uint64_t b, char *buf, size_t sz)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    double v = (double)b;
-    int u = 0;
-    while (v >= 1024 && u < 6) {
-        v /= 1024;
-        u++;
-    }
-    if (u == 0)
-        snprintf(buf, sz, "%" PRIu64 " B", b);
-    else
-        snprintf(buf, sz, "%.2f %s", v, units[u]);
-    return buf;
-}
 
 void gs_html_table(FILE *out, const char *id, const char *title, const struct gs_html_col *cols,
                    size_t ncols, size_t nrows, gs_html_cell_fn cell, void *ctx)
@@ -173,7 +158,7 @@ static void site_cell(void *ctx, size_t row, size_t col, struct gs_html_cell *c)
     struct sites_ctx *s = ctx;
     const struct gs_report_site *site = &s->sites[row];
     switch (col) {
-    case 0: key_u(c, site->bytes); c->text = gs_html_bytes(site->bytes, s->text, sizeof s->text); break;
+    case 0: key_u(c, site->bytes); c->text = gs_human_bytes(site->bytes, s->text, sizeof s->text); break;
     case 1:
         key_u(c, site->count);
         snprintf(s->text, sizeof s->text, "%" PRIu64, site->count);
@@ -201,16 +186,64 @@ static void sites_table(FILE *out, const struct gs_report *rep, enum gs_site_met
     free(s);
 }
 
+struct suspects_ctx {
+    const struct gs_report *rep;
+    const struct gs_suspect *sus;
+    char text[64];
+    struct frame_text ft;
+};
+
+static const struct gs_html_col suspect_cols[] = {
+    {"growth", 1, NULL},        {"a step", 1, NULL},        {"a second", 1, NULL},
+    {"first allocated", 1, NULL}, {"live at the end", 1, NULL}, {"call site", 0, "frames"}};
+
+static void suspect_cell(void *ctx, size_t row, size_t col, struct gs_html_cell *c)
+{
+    struct suspects_ctx *s = ctx;
+    const struct gs_suspect *x = &s->sus[row];
+    double rate;
+    switch (col) {
+    case 0:
+        key_u(c, x->growth_bytes);
+        c->text = gs_human_bytes(x->growth_bytes, s->text, sizeof s->text);
+        return;
+    case 1:
+    case 2:
+        rate = col == 1 ? x->bytes_per_step : x->bytes_per_second;
+        if (rate < 0) {
+            c->text = "no steps";
+            return;
+        }
+        key_u(c, (uint64_t)(rate + 0.5));
+        c->text = gs_human_bytes((uint64_t)(rate + 0.5), s->text, sizeof s->text);
+        return;
+    case 3:
+        key_u(c, x->first_seen_ns);
+        snprintf(s->text, sizeof s->text, "%.6f s", (double)x->first_seen_ns / 1e9);
+        c->text = s->text;
+        return;
+    case 4:
+        key_u(c, x->live_bytes);
+        c->text = gs_human_bytes(x->live_bytes, s->text, sizeof s->text);
+        return;
+    default: c->text = frames_text(s->rep, x->stack_id, &s->ft); return;
+    }
+}
+
 struct failures_ctx {
     const struct gs_report *rep;
+    const struct gs_suspect *sus;
+    size_t nsus;
     char text[64];
+    struct gs_oom_verdict v;
     struct frame_text ft;
 };
 
 static const struct gs_html_col failure_cols[] = {
     {"time", 1, NULL},        {"API", 0, NULL},        {"device", 1, NULL},
     {"requested", 1, NULL},   {"result", 0, NULL},     {"device free", 1, NULL},
-    {"device total", 1, NULL}, {"held by the process", 1, NULL}, {"call site", 0, "frames"}};
+    {"device total", 1, NULL}, {"held by the process", 1, NULL}, {"verdict", 0, "verdict"},
+    {"call site", 0, "frames"}};
 
 static void failure_cell(void *ctx, size_t row, size_t col, struct gs_html_cell *c)
 {
@@ -234,6 +267,11 @@ static void failure_cell(void *ctx, size_t row, size_t col, struct gs_html_cell 
     case 5: v = f->free_bytes; break;
     case 6: v = f->total_bytes; break;
     case 7: v = f->process_live_bytes; break;
+    case 8:
+        gs_oom_verdict(s->rep->replay, row, s->sus, s->nsus, s->rep->sym, s->rep->opt->view,
+                       &s->v);
+        c->text = s->v.sentence;
+        return;
     default: c->text = frames_text(s->rep, f->stack_id, &s->ft); return;
     }
     if (v == UINT64_MAX && (col == 5 || col == 6)) {
@@ -241,7 +279,7 @@ static void failure_cell(void *ctx, size_t row, size_t col, struct gs_html_cell 
         return;
     }
     key_u(c, v);
-    c->text = gs_html_bytes(v, s->text, sizeof s->text);
+    c->text = gs_human_bytes(v, s->text, sizeof s->text);
 }
 
 struct devices_ctx {
@@ -270,12 +308,12 @@ static void device_cell(void *ctx, size_t row, size_t col, struct gs_html_cell *
         else
             c->text = "?";
         break;
-    case 1: key_u(c, u->peak_bytes); gs_html_bytes(u->peak_bytes, s->text, sizeof s->text); break;
+    case 1: key_u(c, u->peak_bytes); gs_human_bytes(u->peak_bytes, s->text, sizeof s->text); break;
     case 2:
         key_u(c, u->peak_time_ns);
         snprintf(s->text, sizeof s->text, "%.6f s", (double)u->peak_time_ns / 1e9);
         break;
-    case 3: key_u(c, u->live_bytes); gs_html_bytes(u->live_bytes, s->text, sizeof s->text); break;
+    case 3: key_u(c, u->live_bytes); gs_human_bytes(u->live_bytes, s->text, sizeof s->text); break;
     default:
         key_u(c, u->allocs);
         snprintf(s->text, sizeof s->text, "%" PRIu64, u->allocs);
@@ -312,16 +350,16 @@ static void fits_on(const struct gs_replay *r, char *buf, size_t sz)
     else if (fit == GS_NCARDS)
         snprintf(buf, sz, "none of the cards from %s to %s: %s short of %s", gs_cards[0].name,
                  gs_cards[GS_NCARDS - 1].name,
-                 gs_html_bytes(peak - gs_cards[GS_NCARDS - 1].bytes, a, sizeof a),
+                 gs_human_bytes(peak - gs_cards[GS_NCARDS - 1].bytes, a, sizeof a),
                  gs_cards[GS_NCARDS - 1].name);
     else if (fit)
         snprintf(buf, sz, "%s and larger cards: %s spare on %s; %s short of %s",
-                 gs_cards[fit].name, gs_html_bytes(gs_cards[fit].bytes - peak, a, sizeof a),
-                 gs_cards[fit].name, gs_html_bytes(peak - gs_cards[fit - 1].bytes, b, sizeof b),
+                 gs_cards[fit].name, gs_human_bytes(gs_cards[fit].bytes - peak, a, sizeof a),
+                 gs_cards[fit].name, gs_human_bytes(peak - gs_cards[fit - 1].bytes, b, sizeof b),
                  gs_cards[fit - 1].name);
     else
         snprintf(buf, sz, "%s and larger cards: %s spare on %s", gs_cards[fit].name,
-                 gs_html_bytes(gs_cards[fit].bytes - peak, a, sizeof a), gs_cards[fit].name);
+                 gs_human_bytes(gs_cards[fit].bytes - peak, a, sizeof a), gs_cards[fit].name);
 }
 
 static void summary(FILE *out, const struct gs_report *rep, uint64_t duration)
@@ -348,11 +386,11 @@ static void summary(FILE *out, const struct gs_report *rep, uint64_t duration)
     summary_text(out, "s-ending", "ending", buf);
     row_start(out, "s-peak", "peak");
     fprintf(out, " data-v=\"%" PRIu64 "\">%s of device memory at %.3f s</td></tr>\n",
-            r->peak_bytes, gs_html_bytes(r->peak_bytes, a, sizeof a),
+            r->peak_bytes, gs_human_bytes(r->peak_bytes, a, sizeof a),
             (double)r->peak_time_ns / 1e9);
     row_start(out, "s-leaks", "never freed");
     fprintf(out, " data-v=\"%" PRIu64 "\">%s in %" PRIu64 " allocation%s</td></tr>\n", leaked,
-            gs_html_bytes(leaked, b, sizeof b), count, plural(count));
+            gs_human_bytes(leaked, b, sizeof b), count, plural(count));
     fits_on(r, buf, sizeof buf);
     summary_text(out, "s-fits", "fits on", buf);
     fputs("</table>\n", out);
@@ -369,6 +407,7 @@ static const char style[] =
     "table.sortable th[aria-sort=descending]::after{content:' \\25BC'}\n"
     "td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\n"
     "td.frames{white-space:pre-line;font:12px/1.35 ui-monospace,monospace}\n"
+    "td.verdict{max-width:28em;font-size:13px}\n"
     "figure{margin:8px 0 18px}figcaption{color:#444;margin-bottom:2px}\n"
     "svg.chart{display:block;max-width:100%;height:auto}\n"
     "svg .area{fill:#cfe0f5}svg .line{fill:none;stroke:#2b6cb0;stroke-width:1.5}\n"
@@ -446,7 +485,7 @@ void gs_export_html(FILE *out, const struct gs_report *rep)
         else
             fputs("unknown device", out);
         fprintf(out, ": peak %s at %.3f s</figcaption>\n",
-                gs_html_bytes(r->devices[d].peak_bytes, a, sizeof a),
+                gs_human_bytes(r->devices[d].peak_bytes, a, sizeof a),
                 (double)r->devices[d].peak_time_ns / 1e9);
         gs_svg_device_chart(out, r, (unsigned)d, width, n, end);
         fputs("</figure>\n", out);
@@ -455,14 +494,27 @@ void gs_export_html(FILE *out, const struct gs_report *rep)
         fputs("<p class=\"none\">no device memory was used</p>\n", out);
     free(dc);
 
+    struct gs_suspect *sus = NULL;
+    size_t nsus = gs_growth_suspects(r, rep->sym, rep->opt->view, &sus);
+    struct suspects_ctx *sc = calloc(1, sizeof *sc);
+    if (sc) {
+        sc->rep = rep;
+        sc->sus = sus;
+        gs_html_table(out, "suspects", "Leak suspects: live memory that kept rising",
+                      suspect_cols, 6, nsus, suspect_cell, sc);
+        free(sc);
+    }
     sites_table(out, rep, GS_METRIC_PEAK, "peak-sites", "Live at the peak, by call site");
     sites_table(out, rep, GS_METRIC_LEAK, "leak-sites", "Never freed, by call site");
     struct failures_ctx *fc = calloc(1, sizeof *fc);
     if (fc) {
         fc->rep = rep;
-        gs_html_table(out, "failures", "Failed allocations", failure_cols, 9, r->nfailures,
+        fc->sus = sus;
+        fc->nsus = nsus;
+        gs_html_table(out, "failures", "Failed allocations", failure_cols, 10, r->nfailures,
                       failure_cell, fc);
         free(fc);
     }
+    free(sus);
     fprintf(out, "<script>\n%s</script>\n</body>\n</html>\n", script);
 }

@@ -179,8 +179,8 @@ static void failures(FILE *out, const struct scale *s, const struct gs_replay *r
                      "cy=\"%.2f\" r=\"5\"><title>",
                 f->time_ns, x_at(s, f->time_ns), y_at(s, f->process_live_bytes));
         snprintf(text, sizeof text, "%s of %s failed at %.6f s, holding %s",
-                 gs_api_name(f->api), gs_html_bytes(f->requested, a, sizeof a),
-                 (double)f->time_ns / 1e9, gs_html_bytes(f->process_live_bytes, b, sizeof b));
+                 gs_api_name(f->api), gs_human_bytes(f->requested, a, sizeof a),
+                 (double)f->time_ns / 1e9, gs_human_bytes(f->process_live_bytes, b, sizeof b));
         gs_html_escape(out, text);
         fputs("</title></circle>\n", out);
     }
@@ -197,7 +197,7 @@ static void peak(FILE *out, const struct scale *s, const struct gs_device_usage 
     fprintf(out, "<text class=\"peaklabel\" x=\"%.2f\" y=\"%.2f\" text-anchor=\"%s\">peak %s at "
                  "%.3f s</text>\n",
             right ? x - 8 : x + 8, y < TOP + 12 ? y + 14 : y - 8, right ? "end" : "start",
-            gs_html_bytes(u->peak_bytes, a, sizeof a), (double)u->peak_time_ns / 1e9);
+            gs_human_bytes(u->peak_bytes, a, sizeof a), (double)u->peak_time_ns / 1e9);
 }
 
 void gs_svg_device_chart(FILE *out, const struct gs_replay *r, unsigned device_index,

@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import zlib
 
-from harness import E, MiB, check, eq, one_trace, report, report_json, run
+from harness import E, KiB, MiB, check, eq, one_trace, report, report_json, run
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 HOSTILE = "</title><script>alert(\"x\")</script><img src=http://evil/x onerror='y'>&amp;"
@@ -225,9 +225,11 @@ def test_html_failures_and_their_dots():
     self_contained(page, text)
     eq(page.tables["failures"]["head"],
        ["time", "API", "device", "requested", "result", "device free", "device total",
-        "held by the process", "call site"], "the failure columns")
+        "held by the process", "verdict", "call site"], "the failure columns")
+    eq([r[8][0] for r in rows(page, "failures")], [f["verdict"]["sentence"] for f in d["failures"]],
+       "the verdicts, as in the JSON")
     got = [(num(r[0]), r[1][0], num(r[2]), num(r[3]), r[4][0], num(r[5]), num(r[6]), num(r[7]),
-            r[8][0].split("\n")[0].split("  ")[0]) for r in rows(page, "failures")]
+            r[9][0].split("\n")[0].split("  ")[0]) for r in rows(page, "failures")]
     eq(got, [(f["time_ns"], f["api"], f["device"], f["requested_bytes"], f["result_name"],
               f["free_bytes"], f["total_bytes"], f["process_bytes"], f["frames"][0]["function"])
              for f in d["failures"]], "the failures, as in the JSON")
@@ -245,6 +247,28 @@ def test_html_failures_and_their_dots():
     got, err = line_peak(chart)
     check(abs(got - 16 * MiB) <= err, f"the line reaches the 16 MiB peak: {got}")
     check("leak-sites" not in page.tables, "nothing left: no table of sites never freed")
+
+
+def test_html_leak_suspects():
+    # drv_growth.c marks its steps and leaks 512 KiB a step in log_loss; its
+    # last request fails (28 MiB device) and the verdict is the leak.
+    r = run([E.prog("drv_growth"), "marks", "leak"], env={"SIMCUDA_MEMORY": "28M"})
+    eq(r.rc, 0, "drv_growth: " + r.err)
+    trace = one_trace(r)
+    d = report_json(trace)
+    _, text, page = export_html(trace)
+    self_contained(page, text)
+    eq(page.tables["suspects"]["head"], ["growth", "a step", "a second", "first allocated",
+                                         "live at the end", "call site"], "the suspects' columns")
+    got = [(num(x[0]), num(x[1]), num(x[4]), x[5][0].split("\n")[0].split("  ")[0])
+           for x in rows(page, "suspects")]
+    eq(got, [(s["growth_bytes"], round(s["bytes_per_step"]), s["bytes"],
+              s["frames"][0]["function"]) for s in d["leaks"]["suspects"]], "as in the JSON")
+    eq(got, [(6 * MiB, 512 * KiB, 0, "log_loss")], "by the schedule")
+    verdicts = [x[8][0] for x in rows(page, "failures")]
+    eq(len(verdicts), 1, "one failure")
+    check(verdicts[0].startswith("A leak: log_loss"), verdicts[0])
+    check(text.index('id="suspects"') < text.index('id="peak-sites"'), "the suspects come first")
 
 
 def test_html_chart_per_device():
