@@ -113,6 +113,10 @@ struct gs_trace_info {
         char name[64], value[256];
     } settings[8];
     char ring_name[256];
+    /* GS_REC_JOB: where the process stood in a distributed job */
+    int job_seen;                /* the record was there (traces from before it: 0) */
+    int64_t rank, local_rank;    /* -1: unknown */
+    uint64_t world_size;         /* 0: unknown */
 };
 
 enum gs_ring_use {
