@@ -722,4 +722,30 @@ int gs_idmap_put(struct gs_idmap *m, uint64_t key, uint64_t value); /* 0, or -1 
 int gs_idmap_del(struct gs_idmap *m, uint64_t key);                 /* 0 when it was there */
 size_t gs_idmap_count(const struct gs_idmap *m);
 
+/* ---- multi.c: what the commands over several traces share ---- */
+/* "12.00 MiB"; "+4.00 MiB", "-512 B", "0 B". Returns buf. */
+const char *gs_multi_bytes(uint64_t b, char *buf, size_t sz);
+const char *gs_multi_signed_bytes(int64_t v, char *buf, size_t sz);
+/* A size from the command line: bytes, or N with K, M, G, T (powers of
+ * 1024, "iB" or "B" may follow), or "NGB" (a card as sold: the memory that
+ * card of gs_cards reports, else N GiB). 0, or -1 when it is none. */
+int gs_multi_parse_size(const char *s, uint64_t *out);
+/* A name for the site of stack_id that is the same in another run of the
+ * program: its source frames as view shows them (function, file, line; a
+ * frame without either: module file name and offset). Caller frees; NULL
+ * on no memory. */
+char *gs_multi_site_key(const struct gs_replay *r, struct gs_symbolizer *sym,
+                        enum gs_stack_view view, uint32_t stack_id);
+/* A site's "frames" and "gil", as in the report's SITE. */
+void gs_multi_frames_json(struct gs_json *j, const struct gs_replay *r, struct gs_symbolizer *sym,
+                          enum gs_stack_view view, uint32_t stack_id);
+/* A site's frames in text, at most max, each line starting with lead. */
+void gs_multi_frames_text(FILE *out, const struct gs_replay *r, struct gs_symbolizer *sym,
+                          enum gs_stack_view view, uint32_t stack_id, unsigned max,
+                          const char *lead);
+
+/* ---- ranks.c: gpushim report over the traces of a job's ranks ---- */
+/* Reads each trace and prints the table of ranks; the exit status. */
+int gs_report_ranks(char **paths, size_t n, int json);
+
 #endif

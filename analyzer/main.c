@@ -1,6 +1,7 @@
 /*
  * main.c - the gpushim command: parses the command line and hands each
- * subcommand to its file (run.c; report: reader.c -> replay.c -> reports).
+ * subcommand to its file (run.c; report: reader.c -> replay.c -> reports;
+ * report over several traces: ranks.c; export.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -21,6 +22,7 @@ static const char usage_main[] =
     "commands:\n"
     "  run [-o FILE] -- CMD [ARGS...]   run CMD with the recorder preloaded\n"
     "  report [--json] TRACE            peak, leaks and failed allocations of a recorded run\n"
+    "  report [--json] TRACE TRACE...   the ranks of a distributed job side by side\n"
     "  export --format=FMT TRACE        the same for other tools: json, folded (flame graphs)\n"
     "  help [COMMAND]                   this text, or a command's own\n"
     "\n"
@@ -32,6 +34,7 @@ static const char usage_main[] =
 
 static const char usage_report[] =
     "usage: gpushim report [options] TRACE\n"
+    "       gpushim report [--json] TRACE TRACE...\n"
     "\n"
     "Reads a trace written by libgpushim.so and reports, for people (default)\n"
     "or for programs (--json): the process and how long it ran, each device's\n"
@@ -48,8 +51,18 @@ static const char usage_report[] =
     "  -h, --help     this text\n"
     "\n"
     "A trace that was cut short (the process was killed) or damaged is reported\n"
-    "as far as it can be read and marked incomplete. Exit status: 0 when the\n"
-    "trace was read, 1 when it could not be, 2 for a usage error.\n";
+    "as far as it can be read and marked incomplete.\n"
+    "\n"
+    "With several traces, one per rank of a distributed job: a table of the\n"
+    "ranks (rank, host, pid, peak per device, the rank's largest peak,\n"
+    "failures, whether the trace is complete), the imbalance (the largest peak\n"
+    "over the mean of the ranks' peaks) and which rank failed an allocation\n"
+    "first. Ranks are as each trace recorded them (RANK, OMPI_COMM_WORLD_RANK,\n"
+    "SLURM_PROCID or PMI_RANK), else the order given. --json applies; the\n"
+    "options about call sites do not.\n"
+    "\n"
+    "Exit status: 0 when the traces were read, 1 when one could not be, 2 for\n"
+    "a usage error.\n";
 
 static int parse_count(const char *opt, const char *s, unsigned *out)
 {
@@ -85,11 +98,13 @@ static int cmd_report(int argc, char **argv)
         default: fputs("Try 'gpushim report --help'.\n", stderr); return 2;
         }
     }
-    if (argc - optind != 1) {
-        fprintf(stderr, "gpushim report: %s\nTry 'gpushim report --help'.\n",
-                argc - optind ? "one trace at a time" : "which trace? (gpushim report TRACE)");
+    if (argc - optind < 1) {
+        fputs("gpushim report: which trace? (gpushim report TRACE)\n"
+              "Try 'gpushim report --help'.\n", stderr);
         return 2;
     }
+    if (argc - optind > 1)
+        return gs_report_ranks(argv + optind, (size_t)(argc - optind), json);
     if (!opt.top)
         opt.top = json ? UINT32_MAX : 10;
     const char *path = argv[optind];
@@ -132,6 +147,8 @@ int main(int argc, char **argv)
             return gs_cmd_run(2, (char *[]){"run", "--help", NULL});
         else if (!strcmp(topic, "export"))
             return gs_cmd_export(2, (char *[]){"export", "--help", NULL});
+
+
         else
             fputs(usage_main, stdout);
         return 0;

@@ -1,0 +1,226 @@
+"""test_multi.py - commands over several traces (issue 6, items 4 and 7):
+gpushim plan (the largest batch that fits a card, from runs of different
+batch sizes), gpushim diff (what grew between two runs, by call site) and
+gpushim report over the ranks of a job (the JOB header record), against the
+schedule of tests/progs/drv_batch.c:
+
+  peak = 8 MiB weights + B x 1.5 MiB activations + (N-1) x 512 KiB scratch,
+  with N = 3 steps: 9 MiB + 1.5 MiB x B; the steps' peaks 1 MiB apart.
+"""
+import json
+import os
+import subprocess
+import tempfile
+import zlib
+
+from harness import E, KiB, MiB, check, eq, one_trace, run
+
+CONTEXT = 512 * MiB
+CARDS = [("24 GB", 24 << 30), ("40 GB", 40 << 30), ("48 GB", 48 << 30), ("80 GB", 80 << 30),
+         ("96 GB", 96 << 30), ("141 GB", 143771 << 20)]
+
+
+def gpushim(*args):
+    return subprocess.run([E.gpushim, *args], capture_output=True, text=True, timeout=300)
+
+
+def gpushim_json(*args):
+    p = gpushim(*args)
+    eq(p.returncode, 0, f"gpushim {' '.join(args)}: {p.stderr}")
+    return json.loads(p.stdout)
+
+
+def batch_run(tmp, name, batch, steps=3, env=None, rc=0):
+    r = run([E.prog("drv_batch"), str(batch), str(steps)], cwd=tmp, output=name, env=env)
+    eq(r.rc, rc, f"drv_batch {batch} {steps} status ({r.err})")
+    path = os.path.join(tmp, name)
+    check(os.path.exists(path), f"{name} written")
+    return path
+
+
+def header_records(path):
+    """[(type, payload bytes)] of a trace's header."""
+    data = open(path, "rb").read()
+    hlen = int.from_bytes(data[12:16], "little")
+    p, end, out = 16, 16 + hlen, []
+    while p < end:
+        t = data[p]
+        p += 1
+        n = shift = 0
+        while True:
+            b = data[p]
+            p += 1
+            n |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                break
+        out.append((t, data[p:p + n]))
+        p += n
+    return out
+
+
+def varints(b):
+    out, n, shift = [], 0, 0
+    for x in b:
+        n |= (x & 0x7F) << shift
+        shift += 7
+        if x < 0x80:
+            out.append(n)
+            n = shift = 0
+    return out
+
+
+def without_job(path):
+    """Rewrites a trace as gpushim wrote it before the JOB record: the
+    header without it, its length and checksum made again."""
+    data = open(path, "rb").read()
+    hlen = int.from_bytes(data[12:16], "little")
+    recs = [(t, p) for t, p in header_records(path) if t != 7]
+    check(len(recs) < len(header_records(path)), "there was a JOB record to take out")
+    body = b""
+    for t, p in recs:
+        n, v = b"", len(p)
+        while True:
+            n += bytes([(v & 0x7F) | (0x80 if v > 0x7F else 0)])
+            v >>= 7
+            if not v:
+                break
+        body += bytes([t]) + n + p
+    head = data[:12] + len(body).to_bytes(4, "little") + body
+    out = head + zlib.crc32(head).to_bytes(4, "little") + data[16 + hlen + 4:]
+    with open(path, "wb") as f:
+        f.write(out)
+
+
+# ---- the ranks of a job ----
+
+def rank_runs(tmp):
+    """Ranks 0 and 2 run batches 4 and 14 (peaks 15 and 30 MiB); ranks 3
+    and 1, in that order, run batch 8 on a 16 MiB device and fail at their
+    12 MiB of activations, holding the 8 MiB of weights."""
+    paths = {}
+    for rank, batch, memory in [(3, 8, "16M"), (0, 4, None), (2, 14, None), (1, 8, "16M")]:
+        env = {"RANK": str(rank), "LOCAL_RANK": str(rank % 2), "WORLD_SIZE": "4",
+               "SIMCUDA_MEMORY": memory}
+        paths[rank] = batch_run(tmp, f"rank{rank}.trace", batch, env=env, rc=1 if memory else 0)
+    return paths
+
+
+def test_report_ranks():
+    tmp = tempfile.mkdtemp(prefix="gpushim-ranks-")
+    paths = rank_runs(tmp)
+    for rank, path in paths.items():
+        job = [varints(p) for t, p in header_records(path) if t == 7]
+        eq(job, [[rank + 1, rank % 2 + 1, 4]], f"rank {rank}'s JOB record: rank+1, local+1, size")
+    given = [paths[r] for r in (2, 3, 0, 1)]
+    d = gpushim_json("report", "--json", *given)
+    eq((d["ranks_from"], d["note"], d["world_size"]), ("trace", None, 4), "ranks as recorded")
+    eq([(r["rank"], r["local_rank"], r["path"], r["peak_bytes"],
+         [(x["device"], x["peak_bytes"]) for x in r["devices"]], r["failures"], r["complete"],
+         r["ending"]) for r in d["ranks"]],
+       [(0, 0, paths[0], 15 * MiB, [(0, 15 * MiB)], 0, True, "finished"),
+        (1, 1, paths[1], 8 * MiB, [(0, 8 * MiB)], 1, True, "finished"),
+        (2, 0, paths[2], 30 * MiB, [(0, 30 * MiB)], 0, True, "finished"),
+        (3, 1, paths[3], 8 * MiB, [(0, 8 * MiB)], 1, True, "finished")], "the table, by rank")
+    eq([r["pid"] > 0 and r["host"] == os.uname().nodename for r in d["ranks"]], [True] * 4,
+       "host and pid")
+    eq((d["mean_peak_bytes"], d["imbalance"], d["highest_rank"]),
+       (15.25 * MiB, round(30 / 15.25, 6), 2), "imbalance: 30 MiB / the mean 15.25 MiB")
+    f3, f1 = d["ranks"][3]["first_failure"], d["ranks"][1]["first_failure"]
+    eq((f3["api"], f3["device"], f3["requested_bytes"], f3["result_name"]),
+       ("cuMemAlloc_v2", 0, 12 * MiB, "CUDA_ERROR_OUT_OF_MEMORY"), "rank 3's failure")
+    check(f3["unix_ns"] < f1["unix_ns"], f"rank 3 ran (and failed) before rank 1: {f3} {f1}")
+    eq((d["first_failure"]["rank"], d["first_failure"]["unix_ns"], d["first_failure"]["path"],
+        d["failed_ranks"]), (3, f3["unix_ns"], paths[3], 2), "rank 3 failed first")
+
+    p = gpushim("report", *given)
+    eq(p.returncode, 0, p.stderr)
+    lines = p.stdout.splitlines()
+    eq(lines[0], "Job: 4 traces of a world of 4 ranks", "the job")
+    rows = [l.split() for l in lines if l[:4].strip().isdigit()]
+    eq([(r[0], r[3], r[4], r[5], r[6], r[7], r[-2], r[-1]) for r in rows],
+       [("0", "15.00", "MiB", "0", "complete,", "finished", "15.00", "MiB"),
+        ("1", "8.00", "MiB", "1", "complete,", "finished", "8.00", "MiB"),
+        ("2", "30.00", "MiB", "0", "complete,", "finished", "30.00", "MiB"),
+        ("3", "8.00", "MiB", "1", "complete,", "finished", "8.00", "MiB")], "text rows")
+    check("imbalance  1.97: rank 2 peaks at 30.00 MiB; the mean of the ranks' peaks is 15.25 MiB\n"
+          in p.stdout, p.stdout)
+    check([l for l in lines if l.startswith("first failure  rank 3 at ")] and
+          "cuMemAlloc_v2 of 12.00 MiB on device 0 (CUDA_ERROR_OUT_OF_MEMORY); 2 ranks failed"
+          in p.stdout, p.stdout)
+
+
+def test_report_ranks_without_job_record():
+    # Traces from before the JOB record: ranks are the order given, and it says so.
+    tmp = tempfile.mkdtemp(prefix="gpushim-ranks-old-")
+    paths = rank_runs(tmp)
+    for path in paths.values():
+        without_job(path)
+        eq([t for t, _ in header_records(path)].count(7), 0, "no JOB record")
+    given = [paths[r] for r in (2, 3, 0, 1)]
+    d = gpushim_json("report", "--json", *given)
+    eq(d["ranks_from"], "order", "ranks from the order")
+    check(d["note"].startswith("4 of the 4 traces record no rank"), d["note"])
+    eq([(r["rank"], r["local_rank"], r["path"], r["peak_bytes"]) for r in d["ranks"]],
+       [(0, None, paths[2], 30 * MiB), (1, None, paths[3], 8 * MiB), (2, None, paths[0], 15 * MiB),
+        (3, None, paths[1], 8 * MiB)], "in the order given")
+    eq((d["world_size"], d["highest_rank"], d["first_failure"]["rank"]), (None, 0, 1),
+       "the highest and the first to fail, by place")
+    check("note: 4 of the 4 traces record no rank" in gpushim("report", *given).stdout, "text note")
+    # one trace alone is still the single report
+    eq(json.loads(gpushim("report", "--json", paths[0]).stdout)["peak"]["bytes"], 15 * MiB,
+       "one trace: the report")
+
+    # A run with no rank in its environment records the JOB record, unknown.
+    r = run([E.prog("drv_batch"), "2"], cwd=tmp, output="norank.trace",
+            env={"RANK": None, "OMPI_COMM_WORLD_RANK": None, "SLURM_PROCID": None,
+                 "PMI_RANK": None, "LOCAL_RANK": None, "OMPI_COMM_WORLD_LOCAL_RANK": None,
+                 "SLURM_LOCALID": None, "WORLD_SIZE": None, "OMPI_COMM_WORLD_SIZE": None,
+                 "SLURM_NTASKS": None, "PMI_SIZE": None})
+    norank = os.path.join(tmp, "norank.trace")
+    eq([varints(p) for t, p in header_records(norank) if t == 7], [[0, 0, 0]], "all unknown")
+    d = gpushim_json("report", "--json", norank, paths[1])
+    eq((d["ranks_from"], [x["rank"] for x in d["ranks"]]), ("order", [0, 1]), "one rank unknown")
+    # Open MPI's names, and a duplicate rank.
+    r = run([E.prog("drv_batch"), "2"], cwd=tmp, output="ompi.trace",
+            env={"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_LOCAL_RANK": "0",
+                 "OMPI_COMM_WORLD_SIZE": "2"})
+    eq(r.rc, 0, r.err)
+    ompi = os.path.join(tmp, "ompi.trace")
+    eq([varints(p) for t, p in header_records(ompi) if t == 7], [[2, 1, 2]], "Open MPI's")
+    d = gpushim_json("report", "--json", ompi, norank)
+    eq(d["ranks_from"], "order", "unknown rank")
+    d = gpushim_json("report", "--json", ompi, ompi)
+    eq((d["ranks_from"], d["note"].startswith("rank 1 is recorded by more than one trace")),
+       ("order", True), "a rank twice")
+
+
+def test_report_ranks_bad_input():
+    tmp = tempfile.mkdtemp(prefix="gpushim-ranks-bad-")
+    a = batch_run(tmp, "b2.trace", 2)
+    plain = os.path.join(tmp, "plain.txt")
+    with open(plain, "w") as f:
+        f.write("GPUSHIM\n")
+    for args, want in [([a, "/nonexistent.trace"], "gpushim report: /nonexistent.trace: offset 0"),
+                       ([plain, a], f"gpushim report: {plain}: offset 0: too short")]:
+        p = gpushim("report", *args)
+        eq(p.returncode, 1, f"report {args}: {p.stderr}")
+        check(p.stderr.startswith(want), f"report {args} says {want!r}: {p.stderr}")
+        eq(p.stdout, "", "nothing printed")
+
+
+def test_job_record_survives_rotation():
+    # drv_api_longrun 400000: about 5 MB of trace, rotated by a 4 MiB bound
+    # (shim/bound.c writes the header again into TRACE.next).
+    tmp = tempfile.mkdtemp(prefix="gpushim-ranks-bound-")
+    r = run([E.prog("drv_api_longrun"), "400000"], cwd=tmp, output="long.trace",
+            env={"GPUSHIM_MAX_BYTES": "4M", "RANK": "5", "LOCAL_RANK": "1", "WORLD_SIZE": "8"},
+            timeout=600)
+    eq(r.rc, 0, r.err)
+    trace = os.path.join(tmp, "long.trace")
+    eq([varints(p) for t, p in header_records(trace) if t == 7], [[6, 2, 8]], "JOB kept")
+    d = gpushim_json("report", "--json", trace, trace)
+    check(gpushim_json("report", "--json", trace)["trace"]["checkpoint"] is not None, "rotated")
+    eq([(x["rank"], x["local_rank"], x["peak_bytes"]) for x in d["ranks"]],
+       [(0, 1, 65 * MiB), (1, 1, 65 * MiB)], "ranks by order: rank 5 twice")
+    check(d["note"].startswith("rank 5 is recorded by more than one trace"), d["note"])
