@@ -744,6 +744,9 @@ void gs_multi_frames_text(FILE *out, const struct gs_replay *r, struct gs_symbol
                           enum gs_stack_view view, uint32_t stack_id, unsigned max,
                           const char *lead);
 
+/* ---- diff.c: gpushim diff ---- */
+int gs_cmd_diff(int argc, char **argv);
+
 /* ---- ranks.c: gpushim report over the traces of a job's ranks ---- */
 /* Reads each trace and prints the table of ranks; the exit status. */
 int gs_report_ranks(char **paths, size_t n, int json);

@@ -92,6 +92,87 @@ def without_job(path):
         f.write(out)
 
 
+# ---- diff ----
+
+def site_rows(d):
+    return [(s["status"], s["frames"][1]["function"], s["a"]["peak_bytes"], s["b"]["peak_bytes"],
+             s["change"]["peak_bytes"], s["a"]["unfreed_bytes"], s["b"]["unfreed_bytes"],
+             s["a"]["allocated_bytes"], s["b"]["allocated_bytes"], s["change"]["allocated_bytes"])
+            for s in d["sites"]]
+
+
+def test_diff_batch_4_and_8():
+    tmp = tempfile.mkdtemp(prefix="gpushim-diff-")
+    a, b = batch_run(tmp, "b4.trace", 4), batch_run(tmp, "b8.trace", 8)
+    d = gpushim_json("diff", "--json", a, b)
+    eq((d["a"]["path"], d["a"]["peak_bytes"], d["a"]["unfreed_bytes"], d["a"]["complete"],
+        d["b"]["path"], d["b"]["peak_bytes"], d["peak_change_bytes"], d["sites_total"]),
+       (a, 15 * MiB, 8 * MiB, True, b, 21 * MiB, 6 * MiB, 3), "the runs and their peaks")
+    rows = site_rows(d)
+    # the activations grew by exactly 4 x 1.5 MiB at the peak, 3 steps x that allocated
+    eq(rows[0], ("grew", "make_activations", 6 * MiB, 12 * MiB, 6 * MiB, 0, 0, 18 * MiB, 36 * MiB,
+                 18 * MiB), "the activations' site first")
+    eq(sorted(rows[1:]),
+       [("same", "load_weights", 8 * MiB, 8 * MiB, 0, 8 * MiB, 8 * MiB, 8 * MiB, 8 * MiB, 0),
+        ("same", "make_scratch", MiB, MiB, 0, 0, 0, 1536 * KiB, 1536 * KiB, 0)],
+       "the weights and the scratch unchanged")
+    eq([s["frames"][0]["function"] for s in d["sites"]], ["alloc_or_exit"] * 3, "innermost frame")
+    eq(gpushim_json("diff", "--json", "--top", "1", a, b)["sites"], d["sites"][:1], "--top 1")
+
+    # The other way round: it shrank.
+    r = site_rows(gpushim_json("diff", "--json", b, a))
+    eq(r[-1][:5], ("shrank", "make_activations", 12 * MiB, 6 * MiB, -6 * MiB), "last: it shrank")
+
+    p = gpushim("diff", a, b)
+    eq(p.returncode, 0, p.stderr)
+    check("peak  15.00 MiB -> 21.00 MiB, +6.00 MiB (+40.0%)\n" in p.stdout, p.stdout)
+    check("Call sites by growth at the peak (3 sites):\n     +6.00 MiB  grew    peak 6.00 MiB -> "
+          "12.00 MiB   unfreed 0 B -> 0 B   allocated 18.00 MiB -> 36.00 MiB\n" in p.stdout, p.stdout)
+    check("from make_activations  drv_batch.c:" in p.stdout, p.stdout)
+
+
+def test_diff_new_and_gone_sites():
+    # One step makes no scratch: the scratch site is new in the three-step run.
+    tmp = tempfile.mkdtemp(prefix="gpushim-diff-new-")
+    one, three = batch_run(tmp, "one.trace", 4, steps=1), batch_run(tmp, "three.trace", 4)
+    d = gpushim_json("diff", "--json", one, three)
+    eq((d["a"]["peak_bytes"], d["b"]["peak_bytes"], d["peak_change_bytes"]),
+       (14 * MiB, 15 * MiB, MiB), "peaks")
+    eq(site_rows(d)[0], ("new", "make_scratch", 0, MiB, MiB, 0, 0, 0, 1536 * KiB, 1536 * KiB),
+       "the scratch is new")
+    eq(site_rows(d)[1][:5], ("same", "make_activations", 6 * MiB, 6 * MiB, 0), "activations")
+    gone = site_rows(gpushim_json("diff", "--json", three, one))
+    eq(gone[-1], ("gone", "make_scratch", MiB, 0, -MiB, 0, 0, 1536 * KiB, 0, -1536 * KiB),
+       "the scratch is gone")
+    check("  -1.00 MiB  gone    peak 1.00 MiB -> 0 B" in gpushim("diff", three, one).stdout,
+          "gone in text")
+
+
+def test_diff_bad_input():
+    tmp = tempfile.mkdtemp(prefix="gpushim-diff-bad-")
+    a = batch_run(tmp, "b4.trace", 4)
+    plain = os.path.join(tmp, "plain.txt")
+    with open(plain, "w") as f:
+        f.write("x" * 100)
+    for args, rc, want in [
+            ([a, "/nonexistent.trace"], 1, "gpushim diff: /nonexistent.trace: offset 0: cannot open"),
+            ([plain, a], 1, f"gpushim diff: {plain}: offset 0: not a gpushim trace"),
+            ([a], 2, "gpushim diff: two traces to compare"),
+            ([a, a, a], 2, "gpushim diff: two traces, no more"),
+            (["--top", "0", a, a], 2, "gpushim diff: --top needs a number")]:
+        p = gpushim("diff", *args)
+        eq(p.returncode, rc, f"diff {args}: {p.stderr}")
+        check(p.stderr.startswith(want), f"diff {args} says {want!r}: {p.stderr}")
+        eq(p.stdout, "", f"diff {args} prints nothing")
+    for cmd in ("diff",):
+        for args in ([cmd, "--help"], ["help", cmd]):
+            p = gpushim(*args)
+            eq((p.returncode, p.stdout.split("\n")[0]), (0, f"usage: gpushim {cmd} [options] "
+               + ("A.trace B.trace" if cmd == "diff" else "TRACE[:BATCH] TRACE[:BATCH] ...")),
+               f"gpushim {' '.join(args)}")
+    check("  diff [--json] A B " in gpushim("help").stdout, "the command list names diff")
+
+
 # ---- the ranks of a job ----
 
 def rank_runs(tmp):
