@@ -751,4 +751,7 @@ int gs_cmd_diff(int argc, char **argv);
 /* Reads each trace and prints the table of ranks; the exit status. */
 int gs_report_ranks(char **paths, size_t n, int json);
 
+/* ---- plan.c: gpushim plan ---- */
+int gs_cmd_plan(int argc, char **argv);
+
 #endif

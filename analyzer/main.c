@@ -1,7 +1,7 @@
 /*
  * main.c - the gpushim command: parses the command line and hands each
  * subcommand to its file (run.c; report: reader.c -> replay.c -> reports;
- * report over several traces: ranks.c; export.c, diff.c).
+ * report over several traces: ranks.c; export.c, diff.c, plan.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -25,6 +25,8 @@ static const char usage_main[] =
     "  report [--json] TRACE TRACE...   the ranks of a distributed job side by side\n"
     "  export --format=FMT TRACE        the same for other tools: json, folded (flame graphs)\n"
     "  diff [--json] A B                what grew from run A to run B, by call site\n"
+    "  plan [--json] TRACE:N TRACE:M... the largest batch that fits a card, from runs of\n"
+    "                                   different batch sizes\n"
     "  help [COMMAND]                   this text, or a command's own\n"
     "\n"
     "  gpushim --version                the version\n"
@@ -138,6 +140,8 @@ int main(int argc, char **argv)
         return gs_cmd_export(argc - 1, argv + 1);
     if (!strcmp(cmd, "diff"))
         return gs_cmd_diff(argc - 1, argv + 1);
+    if (!strcmp(cmd, "plan"))
+        return gs_cmd_plan(argc - 1, argv + 1);
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
         printf("gpushim %s (trace format %u)\n", GPUSHIM_VERSION, GS_TRACE_VERSION);
         return 0;
@@ -152,7 +156,8 @@ int main(int argc, char **argv)
             return gs_cmd_export(2, (char *[]){"export", "--help", NULL});
         else if (!strcmp(topic, "diff"))
             return gs_cmd_diff(2, (char *[]){"diff", "--help", NULL});
-
+        else if (!strcmp(topic, "plan"))
+            return gs_cmd_plan(2, (char *[]){"plan", "--help", NULL});
         else
             fputs(usage_main, stdout);
         return 0;

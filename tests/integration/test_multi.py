@@ -8,6 +8,7 @@ schedule of tests/progs/drv_batch.c:
   with N = 3 steps: 9 MiB + 1.5 MiB x B; the steps' peaks 1 MiB apart.
 """
 import json
+import math
 import os
 import subprocess
 import tempfile
@@ -92,6 +93,114 @@ def without_job(path):
         f.write(out)
 
 
+# ---- plan ----
+
+def test_plan_two_runs_from_marks():
+    tmp = tempfile.mkdtemp(prefix="gpushim-plan-")
+    a, b = batch_run(tmp, "b4.trace", 4), batch_run(tmp, "b8.trace", 8)
+    d = gpushim_json("plan", "--json", a, b)
+    eq([(r["path"], r["batch"], r["batch_from"], r["peak_bytes"], r["step_label"], r["steps"],
+         r["step_peak_spread_bytes"]) for r in d["runs"]],
+       [(a, 4, "mark", 15 * MiB, "step", 3, MiB), (b, 8, "mark", 21 * MiB, "step", 3, MiB)],
+       "the runs: batch from the batch=N mark, peak, the steps' peaks 1 MiB apart")
+    eq(d["fit"], {"fixed_bytes": 9.0 * MiB, "per_sample_bytes": 1.5 * MiB, "runs": 2,
+                  "residual_std_error_bytes": None, "uncertainty_from": "step_spread",
+                  "peak_uncertainty_bytes": 1.0 * MiB}, "the line through both points")
+    eq(d["context_bytes"], CONTEXT, "the CUDA context's share")
+    # central: (usable - 9 MiB) / 1.5 MiB; the steepest line through the ends of
+    # the spreads (4, 14 MiB)-(8, 22 MiB): 6 MiB + 2 MiB x B; the flattest
+    # (4, 16 MiB)-(8, 20 MiB): 12 MiB + 1 MiB x B.
+    want = []
+    for name, size in CARDS:
+        usable = size - CONTEXT
+        want.append((name, size, usable, (usable - 9 * MiB) * 2 // (3 * MiB),
+                     (usable - 6 * MiB) // (2 * MiB), (usable - 12 * MiB) // MiB))
+    eq([(c["name"], c["bytes"], c["usable_bytes"], c["largest_batch"], c["largest_batch_low"],
+         c["largest_batch_high"]) for c in d["cards"]], want, "each common card")
+    eq(want[3][3:], (54266, 40701, 81396), "80 GB: 81399 MiB / 1.5 MiB")
+
+    d = gpushim_json("plan", "--json", "--card", "80GB", "--card", "1G", "--context", "0", a, b)
+    eq([(c["name"], c["bytes"], c["usable_bytes"], c["largest_batch"]) for c in d["cards"]],
+       [("80GB", 80 << 30, 80 << 30, 54607), ("1G", 1 << 30, 1 << 30, 676)],
+       "--card as sold and in bytes, no context: (81920 - 9) / 1.5, (1024 - 9) / 1.5")
+
+    p = gpushim("plan", a, b)
+    eq(p.returncode, 0, p.stderr)
+    check("Fit  peak = 9.00 MiB + 1.50 MiB x batch  (2 runs: the line through both)\n" in p.stdout,
+          p.stdout)
+    check("  80 GB         79.50 GiB          54266  40701 .. 81396\n" in p.stdout, p.stdout)
+
+
+def test_plan_three_runs_residuals():
+    tmp = tempfile.mkdtemp(prefix="gpushim-plan3-")
+    a, b, c = (batch_run(tmp, f"b{n}.trace", n) for n in (4, 8, 16))
+    d = gpushim_json("plan", "--json", "--card", "80GB", a, b, c)
+    eq((d["fit"]["fixed_bytes"], d["fit"]["per_sample_bytes"], d["fit"]["runs"],
+        d["fit"]["residual_std_error_bytes"], d["fit"]["uncertainty_from"]),
+       (9.0 * MiB, 1.5 * MiB, 3, 0.0, "residuals"), "three runs on the line: no residual")
+    eq([(x["largest_batch"], x["largest_batch_low"], x["largest_batch_high"]) for x in d["cards"]],
+       [(54266, 54266, 54266)], "the range is the answer")
+
+    # The batch given on the command line wins over the mark: the batch-16
+    # run told it is 12 puts the points (4, 15), (8, 21), (12, 33) MiB, off
+    # the line by 1, -2, 1 MiB from peak = 5 MiB + 2.25 MiB x B.
+    d = gpushim_json("plan", "--json", "--card", "80GB", a + ":4", b, c + ":12")
+    eq([(r["path"], r["batch"], r["batch_from"]) for r in d["runs"]],
+       [(a, 4, "argument"), (b, 8, "mark"), (c, 12, "argument")], "batches: TRACE:N or the mark")
+    f = d["fit"]
+    eq((f["fixed_bytes"], f["per_sample_bytes"]), (5.0 * MiB, 2.25 * MiB), "least squares")
+    s = math.sqrt(6) * MiB  # sqrt((1 + 4 + 1) MiB^2 / (3 - 2))
+    check(abs(f["residual_std_error_bytes"] - s) < 1e-5, f"residual standard error {f}")
+    check(abs(f["peak_uncertainty_bytes"] - s) < 1e-5, f"the uncertainty is it {f}")
+    usable = (80 << 30) - CONTEXT
+    eq([(x["largest_batch"], x["largest_batch_low"], x["largest_batch_high"]) for x in d["cards"]],
+       [((usable - 5 * MiB) * 4 // (9 * MiB), math.floor((usable - s - 5 * MiB) / (2.25 * MiB)),
+         math.floor((usable + s - 5 * MiB) / (2.25 * MiB)))], "peak fits with s added, taken off")
+    eq(d["cards"][0]["largest_batch"], 36179, "81403 MiB / 2.25 MiB")
+
+
+def test_plan_bad_input():
+    tmp = tempfile.mkdtemp(prefix="gpushim-plan-bad-")
+    a = batch_run(tmp, "b4.trace", 4)
+    plain = os.path.join(tmp, "plain.txt")
+    with open(plain, "w") as f:
+        f.write("not a trace at all\n")
+    s1 = os.path.join(tmp, "s1.trace")
+    s2 = os.path.join(tmp, "s2.trace")
+    for out in (s1, s2):
+        r = run([E.prog("drv_schedule")], cwd=tmp, output=os.path.basename(out))
+        eq(r.rc, 0, r.err)
+    for args, rc, want in [
+            (["/nonexistent.trace", a], 1, "gpushim plan: /nonexistent.trace: offset 0: cannot open"),
+            ([plain, a], 1, f"gpushim plan: {plain}: offset 0: not a gpushim trace"),
+            ([s1, a], 1, f"gpushim plan: {s1}: no batch size: give it as {s1}:N, or mark batch=N"),
+            ([a, a], 1, "gpushim plan: every run has batch size 4"),
+            ([a], 2, "gpushim plan: two runs or more"),
+            ([a + ":0", a], 2, "a batch size is 1 to 4294967295"),
+            (["--card", "huge", a, a], 2, "--card needs a size"),
+            (["--context", "-1", a, a], 2, "--context needs a size")]:
+        p = gpushim("plan", *args)
+        eq(p.returncode, rc, f"plan {args}: {p.stderr}")
+        check(p.stderr.startswith(want) or want in p.stderr, f"plan {args} says {want!r}: {p.stderr}")
+        eq(p.stdout, "", f"plan {args} prints nothing")
+    # Two runs without steps: the line, and no range.
+    d = gpushim_json("plan", "--json", "--card", "24GB", s1 + ":2", a)
+    eq((d["fit"]["fixed_bytes"], d["fit"]["per_sample_bytes"]), (2.5 * MiB, 3.125 * MiB),
+       "drv_schedule's 8.75 MiB told batch 2, and (4, 15 MiB): the line through both")
+    eq((d["fit"]["uncertainty_from"], d["fit"]["peak_uncertainty_bytes"]),
+       ("step_spread", 1.0 * MiB), "the spread of the one run that marks steps")
+    # Runs whose peak does not grow, neither marking steps: any batch fits, and
+    # no range can be given.
+    d = gpushim_json("plan", "--json", "--card", "24GB", s1 + ":2", s2 + ":4")
+    eq((d["fit"]["per_sample_bytes"], d["fit"]["uncertainty_from"],
+        d["fit"]["peak_uncertainty_bytes"], d["cards"][0]["largest_batch"],
+        d["cards"][0]["largest_batch_low"], d["cards"][0]["largest_batch_high"]),
+       (0.0, None, None, None, None, None), "the same peak at batch 2 and 4: no limit, no range")
+    p = gpushim("plan", s1 + ":2", s2 + ":4")
+    check("Uncertainty  none can be estimated from two points" in p.stdout, p.stdout)
+    check("The peak does not grow with the batch size" in p.stdout, p.stdout)
+
+
 # ---- diff ----
 
 def site_rows(d):
@@ -164,7 +273,7 @@ def test_diff_bad_input():
         eq(p.returncode, rc, f"diff {args}: {p.stderr}")
         check(p.stderr.startswith(want), f"diff {args} says {want!r}: {p.stderr}")
         eq(p.stdout, "", f"diff {args} prints nothing")
-    for cmd in ("diff",):
+    for cmd in ("diff", "plan"):
         for args in ([cmd, "--help"], ["help", cmd]):
             p = gpushim(*args)
             eq((p.returncode, p.stdout.split("\n")[0]), (0, f"usage: gpushim {cmd} [options] "
