@@ -315,7 +315,8 @@ int gs_cmd_diff(int argc, char **argv)
         fputs("gpushim diff: out of memory\n", stderr);
         rc = 1;
     } else {
-        qsort(d.t.v, d.t.n, sizeof *d.t.v, by_growth);
+        if (d.t.n)
+            qsort(d.t.v, d.t.n, sizeof *d.t.v, by_growth);
         if (json)
             diff_json(stdout, &d);
         else

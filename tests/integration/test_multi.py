@@ -273,6 +273,24 @@ def test_diff_bad_input():
         eq(p.returncode, rc, f"diff {args}: {p.stderr}")
         check(p.stderr.startswith(want), f"diff {args} says {want!r}: {p.stderr}")
         eq(p.stdout, "", f"diff {args} prints nothing")
+    # A trace cut to its header: a run that recorded nothing (it died at once).
+    data = open(a, "rb").read()
+    empty = os.path.join(tmp, "empty.trace")
+    with open(empty, "wb") as f:
+        f.write(data[:16 + int.from_bytes(data[12:16], "little") + 4])
+    d = gpushim_json("diff", "--json", empty, a)
+    eq((d["a"]["peak_bytes"], d["a"]["complete"], d["a"]["ending"], d["peak_change_bytes"],
+        [s["status"] for s in d["sites"]]), (0, False, "died", 15 * MiB, ["new"] * 3),
+       "every site new")
+    p = gpushim("diff", empty, empty)
+    eq(p.returncode, 0, p.stderr)
+    check("  none: neither run allocated device memory\n" in p.stdout, p.stdout)
+    eq(gpushim_json("diff", "--json", empty, empty)["sites"], [], "no sites")
+    d = gpushim_json("report", "--json", empty, empty)
+    eq((d["imbalance"], d["highest_rank"], d["first_failure"], d["mean_peak_bytes"]),
+       (None, None, None, 0.0), "the ranks of nothing")
+    check("imbalance  none: no rank allocated device memory" in gpushim("report", empty, empty).stdout,
+          "text")
     for cmd in ("diff", "plan"):
         for args in ([cmd, "--help"], ["help", cmd]):
             p = gpushim(*args)
