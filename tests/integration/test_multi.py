@@ -227,6 +227,9 @@ def test_diff_batch_4_and_8():
        "the weights and the scratch unchanged")
     eq([s["frames"][0]["function"] for s in d["sites"]], ["alloc_or_exit"] * 3, "innermost frame")
     eq(gpushim_json("diff", "--json", "--top", "1", a, b)["sites"], d["sites"][:1], "--top 1")
+    native = gpushim_json("diff", "--json", "--native", a, b)
+    eq(site_rows(native), rows, "--native: the same sites for a program without Python")
+    eq([s["gil"] for s in d["sites"] + native["sites"]], [None] * 6, "no Python: gil null")
 
     # The other way round: it shrank.
     r = site_rows(gpushim_json("diff", "--json", b, a))
