@@ -71,7 +71,7 @@ $(BUILD)/libgpushim.so: $(SHIM_OBJ) shim/exports.map
 		-Wl,-z,defs -Wl,-soname,libgpushim.so -lz -ldl -lpthread
 
 $(BUILD)/gpushim: $(ANALYZER_OBJ)
-	$(CC) -o $@ $(ANALYZER_OBJ) $(LDFLAGS) -ldw -lelf -lz
+	$(CC) -o $@ $(ANALYZER_OBJ) $(LDFLAGS) -ldw -lelf -lz -lm
 
 # ---- the simulated CUDA driver and runtime (tests/sim) ----
 sim: $(SIM)

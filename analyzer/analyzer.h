@@ -17,7 +17,12 @@
  *   pyframes.c      Python frames in call sites, in place of the interpreter's
  *   report_text.c   the report for people
  *   report_json.c   the report for programs (json.c writes the syntax)
- *   export.c        gpushim export (export_html.c and svg.c: the HTML report)
+ *   export.c        gpushim export (export_pprof.c and protobuf.c: pprof;
+ *                   export_html.c and svg.c: the HTML report)
+ *   diff.c          gpushim diff: what grew between two runs, by call site
+ *   ranks.c         gpushim report over several traces: the ranks of a job
+ *   plan.c          gpushim plan: memory against batch size, the largest that fits
+ *   multi.c         what the commands over several traces share
  */
 #ifndef GPUSHIM_ANALYZER_H
 #define GPUSHIM_ANALYZER_H
@@ -118,6 +123,10 @@ struct gs_trace_info {
         char name[64], value[256];
     } settings[8];
     char ring_name[256];
+    /* GS_REC_JOB: where the process stood in a distributed job */
+    int job_seen;                /* the record was there (traces from before it: 0) */
+    int64_t rank, local_rank;    /* -1: unknown */
+    uint64_t world_size;         /* 0: unknown */
 };
 
 enum gs_ring_use {
@@ -923,5 +932,37 @@ void gs_html_table(FILE *out, const char *id, const char *title, const struct gs
  * 0 to end_ns. */
 void gs_svg_device_chart(FILE *out, const struct gs_replay *r, unsigned device_index,
                          uint64_t width_ns, unsigned n, uint64_t end_ns);
+
+/* ---- multi.c: what the commands over several traces share ---- */
+/* "12.00 MiB"; "+4.00 MiB", "-512 B", "0 B". Returns buf. */
+const char *gs_multi_bytes(uint64_t b, char *buf, size_t sz);
+const char *gs_multi_signed_bytes(int64_t v, char *buf, size_t sz);
+/* A size from the command line: bytes, or N with K, M, G, T (powers of
+ * 1024, "iB" or "B" may follow), or "NGB" (a card as sold: the memory that
+ * card of gs_cards reports, else N GiB). 0, or -1 when it is none. */
+int gs_multi_parse_size(const char *s, uint64_t *out);
+/* A name for the site of stack_id that is the same in another run of the
+ * program: its source frames as view shows them (function, file, line; a
+ * frame without either: module file name and offset). Caller frees; NULL
+ * on no memory. */
+char *gs_multi_site_key(const struct gs_replay *r, struct gs_symbolizer *sym,
+                        enum gs_stack_view view, uint32_t stack_id);
+/* A site's "frames" and "gil", as in the report's SITE. */
+void gs_multi_frames_json(struct gs_json *j, const struct gs_replay *r, struct gs_symbolizer *sym,
+                          enum gs_stack_view view, uint32_t stack_id);
+/* A site's frames in text, at most max, each line starting with lead. */
+void gs_multi_frames_text(FILE *out, const struct gs_replay *r, struct gs_symbolizer *sym,
+                          enum gs_stack_view view, uint32_t stack_id, unsigned max,
+                          const char *lead);
+
+/* ---- diff.c: gpushim diff ---- */
+int gs_cmd_diff(int argc, char **argv);
+
+/* ---- ranks.c: gpushim report over the traces of a job's ranks ---- */
+/* Reads each trace and prints the table of ranks; the exit status. */
+int gs_report_ranks(char **paths, size_t n, int json);
+
+/* ---- plan.c: gpushim plan ---- */
+int gs_cmd_plan(int argc, char **argv);
 
 #endif

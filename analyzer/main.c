@@ -1,6 +1,7 @@
 /*
  * main.c - the gpushim command: parses the command line and hands each
- * subcommand to its file (run.c; report: reader.c -> replay.c -> reports).
+ * subcommand to its file (run.c; report: reader.c -> replay.c -> reports;
+ * report over several traces: ranks.c; export.c, diff.c, plan.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -21,7 +22,11 @@ static const char usage_main[] =
     "commands:\n"
     "  run [-o FILE] -- CMD [ARGS...]   run CMD with the recorder preloaded\n"
     "  report [--json] TRACE            peak, leaks and failed allocations of a recorded run\n"
+    "  report [--json] TRACE TRACE...   the ranks of a distributed job side by side\n"
     "  export --format=FMT TRACE        the same for other tools: json, folded (flame graphs)\n"
+    "  diff [--json] A B                what grew from run A to run B, by call site\n"
+    "  plan [--json] TRACE:N TRACE:M... the largest batch that fits a card, from runs of\n"
+    "                                   different batch sizes\n"
     "  help [COMMAND]                   this text, or a command's own\n"
     "\n"
     "  gpushim --version                the version\n"
@@ -32,6 +37,7 @@ static const char usage_main[] =
 
 static const char usage_report[] =
     "usage: gpushim report [options] TRACE\n"
+    "       gpushim report [--json] TRACE TRACE...\n"
     "\n"
     "Reads a trace written by libgpushim.so and reports, for people (default)\n"
     "or for programs (--json): the process and how long it ran, each device's\n"
@@ -48,8 +54,18 @@ static const char usage_report[] =
     "  -h, --help     this text\n"
     "\n"
     "A trace that was cut short (the process was killed) or damaged is reported\n"
-    "as far as it can be read and marked incomplete. Exit status: 0 when the\n"
-    "trace was read, 1 when it could not be, 2 for a usage error.\n";
+    "as far as it can be read and marked incomplete.\n"
+    "\n"
+    "With several traces, one per rank of a distributed job: a table of the\n"
+    "ranks (rank, host, pid, peak per device, the rank's largest peak,\n"
+    "failures, whether the trace is complete), the imbalance (the largest peak\n"
+    "over the mean of the ranks' peaks) and which rank failed an allocation\n"
+    "first. Ranks are as each trace recorded them (RANK, OMPI_COMM_WORLD_RANK,\n"
+    "SLURM_PROCID or PMI_RANK), else the order given. --json applies; the\n"
+    "options about call sites do not.\n"
+    "\n"
+    "Exit status: 0 when the traces were read, 1 when one could not be, 2 for\n"
+    "a usage error.\n";
 
 static int parse_count(const char *opt, const char *s, unsigned *out)
 {
@@ -85,11 +101,13 @@ static int cmd_report(int argc, char **argv)
         default: fputs("Try 'gpushim report --help'.\n", stderr); return 2;
         }
     }
-    if (argc - optind != 1) {
-        fprintf(stderr, "gpushim report: %s\nTry 'gpushim report --help'.\n",
-                argc - optind ? "one trace at a time" : "which trace? (gpushim report TRACE)");
+    if (argc - optind < 1) {
+        fputs("gpushim report: which trace? (gpushim report TRACE)\n"
+              "Try 'gpushim report --help'.\n", stderr);
         return 2;
     }
+    if (argc - optind > 1)
+        return gs_report_ranks(argv + optind, (size_t)(argc - optind), json);
     if (!opt.top)
         opt.top = json ? UINT32_MAX : 10;
     const char *path = argv[optind];
@@ -120,6 +138,10 @@ int main(int argc, char **argv)
         return gs_cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "export"))
         return gs_cmd_export(argc - 1, argv + 1);
+    if (!strcmp(cmd, "diff"))
+        return gs_cmd_diff(argc - 1, argv + 1);
+    if (!strcmp(cmd, "plan"))
+        return gs_cmd_plan(argc - 1, argv + 1);
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
         printf("gpushim %s (trace format %u)\n", GPUSHIM_VERSION, GS_TRACE_VERSION);
         return 0;
@@ -132,6 +154,10 @@ int main(int argc, char **argv)
             return gs_cmd_run(2, (char *[]){"run", "--help", NULL});
         else if (!strcmp(topic, "export"))
             return gs_cmd_export(2, (char *[]){"export", "--help", NULL});
+        else if (!strcmp(topic, "diff"))
+            return gs_cmd_diff(2, (char *[]){"diff", "--help", NULL});
+        else if (!strcmp(topic, "plan"))
+            return gs_cmd_plan(2, (char *[]){"plan", "--help", NULL});
         else
             fputs(usage_main, stdout);
         return 0;

@@ -398,6 +398,16 @@ static void header_record(uint8_t type, struct gs_cursor *c, struct gs_trace_inf
         }
         break;
     }
+    case GS_REC_JOB: {
+        uint64_t rank = u(c), local_rank = u(c), world = u(c);
+        if (c->bad)
+            break;
+        info->job_seen = 1;
+        info->rank = rank && rank <= UINT32_MAX ? (int64_t)rank - 1 : -1;
+        info->local_rank = local_rank && local_rank <= UINT32_MAX ? (int64_t)local_rank - 1 : -1;
+        info->world_size = world <= UINT32_MAX ? world : 0;
+        break;
+    }
     case GS_REC_RING:
         info->ring_id = u(c);
         string(c, info->ring_name, sizeof info->ring_name);
@@ -541,6 +551,7 @@ int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
 {
     struct file f = {.path = path, .err = err, .errsz = errsz};
     memset(info, 0, sizeof *info);
+    info->rank = info->local_rank = -1;
     memset(st, 0, sizeof *st);
     f.fd = open(path, O_RDONLY | O_CLOEXEC);
     if (f.fd < 0)

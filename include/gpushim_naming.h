@@ -28,29 +28,52 @@ struct gs_name_values {
     const char *start; /* for %t */
 };
 
-/* The first of the variables that is set, else "0". */
-static inline const char *gs_first_env(const char *const *names)
+/* The variables a launcher (torchrun, Open MPI, Slurm, PMI) sets, first
+ * match wins. */
+#define GS_RANK_VARS "RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK"
+#define GS_LOCAL_RANK_VARS "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"
+#define GS_WORLD_SIZE_VARS "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "PMI_SIZE"
+
+/* The first of the variables that is set (not empty), else NULL. */
+static inline const char *gs_env_set(const char *const *names)
 {
     for (; *names; names++) {
         const char *v = getenv(*names);
         if (v && *v)
             return v;
     }
-    return "0";
+    return NULL;
+}
+
+/* The first of the variables that is set, else "0". */
+static inline const char *gs_first_env(const char *const *names)
+{
+    const char *v = gs_env_set(names);
+    return v ? v : "0";
 }
 
 static inline const char *gs_rank(void)
 {
-    static const char *const names[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",
-                                        "PMI_RANK", NULL};
+    static const char *const names[] = {GS_RANK_VARS, NULL};
     return gs_first_env(names);
 }
 
 static inline const char *gs_local_rank(void)
 {
-    static const char *const names[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
-                                        "SLURM_LOCALID", NULL};
+    static const char *const names[] = {GS_LOCAL_RANK_VARS, NULL};
     return gs_first_env(names);
+}
+
+/* A job figure from the first of the variables set, plus one (0: none set,
+ * or not a decimal number below 2^32): the GS_REC_JOB coding of a rank. */
+static inline unsigned long long gs_env_number_plus1(const char *const *names)
+{
+    const char *v = gs_env_set(names);
+    char *end;
+    if (!v || *v < '0' || *v > '9')
+        return 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    return *end || n >= 0xffffffffull ? 0 : n + 1;
 }
 
 /* Writes the name into out (outsz bytes). Returns 0, or -1 when it does not

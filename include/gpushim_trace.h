@@ -70,6 +70,11 @@ enum gs_record_type {
     GS_REC_SETTINGS = 6, /* varint n, n x (string name, string value): the allocator
                           * settings in the environment when the trace began (those
                           * of GS_ALLOCATOR_SETTINGS that were set) */
+    GS_REC_JOB = 7,     /* varint rank + 1, varint local rank + 1, varint world size:
+                         * where the process stands in a distributed job, from the
+                         * environment when the trace began (include/
+                         * gpushim_naming.h); 0 for each means unknown. Old
+                         * readers skip it, as any unknown header record */
 
     /* block records */
     GS_REC_MODULE = 16, /* varint id, varint bias, varint lo, varint span (image

@@ -196,6 +196,16 @@ int gs_write_header(int fd, uint64_t start_ns, uint64_t realtime_ns, unsigned st
     p = gs_put_varint(payload, stack_depth);
     put_record(buf, &n, GS_REC_CONFIG, payload, p);
 
+    /* the job: rank + 1, local rank + 1, world size (0: unknown) */
+    static const char *const ranks[] = {GS_RANK_VARS, NULL};
+    static const char *const local_ranks[] = {GS_LOCAL_RANK_VARS, NULL};
+    static const char *const world_sizes[] = {GS_WORLD_SIZE_VARS, NULL};
+    unsigned long long world = gs_env_number_plus1(world_sizes);
+    p = gs_put_varint(payload, gs_env_number_plus1(ranks));
+    p += gs_put_varint(payload + p, gs_env_number_plus1(local_ranks));
+    p += gs_put_varint(payload + p, world ? world - 1 : 0);
+    put_record(buf, &n, GS_REC_JOB, payload, p);
+
     static const char *const settings[] = {GS_ALLOCATOR_SETTINGS};
     size_t nset = 0;
     p = 1; /* the count, filled in below: fewer than 128 fit in one byte */

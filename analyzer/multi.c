@@ -1,0 +1,221 @@
+/*
+ * multi.c - what the commands over several traces share (diff.c, ranks.c,
+ * plan.c): a call site named so that it is the same site in another run of
+ * the program, a site's frames in text and JSON, sizes for people and from
+ * the command line.
+ *
+ * Addresses and stack ids differ between runs (address space layout
+ * randomization, the order stacks were first seen), so a site is named by
+ * its source frames as gs_rank_sites merges them: function, file and line
+ * of each, innermost first. A frame nothing is known of is named by its
+ * module's file name and its offset in that module, which is the same in
+ * every run of the same build.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer.h"
+#include "symbolize.h"
+
+const char *gs_multi_bytes(uint64_t b, char *buf, size_t sz)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)b;
+    int u = 0;
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, sz, "%" PRIu64 " B", b);
+    else
+        snprintf(buf, sz, "%.2f %s", v, units[u]);
+    return buf;
+}
+
+const char *gs_multi_signed_bytes(int64_t v, char *buf, size_t sz)
+{
+    char b[32];
+    uint64_t mag = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    snprintf(buf, sz, "%s%s", v < 0 ? "-" : v > 0 ? "+" : "", gs_multi_bytes(mag, b, sizeof b));
+    return buf;
+}
+
+int gs_multi_parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    if (!s || *s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno)
+        return -1;
+    while (*end == ' ')
+        end++;
+    int shift = 0;
+    if (!strcmp(end, "GB") || !strcmp(end, "gb")) { /* a card as sold: what it reports */
+        for (int i = 0; i < GS_NCARDS; i++)
+            if (strtoull(gs_cards[i].name, NULL, 10) == v) {
+                *out = gs_cards[i].bytes;
+                return 0;
+            }
+        shift = 30;
+    } else if (*end) {
+        switch (*end) {
+        case 'T': case 't': shift = 40; break;
+        case 'G': case 'g': shift = 30; break;
+        case 'M': case 'm': shift = 20; break;
+        case 'K': case 'k': shift = 10; break;
+        default: return -1;
+        }
+        end++;
+        if (!strcmp(end, "iB") || !strcmp(end, "B") || !strcmp(end, "ib") || !strcmp(end, "b"))
+            end += strlen(end);
+        if (*end)
+            return -1;
+    }
+    if (v > (UINT64_MAX >> shift))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+/* ---- a site's key ---- */
+
+struct key_buf {
+    const struct gs_replay *r;
+    char *s;
+    size_t n, cap;
+    int failed;
+};
+
+static void key_add(struct key_buf *k, const char *piece)
+{
+    size_t len = strlen(piece);
+    if (k->n + len + 1 > k->cap) {
+        size_t cap = k->cap ? k->cap : 256;
+        while (cap < k->n + len + 1)
+            cap *= 2;
+        char *s = realloc(k->s, cap);
+        if (!s) {
+            k->failed = 1;
+            return;
+        }
+        k->s = s;
+        k->cap = cap;
+    }
+    memcpy(k->s + k->n, piece, len + 1);
+    k->n += len;
+}
+
+static void key_frame(void *ctx, const struct gs_frame *f, unsigned index)
+{
+    struct key_buf *k = ctx;
+    char num[64];
+    (void)index;
+    if (f->function || f->file) {
+        key_add(k, f->function ? f->function : "?");
+        key_add(k, "\t");
+        key_add(k, f->file ? f->file : "?");
+        snprintf(num, sizeof num, "\t%d\n", f->line);
+        key_add(k, num);
+    } else if (f->python) { /* a code object the trace does not define */
+        snprintf(num, sizeof num, "?python\t%d\n", f->line);
+        key_add(k, num);
+    } else {
+        const struct gs_module *m = gs_replay_module_at(k->r, f->pc);
+        const char *base = m && m->path ? strrchr(m->path, '/') : NULL;
+        base = base ? base + 1 : m && m->path ? m->path : "?";
+        snprintf(num, sizeof num, "+0x%" PRIx64 "\n", m ? f->pc - m->bias : f->pc);
+        key_add(k, "?\t");
+        key_add(k, base);
+        key_add(k, num);
+    }
+}
+
+char *gs_multi_site_key(const struct gs_replay *r, struct gs_symbolizer *sym,
+                        enum gs_stack_view view, uint32_t stack_id)
+{
+    struct key_buf k = {.r = r};
+    key_add(&k, "");
+    if (!gs_site_frames(r, sym, stack_id, view, UINT32_MAX, key_frame, &k))
+        key_add(&k, "(unknown stack)\n");
+    if (view == GS_VIEW_MERGED) {
+        char py[32];
+        snprintf(py, sizeof py, "py%d", (int)gs_site_python(r, stack_id));
+        key_add(&k, py);
+    }
+    if (k.failed) {
+        free(k.s);
+        return NULL;
+    }
+    return k.s;
+}
+
+/* ---- a site's frames, shown ---- */
+
+static void json_frame(void *ctx, const struct gs_frame *f, unsigned index)
+{
+    struct gs_json *j = ctx;
+    char addr[32];
+    (void)index;
+    snprintf(addr, sizeof addr, "0x%" PRIx64, f->pc);
+    gs_json_begin_object(j, NULL);
+    gs_json_string(j, "function", f->function);
+    gs_json_string(j, "file", f->file);
+    gs_json_uint(j, "line", f->line > 0 ? (uint64_t)f->line : 0);
+    gs_json_string(j, "module", f->python ? NULL : f->module);
+    gs_json_string(j, "address", f->python ? NULL : addr);
+    gs_json_string(j, "language", f->python ? "python" : "native");
+    gs_json_end_object(j);
+}
+
+void gs_multi_frames_json(struct gs_json *j, const struct gs_replay *r, struct gs_symbolizer *sym,
+                          enum gs_stack_view view, uint32_t stack_id)
+{
+    gs_json_begin_array(j, "frames");
+    gs_site_frames(r, sym, stack_id, view, GS_MAX_FRAMES * 4, json_frame, j);
+    gs_json_end_array(j);
+    enum gs_py_state py = gs_site_python(r, stack_id);
+    if (view == GS_VIEW_NATIVE || py == GS_PY_NONE)
+        gs_json_null(j, "gil");
+    else
+        gs_json_bool(j, "gil", py != GS_PY_NO_GIL);
+}
+
+struct text_frames {
+    FILE *out;
+    const char *lead;
+};
+
+static void text_frame(void *ctx, const struct gs_frame *f, unsigned index)
+{
+    struct text_frames *t = ctx;
+    fprintf(t->out, "%s%s ", t->lead, index ? "  from" : "at");
+    if (f->function)
+        fputs(f->function, t->out);
+    else if (f->python)
+        fputs("(Python code not in the trace)", t->out);
+    else
+        fprintf(t->out, "0x%" PRIx64, f->pc);
+    if (f->file) {
+        const char *base = strrchr(f->file, '/');
+        fprintf(t->out, "  %s:%d", base ? base + 1 : f->file, f->line);
+    } else if (!f->python) {
+        const char *base = f->module ? strrchr(f->module, '/') : NULL;
+        base = base ? base + 1 : f->module ? f->module : "?";
+        fprintf(t->out, "  (%s)", base[0] ? base : "?");
+    }
+    fputc('\n', t->out);
+}
+
+void gs_multi_frames_text(FILE *out, const struct gs_replay *r, struct gs_symbolizer *sym,
+                          enum gs_stack_view view, uint32_t stack_id, unsigned max,
+                          const char *lead)
+{
+    struct text_frames t = {out, lead};
+    if (!gs_site_frames(r, sym, stack_id, view, max, text_frame, &t))
+        fprintf(out, "%sat (stack not in the trace)\n", lead);
+}
