@@ -109,7 +109,10 @@ def test_timeline_holds_the_peak():
     check(1 <= len(t["max_bytes"]) <= 64, f"at most 64 buckets: {len(t['max_bytes'])}")
     w = t["bucket_ns"] // 1000000
     check(t["bucket_ns"] % 1000000 == 0 and w & (w - 1) == 0, f"1 ms doubled: {t['bucket_ns']}")
-    check(min(t["max_bytes"]) >= 100 * MiB, "the weights are live from the first bucket on")
+    # the timeline starts with the trace: the buckets before the weights (a start-up slow
+    # on a loaded machine) may be empty; from them on, never below the weights
+    first = next(i for i, v in enumerate(t["max_bytes"]) if v)
+    check(min(t["max_bytes"][first:]) >= 100 * MiB, "the weights are live from then on")
     line = [l for l in report(trace).stdout.splitlines() if l.startswith("  timeline  ")]
     eq(len(line), 1, "a sparkline in the text report")
     check("█" in line[0], "the peak's bucket is full height: " + line[0])
