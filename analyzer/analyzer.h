@@ -754,5 +754,34 @@ void gs_pickle_float(struct gs_pickle *p, double v);
 void gs_pickle_str(struct gs_pickle *p, const char *s); /* NULL: None */
 void gs_pickle_bytes_str(struct gs_pickle *p, const char *s, size_t n); /* as UTF-8 */
 
+/* ---- load.c: the events of a trace in order, with the replay current ---- */
+/* Called for each event: before, with the replay as it stood; after, once
+ * the replay applied it (l->r.last_time_ns is then the latest time so far,
+ * which never goes back). The symbolizer knows every module read so far.
+ * Either may be NULL. */
+struct gs_event_watch {
+    void *ctx;
+    void (*before)(void *ctx, struct gs_loaded *l, const struct gs_revent *e);
+    void (*after)(void *ctx, struct gs_loaded *l, const struct gs_revent *e);
+};
+/* As gs_load, in the same one pass, calling w for every event. */
+int gs_load_watch(const char *cmd, const char *path, struct gs_loaded *l,
+                  const struct gs_event_watch *w);
+
+/* ---- json.c, for writers of their own JSON ---- */
+/* s as a JSON string: quoted, escaped, valid UTF-8. */
+void gs_json_quoted(FILE *out, const char *s);
+
+/* ---- perfetto.c: export --format=perfetto ---- */
+/* Chrome's trace-event JSON of the trace at path; "gpushim export: ..." on
+ * stderr and -1 when it cannot be read or written. */
+int gs_export_perfetto(FILE *out, const char *path);
+
+/* ---- torch_snapshot.c: export --format=torch-snapshot ---- */
+/* PyTorch's memory snapshot (a pickle), for memory_viz, with each device's
+ * last max_entries events (0: all); as above. */
+#define GS_TORCH_MAX_ENTRIES 100000
+int gs_export_torch_snapshot(FILE *out, const char *path, enum gs_stack_view view,
+                             uint64_t max_entries);
 
 #endif

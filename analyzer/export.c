@@ -3,7 +3,9 @@
  * read. json is the report's JSON; folded is one line per call site,
  * "outermost;...;innermost bytes", which flamegraph.pl, inferno and
  * speedscope draw as a flame graph of what held memory at the peak, what
- * was never freed, or what was allocated over the run (--metric).
+ * was never freed, or what was allocated over the run (--metric). The
+ * formats of the events over time have files of their own: perfetto
+ * (perfetto.c) and torch-snapshot (torch_snapshot.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -25,13 +27,22 @@ static const char usage_export[] =
     "  folded    folded stacks for flame graphs (flamegraph.pl, inferno,\n"
     "            speedscope): a line per call site, its frames outermost\n"
     "            first joined by ';', a space, and its bytes\n"
+    "  perfetto  Chrome's trace-event JSON for ui.perfetto.dev and\n"
+    "            chrome://tracing: each device's memory over time, the\n"
+    "            marks, the failed allocations\n"
+    "  torch-snapshot\n"
+    "            PyTorch's memory snapshot (a pickle) for\n"
+    "            pytorch.org/memory_viz: segments and blocks at the end,\n"
+    "            each device's allocations and frees in order\n"
     "\n"
     "options:\n"
-    "  -f, --format FMT    json or folded (required)\n"
+    "  -f, --format FMT    json, folded, perfetto or torch-snapshot (required)\n"
     "  -o, --output FILE   write there instead of standard output\n"
     "  --metric M          folded: peak (device memory live at the peak,\n"
     "                      default), leaked (never freed), or allocated (all\n"
     "                      bytes allocated over the run)\n"
+    "  --max-entries N     torch-snapshot: each device's last N events (default\n"
+    "                      100000, as PyTorch's recorder keeps; 0: all of them)\n"
     "  --native            native stacks alone (no Python frames)\n"
     "  -h, --help          this text\n"
     "\n"
@@ -100,16 +111,40 @@ void gs_export_folded(FILE *out, const struct gs_report *rep, enum gs_site_metri
     free(sites);
 }
 
+/* The formats of the events over time: read as they are written, so the
+ * output is opened first (a trace that cannot be read leaves it empty). */
+static int export_events(const char *format, const char *path, const char *output,
+                         enum gs_stack_view view, uint64_t max_entries)
+{
+    FILE *out = output ? fopen(output, "w") : stdout;
+    if (!out) {
+        fprintf(stderr, "gpushim export: cannot write %s: %s\n", output, strerror(errno));
+        return 1;
+    }
+    int rc = !strcmp(format, "perfetto") ? gs_export_perfetto(out, path)
+                                         : gs_export_torch_snapshot(out, path, view, max_entries);
+    int failed = ferror(out) | (output ? fclose(out) : fflush(out));
+    if (rc != 0)
+        return 1;
+    if (failed) {
+        fprintf(stderr, "gpushim export: cannot write %s\n", output ? output : "the output");
+        return 1;
+    }
+    return 0;
+}
+
 int gs_cmd_export(int argc, char **argv)
 {
     static const struct option longopts[] = {{"format", required_argument, NULL, 'f'},
                                              {"output", required_argument, NULL, 'o'},
                                              {"metric", required_argument, NULL, 'm'},
                                              {"native", no_argument, NULL, 'n'},
+                                             {"max-entries", required_argument, NULL, 'x'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     const char *format = NULL, *output = NULL;
     enum gs_site_metric metric = GS_METRIC_PEAK;
+    uint64_t max_entries = GS_TORCH_MAX_ENTRIES;
     struct gs_report_options opt = {.top = UINT32_MAX, .frames = UINT32_MAX};
     int c;
     optind = 1;
@@ -131,14 +166,27 @@ int gs_cmd_export(int argc, char **argv)
             }
             break;
         case 'n': opt.view = GS_VIEW_NATIVE; break;
+        case 'x': {
+            char *end;
+            errno = 0;
+            max_entries = strtoull(optarg, &end, 10);
+            if (errno || end == optarg || *end || optarg[0] == '-') {
+                fprintf(stderr, "gpushim export: --max-entries is a count, not '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        }
         case 'h': fputs(usage_export, stdout); return 0;
         default: fputs("Try 'gpushim export --help'.\n", stderr); return 2;
         }
     }
-    if (!format || (strcmp(format, "json") && strcmp(format, "folded"))) {
+    if (!format || (strcmp(format, "json") && strcmp(format, "folded") &&
+                    strcmp(format, "perfetto") && strcmp(format, "torch-snapshot"))) {
         fprintf(stderr, "gpushim export: %s%s%s\nTry 'gpushim export --help'.\n",
-                format ? "no format '" : "which format? (--format=json or --format=folded)",
-                format ? format : "", format ? "' (json or folded)" : "");
+                format ? "no format '" : "which format? (--format=json, folded, perfetto or "
+                                         "torch-snapshot)",
+                format ? format : "",
+                format ? "' (json, folded, perfetto or torch-snapshot)" : "");
         return 2;
     }
     if (argc - optind != 1) {
@@ -147,6 +195,8 @@ int gs_cmd_export(int argc, char **argv)
         return 2;
     }
     const char *path = argv[optind];
+    if (!strcmp(format, "perfetto") || !strcmp(format, "torch-snapshot"))
+        return export_events(format, path, output, opt.view, max_entries);
     struct gs_loaded l;
     if (gs_load("export", path, &l) != 0)
         return 1;

@@ -43,7 +43,8 @@ enum {
     OP_SHORT_BINUNICODE = 0x8c,
 };
 
-static void put(struct gs_pickle *p, int byte) { fputc(byte, p->out); }
+/* One writer per stream: the unlocked calls (a pickle is written byte by byte). */
+static void put(struct gs_pickle *p, int byte) { putc_unlocked(byte, p->out); }
 
 void gs_pickle_begin(struct gs_pickle *p, FILE *out)
 {
@@ -119,7 +120,7 @@ void gs_pickle_raw(struct gs_pickle *p, const void *bytes, size_t n)
 {
     item(p);
     if (n)
-        fwrite(bytes, 1, n, p->out);
+        fwrite_unlocked(bytes, 1, n, p->out);
 }
 
 void gs_pickle_none(struct gs_pickle *p)
@@ -222,12 +223,16 @@ void gs_pickle_bytes_str(struct gs_pickle *p, const char *s, size_t n)
         for (int i = 0; i < 4; i++)
             put(p, (int)(out >> (8 * i) & 0xff));
     }
+    if (out == n) { /* all valid */
+        fwrite_unlocked(b, 1, n, p->out);
+        return;
+    }
     for (size_t i = 0; i < n;) {
         size_t k = utf8_seq(b + i, n - i);
         if (k)
-            fwrite(b + i, 1, k, p->out);
+            fwrite_unlocked(b + i, 1, k, p->out);
         else
-            fwrite(fffd, 1, sizeof fffd, p->out);
+            fwrite_unlocked(fffd, 1, sizeof fffd, p->out);
         i += k ? k : 1;
     }
 }
