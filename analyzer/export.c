@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "analyzer.h"
 #include "symbolize.h"
@@ -111,8 +112,8 @@ void gs_export_folded(FILE *out, const struct gs_report *rep, enum gs_site_metri
     free(sites);
 }
 
-/* The formats of the events over time: read as they are written, so the
- * output is opened first (a trace that cannot be read leaves it empty). */
+/* The formats of the events over time: written as the trace is read, so
+ * the output is opened first (and removed when the trace cannot be read). */
 static int export_events(const char *format, const char *path, const char *output,
                          enum gs_stack_view view, uint64_t max_entries)
 {
@@ -124,8 +125,12 @@ static int export_events(const char *format, const char *path, const char *outpu
     int rc = !strcmp(format, "perfetto") ? gs_export_perfetto(out, path)
                                          : gs_export_torch_snapshot(out, path, view, max_entries);
     int failed = ferror(out) | (output ? fclose(out) : fflush(out));
-    if (rc != 0)
+    if (rc != 0) {
+        struct stat sb; /* nothing half written left behind (a plain file: not /dev/null) */
+        if (output && lstat(output, &sb) == 0 && S_ISREG(sb.st_mode))
+            remove(output);
         return 1;
+    }
     if (failed) {
         fprintf(stderr, "gpushim export: cannot write %s\n", output ? output : "the output");
         return 1;

@@ -461,7 +461,7 @@ static void sync(struct snap *s, struct gs_loaded *l)
         if (a->device >= 0 && a->device < GS_MAX_DEVICES && a->device > s->maxdev)
             s->maxdev = a->device;
     }
-    if (r->blocks.live_count)
+    if (r->blocks.seen || r->blocks.live_count)
         blocks_given(s);
     for (size_t i = 0; i < r->blocks.nblocks; i++)
         if (gs_blocks_slot_live(&r->blocks, i)) {

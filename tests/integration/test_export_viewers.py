@@ -446,6 +446,10 @@ def test_export_viewers_usage():
         eq(p.returncode, 1, f"{fmt}: a trace that cannot be read")
         check(p.stderr.startswith("gpushim export: /nonexistent.trace"), p.stderr)
         eq(p.stderr.count("\n"), 1, "one line")
+        out = os.path.join(tempfile.mkdtemp(prefix="gpushim-viewers-"), "x")
+        p = subprocess.run([E.gpushim, "export", "-f", fmt, "-o", out, "/nonexistent.trace"],
+                           capture_output=True, text=True, timeout=60)
+        eq((p.returncode, os.path.exists(out)), (1, False), f"{fmt}: no output left behind")
     # to standard output, the same bytes as to a file
     p = subprocess.run([E.gpushim, "export", "-f", "torch-snapshot", trace], capture_output=True,
                        timeout=60)
@@ -458,3 +462,32 @@ def test_export_viewers_usage():
         check(p.stderr.startswith("gpushim export: --max-entries is a count"), p.stderr)
     h = subprocess.run([E.gpushim, "export", "--help"], capture_output=True, text=True, timeout=60)
     check("perfetto" in h.stdout and "torch-snapshot" in h.stdout, "--help names both")
+
+
+def test_torch_snapshot_python_frames():
+    # tests/progs/python/train.py (test_python.py): the weights' 4 x 1 MiB
+    # from Model.load_weights, kept; frames as the report merges them, the
+    # Python frames where the interpreter's stood.
+    from test_python import libcuda, prog, py_env, pythons, schedule_expectations
+    py = pythons()[0]
+    r = run([py, prog("train.py"), libcuda()], env=py_env())
+    eq(r.rc, 0, f"{py}: {r.err}")
+    d = torch_snapshot(one_trace(r))
+    replay(d, 0)
+    weights, first, second, cache = schedule_expectations()
+
+    def py_frames(frames):
+        return [(f["name"], f["filename"], f["line"]) for f in frames
+                if f["filename"].endswith(".py")]
+    segs = d["segments"]
+    eq([(s["total_size"], py_frames(s["frames"])) for s in segs[:4]], [(MiB, weights)] * 4,
+       "the weights' segments, with their Python frames")
+    eq(py_frames(segs[0]["blocks"][0]["frames"]), weights, "and their blocks'")
+    t = d["device_traces"][0]
+    eq([py_frames(e["frames"]) for e in t if e["action"] == "segment_alloc"
+        and e["size"] == 2 * MiB], [first, second] * 3, "each activation's frames")
+    native = [f for f in segs[0]["frames"] if not f["filename"].endswith(".py")]
+    check(native and segs[0]["frames"][:len(native)] == native,
+          "the extension's native frames first, innermost first")
+    check(not any("ceval" in f["filename"] or f["name"] == "_PyEval_EvalFrameDefault"
+                  for f in segs[0]["frames"]), "no interpreter frame")
