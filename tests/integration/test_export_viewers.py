@@ -438,6 +438,37 @@ def test_torch_snapshot_blocks_tile_their_segment():
     eq((t[-1]["addr"], t[-1]["size"]), (segs[0]["address"], 4 * KiB), "the block")
 
 
+def test_torch_snapshot_and_perfetto_of_a_rotated_trace():
+    # drv_chdir.c: 2 MiB (before_chdir), then 3,000,000 x 4 KiB allocated
+    # and freed, then 1 MiB kept (after_chdir). Bounded to 4 MiB, the trace
+    # starts from a checkpoint taken during the churn.
+    first, second = (os.path.join(tempfile.mkdtemp(prefix="gpushim-viewers-"), d)
+                     for d in ("first", "second"))
+    os.mkdir(first)
+    os.mkdir(second)
+    r = run([E.prog("drv_chdir"), second, "3000000"], cwd=first, output="rot.trace",
+            env={"GPUSHIM_MAX_BYTES": "4M"}, timeout=600)
+    eq(r.rc, 0, r.err)
+    trace = os.path.join(first, "rot.trace")
+    rep = report_json(trace)
+    check(rep["trace"]["checkpoint"] is not None, "the trace was swapped")
+    d = torch_snapshot(trace, "--max-entries", "1000")  # memory_viz's replay holds
+    eq([(s["total_size"], names(s["frames"])[0]) for s in d["segments"]],
+       [(2 * MiB, "before_chdir"), (MiB, "after_chdir")],
+       "the 2 MiB from before the checkpoint is a segment, its frames from the checkpoint")
+    t = d["device_traces"][0]
+    eq(len(t), 1000, "the last 1000 events")
+    eq([(e["action"], e["size"]) for e in t[-2:]], [("segment_alloc", MiB), ("alloc", MiB)],
+       "the 1 MiB last")
+    eq({e["size"] for e in t[:-2]}, {4 * KiB}, "the churn before it")
+    _, events = perfetto(trace)
+    c = [b for _, b in counters(events)[0]]
+    check(c[0] in (2 * MiB, 2 * MiB + 4 * KiB), f"the counter starts from the checkpoint: {c[0]}")
+    eq((max(c), c[-1]), (3 * MiB, 3 * MiB), "the peak and the end")
+    eq(rep["devices"][0]["peak_bytes"], 3 * MiB, "the report's peak")
+    check(set(c) <= {2 * MiB, 2 * MiB + 4 * KiB, 3 * MiB}, "nothing else")
+
+
 def test_export_viewers_usage():
     trace = one_trace(run([E.prog("drv_api_steps")]))
     for fmt in ("perfetto", "torch-snapshot"):
