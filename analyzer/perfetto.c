@@ -16,12 +16,14 @@
  * of one counter within the same microsecond are coalesced: its last
  * value, after its highest one when that rose above both the value before
  * and the last (so that no peak is lost): a loop that allocates and frees
- * a million times a second writes at most two samples a microsecond, and
- * the counter's highest sample is the device's peak. Times never go back:
+ * a million times a second writes at most two samples a microsecond (a
+ * mark or a failure ends the microsecond's window early: the samples
+ * before it come before it), and the counter's highest sample is the
+ * device's peak. Times never go back:
  * an event recorded out of order takes the latest time seen before it.
  *
- * One pass (load.c's watch), memory bounded by the devices and threads:
- * each event is written as it is read.
+ * One pass (load.c's watch): besides the replay's, memory for the devices
+ * and the threads named; each event is written as it is read.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -49,8 +51,12 @@ struct perfetto {
     struct gs_idmap *threads; /* tids named so far */
 };
 
+/* The file's opening comes with its first event: a trace that cannot be
+ * read writes nothing. */
 static void begin_event(struct perfetto *p)
 {
+    if (p->first)
+        fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", p->out);
     fputs(p->first ? "\n" : ",\n", p->out);
     p->first = 0;
 }
@@ -215,7 +221,6 @@ int gs_export_perfetto(FILE *out, const char *path)
     p->threads = gs_idmap_new();
     /* the format takes metadata anywhere in the array: the process's name
      * comes last, once the whole header is surely read */
-    fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", out);
     struct gs_event_watch w = {.ctx = p, .before = before, .after = after};
     struct gs_loaded l;
     if (gs_load_watch("export", path, &l, &w) != 0) {

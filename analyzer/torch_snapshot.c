@@ -78,7 +78,6 @@ struct snap {
     enum gs_stack_view view;
     int failed;    /* out of memory: said once */
     uint64_t max_entries; /* per device; 0: all */
-    uint64_t dropped;     /* events that fell out of the rings */
     FILE *scratch;        /* an event pickled, before it goes in a ring */
     char *scratch_buf;
     size_t scratch_len;
@@ -202,7 +201,6 @@ static void ring_put(struct snap *s, struct dtrace *t, char *bytes, size_t len, 
     struct entry *e = &t->ring[t->head];
     if (t->n == t->cap) { /* full at max_entries: the oldest goes */
         free(e->bytes);
-        s->dropped++;
     } else {
         t->n++;
     }

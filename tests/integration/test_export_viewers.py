@@ -477,6 +477,7 @@ def test_export_viewers_usage():
         eq(p.returncode, 1, f"{fmt}: a trace that cannot be read")
         check(p.stderr.startswith("gpushim export: /nonexistent.trace"), p.stderr)
         eq(p.stderr.count("\n"), 1, "one line")
+        eq(p.stdout, "", "nothing written")
         out = os.path.join(tempfile.mkdtemp(prefix="gpushim-viewers-"), "x")
         p = subprocess.run([E.gpushim, "export", "-f", fmt, "-o", out, "/nonexistent.trace"],
                            capture_output=True, text=True, timeout=60)
