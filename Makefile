@@ -38,7 +38,7 @@ UNIT_DEPS := shim/encode.c shim/ring.c shim/stacks.c shim/tracefile.c shim/confi
              analyzer/reader.c analyzer/recover.c analyzer/replay.c analyzer/idmap.c \
              analyzer/json.c analyzer/checkpoint.c analyzer/pyframes.c analyzer/marks.c \
              analyzer/blocks.c analyzer/ordmap.c analyzer/timeline.c analyzer/growth.c \
-             analyzer/oom.c analyzer/protobuf.c
+             analyzer/oom.c analyzer/protobuf.c analyzer/pickle.c
 
 # The shim also runs the analyzer's replay, as the model behind GPUSHIM_MAX_BYTES.
 SHIM_OBJ := $(SHIM_SRC:%.c=$(BUILD)/obj/pic/%.o) \

@@ -18,7 +18,8 @@
  *   report_text.c   the report for people
  *   report_json.c   the report for programs (json.c writes the syntax)
  *   export.c        gpushim export (export_pprof.c and protobuf.c: pprof;
- *                   export_html.c and svg.c: the HTML report)
+ *                   export_html.c and svg.c: the HTML report; perfetto.c;
+ *                   torch_snapshot.c and pickle.c: PyTorch's memory snapshot)
  *   diff.c          gpushim diff: what grew between two runs, by call site
  *   ranks.c         gpushim report over several traces: the ranks of a job
  *   plan.c          gpushim plan: memory against batch size, the largest that fits
@@ -964,5 +965,71 @@ int gs_report_ranks(char **paths, size_t n, int json);
 
 /* ---- plan.c: gpushim plan ---- */
 int gs_cmd_plan(int argc, char **argv);
+
+/* ---- pickle.c: Python pickles (protocol 4) of plain values, streamed ---- */
+#define GS_PICKLE_BATCH 1000 /* a container's items between a MARK and its APPENDS/SETITEMS */
+#define GS_PICKLE_DEPTH 16
+struct gs_pickle_level {
+    int dict;
+    int want_value; /* a dict whose key was written, its value not yet */
+    unsigned items; /* in the open batch */
+};
+struct gs_pickle {
+    FILE *out;
+    int depth;
+    unsigned overflow; /* containers opened past GS_PICKLE_DEPTH */
+    struct gs_pickle_level level[GS_PICKLE_DEPTH];
+};
+/* PROTO 4. Then exactly one value (a dict or list holding the rest), then
+ * gs_pickle_finish (ends what is open, STOP). In a dict, a key (a value
+ * like any other) and its value alternate. */
+void gs_pickle_begin(struct gs_pickle *p, FILE *out);
+void gs_pickle_finish(struct gs_pickle *p);
+/* Without PROTO: a part of a pickle (values to be put in one with
+ * gs_pickle_raw); gs_pickle_end each container, never gs_pickle_finish. */
+void gs_pickle_begin_part(struct gs_pickle *p, FILE *out);
+/* One whole value, its n bytes written by a part; with NULL bytes the
+ * caller writes them to p->out next. */
+void gs_pickle_raw(struct gs_pickle *p, const void *bytes, size_t n);
+void gs_pickle_dict(struct gs_pickle *p); /* opens one; gs_pickle_end ends it */
+void gs_pickle_list(struct gs_pickle *p);
+void gs_pickle_end(struct gs_pickle *p);
+void gs_pickle_none(struct gs_pickle *p);
+void gs_pickle_bool(struct gs_pickle *p, int v);
+void gs_pickle_int(struct gs_pickle *p, int64_t v);
+void gs_pickle_uint(struct gs_pickle *p, uint64_t v); /* above INT64_MAX: INT64_MAX */
+void gs_pickle_float(struct gs_pickle *p, double v);
+void gs_pickle_str(struct gs_pickle *p, const char *s); /* NULL: None */
+void gs_pickle_bytes_str(struct gs_pickle *p, const char *s, size_t n); /* as UTF-8 */
+
+/* ---- load.c: the events of a trace in order, with the replay current ---- */
+/* Called for each event: before, with the replay as it stood; after, once
+ * the replay applied it (l->r.last_time_ns is then the latest time so far,
+ * which never goes back). The symbolizer knows every module read so far.
+ * Either may be NULL. */
+struct gs_event_watch {
+    void *ctx;
+    void (*before)(void *ctx, struct gs_loaded *l, const struct gs_revent *e);
+    void (*after)(void *ctx, struct gs_loaded *l, const struct gs_revent *e);
+};
+/* As gs_load, in the same one pass, calling w for every event. */
+int gs_load_watch(const char *cmd, const char *path, struct gs_loaded *l,
+                  const struct gs_event_watch *w);
+
+/* ---- json.c, for writers of their own JSON ---- */
+/* s as a JSON string: quoted, escaped, valid UTF-8. */
+void gs_json_quoted(FILE *out, const char *s);
+
+/* ---- perfetto.c: export --format=perfetto ---- */
+/* Chrome's trace-event JSON of the trace at path; "gpushim export: ..." on
+ * stderr and -1 when it cannot be read or written. */
+int gs_export_perfetto(FILE *out, const char *path);
+
+/* ---- torch_snapshot.c: export --format=torch-snapshot ---- */
+/* PyTorch's memory snapshot (a pickle), for memory_viz, with each device's
+ * last max_entries events (0: all); as above. */
+#define GS_TORCH_MAX_ENTRIES 100000
+int gs_export_torch_snapshot(FILE *out, const char *path, enum gs_stack_view view,
+                             uint64_t max_entries);
 
 #endif

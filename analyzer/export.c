@@ -5,7 +5,8 @@
  * speedscope draw as a flame graph of what held memory at the peak, what
  * was never freed, or what was allocated over the run (--metric); pprof
  * is a gzipped profile.proto (export_pprof.c); html is a page for a
- * browser (export_html.c).
+ * browser (export_html.c). The formats of the events over time have files
+ * of their own: perfetto (perfetto.c) and torch-snapshot (torch_snapshot.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "analyzer.h"
@@ -36,6 +38,13 @@ static const char usage_export[] =
     "            the network): the summary, a chart of memory over time per\n"
     "            device, sortable tables of the sites at the peak, the sites\n"
     "            never freed and the failed allocations\n"
+    "  perfetto  Chrome's trace-event JSON for ui.perfetto.dev and\n"
+    "            chrome://tracing: each device's memory over time, the\n"
+    "            marks, the failed allocations\n"
+    "  torch-snapshot\n"
+    "            PyTorch's memory snapshot (a pickle) for\n"
+    "            pytorch.org/memory_viz: segments and blocks at the end,\n"
+    "            each device's allocations and frees in order\n"
     "\n"
     "options:\n"
     "  -f, --format FMT    one of the formats above (required)\n"
@@ -45,6 +54,9 @@ static const char usage_export[] =
     "                      default), leaked (never freed), or allocated (all\n"
     "                      bytes allocated over the run); pprof: what inuse_*\n"
     "                      count, leaked (live at the end, default) or peak\n"
+    "  --max-entries N     torch-snapshot: each device's last N events, as\n"
+    "                      PyTorch's recorder keeps its last max_entries\n"
+    "                      (default 100000; 0: all of them)\n"
     "  --native            native stacks alone (no Python frames)\n"
     "  -h, --help          this text\n"
     "\n"
@@ -105,17 +117,45 @@ void gs_export_folded(FILE *out, const struct gs_report *rep, enum gs_site_metri
     free(sites);
 }
 
+/* The formats of the events over time: written as the trace is read, so
+ * the output is opened first (and removed when the trace cannot be read). */
+static int export_events(const char *format, const char *path, const char *output,
+                         enum gs_stack_view view, uint64_t max_entries)
+{
+    FILE *out = output ? fopen(output, "w") : stdout;
+    if (!out) {
+        fprintf(stderr, "gpushim export: cannot write %s: %s\n", output, strerror(errno));
+        return 1;
+    }
+    int rc = !strcmp(format, "perfetto") ? gs_export_perfetto(out, path)
+                                         : gs_export_torch_snapshot(out, path, view, max_entries);
+    int failed = ferror(out) | (output ? fclose(out) : fflush(out));
+    if (rc != 0) {
+        struct stat sb; /* nothing half written left behind (a plain file: not /dev/null) */
+        if (output && lstat(output, &sb) == 0 && S_ISREG(sb.st_mode))
+            remove(output);
+        return 1;
+    }
+    if (failed) {
+        fprintf(stderr, "gpushim export: cannot write %s\n", output ? output : "the output");
+        return 1;
+    }
+    return 0;
+}
+
 int gs_cmd_export(int argc, char **argv)
 {
     static const struct option longopts[] = {{"format", required_argument, NULL, 'f'},
                                              {"output", required_argument, NULL, 'o'},
                                              {"metric", required_argument, NULL, 'm'},
                                              {"native", no_argument, NULL, 'n'},
+                                             {"max-entries", required_argument, NULL, 'x'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     const char *format = NULL, *output = NULL;
     enum gs_site_metric metric = GS_METRIC_PEAK;
     int metric_given = 0;
+    uint64_t max_entries = GS_TORCH_MAX_ENTRIES;
     struct gs_report_options opt = {.top = UINT32_MAX, .frames = UINT32_MAX};
     int c;
     optind = 1;
@@ -138,12 +178,23 @@ int gs_cmd_export(int argc, char **argv)
             }
             break;
         case 'n': opt.view = GS_VIEW_NATIVE; break;
+        case 'x': {
+            char *end;
+            errno = 0;
+            max_entries = strtoull(optarg, &end, 10);
+            if (errno || end == optarg || *end || optarg[0] == '-') {
+                fprintf(stderr, "gpushim export: --max-entries is a count, not '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        }
         case 'h': fputs(usage_export, stdout); return 0;
         default: fputs("Try 'gpushim export --help'.\n", stderr); return 2;
         }
     }
-    static const char *const formats[] = {"json", "folded", "pprof", "html"};
-    static const char names[] = "json, folded, pprof or html";
+    static const char *const formats[] = {"json", "folded", "pprof", "html", "perfetto",
+                                          "torch-snapshot"};
+    static const char names[] = "json, folded, pprof, html, perfetto or torch-snapshot";
     size_t known = 0;
     while (format && known < sizeof formats / sizeof formats[0] && strcmp(format, formats[known]))
         known++;
@@ -168,6 +219,8 @@ int gs_cmd_export(int argc, char **argv)
         return 2;
     }
     const char *path = argv[optind];
+    if (!strcmp(format, "perfetto") || !strcmp(format, "torch-snapshot"))
+        return export_events(format, path, output, opt.view, max_entries);
     if (pprof && !output && isatty(STDOUT_FILENO)) {
         fputs("gpushim export: pprof is binary (gzipped protobuf); not writing it to a "
               "terminal: give -o FILE or redirect the output\n",

@@ -26,7 +26,7 @@ static int utf8_length(const unsigned char *p)
 
 /* A JSON string: escaped, and valid UTF-8 (a file name from a trace may be
  * in any encoding: a byte that is not UTF-8 becomes U+FFFD). */
-static void quoted(FILE *out, const char *s)
+void gs_json_quoted(FILE *out, const char *s)
 {
     fputc('"', out);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -65,7 +65,7 @@ static void key(struct gs_json *j, const char *k)
         indent(j);
     }
     if (k) {
-        quoted(j->out, k);
+        gs_json_quoted(j->out, k);
         fputs(": ", j->out);
     }
 }
@@ -100,7 +100,7 @@ void gs_json_string(struct gs_json *j, const char *k, const char *v)
 {
     key(j, k);
     if (v)
-        quoted(j->out, v);
+        gs_json_quoted(j->out, v);
     else
         fputs("null", j->out);
 }

@@ -2,6 +2,11 @@
  * load.c - a trace read into all that a report or an export needs: the
  * replay of its events, what its header says, how complete it was, and a
  * symbolizer that knows its modules.
+ *
+ * An export that needs the events themselves, in order (perfetto.c,
+ * torch_snapshot.c), watches them in the same one pass: each is handed to
+ * it just before and just after the replay applies it, so that the live
+ * set, sites and stacks it looks at are those of that moment.
  */
 #include <stdio.h>
 
@@ -10,18 +15,80 @@
 
 int gs_load(const char *cmd, const char *path, struct gs_loaded *l)
 {
+    return gs_load_watch(cmd, path, l, NULL);
+}
+
+struct watching {
+    struct gs_loaded *l;
+    const struct gs_event_watch *w;
+};
+
+static void watch_module(void *ctx, const struct gs_rmodule *m)
+{
+    struct watching *wa = ctx;
+    struct gs_replay *r = &wa->l->r;
+    size_t before = r->nmodules;
+    gs_replay_ops.module(r, m);
+    if (r->nmodules > before) { /* new (a module defined twice: the first stands) */
+        const struct gs_module *mod = &r->modules[r->nmodules - 1];
+        gs_sym_add_module(wa->l->sym, mod->id, mod->path, mod->bias, mod->lo, mod->span,
+                          mod->build_id, mod->build_id_len);
+    }
+}
+
+static void watch_stack(void *ctx, uint32_t id, const uint64_t *pcs, unsigned n)
+{
+    gs_replay_ops.stack(&((struct watching *)ctx)->l->r, id, pcs, n);
+}
+
+static void watch_pycode(void *ctx, const struct gs_rpycode *c)
+{
+    gs_replay_ops.pycode(&((struct watching *)ctx)->l->r, c);
+}
+
+static void watch_event(void *ctx, const struct gs_revent *e)
+{
+    struct watching *wa = ctx;
+    if (wa->w->before)
+        wa->w->before(wa->w->ctx, wa->l, e);
+    gs_replay_ops.event(&wa->l->r, e);
+    if (wa->w->after)
+        wa->w->after(wa->w->ctx, wa->l, e);
+}
+
+static int watch_checkpoint(void *ctx, uint8_t type, const uint8_t *payload, size_t len)
+{
+    return gs_replay_ops.checkpoint(&((struct watching *)ctx)->l->r, type, payload, len);
+}
+
+static const struct gs_reader_ops watch_ops = {
+    .module = watch_module,
+    .stack = watch_stack,
+    .pycode = watch_pycode,
+    .event = watch_event,
+    .checkpoint = watch_checkpoint,
+};
+
+int gs_load_watch(const char *cmd, const char *path, struct gs_loaded *l,
+                  const struct gs_event_watch *w)
+{
     char err[512];
+    struct watching wa = {.l = l, .w = w};
     gs_replay_init(&l->r);
     l->r.growth.enabled = 1; /* leak suspects and post-mortems: the analyzer's alone */
-    l->sym = NULL;
-    if (gs_read_trace(path, &gs_replay_ops, &l->r, &l->info, &l->st, err, sizeof err) != 0) {
+    l->sym = gs_sym_new();
+    int rc = w ? gs_read_trace(path, &watch_ops, &wa, &l->info, &l->st, err, sizeof err)
+               : gs_read_trace(path, &gs_replay_ops, &l->r, &l->info, &l->st, err, sizeof err);
+    if (rc != 0) {
         fprintf(stderr, "gpushim %s: %s\n", cmd, err);
+        gs_sym_free(l->sym);
+        l->sym = NULL;
         gs_replay_free(&l->r);
         return -1;
     }
     gs_replay_finish(&l->r);
-    l->sym = gs_sym_new();
-    gs_sites_register_modules(&l->r, l->sym);
+    if (!w) /* a watched load registered them as they came */
+        gs_sites_register_modules(&l->r, l->sym);
     return 0;
 }
 

@@ -338,7 +338,7 @@ def test_html_usage():
     check(p.stderr.startswith("gpushim export: /nonexistent.trace"), p.stderr)
     p = subprocess.run([E.gpushim, "export", "-f", "htm", trace], capture_output=True, text=True)
     eq(p.returncode, 2, "a format that does not exist")
-    check("(json, folded, pprof or html)" in p.stderr, p.stderr)
+    check("(json, folded, pprof, html, perfetto or torch-snapshot)" in p.stderr, p.stderr)
     # Standard output, the same page as -o writes.
     p = subprocess.run([E.gpushim, "export", "-f", "html", trace], capture_output=True, text=True)
     eq(p.returncode, 0, p.stderr)
