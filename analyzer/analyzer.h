@@ -814,6 +814,10 @@ int gs_cmd_export(int argc, char **argv);
  * "outermost;...;innermost bytes". */
 void gs_export_folded(FILE *out, const struct gs_report *rep, enum gs_site_metric metric);
 void gs_report_json(FILE *out, const struct gs_report *rep);
+/* A site's "frames" and "gil", as in the report's SITE (report_json.c). */
+struct gs_json;
+void gs_json_frames(struct gs_json *j, const struct gs_replay *r, struct gs_symbolizer *sym,
+                    enum gs_stack_view view, uint32_t stack_id);
 
 /* ---- json.c ---- */
 struct gs_json {
@@ -935,8 +939,7 @@ void gs_svg_device_chart(FILE *out, const struct gs_replay *r, unsigned device_i
                          uint64_t width_ns, unsigned n, uint64_t end_ns);
 
 /* ---- multi.c: what the commands over several traces share ---- */
-/* "12.00 MiB"; "+4.00 MiB", "-512 B", "0 B". Returns buf. */
-const char *gs_multi_bytes(uint64_t b, char *buf, size_t sz);
+/* "+4.00 MiB", "-512 B", "0 B". Returns buf. */
 const char *gs_multi_signed_bytes(int64_t v, char *buf, size_t sz);
 /* A size from the command line: bytes, or N with K, M, G, T (powers of
  * 1024, "iB" or "B" may follow), or "NGB" (a card as sold: the memory that
@@ -948,9 +951,6 @@ int gs_multi_parse_size(const char *s, uint64_t *out);
  * on no memory. */
 char *gs_multi_site_key(const struct gs_replay *r, struct gs_symbolizer *sym,
                         enum gs_stack_view view, uint32_t stack_id);
-/* A site's "frames" and "gil", as in the report's SITE. */
-void gs_multi_frames_json(struct gs_json *j, const struct gs_replay *r, struct gs_symbolizer *sym,
-                          enum gs_stack_view view, uint32_t stack_id);
 /* A site's frames in text, at most max, each line starting with lead. */
 void gs_multi_frames_text(FILE *out, const struct gs_replay *r, struct gs_symbolizer *sym,
                           enum gs_stack_view view, uint32_t stack_id, unsigned max,

@@ -206,7 +206,7 @@ static void diff_json(FILE *out, const struct diff *d)
         gs_json_int(&j, "unfreed_bytes", change(s->s[0].unfreed, s->s[1].unfreed));
         gs_json_int(&j, "allocated_bytes", change(s->s[0].allocated, s->s[1].allocated));
         gs_json_end_object(&j);
-        gs_multi_frames_json(&j, &d->l[rep].r, d->l[rep].sym, d->view, s->s[rep].stack_id);
+        gs_json_frames(&j, &d->l[rep].r, d->l[rep].sym, d->view, s->s[rep].stack_id);
         gs_json_end_object(&j);
     }
     gs_json_end_array(&j);
@@ -216,7 +216,7 @@ static void diff_json(FILE *out, const struct diff *d)
 static const char *two(uint64_t a, uint64_t b, char *buf, size_t sz)
 {
     char x[32], y[32];
-    snprintf(buf, sz, "%s -> %s", gs_multi_bytes(a, x, sizeof x), gs_multi_bytes(b, y, sizeof y));
+    snprintf(buf, sz, "%s -> %s", gs_human_bytes(a, x, sizeof x), gs_human_bytes(b, y, sizeof y));
     return buf;
 }
 
@@ -226,7 +226,7 @@ static void diff_text(FILE *out, const struct diff *d)
     for (int i = 0; i < 2; i++) {
         const struct gs_loaded *l = &d->l[i];
         fprintf(out, "%s  %s  (pid %" PRIu64 " on %s): peak %s", i ? "B" : "A", d->path[i],
-                l->info.pid, l->info.host, gs_multi_bytes(l->r.peak_bytes, b1, sizeof b1));
+                l->info.pid, l->info.host, gs_human_bytes(l->r.peak_bytes, b1, sizeof b1));
         if (!gs_trace_complete(&l->st))
             fprintf(out, ", trace incomplete (%s)", gs_trace_ending(&l->info, &l->st));
         fputc('\n', out);

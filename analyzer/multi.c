@@ -19,27 +19,11 @@
 #include "analyzer.h"
 #include "symbolize.h"
 
-const char *gs_multi_bytes(uint64_t b, char *buf, size_t sz)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)b;
-    int u = 0;
-    while (v >= 1024 && u < 4) {
-        v /= 1024;
-        u++;
-    }
-    if (u == 0)
-        snprintf(buf, sz, "%" PRIu64 " B", b);
-    else
-        snprintf(buf, sz, "%.2f %s", v, units[u]);
-    return buf;
-}
-
 const char *gs_multi_signed_bytes(int64_t v, char *buf, size_t sz)
 {
     char b[32];
     uint64_t mag = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    snprintf(buf, sz, "%s%s", v < 0 ? "-" : v > 0 ? "+" : "", gs_multi_bytes(mag, b, sizeof b));
+    snprintf(buf, sz, "%s%s", v < 0 ? "-" : v > 0 ? "+" : "", gs_human_bytes(mag, b, sizeof b));
     return buf;
 }
 
@@ -155,35 +139,6 @@ char *gs_multi_site_key(const struct gs_replay *r, struct gs_symbolizer *sym,
 }
 
 /* ---- a site's frames, shown ---- */
-
-static void json_frame(void *ctx, const struct gs_frame *f, unsigned index)
-{
-    struct gs_json *j = ctx;
-    char addr[32];
-    (void)index;
-    snprintf(addr, sizeof addr, "0x%" PRIx64, f->pc);
-    gs_json_begin_object(j, NULL);
-    gs_json_string(j, "function", f->function);
-    gs_json_string(j, "file", f->file);
-    gs_json_uint(j, "line", f->line > 0 ? (uint64_t)f->line : 0);
-    gs_json_string(j, "module", f->python ? NULL : f->module);
-    gs_json_string(j, "address", f->python ? NULL : addr);
-    gs_json_string(j, "language", f->python ? "python" : "native");
-    gs_json_end_object(j);
-}
-
-void gs_multi_frames_json(struct gs_json *j, const struct gs_replay *r, struct gs_symbolizer *sym,
-                          enum gs_stack_view view, uint32_t stack_id)
-{
-    gs_json_begin_array(j, "frames");
-    gs_site_frames(r, sym, stack_id, view, GS_MAX_FRAMES * 4, json_frame, j);
-    gs_json_end_array(j);
-    enum gs_py_state py = gs_site_python(r, stack_id);
-    if (view == GS_VIEW_NATIVE || py == GS_PY_NONE)
-        gs_json_null(j, "gil");
-    else
-        gs_json_bool(j, "gil", py != GS_PY_NO_GIL);
-}
 
 struct text_frames {
     FILE *out;

@@ -335,10 +335,10 @@ static const char *bytes_ld(long double v, char *buf, size_t sz)
 {
     if (v < 0) {
         char b[48];
-        snprintf(buf, sz, "-%s", gs_multi_bytes((uint64_t)(-v + 0.5L), b, sizeof b));
+        snprintf(buf, sz, "-%s", gs_human_bytes((uint64_t)(-v + 0.5L), b, sizeof b));
         return buf;
     }
-    return gs_multi_bytes((uint64_t)(v + 0.5L), buf, sz);
+    return gs_human_bytes((uint64_t)(v + 0.5L), buf, sz);
 }
 
 static const char *batch_text(long double b, char *buf, size_t sz)
@@ -356,10 +356,10 @@ static void plan_text(FILE *out, const struct plan *p)
     fputs("Runs (peak: the largest peak of device memory on one device):\n", out);
     for (size_t i = 0; i < p->n; i++) {
         const struct run *r = &p->runs[i];
-        fprintf(out, "  batch %6" PRIu64 "  peak %12s", r->batch, gs_multi_bytes(r->peak, b1, sizeof b1));
+        fprintf(out, "  batch %6" PRIu64 "  peak %12s", r->batch, gs_human_bytes(r->peak, b1, sizeof b1));
         if (r->has_spread)
             fprintf(out, "  %" PRIu64 " '%s' steps, their peaks %s apart", r->steps, r->step_label,
-                    gs_multi_bytes(r->spread, b1, sizeof b1));
+                    gs_human_bytes(r->spread, b1, sizeof b1));
         fprintf(out, "  %s", r->path);
         if (r->batch_from_mark)
             fprintf(out, " (marked %s)", r->mark);
@@ -383,7 +383,7 @@ static void plan_text(FILE *out, const struct plan *p)
         fputs("The peak does not grow with the batch size: any batch fits where the largest "
               "run did.\n", out);
     fprintf(out, "\nLargest batch that fits (%s kept for the CUDA context):\n",
-            gs_multi_bytes(p->context, b1, sizeof b1));
+            gs_human_bytes(p->context, b1, sizeof b1));
     fprintf(out, "  %-10s %12s  %13s  %s\n", "card", "usable", "largest batch",
             p->have_u ? "range" : "");
     for (size_t i = 0; i < p->ncards; i++) {

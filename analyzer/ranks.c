@@ -167,15 +167,15 @@ static void job_text(FILE *out, const struct job *j)
         char trace[64];
         snprintf(trace, sizeof trace, "%s, %s", r->complete ? "complete" : "incomplete", r->ending);
         fprintf(out, "%4" PRId64 "  %-16s %8" PRIu64 "  %12s  %8" PRIu64 "  %-20s ", r->rank,
-                r->host, r->pid, gs_multi_bytes(r->peak, b1, sizeof b1), r->failures, trace);
+                r->host, r->pid, gs_human_bytes(r->peak, b1, sizeof b1), r->failures, trace);
         int any = 0;
         for (int d = 0; d <= GS_MAX_DEVICES; d++) {
             if (!r->dev_present[d])
                 continue;
             if (d == GS_MAX_DEVICES)
-                fprintf(out, " ?: %s", gs_multi_bytes(r->dev_peak[d], b1, sizeof b1));
+                fprintf(out, " ?: %s", gs_human_bytes(r->dev_peak[d], b1, sizeof b1));
             else
-                fprintf(out, " %d: %s", d, gs_multi_bytes(r->dev_peak[d], b1, sizeof b1));
+                fprintf(out, " %d: %s", d, gs_human_bytes(r->dev_peak[d], b1, sizeof b1));
             any = 1;
         }
         fprintf(out, "%s\n", any ? "" : " none");
@@ -184,8 +184,8 @@ static void job_text(FILE *out, const struct job *j)
     if (j->imbalance >= 0)
         fprintf(out, "imbalance  %.2f: rank %" PRId64 " peaks at %s; the mean of the ranks' peaks is %s\n",
                 j->imbalance, j->rows[j->highest].rank,
-                gs_multi_bytes(j->rows[j->highest].peak, b1, sizeof b1),
-                gs_multi_bytes((uint64_t)(j->mean_peak + 0.5), b2, sizeof b2));
+                gs_human_bytes(j->rows[j->highest].peak, b1, sizeof b1),
+                gs_human_bytes((uint64_t)(j->mean_peak + 0.5), b2, sizeof b2));
     else
         fputs("imbalance  none: no rank allocated device memory\n", out);
     if (j->first_fail >= 0) {
@@ -193,7 +193,7 @@ static void job_text(FILE *out, const struct job *j)
         char when[64];
         wall_clock(r->first_unix_ns, when, sizeof when);
         fprintf(out, "first failure  rank %" PRId64 " at %s: %s of %s on device %d (%s)", r->rank,
-                when, gs_api_name(r->first.api), gs_multi_bytes(r->first.requested, b1, sizeof b1),
+                when, gs_api_name(r->first.api), gs_human_bytes(r->first.requested, b1, sizeof b1),
                 (int)r->first.device, gs_result_name(r->first.result));
         fprintf(out, "; %zu rank%s failed\n", j->failed_ranks, j->failed_ranks == 1 ? "" : "s");
     } else {

@@ -26,18 +26,22 @@ static void frame(void *ctx, const struct gs_frame *f, unsigned index)
     gs_json_end_object(j);
 }
 
-/* The stack's frames, and whether the thread held the GIL (null: the
- * trace cannot say, or the native view). */
-static void frames(struct gs_json *j, const struct gs_report *rep, uint32_t stack_id)
+void gs_json_frames(struct gs_json *j, const struct gs_replay *r, struct gs_symbolizer *sym,
+                    enum gs_stack_view view, uint32_t stack_id)
 {
     gs_json_begin_array(j, "frames");
-    gs_site_frames(rep->replay, rep->sym, stack_id, rep->opt->view, GS_MAX_FRAMES * 4, frame, j);
+    gs_site_frames(r, sym, stack_id, view, GS_MAX_FRAMES * 4, frame, j);
     gs_json_end_array(j);
-    enum gs_py_state py = gs_site_python(rep->replay, stack_id);
-    if (rep->opt->view == GS_VIEW_NATIVE || py == GS_PY_NONE)
+    enum gs_py_state py = gs_site_python(r, stack_id);
+    if (view == GS_VIEW_NATIVE || py == GS_PY_NONE)
         gs_json_null(j, "gil");
     else
         gs_json_bool(j, "gil", py != GS_PY_NO_GIL);
+}
+
+static void frames(struct gs_json *j, const struct gs_report *rep, uint32_t stack_id)
+{
+    gs_json_frames(j, rep->replay, rep->sym, rep->opt->view, stack_id);
 }
 
 /* The allocations' device sites, or the blocks' sites (blocks set). */
