@@ -30,7 +30,10 @@ trace: `gpushim report --json` and `heaptrack_print`. It prints one table:
   analyzer events per second     N / analyzer wall time
   analyzer peak memory           the analyzer's peak RSS (wait4's ru_maxrss)
 
-with a ratio column that reads "times better for gpushim" on every row:
+and, last, the analysis of one large trace (BIG_EVENTS events, recorded by
+gpushim alone): its wall time, events per second and peak memory, which
+must stay bounded by the live set and the distinct stacks, not grow with
+the events. The table has a ratio column that reads "times better for gpushim" on every row:
 heaptrack / gpushim for costs, gpushim / heaptrack for throughput. Without
 heaptrack it prints gpushim's figures alone. It checks that gpushim's trace
 holds exactly N events, and exits non-zero if not or if any run fails.
@@ -48,6 +51,7 @@ import tempfile
 import time
 
 STARTUP_EVENTS = 1000
+BIG_EVENTS = 100000000
 
 
 def fail(msg):
@@ -101,6 +105,9 @@ def main():
     ap.add_argument("--build", default="build", help="the build directory (default: build)")
     ap.add_argument("--events", type=int, default=1000000, help="events N (default 1000000)")
     ap.add_argument("--repeat", type=int, default=7, help="runs per figure, best taken (default 7)")
+    ap.add_argument("--big-events", type=int, default=BIG_EVENTS,
+                    help="events of the large trace analyzed once (default %d; 0: none)"
+                    % BIG_EVENTS)
     args = ap.parse_args()
     n = args.events
     if n < 2 * STARTUP_EVENTS:
@@ -250,6 +257,29 @@ def main():
         print("ratio: times better for gpushim (heaptrack/gpushim for costs, gpushim/heaptrack"
               " for events per second); > 1 favours gpushim")
     print("baseline: %.1f ms for %d events without a profiler" % (base_n[0] * 1e3, n))
+    if args.big_events:
+        big(args.big_events, workload, dict(env, LD_PRELOAD=shim), gpushim, env)
+
+
+def big(events, workload, gs_env, gpushim, env):
+    """Records a trace of `events` events and analyzes it once: the analysis
+    of a long run, with its peak memory."""
+    sys.stdout.flush()
+    with tempfile.TemporaryDirectory(prefix="gpushim-bench-big-") as tmp:
+        trace = os.path.join(tmp, "big.trace")
+        rec, _, _ = run([workload, str(events)], dict(gs_env, GPUSHIM_OUTPUT=trace), tmp,
+                        "big-gpushim")
+        size = os.path.getsize(trace)
+        wall, _, rss = run([gpushim, "report", "--json", trace], env, tmp, "big-analyzer")
+        with open(os.path.join(tmp, "big-analyzer.log")) as f:
+            ev = json.load(f)["events"]
+        if ev["allocations"] + ev["frees"] != events:
+            fail("the large trace holds %d allocations + %d frees, not %d events"
+                 % (ev["allocations"], ev["frees"], events))
+    print()
+    print("large trace: %d events recorded in %.1f s, %.0f MB" % (events, rec, size / 1e6))
+    print("  analyzed (report --json) in %.2f s: %.2f M events/s, peak memory %.1f MiB"
+          % (wall, events / wall / 1e6, rss / 1024))
 
 
 if __name__ == "__main__":
