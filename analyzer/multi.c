@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "analyzer.h"
+#include "gpushim_size.h"
 #include "symbolize.h"
 
 const char *gs_multi_signed_bytes(int64_t v, char *buf, size_t sz)
@@ -29,41 +30,25 @@ const char *gs_multi_signed_bytes(int64_t v, char *buf, size_t sz)
 
 int gs_multi_parse_size(const char *s, uint64_t *out)
 {
-    char *end;
-    if (!s || *s < '0' || *s > '9')
+    char buf[64]; /* without its spaces: "80 GB" */
+    size_t n = 0;
+    for (; s && *s && n + 1 < sizeof buf; s++)
+        if (*s != ' ')
+            buf[n++] = *s;
+    if (!s || *s)
         return -1;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno)
-        return -1;
-    while (*end == ' ')
-        end++;
-    int shift = 0;
-    if (!strcmp(end, "GB") || !strcmp(end, "gb")) { /* a card as sold: what it reports */
+    buf[n] = 0;
+    if (n > 2 && (!strcmp(buf + n - 2, "GB") || !strcmp(buf + n - 2, "gb"))) {
+        uint64_t gib; /* a card as sold: what it reports, else N GiB */
+        if (gs_parse_size(buf, &gib) != 0)
+            return -1;
         for (int i = 0; i < GS_NCARDS; i++)
-            if (strtoull(gs_cards[i].name, NULL, 10) == v) {
+            if (strtoull(gs_cards[i].name, NULL, 10) << 30 == gib) {
                 *out = gs_cards[i].bytes;
                 return 0;
             }
-        shift = 30;
-    } else if (*end) {
-        switch (*end) {
-        case 'T': case 't': shift = 40; break;
-        case 'G': case 'g': shift = 30; break;
-        case 'M': case 'm': shift = 20; break;
-        case 'K': case 'k': shift = 10; break;
-        default: return -1;
-        }
-        end++;
-        if (!strcmp(end, "iB") || !strcmp(end, "B") || !strcmp(end, "ib") || !strcmp(end, "b"))
-            end += strlen(end);
-        if (*end)
-            return -1;
     }
-    if (v > (UINT64_MAX >> shift))
-        return -1;
-    *out = (uint64_t)v << shift;
-    return 0;
+    return gs_parse_size(buf, out);
 }
 
 /* ---- a site's key ---- */

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "analyzer.h"
+#include "gpushim_size.h"
 #include "gpushim_naming.h"
 
 static const char usage_run[] =
@@ -46,7 +47,7 @@ static const char usage_run[] =
     "                        XLA_PYTHON_CLIENT_ALLOCATOR=platform and\n"
     "                        XLA_PYTHON_CLIENT_PREALLOCATE=false, TensorFlow\n"
     "                        TF_GPU_ALLOCATOR=cuda_malloc_async\n"
-    "  --max-size SIZE       keep each trace under SIZE bytes (K, M, G suffixes;\n"
+    "  --max-size SIZE       keep each trace under SIZE bytes (K, M, G, T suffixes;\n"
     "                        at least 4M): full detail for the most recent events,\n"
     "                        an exact summary of the rest (default: no bound)\n"
     "  -h, --help            this text\n"
@@ -251,17 +252,8 @@ int gs_cmd_run(int argc, char **argv)
             break;
         }
         case 'm': {
-            char *end;
-            errno = 0;
-            unsigned long long v = strtoull(optarg, &end, 10);
-            unsigned shift = *end == 'K' || *end == 'k'   ? 10
-                             : *end == 'M' || *end == 'm' ? 20
-                             : *end == 'G' || *end == 'g' ? 30
-                                                          : 0;
-            if (shift)
-                end++;
-            if (errno || *end || *optarg == '-' || v > (UINT64_MAX >> shift) ||
-                (v << shift) < (4ull << 20)) {
+            uint64_t v;
+            if (gs_parse_size(optarg, &v) != 0 || v < (4ull << 20)) {
                 fprintf(stderr, "gpushim run: --max-size needs a size of at least 4M, not '%s'\n",
                         optarg);
                 return 2;

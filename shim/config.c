@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "gpushim_naming.h"
+#include "gpushim_size.h"
 #include "shim.h"
 
 static struct gs_config config;
@@ -74,27 +75,16 @@ static unsigned env_uint(const char *name, unsigned def, unsigned lo, unsigned h
 static uint64_t env_bytes(const char *name, uint64_t lo)
 {
     const char *s = getenv(name);
+    uint64_t v;
     if (!s || !*s)
         return 0;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    unsigned shift = 0;
-    if (*end == 'K' || *end == 'k')
-        shift = 10;
-    else if (*end == 'M' || *end == 'm')
-        shift = 20;
-    else if (*end == 'G' || *end == 'g')
-        shift = 30;
-    if (shift)
-        end++;
-    if (errno || *end || *s == '-' || (v && (v > (UINT64_MAX >> shift) || (v << shift) < lo))) {
+    if (gs_parse_size(s, &v) != 0 || (v && v < lo)) {
         gs_say("%s=%s is not a size of at least %llu MiB (a number, optionally with K, M or G); "
                "the trace is not bounded",
                name, s, (unsigned long long)(lo >> 20));
         return 0;
     }
-    return (uint64_t)v << shift;
+    return v;
 }
 
 static void config_read(void)
