@@ -425,12 +425,16 @@ void gs_timeline_note(struct gs_timeline *t, uint64_t time_ns, uint64_t live_byt
  * the label marked most often) or, without marks, at time windows. */
 #define GS_GROWTH_SAMPLES 64
 #define GS_GROWTH_WINDOW_NS 1000000ull /* the first windows: 1 ms; they widen */
+#define GS_GROWTH_QUIET_TAKES 8        /* a window's state taken at most so often */
 struct gs_growth {
     int enabled;         /* the analyzer's replay follows growth; the shim's does not */
     int by_steps;        /* samples are taken at marks of step_label; else at windows */
     uint32_t step_label; /* index in gs_marks.labels */
     uint64_t every;      /* steps (or ns of a window) from one sample to the next */
     uint64_t next_ns;    /* windows: when the next sample is due */
+    int quiet;           /* windows: slot n holds the window's quietest moment so far */
+    unsigned quiet_takes;
+    uint64_t quiet_bytes; /* the device bytes live then */
     uint64_t steps;      /* marks of step_label since sampling by steps began */
     unsigned n;          /* samples kept */
     uint64_t time_ns[GS_GROWTH_SAMPLES];
@@ -623,11 +627,14 @@ int gs_checkpoint_load(struct gs_replay *r, uint8_t type, const uint8_t *payload
 
 /* ---- growth.c ---- */
 void gs_growth_free(struct gs_growth *g);
-/* Called by replay.c: before each event, at each allocation, at each mark
- * (after marks.c counted it). */
+/* Called by replay.c: before and after each event, at each allocation, at
+ * each mark (after marks.c counted it). */
 void gs_growth_before_event(struct gs_replay *r, uint64_t time_ns);
 void gs_growth_on_alloc(struct gs_replay *r, size_t site, uint64_t time_ns);
 void gs_growth_on_mark(struct gs_replay *r, uint32_t label, uint64_t time_ns);
+void gs_growth_after_event(struct gs_replay *r, uint64_t time_ns);
+/* The last window's sample: once the last event is in (gs_replay_finish). */
+void gs_growth_finish(struct gs_replay *r);
 
 /* ---- oom.c ---- */
 /* After failures[idx] was added: what the process held and what grew. */

@@ -14,7 +14,10 @@
  *     far, "the step label", which is what a training loop marks each
  *     iteration; a mark is a quiet moment, so activations that live within
  *     a step do not show;
- *   - time windows: without marks, at the first event past each window.
+ *   - time windows: without marks, at the quietest moment of each window
+ *     (the least device memory live in it, taken at most
+ *     GS_GROWTH_QUIET_TAKES times a window), which in a training loop is
+ *     between two steps, as a mark would be.
  * At most GS_GROWTH_SAMPLES samples are kept: when they are full, every
  * other one is dropped and samples are taken half as often, so memory is
  * fixed per site whatever the run's length, and the samples stay evenly
@@ -88,14 +91,16 @@ static void halve(struct gs_growth *g)
     g->every *= 2;
 }
 
-static void sample(struct gs_replay *r, uint64_t time_ns, uint64_t step)
+/* Writes the state now into sample slot g->n (made free first), without
+ * taking it yet. */
+static int write_slot(struct gs_replay *r, uint64_t time_ns, uint64_t step)
 {
     struct gs_growth *g = &r->growth;
     if (r->nsites && room(g, r->nsites - 1) != 0)
-        return;
+        return -1;
     if (g->n == GS_GROWTH_SAMPLES)
         halve(g);
-    unsigned k = g->n++;
+    unsigned k = g->n;
     g->time_ns[k] = time_ns;
     g->step[k] = step;
     struct gs_frag f;
@@ -109,6 +114,13 @@ static void sample(struct gs_replay *r, uint64_t time_ns, uint64_t step)
         g->live[s * GS_GROWTH_SAMPLES + k] = r->sites[s].live_bytes;
     for (size_t s = r->nsites; s < g->nsites; s++)
         g->live[s * GS_GROWTH_SAMPLES + k] = 0;
+    return 0;
+}
+
+static void sample(struct gs_replay *r, uint64_t time_ns, uint64_t step)
+{
+    if (write_slot(r, time_ns, step) == 0)
+        r->growth.n++;
 }
 
 /* Forgets the samples (a new way of taking them begins). */
@@ -120,6 +132,16 @@ static void restart(struct gs_growth *g, int by_steps, uint32_t label)
     g->steps = 0;
     g->every = by_steps ? 1 : GS_GROWTH_WINDOW_NS;
     g->next_ns = 0;
+    g->quiet = 0;
+}
+
+/* Time windows: the window's quietest moment so far becomes its sample. */
+static void take_quiet(struct gs_growth *g)
+{
+    if (g->quiet) {
+        g->n++;
+        g->quiet = 0;
+    }
 }
 
 void gs_growth_before_event(struct gs_replay *r, uint64_t time_ns)
@@ -131,9 +153,31 @@ void gs_growth_before_event(struct gs_replay *r, uint64_t time_ns)
         restart(g, 0, 0);
     if (time_ns < g->next_ns)
         return;
-    if (g->next_ns) /* the state as it stood when the window ended */
-        sample(r, g->next_ns, 0);
+    take_quiet(g);
     g->next_ns = (time_ns / g->every + 1) * g->every;
+}
+
+void gs_growth_after_event(struct gs_replay *r, uint64_t time_ns)
+{
+    struct gs_growth *g = &r->growth;
+    if (!g->enabled || g->by_steps || !g->every)
+        return;
+    /* the least device memory live in the window: between two steps of a
+     * training loop, when a step's tensors are gone; a few takes a window */
+    if (g->quiet && (r->live_bytes >= g->quiet_bytes || g->quiet_takes >= GS_GROWTH_QUIET_TAKES))
+        return;
+    if (write_slot(r, time_ns, 0) != 0)
+        return;
+    g->quiet_takes = g->quiet ? g->quiet_takes + 1 : 1;
+    g->quiet = 1;
+    g->quiet_bytes = r->live_bytes;
+}
+
+void gs_growth_finish(struct gs_replay *r)
+{
+    struct gs_growth *g = &r->growth;
+    if (g->enabled && !g->by_steps)
+        take_quiet(g);
 }
 
 void gs_growth_on_mark(struct gs_replay *r, uint32_t label, uint64_t time_ns)

@@ -744,9 +744,14 @@ void gs_replay_event(struct gs_replay *r, const struct gs_revent *e)
     default:
         break;
     }
+    gs_growth_after_event(r, e->time_ns);
 }
 
-void gs_replay_finish(struct gs_replay *r) { gs_blocks_finish(r); }
+void gs_replay_finish(struct gs_replay *r)
+{
+    gs_blocks_finish(r);
+    gs_growth_finish(r);
+}
 
 static void on_event(void *ctx, const struct gs_revent *e) { gs_replay_event(ctx, e); }
 

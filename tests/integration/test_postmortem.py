@@ -56,14 +56,15 @@ def test_suspects_by_steps_leave_out_what_levels_off():
 
 
 def test_suspects_by_time_windows_without_marks():
+    # Without marks: each window's quietest moment, which here is after a
+    # step's activation is freed (each step then sleeps 3 ms, longer than a
+    # window), so the samples fall between steps as marks would.
     trace, j = growth_run("time", "none")
     g = j["leaks"]["growth"]
     eq((g["sampled_at"], g["step_label"]), ("time", None), "without marks: time windows")
-    check(g["samples"] >= 8, f"samples over ~40 ms of steps: {g}")
-    eq([name for name, _ in suspects(j)], ["log_loss"], "the leak alone, without marks")
+    check(g["samples"] >= 12, f"a sample at least between each two steps: {g}")
+    eq(suspects(j), [("log_loss", 6 * MiB)], "the leak alone, all of its growth")
     s = j["leaks"]["suspects"][0]
-    check(4 * MiB <= s["growth_bytes"] <= 6 * MiB and s["growth_bytes"] % (512 * KiB) == 0,
-          f"growth between windows, in whole leaks: {s}")
     eq(s["bytes_per_step"], None, "no steps without marks")
     check(s["bytes_per_second"] > 0, f"a rate: {s}")
 
