@@ -22,6 +22,10 @@
  * Each child's trace: 3 allocations, 1 free, unfreed 32 KiB in 2 from
  * child_alloc; no marks, no blocks.
  * Prints "waves 8 threads 36 children 2" (children that exited with 0).
+ *
+ * drv_churn PAIRS: PAIRS churn pairs per thread in place of 100 (the fork
+ * after PAIRS / 2): the parent's allocations 1 + 36 x PAIRS + 36, frees
+ * 36 x PAIRS; the rest the same.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -33,8 +37,8 @@
 #include "progs.h"
 
 #define WAVES 8
-#define PAIRS 100
 
+static int pairs = 100;
 static atomic_int threads_run, children_ok;
 
 struct job {
@@ -75,8 +79,8 @@ static void fork_child(int wave)
 NOINLINE static void churn(const struct job *j)
 {
     size_t size = 4 * KiB * (size_t)(j->index + 1);
-    for (int k = 0; k < PAIRS; k++) {
-        if (k == PAIRS / 2 && j->index == 0 && (j->wave == 3 || j->wave == 6))
+    for (int k = 0; k < pairs; k++) {
+        if (k == pairs / 2 && j->index == 0 && (j->wave == 3 || j->wave == 6))
             fork_child(j->wave);
         gs_cudeviceptr p;
         EXPECT(cuMemAlloc_v2(&p, size), GS_CUDA_SUCCESS);
@@ -110,8 +114,10 @@ static void *worker(void *arg)
     return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1)
+        pairs = atoi(argv[1]);
     EXPECT(cuInit(0), GS_CUDA_SUCCESS);
     use_device(0);
     main_alloc();
