@@ -1,8 +1,11 @@
 # gpushim - a GPU memory profiler.
 #
 #   make               build/libgpushim.so and build/gpushim
-#   make test          every test with gcc, under AddressSanitizer and UBSan, and with clang
+#   make test          every test with gcc, under AddressSanitizer and UBSan, and with clang;
+#                      the multi-threaded ones under valgrind's memcheck
 #   make check         every test, once (BUILD=dir SAN=1 for a sanitizer build)
+#   make check-tsan    the multi-threaded tests under ThreadSanitizer (build/tsan)
+#   make check-valgrind  the multi-threaded tests under valgrind's memcheck
 #   make demo          a simulated training job under the shim, then its report
 #   make bench         recording and analysis cost, side by side with heaptrack
 #   make bench-python  what recording Python frames costs per allocation
@@ -24,6 +27,12 @@ ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -Iinclude -MMD -MP
 LDFLAGS ?=
 ifeq ($(SAN),1)
 SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+ALL_CFLAGS += $(SANFLAGS)
+LDFLAGS += $(SANFLAGS)
+endif
+# ThreadSanitizer (make check-tsan): the shim, the simulated driver and the programs.
+ifeq ($(TSAN),1)
+SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
 ALL_CFLAGS += $(SANFLAGS)
 LDFLAGS += $(SANFLAGS)
 endif
@@ -49,7 +58,7 @@ UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_DEPS:%.c=$(BUILD)/obj/%.o)
 PROGS := $(PROG_SRC:tests/progs/%.c=$(BUILD)/progs/%)
 SIM := $(BUILD)/sim/libcuda.so.1 $(BUILD)/sim/libcudart.so.13
 
-.PHONY: all deps test-deps test check unit integration demo bench bench-python install uninstall clean sim progs
+.PHONY: all deps test-deps test check check-tsan check-valgrind unit integration demo bench bench-python install uninstall clean sim progs
 all: $(BUILD)/libgpushim.so $(BUILD)/gpushim
 
 $(BUILD)/obj/pic/%.o: %.c
@@ -60,6 +69,9 @@ $(BUILD)/obj/pic/%.o: %.c
 # memory exists (see shim/dlsym_hook.c): never built with AddressSanitizer.
 ifeq ($(SAN),1)
 $(BUILD)/obj/pic/shim/dlsym_hook.o $(BUILD)/obj/pic/shim/real.o: NOASAN := -fno-sanitize=address
+endif
+ifeq ($(TSAN),1)
+$(BUILD)/obj/pic/shim/dlsym_hook.o $(BUILD)/obj/pic/shim/real.o: NOASAN := -fno-sanitize=thread
 endif
 
 $(BUILD)/obj/%.o: %.c
@@ -159,12 +171,28 @@ deps:
 test-deps:
 	@sh scripts/install-deps.sh test
 
+# The multi-threaded tests (threads, forks, crashes) under ThreadSanitizer:
+# the shim, the simulated driver and the programs built with -fsanitize=thread
+# in build/tsan; any report fails the test.
+STRESS_TESTS := -k churn -k threads_exact -k sixteen_threads -k fork_children -k fork_without \
+                -k failed_execs_while_threads
+TSAN_TESTS := $(STRESS_TESTS) -k crash_control -k crash_sigkill -k crash_underscore \
+              -k crash_exit_group -k crash_killed
+check-tsan:
+	$(MAKE) TSAN=1 BUILD=build/tsan all progs
+	python3 tests/integration/run_tests.py --build build/tsan --tsan $(TSAN_TESTS)
+
+# The same programs under valgrind's memcheck, the shim preloaded (this build).
+check-valgrind: all progs
+	python3 tests/integration/run_tests.py --build $(BUILD) --valgrind memcheck $(STRESS_TESTS)
+
 # gcc, then gcc with AddressSanitizer and UBSan, then clang where installed.
 test: test-deps
 	$(MAKE) check
 	$(MAKE) check SAN=1 BUILD=build/san
 	@if command -v clang >/dev/null; then $(MAKE) check CC=clang BUILD=build/clang; \
 	else echo "clang: SKIPPED (not installed)"; fi
+	$(MAKE) check-valgrind
 
 # ---- for people ----
 demo: deps all $(BUILD)/examples/sim_training

@@ -10,8 +10,9 @@
 set -eu
 need="make gcc zlib1g-dev libdw-dev libelf-dev libunwind8 libcriterion-dev python3"
 # Only for the tests: golang-go for `go tool pprof` (export --format=pprof),
-# chromium to render the HTML export (export --format=html).
-test_only="golang-go chromium"
+# chromium to render the HTML export (export --format=html), valgrind for
+# make check-valgrind.
+test_only="golang-go chromium valgrind"
 if [ "${1:-}" = test ]; then
     need="$need $test_only"
 fi

@@ -18,7 +18,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
-#include <pthread.h>
 #include <string.h>
 
 #include "shim.h"
@@ -48,8 +47,7 @@ static char absent[GS_FN_COUNT];   /* the loaded driver lacks it: not looked up 
 static void *driver;               /* the loaded libcuda.so.1, once found */
 
 typedef void *(*dlsym_fn)(void *, const char *);
-static dlsym_fn real_dlsym;
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static dlsym_fn real_dlsym; /* accessed atomically; set once, to the same value by any thread */
 
 /* The linker marks where our image starts and ends. */
 extern const char __ehdr_start[] __attribute__((visibility("hidden")));
@@ -57,30 +55,36 @@ extern const char _end[] __attribute__((visibility("hidden")));
 
 /* Runs before anything else in the process may have been set up (a
  * sanitizer's runtime asks dlsym for its functions during its own start):
- * only glibc calls that nothing intercepts. */
-static void real_init(void)
+ * only glibc calls that nothing intercepts. So not pthread_once, which
+ * ThreadSanitizer intercepts; threads that race here find the same function
+ * and none waits for another (a first lookup from inside a library's
+ * constructor holds the loader lock that another thread's lookup needs). */
+static dlsym_fn real_init(void)
 {
+    dlsym_fn f = __atomic_load_n(&real_dlsym, __ATOMIC_ACQUIRE);
+    if (f)
+        return f;
     /* dlvsym is not hooked, so it reaches glibc's own dlsym. glibc 2.34 moved
      * dlsym into libc under a new version; older ones have only 2.2.5. */
-    real_dlsym = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-    if (!real_dlsym)
-        real_dlsym = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (!f)
+        f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    __atomic_store_n(&real_dlsym, f, __ATOMIC_RELEASE);
+    return f;
 }
 
-/* Everything the lookups need, found before any program thread can ask: a
- * first lookup from inside a library's constructor (loader lock held) must
- * not wait for another thread's first lookup (which needs that lock). */
-__attribute__((constructor)) static void real_early(void) { pthread_once(&init_once, real_init); }
+/* Everything the lookups need, found before any program thread can ask. */
+__attribute__((constructor)) static void real_early(void) { (void)real_init(); }
 
 void *gs_real_dlsym(void *handle, const char *name)
 {
-    pthread_once(&init_once, real_init);
-    if (!real_dlsym) {
+    dlsym_fn real = real_init();
+    if (!real) {
         static int once;
         gs_warn_once(&once, "cannot find glibc's dlsym; lookups by dlsym are not recorded");
         return NULL;
     }
-    return real_dlsym(handle, name);
+    return real(handle, name);
 }
 
 int gs_in_shim(const void *addr)

@@ -88,9 +88,12 @@ int gs_ring_init(struct gs_ring *r, const char *path, size_t cap, uint64_t id)
     h->cap = cap;
     h->trace_id = id;
     h->pid = (uint64_t)getpid();
-    /* The magic last: a reader takes a file without it for one not yet made. */
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-    memcpy(h->magic, GS_RING_MAGIC, sizeof h->magic);
+    /* The magic last, in one release store (the header is page-aligned): a
+     * reader takes a file without it for one not yet made. */
+    typedef uint64_t __attribute__((may_alias)) word;
+    word magic;
+    memcpy(&magic, GS_RING_MAGIC, sizeof magic);
+    __atomic_store_n((word *)(void *)h->magic, magic, __ATOMIC_RELEASE);
     return 0;
 }
 

@@ -25,8 +25,22 @@ typedef int (*unw_caching_fn)(void *, int);
 
 static unw_backtrace_fn unw_bt;
 
+/* Under ThreadSanitizer, libunwind's per-thread trace cache is freed by a
+ * key destructor that runs after the sanitizer has let the exiting thread go
+ * and crashes in its mutex interceptor: glibc's backtrace there. */
+#if defined(__SANITIZE_THREAD__)
+#define NO_LIBUNWIND 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define NO_LIBUNWIND 1
+#endif
+#endif
+
 static void unwind_init(void)
 {
+#ifdef NO_LIBUNWIND
+    return;
+#endif
     void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         static int once;

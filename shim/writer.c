@@ -51,6 +51,7 @@ static struct {
     pthread_cond_t wake;
     struct gs_ring ring;
     int state; /* enum state; read without the lock as a hint */
+    unsigned order; /* orders a late event with the finish (gs_emit) */
     struct gs_trace_file tf;
     pid_t pid; /* the process that created the trace */
     char ring_path[4096 + 8]; /* "" when the ring is not in a file */
@@ -350,7 +351,7 @@ static int push(void *body, uint32_t len, int timed, int failed)
         h->events++;
     else if (!pushed && failed && timed)
         h->lost++;
-    int wake = pushed && h->head - h->tail > w.ring.cap / 4;
+    int wake = pushed && h->head - __atomic_load_n(&h->tail, __ATOMIC_RELAXED) > w.ring.cap / 4;
     pthread_mutex_unlock(&w.ring_lock);
     if (wake && w.thread_running && !failed)
         pthread_cond_signal(&w.wake);
@@ -382,9 +383,11 @@ int gs_emit(void *body, uint32_t len, int timed)
         state = w.state;
         pthread_mutex_unlock(&w.lock);
     }
-    /* The exit may have come meanwhile. A full fence: our head store must be
-     * seen by a finish that then reads head, or we must see its FINISHED. */
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    /* The exit may have come meanwhile. Our read-modify-write of w.order
+     * and finish's are ordered: if ours comes first, the finish acquires our
+     * head store and drains our event; if after, we acquire its FINISHED
+     * and drain the event ourselves. */
+    (void)__atomic_fetch_add(&w.order, 1, __ATOMIC_ACQ_REL);
     state = __atomic_load_n(&w.state, __ATOMIC_ACQUIRE);
     if (state == FINISHED) { /* a late event, after the exit-time flush */
         pthread_mutex_lock(&w.lock);
@@ -426,7 +429,7 @@ static int finish_locked(int for_exec)
     /* FINISHED first: a thread that pushes an event after the drain below
      * has read its head then sees it, and drains its event itself. */
     __atomic_store_n(&w.state, FINISHED, __ATOMIC_RELEASE);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* pairs with the one in gs_emit */
+    (void)__atomic_fetch_add(&w.order, 1, __ATOMIC_ACQ_REL); /* pairs with gs_emit's */
     drain_locked();
     pthread_mutex_lock(&w.ring_lock);
     struct gs_end_body end = {.type = GS_REC_END,

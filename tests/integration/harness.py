@@ -14,14 +14,36 @@ KiB = 1024
 class Env:
     """Paths and the way to preload the shim in this build (set by the runner)."""
 
-    def configure(self, build, sanitized):
+    def configure(self, build, sanitized, tsan=False, valgrind=None):
         self.build = os.path.abspath(build)
         self.shim = os.path.join(self.build, "libgpushim.so")
         self.gpushim = os.path.join(self.build, "gpushim")
         self.preload = self.shim
-        self.sanitized = sanitized
+        self.sanitized = sanitized or tsan
+        self.tsan = tsan
         self.env = {}
-        if sanitized:
+        # make check-valgrind: the runs under the shim go through valgrind
+        # (memcheck or helgrind); its messages on stderr, or its exit status
+        # 99, fail the test (run() looks for them).
+        self.wrapper = []
+        if valgrind:
+            supp = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "valgrind",
+                                valgrind + ".supp")
+            self.wrapper = ["valgrind", "--tool=" + valgrind, "-q", "--error-exitcode=99",
+                            "--suppressions=" + os.path.normpath(supp)]
+            if valgrind == "memcheck":
+                self.wrapper.append("--leak-check=no")
+        if tsan:
+            # A ThreadSanitizer build (make check-tsan): its runtime first, as
+            # below; every report fails the test (run() looks for one). A
+            # child of a threaded fork may start threads (the writer's).
+            self.env["LD_LIBRARY_PATH"] = os.path.join(self.build, "sim")
+            self.env["TSAN_OPTIONS"] = "halt_on_error=1:die_after_fork=0"
+            cc = os.environ.get("CC", "cc")
+            libtsan = subprocess.run([cc, "-print-file-name=libtsan.so"], capture_output=True,
+                                     text=True).stdout.strip()
+            self.preload = libtsan + ":" + self.shim
+        elif sanitized:
             # Sanitizers intercept dlopen, which then searches the run paths of
             # the sanitizer's runtime instead of the program's: say where the
             # simulated driver is.
@@ -63,12 +85,23 @@ def run(argv, shim=True, env=None, cwd=None, output=None, timeout=120, preexec=N
             e[k] = v
     if shim:
         e["LD_PRELOAD"] = E.preload
+        argv = E.wrapper + list(argv)
     if output:
         e["GPUSHIM_OUTPUT"] = output
     p = subprocess.run(argv, capture_output=True, text=True, env=e, cwd=cwd, timeout=timeout,
                        preexec_fn=preexec)
     files = sorted(f for f in os.listdir(cwd) if f.endswith(".trace"))
+    no_tsan_report(p.stderr, argv)
+    if E.wrapper and (p.returncode == 99 or "\n==" in "\n" + p.stderr):
+        raise AssertionError(f"valgrind's report running {argv} (status {p.returncode}):\n"
+                             + p.stderr[:6000])
     return Run(p, [os.path.join(cwd, f) for f in files])
+
+
+def no_tsan_report(err, argv):
+    """In a ThreadSanitizer build, a report in a run's stderr fails the test."""
+    if E.tsan and "WARNING: ThreadSanitizer" in (err or ""):
+        raise AssertionError(f"ThreadSanitizer report running {argv}:\n" + err[:6000])
 
 
 def report(trace, *args):

@@ -3,7 +3,7 @@
 analyzer's exact figures compared with the schedule each program follows
 (the schedules are described at the top of each tests/progs/*.c).
 
-Usage: run_tests.py --build DIR [--sanitized] [-k NAME]
+Usage: run_tests.py --build DIR [--sanitized | --tsan | --valgrind TOOL] [-k NAME]...
 
 Runs every test_* function of every test_*.py module beside this file; a
 test returns a string to say it was skipped and why. The last line is
@@ -52,12 +52,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     ap.add_argument("--sanitized", action="store_true")
-    ap.add_argument("-k", default="", help="run only tests whose name contains this")
+    ap.add_argument("--tsan", action="store_true", help="a ThreadSanitizer build (make check-tsan)")
+    ap.add_argument("--valgrind", choices=["memcheck"],
+                    help="run the programs under the shim in this valgrind tool (make check-valgrind)")
+    ap.add_argument("-k", action="append", default=[],
+                    help="run only tests whose name contains this (repeatable: any of them)")
     a = ap.parse_args()
-    harness.E.configure(a.build, a.sanitized)
+    harness.E.configure(a.build, a.sanitized, a.tsan, a.valgrind)
     passed = failed = skipped = 0
     for t in collect():
-        if a.k not in t.__name__:
+        if a.k and not any(k in t.__name__ for k in a.k):
             continue
         first = len(made)
         try:

@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import E, MiB, check, eq, one_trace, report_json, same_behaviour
+from harness import E, MiB, check, eq, no_tsan_report, one_trace, report_json, same_behaviour
 
 MASTER_SEED = 0x6A55C0DE
 CASES_PER_MODE = 20  # six ways to die: 120 kills, plus the exit() control
@@ -100,6 +100,7 @@ def run_victim(c):
         p.kill()
         out, err = p.communicate()
         return d, (None, out, err)
+    no_tsan_report(err, argv)
     return d, (p.returncode, out, err)
 
 
