@@ -263,3 +263,30 @@ def test_hostile_claimed_billions():
     eq((rc, d["trace"]["damaged_records"], d["trace"]["complete"], d["events"]["allocations"]),
        (0, 1, False, big + 1), "the checkpoint's END refused, the trace marked incomplete; "
        "the figures it claimed, and the allocation after it, counted")
+
+
+def alloc_failed(size, free_bytes, total, dt=1):
+    return rec(21, zz(dt) + uv(1) + uv(1) + zz(0) + uv(size) + uv(0) + uv(0) + uv(2)
+               + uv(free_bytes) + uv(total))
+
+
+def test_hostile_sizes_past_int64():
+    # tests/fuzz/crashes/recover/peak-over-int64-headroom: a peak past 2^63
+    # made each card's headroom (card - peak) overflow a signed 64-bit
+    # integer; now exact, and saturated where it cannot be said.
+    if needs_time():
+        return needs_time()
+    rc, d, _ = hostile("peak", preamble() + block(alloc(0x1000, 1 << 63, 0) + end(1, 0, 2)))
+    eq((rc, d["capacity"]["peak_bytes"]), (0, 1 << 63), "the peak as recorded")
+    eq([c["headroom_bytes"] for c in d["capacity"]["cards"]],
+       [c["bytes"] - (1 << 63) for c in d["capacity"]["cards"]], "each card's headroom")
+    rc, d, _ = hostile("peak", preamble() + block(alloc(0x1000, (1 << 64) - 1, 0) + end(1, 0, 2)))
+    eq({c["headroom_bytes"] for c in d["capacity"]["cards"]}, {-(1 << 63)}, "saturated")
+    # A failure whose device claims 2^63 + 5 bytes, 5 free, while the process
+    # held 1 byte: what the others hold (total - free - held) is 2^63 - 1;
+    # with 2^64 - 2 bytes held, -(2^64 - 2 - 2^63) (it was an overflow too).
+    for held, other in ((1, (1 << 63) - 1), ((1 << 64) - 2, (1 << 63) - ((1 << 64) - 2))):
+        raw = alloc(0x1000, held, 0) + alloc_failed(64, 5, (1 << 63) + 5) + end(2, 0, 3)
+        rc, d, _ = hostile("failed", preamble() + block(raw))
+        eq((rc, [f["verdict"]["other_bytes"] for f in d["failures"]]), (0, [other]),
+           f"what the others held, {held} held")
