@@ -290,3 +290,25 @@ def test_hostile_sizes_past_int64():
         rc, d, _ = hostile("failed", preamble() + block(raw))
         eq((rc, [f["verdict"]["other_bytes"] for f in d["failures"]]), (0, [other]),
            f"what the others held, {held} held")
+
+
+def mark(label, dt=1):
+    return rec(52, zz(dt) + uv(1) + uv(0) + string(label))
+
+
+def test_hostile_step_growth_past_int64():
+    # Two steps that each add 6.9e18 bytes: their sum, the label's growth,
+    # overflowed a signed 64-bit integer; it saturates at INT64_MAX.
+    if needs_time():
+        return needs_time()
+    big = 6 << 60
+    raw = (mark(b"step") + alloc(0x1000, big, 0) + mark(b"step") + alloc(big, big, 0)
+           + mark(b"step") + end(5, 0, 9))
+    rc, d, _ = hostile("steps", preamble() + block(raw))
+    lab = d["mark_labels"]
+    eq((rc, [(x["label"], x["steps"], x["growth_bytes"], x["max_growth_bytes"]) for x in lab]),
+       (0, [("step", 2, (1 << 63) - 1, big)]), "the growth, saturated")
+    rc, out, _ = hostile("steps", preamble() + block(raw), "report")
+    line = [x for x in out.splitlines() if x.strip().startswith("step ") and "marks," in x]
+    check(len(line) == 1 and "device memory +4194304.00 TiB a step on average, at most "
+          "+6291456.00 TiB; 2 steps grew" in line[0], f"the text's average: {line}")
