@@ -27,6 +27,16 @@ def test_fuzz_targets_replay_corpus_and_crashes():
     if not shutil.which("clang"):
         return "clang is not installed (the fuzz targets need its libFuzzer)"
     fuzz = os.path.join(E.build, "fuzz")
+    os.makedirs(fuzz, exist_ok=True)
+    probe = os.path.join(tempfile.mkdtemp(prefix="gpushim-fuzz-probe-"), "p.c")
+    with open(probe, "w") as f:
+        f.write("#include <stddef.h>\n#include <stdint.h>\n"
+                "int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; "
+                "return 0; }\n")
+    p = subprocess.run(["clang", "-fsanitize=fuzzer,address,undefined", "-o", probe + ".out",
+                        probe], capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        return "clang cannot link a fuzzer here (its runtimes: libclang-rt-dev)"
     p = subprocess.run(["make", "-C", ROOT, "-j2", f"BUILD={E.build}", f"FUZZ_BUILD={fuzz}",
                         "fuzz-build"], capture_output=True, text=True, timeout=1200)
     eq(p.returncode, 0, "make fuzz-build: " + p.stderr[-2000:])
