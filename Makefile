@@ -9,6 +9,9 @@
 #   make demo          a simulated training job under the shim, then its report
 #   make bench         recording and analysis cost, side by side with heaptrack
 #   make bench-python  what recording Python frames costs per allocation
+#   make fuzz          libFuzzer over the trace reader and every export (clang;
+#                      FUZZ_SECONDS per target, default 60)
+#   make fuzz-regress  each fuzz target once over its seed corpus and its crashes
 #   make install       PREFIX=/usr/local (bin/gpushim, lib/libgpushim.so)
 #
 # Builds with gcc or clang (make CC=clang). Needs zlib and elfutils' libdw;
@@ -58,7 +61,8 @@ UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_DEPS:%.c=$(BUILD)/obj/%.o)
 PROGS := $(PROG_SRC:tests/progs/%.c=$(BUILD)/progs/%)
 SIM := $(BUILD)/sim/libcuda.so.1 $(BUILD)/sim/libcudart.so.13
 
-.PHONY: all deps test-deps test check check-tsan check-valgrind unit integration demo bench bench-python install uninstall clean sim progs
+.PHONY: all deps test-deps test check check-tsan check-valgrind unit integration demo bench bench-python \
+        install uninstall clean sim progs fuzz fuzz-build fuzz-regress fuzz-corpus
 all: $(BUILD)/libgpushim.so $(BUILD)/gpushim
 
 $(BUILD)/obj/pic/%.o: %.c
@@ -194,6 +198,55 @@ test: test-deps
 	else echo "clang: SKIPPED (not installed)"; fi
 	$(MAKE) check-valgrind
 
+# ---- fuzzing (tests/fuzz): clang's libFuzzer, AddressSanitizer and UBSan ----
+# One harness per target; the analyzer (less main.c) built once for them all.
+FUZZ_CC ?= clang
+FUZZ_BUILD ?= $(BUILD)/fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := report export recover multi
+FUZZ_CFLAGS := -std=gnu11 $(WARN) -O1 -g -Iinclude -Ianalyzer -MMD -MP \
+               -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_OBJ := $(filter-out $(FUZZ_BUILD)/obj/analyzer/main.o,$(ANALYZER_SRC:%.c=$(FUZZ_BUILD)/obj/%.o))
+FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
+FUZZ_OPTS := -rss_limit_mb=2048 -timeout=10 -close_fd_mask=2
+
+$(FUZZ_BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_file.h $(FUZZ_OBJ)
+	$(FUZZ_CC) $(filter-out -MMD -MP,$(FUZZ_CFLAGS)) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) \
+		-ldw -lelf -lz -lm
+fuzz-build: $(FUZZ_BINS)
+.SECONDARY: $(FUZZ_OBJ)
+
+# Each target for FUZZ_SECONDS, from its seeds (tests/fuzz/corpus/T) and what
+# earlier runs found ($(FUZZ_BUILD)/corpus/T); a crash is left in
+# $(FUZZ_BUILD)/crashes/T/ and stops it (copy it to tests/fuzz/crashes/T/).
+fuzz: $(FUZZ_BINS)
+	@for t in $(FUZZ_TARGETS); do \
+	    mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/crashes/$$t; \
+	    $(FUZZ_BUILD)/fuzz_$$t $(FUZZ_OPTS) -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	        -artifact_prefix=$(FUZZ_BUILD)/crashes/$$t/ \
+	        $(FUZZ_BUILD)/corpus/$$t tests/fuzz/corpus/$$t >$(FUZZ_BUILD)/fuzz_$$t.log 2>&1; \
+	    rc=$$?; \
+	    runs=$$(sed -n 's/^stat::number_of_executed_units: *//p' $(FUZZ_BUILD)/fuzz_$$t.log); \
+	    echo "fuzz $$t: $${runs:-?} executions in $(FUZZ_SECONDS) s, exit $$rc"; \
+	    if [ $$rc -ne 0 ]; then tail -n 40 $(FUZZ_BUILD)/fuzz_$$t.log; exit 1; fi; \
+	done
+
+# Every seed and every crash found so far, once through its target.
+fuzz-regress: $(FUZZ_BINS)
+	@for t in $(FUZZ_TARGETS); do \
+	    set -- $$(ls -d tests/fuzz/corpus/$$t/* tests/fuzz/crashes/$$t/* 2>/dev/null); \
+	    $(FUZZ_BUILD)/fuzz_$$t $(FUZZ_OPTS) "$$@" >$(FUZZ_BUILD)/regress_$$t.log 2>&1 || \
+	        { tail -n 40 $(FUZZ_BUILD)/regress_$$t.log; exit 1; }; \
+	    echo "fuzz-regress $$t: $$# inputs, no crash"; \
+	done
+
+# The seed corpus again, from the test programs run under the shim.
+fuzz-corpus: all progs
+	python3 tests/fuzz/make_corpus.py --build $(BUILD)
+
 # ---- for people ----
 demo: deps all $(BUILD)/examples/sim_training
 	@sh examples/run_demo.sh $(BUILD)
@@ -215,4 +268,4 @@ uninstall:
 clean:
 	rm -rf build
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(FUZZ_BUILD)/obj -name '*.d' 2>/dev/null)

@@ -104,7 +104,9 @@ static void end_step(struct gs_replay *r, uint32_t idx, uint64_t now)
         l->max_growth = st.growth_bytes;
     l->allocated += st.allocated_bytes;
     l->freed += st.freed_bytes;
-    l->growth += st.growth_bytes;
+    /* saturated: a hostile trace's steps may add up past 2^63 */
+    if (__builtin_add_overflow(l->growth, st.growth_bytes, &l->growth))
+        l->growth = st.growth_bytes > 0 ? INT64_MAX : INT64_MIN;
     l->growing += st.growth_bytes > 0;
     m->steps[m->nsteps++ % GS_STEPS_KEPT] = st;
 }

@@ -512,8 +512,33 @@ static int ends_at_a_boundary(struct file *f, uint64_t off, uint32_t clen)
            (end + 4 <= f->size && read_at(f, end, m, 4) == 0 && gs_get_u32le(m) == GS_BLOCK_MAGIC);
 }
 
-static enum block_result read_block(struct file *f, uint64_t off, int scanned, uint8_t *comp,
-                                    uint8_t *raw, const struct gs_reader_ops *ops, void *ctx,
+/* The buffers a block is read and inflated into: as large as the largest
+ * block so far needed (at most GS_MAX_BLOCK each), not that up front, so a
+ * small trace costs little memory. */
+struct buffers {
+    uint8_t *comp, *raw;
+    size_t comp_cap, raw_cap;
+};
+
+static int grow(uint8_t **buf, size_t *cap, size_t need)
+{
+    if (need <= *cap && *buf)
+        return 0;
+    size_t n = *cap ? *cap : 64 * 1024;
+    while (n < need)
+        n *= 2;
+    if (n > GS_MAX_BLOCK)
+        n = GS_MAX_BLOCK;
+    uint8_t *b = realloc(*buf, n);
+    if (!b)
+        return -1;
+    *buf = b;
+    *cap = n;
+    return 0;
+}
+
+static enum block_result read_block(struct file *f, uint64_t off, int scanned, struct buffers *b,
+                                    const struct gs_reader_ops *ops, void *ctx,
                                     struct gs_reader_stats *st, uint64_t *next)
 {
     uint32_t clen, rlen, crc;
@@ -531,16 +556,20 @@ static enum block_result read_block(struct file *f, uint64_t off, int scanned, u
         f->scan_budget -= clen;
     }
     uint8_t h[12];
+    if (grow(&b->comp, &b->comp_cap, clen) != 0)
+        return BLOCK_GIVE_UP;
     if (read_at(f, off, h, sizeof h) != 0 ||
-        read_at(f, off + GS_BLOCK_HEADER_LEN, comp, clen) != 0)
+        read_at(f, off + GS_BLOCK_HEADER_LEN, b->comp, clen) != 0)
         return BLOCK_DAMAGED;
-    uLong sum = crc32(crc32(0, h, sizeof h), comp, clen);
+    uLong sum = crc32(crc32(0, h, sizeof h), b->comp, clen);
     if ((uint32_t)sum != crc)
         return BLOCK_DAMAGED;
+    if (grow(&b->raw, &b->raw_cap, rlen) != 0)
+        return BLOCK_GIVE_UP;
     uLongf got = rlen;
-    if (uncompress(raw, &got, comp, clen) != Z_OK || got != rlen)
+    if (uncompress(b->raw, &got, b->comp, clen) != Z_OK || got != rlen)
         return BLOCK_DAMAGED;
-    gs_decode_block(raw, rlen, ops, ctx, st);
+    gs_decode_block(b->raw, rlen, ops, ctx, st);
     *next = off + GS_BLOCK_HEADER_LEN + clen;
     return BLOCK_OK;
 }
@@ -573,26 +602,17 @@ int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
     struct gs_ring_snapshot *snap = info->ring_id ? malloc(sizeof *snap) : NULL;
     if (snap)
         gs_ring_snapshot_take(path, info, snap);
-    uint8_t *comp = malloc(GS_MAX_BLOCK), *raw = malloc(GS_MAX_BLOCK);
-    if (!comp || !raw) {
-        free(comp);
-        free(raw);
-        if (snap)
-            gs_ring_snapshot_free(snap);
-        free(snap);
-        close(f.fd);
-        return fail(&f, off, "out of memory");
-    }
+    struct buffers b = {0};
     int scanned = 0; /* off was found by scanning past damage */
     while (off < f.size) {
         uint64_t next;
-        enum block_result r = read_block(&f, off, scanned, comp, raw, ops, ctx, st, &next);
+        enum block_result r = read_block(&f, off, scanned, &b, ops, ctx, st, &next);
         if (r == BLOCK_OK) {
             st->blocks++;
             off = next;
             scanned = 0;
         } else if (r == BLOCK_GIVE_UP) {
-            st->truncated_at = off; /* damage too dense to search: read no further */
+            st->truncated_at = off; /* damage too dense to search, or no memory: no further */
             break;
         } else if (r == BLOCK_TRUNCATED && next_magic(&f, off + 1) >= f.size) {
             st->truncated_at = off; /* the process stopped while writing it */
@@ -604,8 +624,8 @@ int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
             scanned = 1;
         }
     }
-    free(comp);
-    free(raw);
+    free(b.comp);
+    free(b.raw);
     close(f.fd);
     if (snap) {
         if (!st->end_seen)

@@ -187,7 +187,10 @@ static void capacity(struct gs_json *j, const struct gs_replay *r)
         gs_json_string(j, "name", gs_cards[c].name);
         gs_json_uint(j, "bytes", gs_cards[c].bytes);
         gs_json_bool(j, "fits", peak <= gs_cards[c].bytes);
-        gs_json_int(j, "headroom_bytes", (int64_t)gs_cards[c].bytes - (int64_t)peak);
+        uint64_t card = gs_cards[c].bytes; /* a peak past 2^63 (a hostile trace) saturates */
+        gs_json_int(j, "headroom_bytes",
+                    peak <= card ? (int64_t)(card - peak)
+                    : peak - card > (uint64_t)INT64_MAX ? INT64_MIN : -(int64_t)(peak - card));
         gs_json_end_object(j);
     }
     gs_json_end_array(j);

@@ -496,7 +496,8 @@ static void marks(const struct gs_report *rep, FILE *out)
                 l->marks,
                 plural(l->marks), l->steps, plural(l->steps));
         if (l->steps) {
-            signed_bytes(l->growth / (int64_t)l->steps, a, sizeof a);
+            /* steps from a checkpoint may be past INT64_MAX: never INT64_MIN / -1 */
+            signed_bytes(l->steps > INT64_MAX ? 0 : l->growth / (int64_t)l->steps, a, sizeof a);
             signed_bytes(l->max_growth, b, sizeof b);
             fprintf(out, ": peak %s (the step ending at %.3f s); device memory %s a step on "
                          "average, at most %s; %" PRIu64 " step%s grew",

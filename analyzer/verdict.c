@@ -81,8 +81,10 @@ void gs_oom_verdict(const struct gs_replay *r, size_t idx, const struct gs_suspe
                 f->total_bytes > 0 && f->total_bytes >= f->free_bytes;
     v->known = known;
     v->shortfall = known && f->requested > f->free_bytes ? f->requested - f->free_bytes : 0;
-    v->other_bytes = known ? (int64_t)(f->total_bytes - f->free_bytes) -
-                                 (int64_t)f->process_live_bytes : 0;
+    uint64_t used = known ? f->total_bytes - f->free_bytes : 0, live = f->process_live_bytes;
+    v->other_bytes = used >= live ? (used - live > (uint64_t)INT64_MAX ? INT64_MAX
+                                                                         : (int64_t)(used - live))
+                     : live - used > (uint64_t)INT64_MAX ? INT64_MIN : -(int64_t)(live - used);
     held_free(r, idx, v);
     for (size_t i = 0; i < nsus; i++) {
         uint64_t grew = growth_until(r, &sus[i], f->time_ns);
