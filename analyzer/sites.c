@@ -61,18 +61,22 @@ static uint64_t mix_string(uint64_t h, const char *str)
     return mix(h, 0xff);
 }
 
+/* Whether function is one of the n names. */
+static int named(const char *function, const char *const *names, size_t n)
+{
+    for (size_t i = 0; function && i < n; i++)
+        if (strcmp(function, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
 /* Program entry and thread start frames: the same under every stack. */
 static int plumbing(const char *function)
 {
     static const char *const names[] = {"_start", "__libc_start_main", "__libc_start_main_impl",
                                         "__libc_start_call_main", "start_thread", "clone", "__clone",
                                         "clone3", "__clone3"};
-    if (!function)
-        return 0;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(function, names[i]) == 0)
-            return 1;
-    return 0;
+    return named(function, names, sizeof names / sizeof names[0]);
 }
 
 static void hash_frame(void *ctx, const struct gs_frame *f, unsigned index)
@@ -237,12 +241,7 @@ static int api_wrapper(const char *function)
     static const char *const names[] = {"gpushim_mark", "gpushim_block_alloc",
                                         "gpushim_block_free", "gpushim_flush",
                                         "gpushim_lookup_"};
-    if (!function)
-        return 0;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(function, names[i]) == 0)
-            return 1;
-    return 0;
+    return named(function, names, sizeof names / sizeof names[0]);
 }
 
 enum gs_py_state gs_site_python(const struct gs_replay *r, uint32_t stack_id)
