@@ -65,9 +65,12 @@ SIM := $(BUILD)/sim/libcuda.so.1 $(BUILD)/sim/libcudart.so.13
         install uninstall clean sim progs fuzz fuzz-build fuzz-regress fuzz-corpus
 all: $(BUILD)/libgpushim.so $(BUILD)/gpushim
 
+# initial-exec TLS: the shim's few thread-local bytes are read without a call
+# to __tls_get_addr on every event (the loader keeps room for them even when
+# PyTorch dlopens the shim as its allocator).
 $(BUILD)/obj/pic/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(NOASAN) -fPIC -fvisibility=hidden -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(NOASAN) -fPIC -ftls-model=initial-exec -fvisibility=hidden -c $< -o $@
 
 # The dlsym path runs inside a sanitizer's own start-up, before its shadow
 # memory exists (see shim/dlsym_hook.c): never built with AddressSanitizer.

@@ -11,10 +11,15 @@
  *
  * Everything here keeps errno, and a thread already inside the recorder
  * (a driver call made while recording) is not recorded twice.
+ *
+ * The stack table is shared and locked; each thread also keeps a small
+ * cache of the stacks it met (hash -> id and the table's copy of the
+ * frames, which never moves), so that a stack seen before costs no lock.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -30,6 +35,55 @@ static __thread struct {
 
 static pthread_mutex_t stack_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct gs_stack_table stacks;
+
+/* A thread's cache of stacks: direct-mapped on the hash, allocated on the
+ * thread's first stack, freed when it exits. An entry holds a stack the
+ * thread found or put in the table under the lock, so the frames it points
+ * at were published to this thread then; they are never written again. */
+#define CACHE_SLOTS 256
+struct cached_stack {
+    uint64_t hash;
+    const uint64_t *frames; /* the table's copy (stacks.c) */
+    uint32_t n, id;         /* id 0: empty */
+};
+static __thread struct cached_stack *stack_cache;
+static pthread_key_t cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+static int cache_key_ok;
+
+static void cache_free(void *cache)
+{
+    stack_cache = NULL; /* this thread's: a later event starts a new cache */
+    free(cache);
+}
+
+static void cache_key_init(void) { cache_key_ok = pthread_key_create(&cache_key, cache_free) == 0; }
+
+static uint32_t cache_find(const uint64_t *pcs, unsigned n, uint64_t hash)
+{
+    const struct cached_stack *e = stack_cache ? &stack_cache[hash & (CACHE_SLOTS - 1)] : NULL;
+    if (e && e->id && e->hash == hash && e->n == n &&
+        (n == 0 || memcmp(e->frames, pcs, n * sizeof *pcs) == 0))
+        return e->id;
+    return 0;
+}
+
+static void cache_put(const uint64_t *frames, unsigned n, uint64_t hash, uint32_t id)
+{
+    if (!stack_cache) {
+        pthread_once(&cache_once, cache_key_init);
+        if (!cache_key_ok)
+            return; /* no way to free it at the thread's exit: go without */
+        struct cached_stack *c = calloc(CACHE_SLOTS, sizeof *c);
+        if (!c || pthread_setspecific(cache_key, c) != 0) {
+            free(c);
+            return;
+        }
+        stack_cache = c;
+    }
+    stack_cache[hash & (CACHE_SLOTS - 1)] =
+        (struct cached_stack){.hash = hash, .frames = frames, .n = n, .id = id};
+}
 
 void gs_label_push(enum gs_api api)
 {
@@ -81,18 +135,24 @@ static uint32_t current_stack(void)
     unsigned native = gs_capture_stack(pcs, gs_config()->stack_depth);
     unsigned n = gs_python_frames(pcs, native, GS_MAX_FRAMES);
     uint64_t h = gs_stack_hash(pcs, n);
-
-    pthread_mutex_lock(&stack_lock);
-    uint32_t id = gs_stack_find(&stacks, pcs, n, h);
-    pthread_mutex_unlock(&stack_lock);
+    uint32_t id = cache_find(pcs, n, h);
     if (id)
         return id;
+
+    const uint64_t *frames = NULL;
+    pthread_mutex_lock(&stack_lock);
+    id = gs_stack_find(&stacks, pcs, n, h, &frames);
+    pthread_mutex_unlock(&stack_lock);
+    if (id) {
+        cache_put(frames, n, h, id);
+        return id;
+    }
 
     gs_modules_cover(pcs, native); /* takes the loader's lock: no shim lock may be held */
 
     pthread_mutex_lock(&stack_lock);
     int is_new = 0;
-    id = gs_stack_intern(&stacks, pcs, n, h, &is_new);
+    id = gs_stack_intern(&stacks, pcs, n, h, &is_new, &frames);
     if (is_new) {
         /* Pushed before the lock is released: no thread can name the id
          * before its definition is in the ring. */
@@ -108,6 +168,8 @@ static uint32_t current_stack(void)
         gs_emit(&body, (uint32_t)(sizeof body.b + n * sizeof pcs[0]), 0);
     }
     pthread_mutex_unlock(&stack_lock);
+    if (id)
+        cache_put(frames, n, h, id);
     return id;
 }
 
@@ -284,5 +346,7 @@ void gs_record_reset_after_fork(void)
      * stacks the parent wrote are not in it. */
     pthread_mutex_init(&stack_lock, NULL);
     gs_stack_table_clear(&stacks);
+    if (stack_cache) /* it points into the table just cleared */
+        memset(stack_cache, 0, CACHE_SLOTS * sizeof *stack_cache);
     tls.tid = 0;
 }

@@ -214,20 +214,25 @@ unsigned gs_capture_stack(uint64_t *pcs, unsigned max);
 void gs_unwind_lock(void);
 void gs_unwind_unlock(void);
 void gs_unwind_reset_after_fork(void);
-/* A hash table of distinct stacks; not thread-safe (record.c locks it). */
+/* A hash table of distinct stacks; not thread-safe (record.c locks it).
+ * A stack's frames never move once stored (they live in chunks that are
+ * only freed by gs_stack_table_clear), so a thread may keep a pointer to
+ * them and compare against it without the lock. */
+struct gs_stack_chunk;
 struct gs_stack_table {
     struct gs_stack_slot *slots;
-    uint64_t *frames;  /* all stacks' frames, back to back */
-    size_t nslots, used, nframes, frames_cap;
+    struct gs_stack_chunk *chunk; /* the newest chunk of frames; each links the one before */
+    size_t nslots, used;
     uint32_t next_id;
 };
 uint64_t gs_stack_hash(const uint64_t *pcs, unsigned n);
-/* Id of the stack, inserting it if new (*is_new says which). 0 on allocation failure. */
+/* Id of the stack, inserting it if new (*is_new says which). 0 on allocation
+ * failure. *frames (when not NULL) is set to its stored frames. */
 uint32_t gs_stack_intern(struct gs_stack_table *t, const uint64_t *pcs, unsigned n, uint64_t hash,
-                         int *is_new);
-/* Id of the stack, or 0 when it is not in the table. */
+                         int *is_new, const uint64_t **frames);
+/* Id of the stack, or 0 when it is not in the table; *frames as above. */
 uint32_t gs_stack_find(const struct gs_stack_table *t, const uint64_t *pcs, unsigned n,
-                       uint64_t hash);
+                       uint64_t hash, const uint64_t **frames);
 void gs_stack_table_clear(struct gs_stack_table *t);
 
 /* ---- python.c: the Python frames of the thread that allocates ---- */

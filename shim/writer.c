@@ -51,10 +51,6 @@ static struct {
     pthread_cond_t wake;
     struct gs_ring ring;
     int state; /* enum state; read without the lock as a hint */
-    /* orders a late event with the finish (gs_emit); written by every event,
-     * so on a cache line of its own, which nothing else shares */
-    _Alignas(64) unsigned order;
-    char order_line[64 - sizeof(unsigned)];
     struct gs_trace_file tf;
     pid_t pid; /* the process that created the trace */
     char ring_path[4096 + 8]; /* "" when the ring is not in a file */
@@ -342,8 +338,11 @@ static void open_locked(void)
 }
 
 /* Pushes under the ring lock; counts an event pushed, or one lost when the
- * trace has failed and the ring is full too. */
-static int push(void *body, uint32_t len, int timed, int failed)
+ * trace has failed and the ring is full too. *finished says whether the
+ * trace was finished by then: finish_locked stores FINISHED and then takes
+ * this lock before it drains, so an event pushed before that is drained by
+ * it, and one pushed after sees FINISHED here. */
+static int push(void *body, uint32_t len, int timed, int failed, int *finished)
 {
     pthread_mutex_lock(&w.ring_lock);
     struct gs_ring_header *h = w.ring.hdr; /* under the lock: a failed exec may move it */
@@ -355,6 +354,7 @@ static int push(void *body, uint32_t len, int timed, int failed)
     else if (!pushed && failed && timed)
         h->lost++;
     int wake = pushed && h->head - __atomic_load_n(&h->tail, __ATOMIC_RELAXED) > w.ring.cap / 4;
+    *finished = __atomic_load_n(&w.state, __ATOMIC_RELAXED) == FINISHED;
     pthread_mutex_unlock(&w.ring_lock);
     if (wake && w.thread_running && !failed)
         pthread_cond_signal(&w.wake);
@@ -372,27 +372,22 @@ int gs_emit(void *body, uint32_t len, int timed)
         state = w.state;
         pthread_mutex_unlock(&w.lock);
     }
+    int finished = 0;
     for (;;) {
         if (state == FAILED) {
             /* The trace takes no more; a ring file keeps what it has room for. */
-            int kept = w.ring.shared && push(body, len, timed, 1);
+            int kept = w.ring.shared && push(body, len, timed, 1, &finished);
             errno = saved;
             return kept ? 0 : -1;
         }
-        if (push(body, len, timed, 0))
+        if (push(body, len, timed, 0, &finished))
             break;
         pthread_mutex_lock(&w.lock); /* full: make room ourselves */
         drain_locked();
         state = w.state;
         pthread_mutex_unlock(&w.lock);
     }
-    /* The exit may have come meanwhile. Our read-modify-write of w.order
-     * and finish's are ordered: if ours comes first, the finish acquires our
-     * head store and drains our event; if after, we acquire its FINISHED
-     * and drain the event ourselves. */
-    (void)__atomic_fetch_add(&w.order, 1, __ATOMIC_ACQ_REL);
-    state = __atomic_load_n(&w.state, __ATOMIC_ACQUIRE);
-    if (state == FINISHED) { /* a late event, after the exit-time flush */
+    if (finished) { /* a late event, after the exit-time flush */
         pthread_mutex_lock(&w.lock);
         drain_locked();
         pthread_mutex_unlock(&w.lock);
@@ -429,10 +424,12 @@ static int finish_locked(int for_exec)
     /* A vfork child shares our memory but is not the process that owns it. */
     if (w.state != OPEN || w.pid != getpid())
         return 0;
-    /* FINISHED first: a thread that pushes an event after the drain below
-     * has read its head then sees it, and drains its event itself. */
+    /* FINISHED first, then the ring lock once: an event pushed before is
+     * in the ring for the drain below, one pushed after sees FINISHED under
+     * that lock and drains itself (push). */
     __atomic_store_n(&w.state, FINISHED, __ATOMIC_RELEASE);
-    (void)__atomic_fetch_add(&w.order, 1, __ATOMIC_ACQ_REL); /* pairs with gs_emit's */
+    pthread_mutex_lock(&w.ring_lock);
+    pthread_mutex_unlock(&w.ring_lock);
     drain_locked();
     pthread_mutex_lock(&w.ring_lock);
     struct gs_end_body end = {.type = GS_REC_END,

@@ -4,7 +4,9 @@
  * ...; stacks that differ only in length or in one frame are distinct; the
  * zero-length stack is a stack like any other; gs_stack_find sees only what
  * was inserted; the table keeps everything across growth (100000 stacks);
- * gs_stack_table_clear empties it and restarts the ids.
+ * gs_stack_table_clear empties it and restarts the ids; a stack's stored
+ * frames never move (record.c's per-thread caches keep pointers to them),
+ * however many stacks come after and however long one is.
  */
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -14,12 +16,12 @@
 
 static uint32_t intern(struct gs_stack_table *t, const uint64_t *pcs, unsigned n, int *is_new)
 {
-    return gs_stack_intern(t, pcs, n, gs_stack_hash(pcs, n), is_new);
+    return gs_stack_intern(t, pcs, n, gs_stack_hash(pcs, n), is_new, NULL);
 }
 
 static uint32_t find(const struct gs_stack_table *t, const uint64_t *pcs, unsigned n)
 {
-    return gs_stack_find(t, pcs, n, gs_stack_hash(pcs, n));
+    return gs_stack_find(t, pcs, n, gs_stack_hash(pcs, n), NULL);
 }
 
 Test(stacks, identical_stack_gets_same_id_and_is_not_new)
@@ -92,18 +94,18 @@ Test(stacks, colliding_hash_still_compares_frames)
     struct gs_stack_table t = {0};
     uint64_t a[2] = {1, 2}, b[2] = {1, 3};
     int is_new;
-    uint32_t ida = gs_stack_intern(&t, a, 2, 42, &is_new);
-    uint32_t idb = gs_stack_intern(&t, b, 2, 42, &is_new);
+    uint32_t ida = gs_stack_intern(&t, a, 2, 42, &is_new, NULL);
+    uint32_t idb = gs_stack_intern(&t, b, 2, 42, &is_new, NULL);
     cr_assert_eq(is_new, 1, "same hash, other frames: new");
     cr_assert_neq(ida, idb);
-    cr_assert_eq(gs_stack_find(&t, a, 2, 42), ida);
-    cr_assert_eq(gs_stack_find(&t, b, 2, 42), idb);
+    cr_assert_eq(gs_stack_find(&t, a, 2, 42, NULL), ida);
+    cr_assert_eq(gs_stack_find(&t, b, 2, 42, NULL), idb);
     /* same hash, a prefix of a: the lengths must be compared too */
-    uint32_t idp = gs_stack_intern(&t, a, 1, 42, &is_new);
+    uint32_t idp = gs_stack_intern(&t, a, 1, 42, &is_new, NULL);
     cr_assert_eq(is_new, 1, "same hash, a prefix: new");
     cr_assert(idp != ida && idp != idb, "prefix id %u distinct", idp);
-    cr_assert_eq(gs_stack_find(&t, a, 1, 42), idp);
-    cr_assert_eq(gs_stack_find(&t, a, 2, 42), ida);
+    cr_assert_eq(gs_stack_find(&t, a, 1, 42, NULL), idp);
+    cr_assert_eq(gs_stack_find(&t, a, 2, 42, NULL), ida);
     gs_stack_table_clear(&t);
 }
 
@@ -191,6 +193,36 @@ Test(stacks, survives_growth_to_100000_stacks)
     }
     nth_stack(N, pcs, &n);
     cr_assert_eq(find(&t, pcs, n), 0, "stack %u never inserted", N);
+    gs_stack_table_clear(&t);
+}
+
+Test(stacks, stored_frames_never_move)
+{
+    struct gs_stack_table t = {0};
+    enum { N = 20000 }; /* about 80000 frames: several chunks, and the slots grow */
+    static const uint64_t *where[N];
+    uint64_t pcs[GS_MAX_FRAMES];
+    unsigned n;
+    int is_new;
+    /* first, a stack as deep as a writer records */
+    for (unsigned k = 0; k < GS_MAX_FRAMES; k++)
+        pcs[k] = 0x7f0000000000ull + k;
+    const uint64_t *deep;
+    gs_stack_intern(&t, pcs, GS_MAX_FRAMES, gs_stack_hash(pcs, GS_MAX_FRAMES), &is_new, &deep);
+    for (uint32_t i = 0; i < N; i++) {
+        nth_stack(i, pcs, &n);
+        cr_assert_eq(gs_stack_intern(&t, pcs, n, gs_stack_hash(pcs, n), &is_new, &where[i]), i + 2);
+        cr_assert_eq(memcmp(where[i], pcs, n * sizeof pcs[0]), 0, "stack %u stored as given", i);
+    }
+    for (uint32_t i = 0; i < N; i++) {
+        nth_stack(i, pcs, &n);
+        const uint64_t *found = NULL;
+        cr_assert_neq(gs_stack_find(&t, pcs, n, gs_stack_hash(pcs, n), &found), 0);
+        cr_assert_eq(found, where[i], "stack %u still where it was stored", i);
+        cr_assert_eq(memcmp(found, pcs, n * sizeof pcs[0]), 0, "stack %u unchanged", i);
+    }
+    for (unsigned k = 0; k < GS_MAX_FRAMES; k++)
+        cr_assert_eq(deep[k], 0x7f0000000000ull + k, "the deep stack unchanged");
     gs_stack_table_clear(&t);
 }
 
