@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""trace_fields.py - where a trace's bytes go, field by field.
+
+Usage: trace_fields.py TRACE
+
+Reads the ALLOC and FREE records of a gpushim trace (the layout is in
+include/gpushim_trace.h; other records are skipped), then writes those events
+again in layouts that keep more and more of what they say, and compresses
+each layout in 1 MiB blocks, as the shim does: zlib level 1 (the shim's) and
+level 6. It prints the bytes per event of each, from what heaptrack keeps
+(an event's type and its call site, and which allocation a free ends) up to
+everything the trace keeps today, so that a change of format can be judged
+against what the events carry. The layouts are sketches, never written to a
+file: each keeps a field as a varint (signed values zigzag, addresses and
+times as deltas from the previous event's) and drops the record length.
+
+`make bench` does not run it; run it on the trace of `bench_workload`:
+
+  LD_PRELOAD=build/libgpushim.so GPUSHIM_OUTPUT=/tmp/b.trace SIMCUDA_MEMORY=1T \\
+      build/bench/bench_workload 1000000
+  python3 tests/bench/trace_fields.py /tmp/b.trace
+
+Standard library only.
+"""
+import struct
+import sys
+import zlib
+
+REC_ALLOC, REC_FREE = 18, 19
+BLOCK = 1 << 20
+
+
+def fail(msg):
+    print("trace_fields: error: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def get_varint(buf, i, end):
+    value = shift = 0
+    while i < end and shift < 64:
+        byte = buf[i]
+        i += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, i
+        shift += 7
+    raise ValueError("bad varint")
+
+
+def unzigzag(v):
+    return (v >> 1) ^ -(v & 1)
+
+
+def zigzag(v):
+    return v << 1 if v >= 0 else ((-v) << 1) - 1
+
+
+def put_varint(out, v):
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def read_events(path):
+    """The ALLOC and FREE events, as (type, time, tid, api, device, addr,
+    size, stack, stream, kind, space, parent); a free's size is its mapping
+    size (0 for most), its stack 0."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"GPUSHIM\n" or len(data) < 16:
+        fail("%s is not a gpushim trace" % path)
+    version, hlen = struct.unpack_from("<II", data, 8)
+    if version not in (1, 2):
+        fail("%s: format version %d; this script reads 1 and 2" % (path, version))
+    pos = 16 + hlen + 4
+    events = []
+    while pos + 16 <= len(data):
+        magic, clen, rlen, _ = struct.unpack_from("<4I", data, pos)
+        if magic != 0x4B4C4247 or pos + 16 + clen > len(data):
+            fail("%s: damaged block at offset %d (run it on a whole trace)" % (path, pos))
+        try:
+            raw = zlib.decompress(data[pos + 16:pos + 16 + clen])
+        except zlib.error as e:
+            fail("%s: block at offset %d: %s" % (path, pos, e))
+        pos += 16 + clen
+        i, t, a = 0, 0, 0  # delta state restarts at every block
+        try:
+            while i < len(raw):
+                typ = raw[i]
+                length, i = get_varint(raw, i + 1, len(raw))
+                end = i + length
+                if typ in (REC_ALLOC, REC_FREE):
+                    fields = []
+                    j = i
+                    while j < end:
+                        v, j = get_varint(raw, j, end)
+                        fields.append(v)
+                    need = 11 if typ == REC_ALLOC else 8
+                    if len(fields) < need:
+                        raise ValueError("short record")
+                    t += unzigzag(fields[0])
+                    a += unzigzag(fields[4])
+                    dev = unzigzag(fields[3])
+                    if typ == REC_ALLOC:
+                        size, stack, stream, kind, space, parent = fields[5:11]
+                    else:
+                        stream, space, size = fields[5:8]
+                        stack, kind, parent = 0, 0, 0
+                    events.append((typ, t, fields[1], fields[2], dev, a, size, stack, stream,
+                                   kind, space, parent))
+                i = end
+        except (ValueError, IndexError) as e:
+            fail("%s: block ending at offset %d: %s" % (path, pos, e))
+    if not events:
+        fail("%s holds no allocations or frees" % path)
+    return events
+
+
+def layout(events, keep):
+    """The events written with the fields in keep, one bytes object each."""
+    seq, live = 0, {}
+    prev_t = prev_a = 0
+    for typ, t, tid, api, dev, addr, size, stack, stream, kind, space, parent in events:
+        out = bytearray([typ])
+        if "time" in keep:
+            now = t if "ns" in keep else t // 1000  # nanoseconds or microseconds
+            put_varint(out, zigzag(now - prev_t))
+            prev_t = now
+        if "rest" in keep:  # what an event repeats: thread, API, device, stream, kind, space
+            for v in (tid, api, zigzag(dev), stream, kind, space, parent):
+                put_varint(out, v)
+        if typ == REC_ALLOC:
+            put_varint(out, stack)
+            if "size" in keep:
+                put_varint(out, size)
+            if "addr" in keep:
+                put_varint(out, zigzag(addr - prev_a))
+                prev_a = addr
+            live[(addr, space)] = seq
+            seq += 1
+        elif "which" in keep:
+            born = live.pop((addr, space), None)
+            put_varint(out, seq - born if born is not None else 0)
+        yield bytes(out)
+
+
+def current(events):
+    """The events as the trace holds them (format 2), record lengths included."""
+    prev_t = prev_a = 0
+    for typ, t, tid, api, dev, addr, size, stack, stream, kind, space, parent in events:
+        p = bytearray()
+        for v in (zigzag(t - prev_t), tid, api, zigzag(dev), zigzag(addr - prev_a)):
+            put_varint(p, v)
+        rest = ((size, stack, stream, kind, space, parent) if typ == REC_ALLOC
+                else (stream, space, size))
+        for v in rest:
+            put_varint(p, v)
+        prev_t, prev_a = t, addr
+        out = bytearray([typ])
+        put_varint(out, len(p))
+        yield bytes(out + p)
+
+
+def measure(records, n):
+    blocks, raw = [], bytearray()
+    for r in records:
+        raw += r
+        if len(raw) >= BLOCK:
+            blocks.append(bytes(raw))
+            raw = bytearray()
+    if raw:
+        blocks.append(bytes(raw))
+    total = sum(map(len, blocks))
+    z1 = sum(len(zlib.compress(b, 1)) for b in blocks)
+    z6 = sum(len(zlib.compress(b, 6)) for b in blocks)
+    return total / n, z1 / n, z6 / n
+
+
+def main():
+    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__.split("\n\n")[1])
+        sys.exit(0 if len(sys.argv) == 2 else 2)
+    events = read_events(sys.argv[1])
+    n = len(events)
+    allocs = sum(1 for e in events if e[0] == REC_ALLOC)
+    print("%s: %d events (%d allocations, %d frees)" % (sys.argv[1], n, allocs, n - allocs))
+    print("%-62s %6s %7s %7s" % ("bytes per event", "raw", "zlib 1", "zlib 6"))
+    rows = [
+        ("the type, and an allocation's call site", ()),
+        ("+ which allocation each free ends (its sequence distance)", ("which",)),
+        ("+ each allocation's size", ("which", "size")),
+        ("+ each allocation's address", ("which", "size", "addr")),
+        ("+ each event's time (microseconds)", ("which", "size", "addr", "time")),
+        ("+ thread, API, device, stream, kind, space, parent", ("which", "size", "addr", "time",
+                                                                "rest")),
+        ("+ times in nanoseconds, not microseconds", ("which", "size", "addr", "time", "rest",
+                                                      "ns")),
+    ]
+    for label, keep in rows:
+        print("%-62s %6.2f %7.2f %7.2f" % ((label,) + measure(layout(events, keep), n)))
+    label = "+ lengths, frees by address: as the trace holds them"
+    print("%-62s %6.2f %7.2f %7.2f" % ((label,) + measure(current(events), n)))
+
+
+if __name__ == "__main__":
+    main()
