@@ -28,6 +28,11 @@ trace: `gpushim report --json` and `heaptrack_print`. It prints one table:
                                  three processes, which run in parallel)
   trace bytes per event          trace file size / N
   analyzer events per second     N / analyzer wall time
+    the same, less start-up      (N - STARTUP_EVENTS) / (its wall time less
+                                 that of the tiny workload's trace): what
+                                 reading more events costs
+  analyzer start-up              its wall time on the tiny workload's trace
+                                 (loading, symbolizing the stacks)
   analyzer peak memory           the analyzer's peak RSS (wait4's ru_maxrss)
 
 and, last, the analysis of one large trace (BIG_EVENTS events, recorded by
@@ -179,6 +184,18 @@ def main():
                 fail("heaptrack wrote no single %s.* file: %s" % (hbase, os.listdir(tmp)))
             trace_bytes["heaptrack"] = os.path.getsize(hfile)
 
+        # And of the tiny workload, whose analysis is each analyzer's start-up:
+        # reading its own binary and libraries, symbolizing the stacks.
+        tiny = os.path.join(tmp, "tiny.trace")
+        run([workload, str(STARTUP_EVENTS)], dict(gs_env, GPUSHIM_OUTPUT=tiny), tmp, "gpushim")
+        if heaptrack:
+            tbase = os.path.join(tmp, "t")
+            run([heaptrack, "-o", tbase, workload, str(STARTUP_EVENTS)], env, tmp, "heaptrack")
+            found = glob.glob(tbase + ".*")
+            if len(found) != 1:
+                fail("heaptrack wrote no single %s.* file: %s" % (tbase, os.listdir(tmp)))
+            htiny = found[0]
+
         # gpushim's trace must hold exactly the workload's events.
         out = subprocess.run([gpushim, "report", "--json", trace], env=env,
                              capture_output=True, text=True)
@@ -190,15 +207,19 @@ def main():
                  % (ev["allocations"], ev["frees"], n))
 
         # The analyzers.
-        analyzers = {"gpushim": [gpushim, "report", "--json", trace]}
+        analyzers = {"gpushim": lambda path: [gpushim, "report", "--json", path]}
+        traces = {"gpushim": (trace, tiny)}
         if heaptrack and heaptrack_print:
-            analyzers["heaptrack"] = [heaptrack_print, "--print-leaks", "-f", hfile]
-        ana = {}  # tool -> [wall, peak KiB]
+            analyzers["heaptrack"] = lambda path: [heaptrack_print, "--print-leaks", "-f", path]
+            traces["heaptrack"] = (hfile, htiny)
+        ana = {}  # tool -> [wall, peak KiB, wall of the tiny trace]
         for _ in range(args.repeat):
             for tool, cmd in analyzers.items():
-                wall, _, rss = run(cmd, env, tmp, tool + "-analyzer")
-                a = ana.setdefault(tool, [wall, rss])
-                a[0], a[1] = min(a[0], wall), min(a[1], rss)
+                big_trace, tiny_trace = traces[tool]
+                wall_t, _, _ = run(cmd(tiny_trace), env, tmp, tool + "-tiny-analyzer")
+                wall, _, rss = run(cmd(big_trace), env, tmp, tool + "-analyzer")
+                a = ana.setdefault(tool, [wall, rss, wall_t])
+                a[0], a[1], a[2] = min(a[0], wall), min(a[1], rss), min(a[2], wall_t)
         if "heaptrack" in analyzers:
             with open(os.path.join(tmp, "heaptrack-analyzer.log")) as f:
                 for line in f:
@@ -224,14 +245,20 @@ def main():
     for tool in ("gpushim", "heaptrack"):
         rec = recording(tool) if tool in tools else (None,) * 4
         a = ana.get(tool)
+        marginal = None
+        if a and a[0] > a[2]:
+            marginal = (n - STARTUP_EVENTS) / (a[0] - a[2])
         figures[tool] = list(rec) + [trace_bytes[tool] / n if tool in trace_bytes else None,
-                                     n / a[0] if a else None, a[1] / 1024 if a else None]
+                                     n / a[0] if a else None, marginal,
+                                     a[2] * 1e3 if a else None, a[1] / 1024 if a else None]
     rows = [("recording overhead per event", "ns", "%.0f", True),
             ("  the same, less startup", "ns", "%.0f", True),
             ("recording startup cost", "ms", "%.1f", True),
             ("recording CPU per event", "ns", "%.0f", True),
             ("trace bytes per event", "B", "%.2f", True),
             ("analyzer events per second", "M/s", "%.2f", False),
+            ("  the same, less start-up", "M/s", "%.2f", False),
+            ("analyzer start-up", "ms", "%.1f", True),
             ("analyzer peak memory", "MiB", "%.1f", True)]
 
     def fmt(spec, v, scale=1.0):
