@@ -214,7 +214,9 @@ FUZZ_CFLAGS := -std=gnu11 $(WARN) -O1 -g -Iinclude -Ianalyzer -MMD -MP \
                -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_OBJ := $(filter-out $(FUZZ_BUILD)/obj/analyzer/main.o,$(ANALYZER_SRC:%.c=$(FUZZ_BUILD)/obj/%.o))
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
-FUZZ_OPTS := -rss_limit_mb=2048 -timeout=10 -close_fd_mask=2
+# seconds one input may take before it counts as a hang
+FUZZ_TIMEOUT ?= 10
+FUZZ_OPTS := -rss_limit_mb=2048 -timeout=$(FUZZ_TIMEOUT) -close_fd_mask=2
 
 $(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -228,17 +230,22 @@ fuzz-build: $(FUZZ_BINS)
 # Each target for FUZZ_SECONDS, from its seeds (tests/fuzz/corpus/T) and what
 # earlier runs found ($(FUZZ_BUILD)/corpus/T); a crash is left in
 # $(FUZZ_BUILD)/crashes/T/ and stops it (copy it to tests/fuzz/crashes/T/).
-fuzz: $(FUZZ_BINS)
-	@for t in $(FUZZ_TARGETS); do \
-	    mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/crashes/$$t; \
-	    $(FUZZ_BUILD)/fuzz_$$t $(FUZZ_OPTS) -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-	        -artifact_prefix=$(FUZZ_BUILD)/crashes/$$t/ \
-	        $(FUZZ_BUILD)/corpus/$$t tests/fuzz/corpus/$$t >$(FUZZ_BUILD)/fuzz_$$t.log 2>&1; \
-	    rc=$$?; \
-	    runs=$$(sed -n 's/^stat::number_of_executed_units: *//p' $(FUZZ_BUILD)/fuzz_$$t.log); \
-	    echo "fuzz $$t: $${runs:-?} executions in $(FUZZ_SECONDS) s, exit $$rc"; \
-	    if [ $$rc -ne 0 ]; then tail -n 40 $(FUZZ_BUILD)/fuzz_$$t.log; exit 1; fi; \
-	done
+# One target at a time; `make -j2 fuzz` runs two at once. Then the total.
+fuzz: $(FUZZ_TARGETS:%=fuzz-run-%)
+	@cat $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%.runs) | \
+	    awk '{n += $$1} END {print "fuzz: " n " executions in all, no crash, hang or sanitizer report"}'
+
+fuzz-run-%: $(FUZZ_BUILD)/fuzz_%
+	@mkdir -p $(FUZZ_BUILD)/corpus/$* $(FUZZ_BUILD)/crashes/$*
+	@rm -f $(FUZZ_BUILD)/fuzz_$*.runs
+	@$(FUZZ_BUILD)/fuzz_$* $(FUZZ_OPTS) -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    -artifact_prefix=$(FUZZ_BUILD)/crashes/$*/ \
+	    $(FUZZ_BUILD)/corpus/$* tests/fuzz/corpus/$* >$(FUZZ_BUILD)/fuzz_$*.log 2>&1; \
+	rc=$$?; \
+	runs=$$(sed -n 's/^stat::number_of_executed_units: *//p' $(FUZZ_BUILD)/fuzz_$*.log); \
+	echo "fuzz $*: $${runs:-?} executions in $(FUZZ_SECONDS) s, exit $$rc"; \
+	if [ $$rc -ne 0 ]; then tail -n 40 $(FUZZ_BUILD)/fuzz_$*.log; exit 1; fi; \
+	echo "$${runs:-0}" >$(FUZZ_BUILD)/fuzz_$*.runs
 
 # Every seed and every crash found so far, once through its target.
 fuzz-regress: $(FUZZ_BINS)
