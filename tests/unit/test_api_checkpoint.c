@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "../../analyzer/analyzer.h"
+#include "ckpt_bytes.h"
 #include "gpushim_ring.h"
 
 #define ASSERT_U64(got, want, ...) cr_assert_eq((uint64_t)(got), (uint64_t)(want), __VA_ARGS__)
@@ -137,42 +138,6 @@ static void schedule(struct seq *s)
     s_block(s, S1, MB / 2, 6); /* over a live block */
     s_mark(s, "phase\n2");
     s_failed(s, GS_DEVICE_UNKNOWN, 100 * MB);
-}
-
-/* ---- a checkpoint into memory, and back ---- */
-
-struct buf {
-    uint8_t *p;
-    size_t n, cap, records;
-};
-
-static int put(void *ctx, const uint8_t *rec, size_t len)
-{
-    struct buf *b = ctx;
-    if (b->n + len > b->cap) {
-        b->cap = (b->n + len) * 2;
-        b->p = realloc(b->p, b->cap);
-        cr_assert_not_null(b->p);
-    }
-    memcpy(b->p + b->n, rec, len);
-    b->n += len;
-    b->records++;
-    return 0;
-}
-
-static struct buf checkpoint(const struct gs_replay *r)
-{
-    struct buf b = {0};
-    cr_assert_eq(gs_checkpoint_write(r, put, &b), 0, "gs_checkpoint_write");
-    return b;
-}
-
-static uint64_t load(struct gs_replay *r, const uint8_t *p, size_t n)
-{
-    struct gs_reader_stats st;
-    memset(&st, 0, sizeof st);
-    gs_decode_block(p, n, &gs_replay_ops, r, &st);
-    return st.damaged_records;
 }
 
 static void define(struct gs_replay *r)
@@ -482,15 +447,6 @@ Test(api_checkpoint, nothing_written_without_marks_or_blocks)
 
 /* ---- hostile ---- */
 
-static size_t record(uint8_t *out, uint8_t type, const uint8_t *payload, size_t len)
-{
-    size_t n = 0;
-    out[n++] = type;
-    n += gs_put_varint(out + n, len);
-    memcpy(out + n, payload, len);
-    return n + len;
-}
-
 /* A replay after hostile loading is still usable: events, figures, and a
  * checkpoint of it that reads back. */
 static void use(struct gs_replay *r)
@@ -551,19 +507,6 @@ Test(api_checkpoint_hostile, every_record_cut_at_every_byte)
     gs_replay_free(&a);
 }
 
-static size_t rec(uint8_t *out, uint8_t type, int n, const uint64_t *v)
-{
-    uint8_t payload[512];
-    size_t len = 0;
-    for (int i = 0; i < n; i++)
-        len += gs_put_varint(payload + len, v[i]);
-    return record(out, type, payload, len);
-}
-#define REC(out, type, ...)                                                                        \
-    rec(out, type, sizeof((uint64_t[]){__VA_ARGS__}) / sizeof(uint64_t), (uint64_t[]){__VA_ARGS__})
-
-static uint64_t damaged(struct gs_replay *r, const uint8_t *p, size_t n) { return load(r, p, n); }
-
 Test(api_checkpoint_hostile, out_of_place_out_of_range_and_twice)
 {
     uint8_t b[1024];
@@ -619,26 +562,26 @@ Test(api_checkpoint_hostile, out_of_place_out_of_range_and_twice)
     end[16 + 8 + 1] = 1; /* recent marks */
     end[16 + 8 + 4] = 1; /* block sites */
     end[16 + 8 + 5] = 2; /* blocks: one more than came */
-    n = rec(b, GS_REC_CKPT_API_END, 30, end);
+    n = rec_u(b, GS_REC_CKPT_API_END, end, 30);
     ASSERT_U64(damaged(&r, b, n), 1, "counts that do not match");
     end[16 + 8 + 5] = 1;
     end[10] = 2;
-    n = rec(b, GS_REC_CKPT_API_END, 30, end);
+    n = rec_u(b, GS_REC_CKPT_API_END, end, 30);
     ASSERT_U64(damaged(&r, b, n), 1, "live blocks that are not the blocks that came");
     end[10] = 1;
     end[9] = 11;
-    n = rec(b, GS_REC_CKPT_API_END, 30, end);
+    n = rec_u(b, GS_REC_CKPT_API_END, end, 30);
     ASSERT_U64(damaged(&r, b, n), 1, "live block bytes that are not the blocks' bytes");
     end[9] = 10;
     end[15] = 2;
-    n = rec(b, GS_REC_CKPT_API_END, 30, end);
+    n = rec_u(b, GS_REC_CKPT_API_END, end, 30);
     ASSERT_U64(damaged(&r, b, n), 1, "pending is 0 or 1");
     end[15] = 0;
     end[16 + 2] = gs_zigzag(GS_MAX_DEVICES); /* the fragmentation's device */
-    n = rec(b, GS_REC_CKPT_API_END, 30, end);
+    n = rec_u(b, GS_REC_CKPT_API_END, end, 30);
     ASSERT_U64(damaged(&r, b, n), 1, "a device out of range");
     end[16 + 2] = 0;
-    n = rec(b, GS_REC_CKPT_API_END, 30, end);
+    n = rec_u(b, GS_REC_CKPT_API_END, end, 30);
     ASSERT_U64(damaged(&r, b, n), 0, "API_END");
     n = REC(b, GS_REC_CKPT_BLOCK_SITE, 5, 1, 10, 10, 1, 0, 0, 0);
     ASSERT_U64(damaged(&r, b, n), 1, "after API_END");
@@ -663,26 +606,29 @@ Test(api_checkpoint_hostile, out_of_place_out_of_range_and_twice)
     gs_replay_free(&r);
 }
 
-static uint64_t rnd(uint64_t *s)
+/* A record of the marks' and blocks' checkpoint (or, one in eight, of the
+ * others'), of random fields, sometimes with a label's string among them,
+ * sometimes cut inside a field. */
+static size_t random_api_record(uint8_t *out, uint64_t *seed)
 {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t field(uint64_t *s)
-{
-    switch (rnd(s) % 8) {
-    case 0: return 0;
-    case 1: return 1;
-    case 2: return rnd(s) % 4;
-    case 3: return rnd(s) % 300;
-    case 4: return gs_zigzag(-(int64_t)(rnd(s) % 3));
-    case 5: return UINT32_MAX + (rnd(s) % 3);
-    case 6: return UINT64_MAX - (rnd(s) % 2);
-    default: return rnd(s);
+    uint8_t payload[512];
+    size_t len = 0, nf = rnd(seed) % 32;
+    if (rnd(seed) % 4 == 0) { /* a label's string among the fields */
+        len += gs_put_varint(payload + len, rnd(seed) % 3);
+        size_t sl = rnd(seed) % 300;
+        len += gs_put_varint(payload + len, sl);
+        for (size_t i = 0; i < sl && len < 400; i++)
+            payload[len++] = (uint8_t)rnd(seed);
     }
+    for (size_t f = 0; f < nf && len < 480; f++)
+        len += gs_put_varint(payload + len, field(seed));
+    if (rnd(seed) % 4 == 0)
+        len = rnd(seed) % (len + 1);
+    const uint64_t ntypes = GS_REC_CKPT_API_LAST - GS_REC_CKPT_API_FIRST + 1;
+    uint8_t type = (uint8_t)(GS_REC_CKPT_API_FIRST + rnd(seed) % ntypes);
+    if (rnd(seed) % 8 == 0)
+        type = (uint8_t)(GS_REC_CKPT_FIRST + rnd(seed) % 16);
+    return record(out, type, payload, len);
 }
 
 Test(api_checkpoint_hostile, random_records_after_a_real_checkpoint)
@@ -694,48 +640,6 @@ Test(api_checkpoint_hostile, random_records_after_a_real_checkpoint)
     replay(&a, &seq, 0, seq.n / 2);
     struct buf good = checkpoint(&a);
     gs_replay_free(&a);
-    uint64_t seed = 99;
-    uint8_t *p = malloc(good.n + 64 * 1024);
-    cr_assert_not_null(p);
-    for (int round = 0; round < 400; round++) {
-        size_t n = good.n * (rnd(&seed) % 101) / 100, at = 0;
-        while (at < n) { /* cut at a record boundary */
-            const uint8_t *q = good.p + at + 1;
-            uint64_t len = 0;
-            gs_get_varint(&q, good.p + good.n, &len);
-            size_t next = (size_t)(q - good.p) + (size_t)len;
-            if (next > n)
-                break;
-            at = next;
-        }
-        memcpy(p, good.p, at);
-        n = at;
-        for (int k = 0; k < 60; k++) {
-            uint8_t payload[512];
-            size_t len = 0, nf = rnd(&seed) % 32;
-            if (rnd(&seed) % 4 == 0) { /* a label's string among the fields */
-                len += gs_put_varint(payload + len, rnd(&seed) % 3);
-                size_t sl = rnd(&seed) % 300;
-                len += gs_put_varint(payload + len, sl);
-                for (size_t i = 0; i < sl && len < 400; i++)
-                    payload[len++] = (uint8_t)rnd(&seed);
-            }
-            for (size_t f = 0; f < nf && len < 480; f++)
-                len += gs_put_varint(payload + len, field(&seed));
-            if (rnd(&seed) % 4 == 0)
-                len = rnd(&seed) % (len + 1);
-            const uint64_t ntypes = GS_REC_CKPT_API_LAST - GS_REC_CKPT_API_FIRST + 1;
-            uint8_t type = (uint8_t)(GS_REC_CKPT_API_FIRST + rnd(&seed) % ntypes);
-            if (rnd(&seed) % 8 == 0)
-                type = (uint8_t)(GS_REC_CKPT_FIRST + rnd(&seed) % 16);
-            n += record(p + n, type, payload, len);
-        }
-        struct gs_replay r;
-        gs_replay_init(&r);
-        load(&r, p, n);
-        use(&r);
-        gs_replay_free(&r);
-    }
-    free(p);
+    random_rounds(&good, 99, 400, random_api_record, 0, use);
     free(good.p);
 }

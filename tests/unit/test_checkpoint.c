@@ -33,6 +33,7 @@
 
 #include "../../analyzer/analyzer.h"
 #include "../../shim/shim.h"
+#include "ckpt_bytes.h"
 #include "gpushim_ring.h"
 
 #define ASSERT_U64(got, want, ...)                                                             \
@@ -231,39 +232,7 @@ static void define(struct gs_replay *r, uint32_t first_stack, uint32_t last_stac
     }
 }
 
-/* ---- a checkpoint into memory ---- */
-
-struct buf {
-    uint8_t *p;
-    size_t n, cap, records, largest;
-    int fail_after; /* put fails from this record on (0: never) */
-};
-
-static int put(void *ctx, const uint8_t *rec, size_t len)
-{
-    struct buf *b = ctx;
-    if (b->fail_after && b->records + 1 >= (size_t)b->fail_after)
-        return -1;
-    if (b->n + len > b->cap) {
-        b->cap = (b->n + len) * 2;
-        b->p = realloc(b->p, b->cap);
-        cr_assert_not_null(b->p);
-    }
-    memcpy(b->p + b->n, rec, len);
-    b->n += len;
-    b->records++;
-    if (len > b->largest)
-        b->largest = len;
-    return 0;
-}
-
-static struct buf checkpoint(const struct gs_replay *r)
-{
-    struct buf b = {0};
-    cr_assert_eq(gs_checkpoint_write(r, put, &b), 0, "gs_checkpoint_write");
-    cr_assert_leq(b.largest, GS_MAX_RECORD, "every record within GS_MAX_RECORD");
-    return b;
-}
+/* ---- a checkpoint into memory (ckpt_bytes.h), read back in chunks ---- */
 
 /* Decodes b as the reader would, in blocks of about chunk bytes cut at
  * record boundaries (0: one block). Returns the damaged records. */
@@ -284,14 +253,6 @@ static uint64_t load_chunks(struct gs_replay *r, const uint8_t *p, size_t n, siz
     }
     if (start < n)
         gs_decode_block(p + start, n - start, &gs_replay_ops, r, &st);
-    return st.damaged_records;
-}
-
-static uint64_t load(struct gs_replay *r, const uint8_t *p, size_t n)
-{
-    struct gs_reader_stats st;
-    memset(&st, 0, sizeof st);
-    gs_decode_block(p, n, &gs_replay_ops, r, &st);
     return st.damaged_records;
 }
 
@@ -907,31 +868,6 @@ Test(checkpoint, a_begin_record_without_the_later_totals_loads)
 
 /* ---- hostile checkpoints ---- */
 
-static size_t record(uint8_t *out, uint8_t type, const uint8_t *payload, size_t len)
-{
-    size_t n = 0;
-    out[n++] = type;
-    n += gs_put_varint(out + n, len);
-    memcpy(out + n, payload, len);
-    return n + len;
-}
-
-/* A record from varints. */
-static size_t rec_u(uint8_t *out, uint8_t type, const uint64_t *v, size_t nv)
-{
-    uint8_t payload[256];
-    size_t n = 0;
-    for (size_t i = 0; i < nv; i++)
-        n += gs_put_varint(payload + n, v[i]);
-    return record(out, type, payload, n);
-}
-
-#define REC(out, type, ...)                                                                    \
-    rec_u(out, type, (const uint64_t[]){__VA_ARGS__},                                          \
-          sizeof((const uint64_t[]){__VA_ARGS__}) / sizeof(uint64_t))
-
-static uint64_t damaged(struct gs_replay *r, const uint8_t *p, size_t n) { return load(r, p, n); }
-
 Test(checkpoint_hostile, records_out_of_place_or_range_are_refused)
 {
     uint8_t b[4096];
@@ -1088,27 +1024,20 @@ Test(checkpoint_hostile, every_record_truncated_at_every_byte)
     gs_replay_free(&a);
 }
 
-static uint64_t rnd(uint64_t *s)
+/* A checkpoint record (or, one in ten, a STACK or MODULE) of random
+ * fields, sometimes cut inside a field. */
+static size_t random_ckpt_record(uint8_t *out, uint64_t *seed)
 {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* A value a field might hold, or one just past what it may. */
-static uint64_t field(uint64_t *s)
-{
-    switch (rnd(s) % 8) {
-    case 0: return 0;
-    case 1: return 1;
-    case 2: return rnd(s) % 8;
-    case 3: return rnd(s) % 300;
-    case 4: return gs_zigzag(-(int64_t)(rnd(s) % 3));
-    case 5: return UINT32_MAX + (rnd(s) % 3);
-    case 6: return UINT64_MAX - (rnd(s) % 2);
-    default: return rnd(s);
-    }
+    uint8_t payload[256];
+    size_t len = 0, nf = rnd(seed) % 20;
+    for (size_t f = 0; f < nf; f++)
+        len += gs_put_varint(payload + len, field(seed));
+    if (rnd(seed) % 4 == 0)
+        len = rnd(seed) % (len + 1); /* cut inside a field */
+    uint8_t type = (uint8_t)(GS_REC_CKPT_FIRST + rnd(seed) % 16);
+    if (rnd(seed) % 10 == 0)
+        type = rnd(seed) % 2 ? GS_REC_STACK : GS_REC_MODULE;
+    return record(out, type, payload, len);
 }
 
 Test(checkpoint_hostile, random_records_after_a_real_checkpoint)
@@ -1120,44 +1049,6 @@ Test(checkpoint_hostile, random_records_after_a_real_checkpoint)
     replay(&a, &seq, 0, seq.n / 2);
     struct buf good = checkpoint(&a);
     gs_replay_free(&a);
-    uint64_t seed = 42;
-    uint8_t *p = malloc(good.n + 64 * 1024);
-    cr_assert_not_null(p);
-    for (int round = 0; round < 300; round++) {
-        /* a real checkpoint cut somewhere, then random records */
-        size_t n = good.n * (rnd(&seed) % 101) / 100, at = 0;
-        while (at < n) { /* cut at a record boundary */
-            const uint8_t *q = good.p + at + 1;
-            uint64_t len = 0;
-            gs_get_varint(&q, good.p + good.n, &len);
-            size_t next = (size_t)(q - good.p) + (size_t)len;
-            if (next > n)
-                break;
-            at = next;
-        }
-        memcpy(p, good.p, at);
-        n = at;
-        for (int k = 0; k < 60; k++) {
-            uint8_t payload[256];
-            size_t len = 0, nf = rnd(&seed) % 20;
-            for (size_t f = 0; f < nf; f++)
-                len += gs_put_varint(payload + len, field(&seed));
-            if (rnd(&seed) % 4 == 0)
-                len = rnd(&seed) % (len + 1); /* cut inside a field */
-            uint8_t type = (uint8_t)(GS_REC_CKPT_FIRST + rnd(&seed) % 16);
-            if (rnd(&seed) % 10 == 0)
-                type = rnd(&seed) % 2 ? GS_REC_STACK : GS_REC_MODULE;
-            n += record(p + n, type, payload, len);
-        }
-        if (rnd(&seed) % 3 == 0) /* and flipped bytes anywhere */
-            for (int k = 0; k < 4; k++)
-                p[rnd(&seed) % n] ^= (uint8_t)(1u << (rnd(&seed) % 8));
-        struct gs_replay r;
-        gs_replay_init(&r);
-        load(&r, p, n);
-        use(&r);
-        gs_replay_free(&r);
-    }
-    free(p);
+    random_rounds(&good, 42, 300, random_ckpt_record, 1, use);
     free(good.p);
 }
