@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -512,39 +513,39 @@ static int ends_at_a_boundary(struct file *f, uint64_t off, uint32_t clen)
            (end + 4 <= f->size && read_at(f, end, m, 4) == 0 && gs_get_u32le(m) == GS_BLOCK_MAGIC);
 }
 
-/* The buffers a block is read and inflated into: as large as the largest
- * block so far needed (at most GS_MAX_BLOCK each), not that up front, so a
- * small trace costs little memory. */
-struct buffers {
-    uint8_t *comp, *raw;
-    size_t comp_cap, raw_cap;
+/* A buffer as large as the largest block so far needed in it (at most
+ * GS_MAX_BLOCK), not that up front, so a small trace costs little memory. */
+struct buffer {
+    uint8_t *p;
+    size_t cap;
 };
 
-static int grow(uint8_t **buf, size_t *cap, size_t need)
+static int grow(struct buffer *b, size_t need)
 {
-    if (need <= *cap && *buf)
+    if (need <= b->cap && b->p)
         return 0;
-    size_t n = *cap ? *cap : 64 * 1024;
+    size_t n = b->cap ? b->cap : 64 * 1024;
     while (n < need)
         n *= 2;
     if (n > GS_MAX_BLOCK)
         n = GS_MAX_BLOCK;
-    uint8_t *b = realloc(*buf, n);
-    if (!b)
+    uint8_t *p = realloc(b->p, n);
+    if (!p)
         return -1;
-    *buf = b;
-    *cap = n;
+    b->p = p;
+    b->cap = n;
     return 0;
 }
 
-static enum block_result read_block(struct file *f, uint64_t off, int scanned, struct buffers *b,
-                                    const struct gs_reader_ops *ops, void *ctx,
-                                    struct gs_reader_stats *st, uint64_t *next)
+/* Reads the block at off into comp, checks it and inflates it into raw
+ * (*rlen bytes); *next is the offset after it. */
+static enum block_result fetch_block(struct file *f, uint64_t off, int scanned, struct buffer *comp,
+                                     struct buffer *raw, uint32_t *rlen, uint64_t *next)
 {
-    uint32_t clen, rlen, crc;
+    uint32_t clen, crc;
     if (off + GS_BLOCK_HEADER_LEN > f->size)
         return BLOCK_TRUNCATED;
-    if (!block_header(f, off, &clen, &rlen, &crc))
+    if (!block_header(f, off, &clen, rlen, &crc))
         return BLOCK_DAMAGED;
     if (off + GS_BLOCK_HEADER_LEN + clen > f->size)
         return BLOCK_TRUNCATED;
@@ -556,22 +557,164 @@ static enum block_result read_block(struct file *f, uint64_t off, int scanned, s
         f->scan_budget -= clen;
     }
     uint8_t h[12];
-    if (grow(&b->comp, &b->comp_cap, clen) != 0)
+    if (grow(comp, clen) != 0)
         return BLOCK_GIVE_UP;
     if (read_at(f, off, h, sizeof h) != 0 ||
-        read_at(f, off + GS_BLOCK_HEADER_LEN, b->comp, clen) != 0)
+        read_at(f, off + GS_BLOCK_HEADER_LEN, comp->p, clen) != 0)
         return BLOCK_DAMAGED;
-    uLong sum = crc32(crc32(0, h, sizeof h), b->comp, clen);
+    uLong sum = crc32(crc32(0, h, sizeof h), comp->p, clen);
     if ((uint32_t)sum != crc)
         return BLOCK_DAMAGED;
-    if (grow(&b->raw, &b->raw_cap, rlen) != 0)
+    if (grow(raw, *rlen) != 0)
         return BLOCK_GIVE_UP;
-    uLongf got = rlen;
-    if (uncompress(b->raw, &got, b->comp, clen) != Z_OK || got != rlen)
+    uLongf got = *rlen;
+    if (uncompress(raw->p, &got, comp->p, clen) != Z_OK || got != *rlen)
         return BLOCK_DAMAGED;
-    gs_decode_block(b->raw, rlen, ops, ctx, st);
     *next = off + GS_BLOCK_HEADER_LEN + clen;
     return BLOCK_OK;
+}
+
+/* ---- reading ahead ----
+ * The blocks are found, read, checked and inflated by a second thread while
+ * this one decodes the block before: inflating is a third of the work or
+ * more. Two inflated blocks at most exist at once (each at most
+ * GS_MAX_BLOCK). A trace of a block or two, or a process that cannot start
+ * a thread, does the same steps in turn on one thread. */
+#define AHEAD 2
+#define AHEAD_FROM (2u << 20) /* bytes of blocks below which one thread does it all */
+
+struct ahead {
+    struct file *f;
+    uint64_t off; /* the first block */
+    struct buffer comp, raw[AHEAD];
+    uint32_t len[AHEAD];
+    unsigned produced, consumed; /* blocks inflated and decoded; block i is in raw[i % AHEAD] */
+    int done;                    /* no block after the last produced */
+    int threaded;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    /* what finding the blocks saw, the stats' once it is over */
+    uint64_t blocks, damaged_blocks, truncated_at;
+    /* one thread: each block is decoded as soon as it is inflated */
+    const struct gs_reader_ops *ops;
+    void *ctx;
+    struct gs_reader_stats *st;
+};
+
+/* The buffer for the next block, once the decoder has left one. */
+static unsigned next_slot(struct ahead *a)
+{
+    if (!a->threaded)
+        return 0;
+    pthread_mutex_lock(&a->lock);
+    while (a->produced - a->consumed >= AHEAD)
+        pthread_cond_wait(&a->cond, &a->lock);
+    unsigned i = a->produced % AHEAD;
+    pthread_mutex_unlock(&a->lock);
+    return i;
+}
+
+static void block_ready(struct ahead *a, unsigned i)
+{
+    if (!a->threaded) {
+        gs_decode_block(a->raw[i].p, a->len[i], a->ops, a->ctx, a->st);
+        return;
+    }
+    pthread_mutex_lock(&a->lock);
+    a->produced++;
+    pthread_cond_signal(&a->cond);
+    pthread_mutex_unlock(&a->lock);
+}
+
+/* Every block from a->off to the end, skipping damage. */
+static void *find_blocks(void *arg)
+{
+    struct ahead *a = arg;
+    struct file *f = a->f;
+    uint64_t off = a->off;
+    int scanned = 0; /* off was found by scanning past damage */
+    while (off < f->size) {
+        uint64_t next = off;
+        unsigned i = next_slot(a);
+        enum block_result r =
+            fetch_block(f, off, scanned, &a->comp, &a->raw[i], &a->len[i], &next);
+        if (r == BLOCK_OK) {
+            a->blocks++;
+            block_ready(a, i);
+            off = next;
+            scanned = 0;
+        } else if (r == BLOCK_GIVE_UP) {
+            a->truncated_at = off; /* damage too dense to search, or no memory: no further */
+            break;
+        } else if (r == BLOCK_TRUNCATED && next_magic(f, off + 1) >= f->size) {
+            a->truncated_at = off; /* the process stopped while writing it */
+            break;
+        } else {
+            if (!scanned)
+                a->damaged_blocks++;
+            off = next_magic(f, off + 1);
+            scanned = 1;
+        }
+    }
+    if (a->threaded) {
+        pthread_mutex_lock(&a->lock);
+        a->done = 1;
+        pthread_cond_signal(&a->cond);
+        pthread_mutex_unlock(&a->lock);
+    }
+    return NULL;
+}
+
+/* Decodes the blocks find_blocks inflates on its thread, in order. */
+static void decode_blocks(struct ahead *a)
+{
+    for (;;) {
+        pthread_mutex_lock(&a->lock);
+        while (a->consumed == a->produced && !a->done)
+            pthread_cond_wait(&a->cond, &a->lock);
+        int more = a->consumed != a->produced;
+        unsigned i = a->consumed % AHEAD;
+        pthread_mutex_unlock(&a->lock);
+        if (!more)
+            return;
+        gs_decode_block(a->raw[i].p, a->len[i], a->ops, a->ctx, a->st);
+        pthread_mutex_lock(&a->lock);
+        a->consumed++;
+        pthread_cond_signal(&a->cond);
+        pthread_mutex_unlock(&a->lock);
+    }
+}
+
+static void read_blocks(struct file *f, uint64_t off, const struct gs_reader_ops *ops, void *ctx,
+                        struct gs_reader_stats *st)
+{
+    struct ahead a = {.f = f, .off = off, .ops = ops, .ctx = ctx, .st = st};
+    pthread_t t;
+    if (f->size - off >= AHEAD_FROM && pthread_mutex_init(&a.lock, NULL) == 0) {
+        if (pthread_cond_init(&a.cond, NULL) == 0) {
+            /* the reader's thread: no signal of the program's is for it */
+            sigset_t all, old;
+            sigfillset(&all);
+            pthread_sigmask(SIG_SETMASK, &all, &old);
+            a.threaded = pthread_create(&t, NULL, find_blocks, &a) == 0;
+            pthread_sigmask(SIG_SETMASK, &old, NULL);
+            if (a.threaded) {
+                decode_blocks(&a);
+                pthread_join(t, NULL);
+            }
+            pthread_cond_destroy(&a.cond);
+        }
+        pthread_mutex_destroy(&a.lock);
+    }
+    if (!a.threaded)
+        find_blocks(&a);
+    st->blocks += a.blocks;
+    st->damaged_blocks += a.damaged_blocks;
+    if (a.truncated_at)
+        st->truncated_at = a.truncated_at;
+    free(a.comp.p);
+    for (unsigned i = 0; i < AHEAD; i++)
+        free(a.raw[i].p);
 }
 
 int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
@@ -602,30 +745,7 @@ int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
     struct gs_ring_snapshot *snap = info->ring_id ? malloc(sizeof *snap) : NULL;
     if (snap)
         gs_ring_snapshot_take(path, info, snap);
-    struct buffers b = {0};
-    int scanned = 0; /* off was found by scanning past damage */
-    while (off < f.size) {
-        uint64_t next;
-        enum block_result r = read_block(&f, off, scanned, &b, ops, ctx, st, &next);
-        if (r == BLOCK_OK) {
-            st->blocks++;
-            off = next;
-            scanned = 0;
-        } else if (r == BLOCK_GIVE_UP) {
-            st->truncated_at = off; /* damage too dense to search, or no memory: no further */
-            break;
-        } else if (r == BLOCK_TRUNCATED && next_magic(&f, off + 1) >= f.size) {
-            st->truncated_at = off; /* the process stopped while writing it */
-            break;
-        } else {
-            if (!scanned)
-                st->damaged_blocks++;
-            off = next_magic(&f, off + 1);
-            scanned = 1;
-        }
-    }
-    free(b.comp);
-    free(b.raw);
+    read_blocks(&f, off, ops, ctx, st);
     close(f.fd);
     if (snap) {
         if (!st->end_seen)

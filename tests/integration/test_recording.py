@@ -197,6 +197,45 @@ def test_truncated_and_damaged_traces():
     eq(p.returncode, 1, "a directory")
 
 
+def test_a_large_trace_read_ahead_skips_what_one_thread_skips():
+    # 4.5 MB: the analyzer reads it ahead on a second thread (reader.c). A
+    # damaged block must be skipped, and a cut last block end the trace, as
+    # when the same blocks are read in turn: the same figures as a file
+    # without that block at all.
+    r = run([E.prog("drv_longhaul"), "100000"])
+    trace = one_trace(r)
+    data = open(trace, "rb").read()
+    blocks = block_offsets(data)
+    check(len(data) >= 2 * MiB and len(blocks) >= 4, f"{len(data)} bytes in {len(blocks)} blocks")
+    whole = report_json(trace)
+    eq((whole["events"]["allocations"], whole["events"]["frees"], whole["events"]["failed"],
+        whole["events"]["frees_unknown"]), (800102, 800001, 1, 0),
+       "drv_longhaul 100000, read ahead: every free after its allocation")
+    # the peak at step 10000 (drv_longhaul.c): weights, 11 leaks, 36 activations, the burst
+    eq(whole["peak"]["bytes"], 100 * MiB + 11 * 4 * KiB + 36 * 64 * KiB + 64 * MiB, "the peak")
+    eq((whole["trace"]["complete"], whole["trace"]["blocks"]), (True, len(blocks)), "whole")
+
+    tmp = tempfile.mkdtemp(prefix="gpushim-ahead-")
+    bad = bytearray(data[:blocks[-1] + 10])
+    bad[blocks[1] + 20] ^= 0xff
+    damaged_path = os.path.join(tmp, "damaged.trace")
+    with open(damaged_path, "wb") as f:
+        f.write(bad)
+    removed_path = os.path.join(tmp, "removed.trace")
+    with open(removed_path, "wb") as f:
+        f.write(data[:blocks[1]] + data[blocks[2]:blocks[-1] + 10])
+    damaged, removed = report_json(damaged_path), report_json(removed_path)
+    eq((damaged["trace"]["complete"], damaged["trace"]["damaged_blocks"],
+        damaged["trace"]["blocks"], damaged["trace"]["truncated_at"]),
+       (False, 1, len(blocks) - 2, blocks[-1]), "the damaged and cut trace")
+    eq((removed["trace"]["damaged_blocks"], removed["trace"]["blocks"]), (0, len(blocks) - 2),
+       "the trace without that block")
+    check(damaged["events"]["allocations"] < whole["events"]["allocations"],
+          "the damaged block's events are missing")
+    for key in ("events", "peak", "leaks", "devices"):
+        eq(damaged[key], removed[key], f"{key}: a damaged block skipped = a block never there")
+
+
 def test_launcher():
     tmp = tempfile.mkdtemp(prefix="gpushim-run-")
     p = subprocess.run([E.gpushim, "run", "-o", os.path.join(tmp, "job.%p.trace"), "--",
