@@ -714,8 +714,6 @@ void gs_frame_name(const struct gs_frame *f, char *buf, size_t sz);
  * them, "f (a.c:3) from g (a.c:9)". */
 void gs_site_where(const struct gs_replay *r, struct gs_symbolizer *sym, enum gs_stack_view view,
                    uint32_t stack_id, char *buf, size_t sz);
-/* Registers every module of the replay with the symbolizer. */
-void gs_sites_register_modules(const struct gs_replay *r, struct gs_symbolizer *sym);
 
 /* ---- reports ---- */
 struct gs_report_options {

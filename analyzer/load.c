@@ -1,7 +1,8 @@
 /*
  * load.c - a trace read into all that a report or an export needs: the
  * replay of its events, what its header says, how complete it was, and a
- * symbolizer that knows its modules.
+ * symbolizer that knows its modules (registered as they come; the ones the
+ * stacks name are opened ahead while the rest is read).
  *
  * An export that needs the events themselves, in order (perfetto.c,
  * torch_snapshot.c), watches them in the same one pass: each is handed to
@@ -21,7 +22,35 @@ int gs_load(const char *cmd, const char *path, struct gs_loaded *l)
 struct watching {
     struct gs_loaded *l;
     const struct gs_event_watch *w;
+    uint64_t last_lo, last_span; /* the module the last pc looked up lay in */
+    uint64_t scan_budget;        /* module scans left for open_named */
 };
+
+/* Modules comparisons that finding the modules stacks name may cost: a
+ * hostile trace of many modules and many stacks must not make it the cost
+ * of reading (past it, modules are opened when first asked about). */
+#define SCAN_BUDGET (1u << 24)
+
+/* Hands the symbolizer, to open ahead, each module the stack's pcs lie in:
+ * those its frames will be asked about. */
+static void open_named(struct watching *wa, const uint64_t *pcs, unsigned n)
+{
+    const struct gs_replay *r = &wa->l->r;
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t pc = pcs[i];
+        if (gs_pc_is_python(pc) || (pc >= wa->last_lo && pc - wa->last_lo < wa->last_span))
+            continue; /* (a stack's frames are mostly in the module of the one before) */
+        if (wa->scan_budget < r->nmodules + 1)
+            return;
+        wa->scan_budget -= r->nmodules + 1;
+        const struct gs_module *m = gs_replay_module_at(r, pc);
+        if (m) {
+            gs_sym_open_ahead(wa->l->sym, m->id);
+            wa->last_lo = m->lo;
+            wa->last_span = m->span;
+        }
+    }
+}
 
 static void watch_module(void *ctx, const struct gs_rmodule *m)
 {
@@ -38,7 +67,9 @@ static void watch_module(void *ctx, const struct gs_rmodule *m)
 
 static void watch_stack(void *ctx, uint32_t id, const uint64_t *pcs, unsigned n)
 {
-    gs_replay_ops.stack(&((struct watching *)ctx)->l->r, id, pcs, n);
+    struct watching *wa = ctx;
+    gs_replay_ops.stack(&wa->l->r, id, pcs, n);
+    open_named(wa, pcs, n);
 }
 
 static void watch_pycode(void *ctx, const struct gs_rpycode *c)
@@ -61,6 +92,22 @@ static int watch_checkpoint(void *ctx, uint8_t type, const uint8_t *payload, siz
     return gs_replay_ops.checkpoint(&((struct watching *)ctx)->l->r, type, payload, len);
 }
 
+/* Without a watch: every event to the replay alone. Modules are registered
+ * with the symbolizer as they come, watched or not, so that it opens them
+ * while the rest is read. */
+static void load_event(void *ctx, const struct gs_revent *e)
+{
+    gs_replay_ops.event(&((struct watching *)ctx)->l->r, e);
+}
+
+static const struct gs_reader_ops load_ops = {
+    .module = watch_module,
+    .stack = watch_stack,
+    .pycode = watch_pycode,
+    .event = load_event,
+    .checkpoint = watch_checkpoint,
+};
+
 static const struct gs_reader_ops watch_ops = {
     .module = watch_module,
     .stack = watch_stack,
@@ -73,12 +120,12 @@ int gs_load_watch(const char *cmd, const char *path, struct gs_loaded *l,
                   const struct gs_event_watch *w)
 {
     char err[512];
-    struct watching wa = {.l = l, .w = w};
+    struct watching wa = {.l = l, .w = w, .scan_budget = SCAN_BUDGET};
     gs_replay_init(&l->r);
     l->r.growth.enabled = 1; /* leak suspects and post-mortems: the analyzer's alone */
     l->sym = gs_sym_new();
-    int rc = w ? gs_read_trace(path, &watch_ops, &wa, &l->info, &l->st, err, sizeof err)
-               : gs_read_trace(path, &gs_replay_ops, &l->r, &l->info, &l->st, err, sizeof err);
+    int rc = gs_read_trace(path, w ? &watch_ops : &load_ops, &wa, &l->info, &l->st, err,
+                           sizeof err);
     if (rc != 0) {
         fprintf(stderr, "gpushim %s: %s\n", cmd, err);
         gs_sym_free(l->sym);
@@ -87,8 +134,6 @@ int gs_load_watch(const char *cmd, const char *path, struct gs_loaded *l,
         return -1;
     }
     gs_replay_finish(&l->r);
-    if (!w) /* a watched load registered them as they came */
-        gs_sites_register_modules(&l->r, l->sym);
     return 0;
 }
 

@@ -179,15 +179,6 @@ size_t gs_rank_block_sites(const struct gs_replay *r, struct gs_symbolizer *sym,
     return rank(r, sym, 1, view, metric, out);
 }
 
-void gs_sites_register_modules(const struct gs_replay *r, struct gs_symbolizer *sym)
-{
-    for (size_t i = 0; i < r->nmodules; i++) {
-        const struct gs_module *m = &r->modules[i];
-        gs_sym_add_module(sym, m->id, m->path, m->bias, m->lo, m->span, m->build_id,
-                          m->build_id_len);
-    }
-}
-
 /* A growing array of frames. */
 struct frame_list {
     struct gs_frame *f;

@@ -29,6 +29,14 @@
  * - Three open-addressing tables (modules by id, answers by (module, pc),
  *   strings) share one small implementation. Answers are allocated one per
  *   entry, so arrays handed out never move.
+ * - Opening a module's debug information can cost more than reading the
+ *   whole trace (its sections are often compressed: libc's separate debug
+ *   file takes 60 ms here, a framework's seconds). So a module a stack
+ *   names (gs_sym_open_ahead) is opened, its DWARF loaded, by a thread of
+ *   the symbolizer's own while the trace is still being read; the first
+ *   question about any module waits for that thread to finish (settle).
+ *   Each module is a Dwfl of its own, and until then only that thread uses
+ *   libdw.
  */
 #include "symbolize.h"
 
@@ -36,6 +44,8 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -141,6 +151,7 @@ struct module {
     size_t build_id_len;
     enum mod_state state;
     int status; /* gs_sym_module_status's answer, once opened */
+    int ahead;  /* handed to the thread that opens modules ahead */
     Dwfl *dwfl;
     Dwfl_Module *dmod;
     struct span_index cus;  /* see cu_index_build */
@@ -159,12 +170,29 @@ struct answer_key {
     uint64_t pc;
 };
 
+/* The modules registered while the symbolizer's thread may open them. */
+struct ahead {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct module **queue; /* to open, in order; [next, n) still to come */
+    size_t n, cap, next;
+    int state;   /* AHEAD_NONE, AHEAD_RUNNING, AHEAD_SETTLED */
+    int closing; /* nothing more will come: open the rest and end */
+    int abandon; /* end at once (the symbolizer is freed) */
+};
+enum { AHEAD_NONE, AHEAD_RUNNING, AHEAD_SETTLED };
+
 struct gs_symbolizer {
     struct table modules; /* struct module *, by id */
     struct table answers; /* struct answer *, by (module id, pc) */
     struct table strings; /* char *, interned */
     struct gs_frame scratch; /* the answer when allocation fails */
+    struct ahead ahead;
 };
+
+static void open_soon(struct gs_symbolizer *s, struct module *m);
+static void settle(struct gs_symbolizer *s, int abandon);
 
 /* ---- the three tables' keys ---------------------------------------------- */
 
@@ -255,6 +283,7 @@ void gs_sym_free(struct gs_symbolizer *s)
 {
     if (s == NULL)
         return;
+    settle(s, 1);
     tab_free(&s->modules, module_free);
     tab_free(&s->answers, free);
     tab_free(&s->strings, free);
@@ -289,6 +318,15 @@ int gs_sym_add_module(struct gs_symbolizer *s, uint32_t id, const char *path, ui
     if (build_id_len)
         memcpy(m->build_id, build_id, build_id_len);
     return 0;
+}
+
+void gs_sym_open_ahead(struct gs_symbolizer *s, uint32_t module_id)
+{
+    struct module *m = s ? find_module(s, module_id) : NULL;
+    if (m == NULL || m->ahead)
+        return;
+    m->ahead = 1;
+    open_soon(s, m);
 }
 
 /* ---- opening a module ----------------------------------------------------- */
@@ -351,8 +389,94 @@ static void open_module(struct module *m)
     m->dmod = NULL;
 }
 
+/* ---- opening modules ahead (see the top) ---------------------------------- */
+
+static void *open_ahead(void *arg)
+{
+    struct ahead *a = arg;
+    for (;;) {
+        pthread_mutex_lock(&a->lock);
+        while (a->next == a->n && !a->closing && !a->abandon)
+            pthread_cond_wait(&a->cond, &a->lock);
+        struct module *m = a->next < a->n && !a->abandon ? a->queue[a->next++] : NULL;
+        pthread_mutex_unlock(&a->lock);
+        if (m == NULL)
+            return NULL;
+        open_module(m);
+        Dwarf_Addr bias;
+        if (m->state == MOD_OPEN)
+            (void)dwfl_module_getdwarf(m->dmod, &bias); /* the costly part, if any */
+    }
+}
+
+/* Hands m to the thread, started on the first module; without a thread
+ * (none could start, or it has settled) m is opened when first asked about. */
+static void open_soon(struct gs_symbolizer *s, struct module *m)
+{
+    struct ahead *a = &s->ahead;
+    if (a->state == AHEAD_SETTLED || m->path[0] == '\0')
+        return;
+    if (a->state == AHEAD_NONE) {
+        a->state = AHEAD_SETTLED; /* unless all below works */
+        if (pthread_mutex_init(&a->lock, NULL) != 0)
+            return;
+        if (pthread_cond_init(&a->cond, NULL) != 0) {
+            pthread_mutex_destroy(&a->lock);
+            return;
+        }
+        sigset_t all, old; /* no signal of the program's is for this thread */
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        int started = pthread_create(&a->thread, NULL, open_ahead, a) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (!started) {
+            pthread_cond_destroy(&a->cond);
+            pthread_mutex_destroy(&a->lock);
+            return;
+        }
+        a->state = AHEAD_RUNNING;
+    }
+    pthread_mutex_lock(&a->lock);
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 16;
+        struct module **q = realloc(a->queue, cap * sizeof *q);
+        if (q == NULL) { /* opened when first asked about */
+            pthread_mutex_unlock(&a->lock);
+            return;
+        }
+        a->queue = q;
+        a->cap = cap;
+    }
+    a->queue[a->n++] = m;
+    pthread_cond_signal(&a->cond);
+    pthread_mutex_unlock(&a->lock);
+}
+
+/* Ends the thread: after the modules handed to it are open, or at once
+ * (abandon). From then on the symbolizer is this thread's alone. */
+static void settle(struct gs_symbolizer *s, int abandon)
+{
+    struct ahead *a = &s->ahead;
+    if (a->state == AHEAD_RUNNING) {
+        pthread_mutex_lock(&a->lock);
+        a->closing = 1;
+        a->abandon = abandon;
+        pthread_cond_signal(&a->cond);
+        pthread_mutex_unlock(&a->lock);
+        pthread_join(a->thread, NULL);
+        pthread_cond_destroy(&a->cond);
+        pthread_mutex_destroy(&a->lock);
+    }
+    a->state = AHEAD_SETTLED;
+    free(a->queue);
+    a->queue = NULL;
+    a->n = a->cap = a->next = 0;
+}
+
 int gs_sym_module_status(struct gs_symbolizer *s, uint32_t module_id)
 {
+    if (s)
+        settle(s, 0);
     struct module *m = s ? find_module(s, module_id) : NULL;
     if (m == NULL)
         return -1;
@@ -752,6 +876,7 @@ int gs_sym_resolve(struct gs_symbolizer *s, uint32_t module_id, uint64_t pc,
 {
     if (s == NULL || frames == NULL)
         return 0;
+    settle(s, 0);
     struct answer_key key = {module_id, pc};
     struct answer *a = tab_find(&s->answers, answer_key_hash(module_id, pc), answer_eq, &key);
     if (a == NULL) {

@@ -4,11 +4,13 @@
  *
  * The recorder stores each loaded module (path, load bias, address span,
  * GNU build id) and raw return addresses; the analyzer registers the modules
- * here and asks for addresses one at a time. Modules are opened lazily, on
- * the first question about them, with elfutils' libdwfl. Answers are cached
- * per (module, pc).
+ * here and asks for addresses one at a time. Modules are opened with
+ * elfutils' libdwfl on the first question about them, or before, by a
+ * thread of the symbolizer's own, when gs_sym_open_ahead names them (the
+ * first question waits for that thread to finish). Answers are cached per
+ * (module, pc).
  *
- * Not thread-safe: one symbolizer per thread.
+ * Not thread-safe: one symbolizer per thread (its own thread aside).
  */
 #ifndef GPUSHIM_SYMBOLIZE_H
 #define GPUSHIM_SYMBOLIZE_H
@@ -45,6 +47,15 @@ void gs_sym_free(struct gs_symbolizer *s);
 int gs_sym_add_module(struct gs_symbolizer *s, uint32_t id, const char *path, uint64_t bias,
                       uint64_t lo, uint64_t span, const uint8_t *build_id,
                       size_t build_id_len);
+
+/*
+ * Opens the registered module module_id, with its debug information, on
+ * the symbolizer's own thread, while the caller goes on (reading the rest
+ * of the trace): for a module that frames to be asked about lie in. Does
+ * nothing for an unknown id, a module already handed over, or once a
+ * question has been asked.
+ */
+void gs_sym_open_ahead(struct gs_symbolizer *s, uint32_t module_id);
 
 /*
  * Symbolizes the recorded return address pc, which lies in module module_id.
