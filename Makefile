@@ -178,13 +178,14 @@ deps:
 test-deps:
 	@sh scripts/install-deps.sh test
 
-# The multi-threaded tests (threads, forks, crashes) under ThreadSanitizer:
-# the shim, the simulated driver and the programs built with -fsanitize=thread
-# in build/tsan; any report fails the test.
+# The multi-threaded tests (threads, forks, crashes; the analyzer's reading
+# ahead) under ThreadSanitizer: the shim, the simulated driver, the programs
+# and the analyzer built with -fsanitize=thread in build/tsan; any report
+# fails the test.
 STRESS_TESTS := -k churn -k threads_exact -k sixteen_threads -k fork_children -k fork_without \
                 -k failed_execs_while_threads
 TSAN_TESTS := $(STRESS_TESTS) -k crash_control -k crash_sigkill -k crash_underscore \
-              -k crash_exit_group -k crash_killed
+              -k crash_exit_group -k crash_killed -k read_ahead
 check-tsan:
 	$(MAKE) TSAN=1 BUILD=build/tsan all progs
 	python3 tests/integration/run_tests.py --build build/tsan --tsan $(TSAN_TESTS)

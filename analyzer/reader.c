@@ -696,7 +696,9 @@ static void read_blocks(struct file *f, uint64_t off, const struct gs_reader_ops
             sigset_t all, old;
             sigfillset(&all);
             pthread_sigmask(SIG_SETMASK, &all, &old);
-            a.threaded = pthread_create(&t, NULL, find_blocks, &a) == 0;
+            a.threaded = 1; /* before the thread reads it */
+            if (pthread_create(&t, NULL, find_blocks, &a) != 0)
+                a.threaded = 0;
             pthread_sigmask(SIG_SETMASK, &old, NULL);
             if (a.threaded) {
                 decode_blocks(&a);
