@@ -692,7 +692,7 @@ static void read_blocks(struct file *f, uint64_t off, const struct gs_reader_ops
     pthread_t t;
     if (f->size - off >= AHEAD_FROM && pthread_mutex_init(&a.lock, NULL) == 0) {
         if (pthread_cond_init(&a.cond, NULL) == 0) {
-            /* the reader's thread: no signal of the program's is for it */
+            /* signals (SIGINT, SIGPIPE) are the main thread's to take */
             sigset_t all, old;
             sigfillset(&all);
             pthread_sigmask(SIG_SETMASK, &all, &old);

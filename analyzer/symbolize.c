@@ -424,7 +424,7 @@ static void open_soon(struct gs_symbolizer *s, struct module *m)
             pthread_mutex_destroy(&a->lock);
             return;
         }
-        sigset_t all, old; /* no signal of the program's is for this thread */
+        sigset_t all, old; /* signals (SIGINT, SIGPIPE) are the main thread's to take */
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
         int started = pthread_create(&a->thread, NULL, open_ahead, a) == 0;
