@@ -77,13 +77,14 @@ static void watch_pycode(void *ctx, const struct gs_rpycode *c)
     gs_replay_ops.pycode(&((struct watching *)ctx)->l->r, c);
 }
 
+/* Each event to the replay, between the watch's two looks when there is one. */
 static void watch_event(void *ctx, const struct gs_revent *e)
 {
     struct watching *wa = ctx;
-    if (wa->w->before)
+    if (wa->w && wa->w->before)
         wa->w->before(wa->w->ctx, wa->l, e);
     gs_replay_ops.event(&wa->l->r, e);
-    if (wa->w->after)
+    if (wa->w && wa->w->after)
         wa->w->after(wa->w->ctx, wa->l, e);
 }
 
@@ -92,22 +93,9 @@ static int watch_checkpoint(void *ctx, uint8_t type, const uint8_t *payload, siz
     return gs_replay_ops.checkpoint(&((struct watching *)ctx)->l->r, type, payload, len);
 }
 
-/* Without a watch: every event to the replay alone. Modules are registered
- * with the symbolizer as they come, watched or not, so that it opens them
- * while the rest is read. */
-static void load_event(void *ctx, const struct gs_revent *e)
-{
-    gs_replay_ops.event(&((struct watching *)ctx)->l->r, e);
-}
-
-static const struct gs_reader_ops load_ops = {
-    .module = watch_module,
-    .stack = watch_stack,
-    .pycode = watch_pycode,
-    .event = load_event,
-    .checkpoint = watch_checkpoint,
-};
-
+/* Watched or not, the same ops: modules are registered with the symbolizer
+ * as they come, so that it opens those the stacks name while the rest is
+ * read. */
 static const struct gs_reader_ops watch_ops = {
     .module = watch_module,
     .stack = watch_stack,
@@ -124,8 +112,7 @@ int gs_load_watch(const char *cmd, const char *path, struct gs_loaded *l,
     gs_replay_init(&l->r);
     l->r.growth.enabled = 1; /* leak suspects and post-mortems: the analyzer's alone */
     l->sym = gs_sym_new();
-    int rc = gs_read_trace(path, w ? &watch_ops : &load_ops, &wa, &l->info, &l->st, err,
-                           sizeof err);
+    int rc = gs_read_trace(path, &watch_ops, &wa, &l->info, &l->st, err, sizeof err);
     if (rc != 0) {
         fprintf(stderr, "gpushim %s: %s\n", cmd, err);
         gs_sym_free(l->sym);
