@@ -166,6 +166,10 @@ struct gs_reader_stats {
 int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
                   struct gs_trace_info *info, struct gs_reader_stats *st, char *err,
                   size_t errsz);
+/* Traces whose blocks take at least this many bytes are read on two
+ * threads (one inflates ahead while the other decodes); smaller ones on
+ * one. 2 MiB; the fuzz targets lower it so both ways are fuzzed. */
+extern uint64_t gs_read_ahead_from;
 /* The trace is complete: every event the process recorded was read (from
  * its blocks, or its ring after a death) and nothing was damaged. */
 int gs_trace_complete(const struct gs_reader_stats *st);

@@ -578,10 +578,10 @@ static enum block_result fetch_block(struct file *f, uint64_t off, int scanned, 
  * The blocks are found, read, checked and inflated by a second thread while
  * this one decodes the block before: inflating is a third of the work or
  * more. Two inflated blocks at most exist at once (each at most
- * GS_MAX_BLOCK). A trace of a block or two, or a process that cannot start
+ * GS_MAX_BLOCK). A trace smaller than gs_read_ahead_from, or a process that cannot start
  * a thread, does the same steps in turn on one thread. */
 #define AHEAD 2
-#define AHEAD_FROM (2u << 20) /* bytes of blocks below which one thread does it all */
+uint64_t gs_read_ahead_from = 2u << 20;
 
 struct ahead {
     struct file *f;
@@ -690,7 +690,7 @@ static void read_blocks(struct file *f, uint64_t off, const struct gs_reader_ops
 {
     struct ahead a = {.f = f, .off = off, .ops = ops, .ctx = ctx, .st = st};
     pthread_t t;
-    if (f->size - off >= AHEAD_FROM && pthread_mutex_init(&a.lock, NULL) == 0) {
+    if (f->size - off >= gs_read_ahead_from && pthread_mutex_init(&a.lock, NULL) == 0) {
         if (pthread_cond_init(&a.cond, NULL) == 0) {
             /* signals (SIGINT, SIGPIPE) are the main thread's to take */
             sigset_t all, old;

@@ -16,6 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
+    fuzz_pick_reader(size);
     unsigned format = data[0] % NFORMATS;
     enum gs_stack_view view = data[0] & 0x80 ? GS_VIEW_NATIVE : GS_VIEW_MERGED;
     const char *path = fuzz_file("trace", data + 1, size - 1);

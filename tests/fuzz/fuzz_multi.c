@@ -17,6 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t alen, blen;
     if (size < 1 || fuzz_split(data + 1, size - 1, &a, &alen, &b, &blen) != 0)
         return 0;
+    fuzz_pick_reader(size);
     unsigned what = data[0] % 3;
     int json = data[0] >> 7;
     char pa[400], pb[400];

@@ -15,6 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t tlen, rlen;
     if (fuzz_split(data, size, &trace, &tlen, &ring, &rlen) != 0)
         return 0;
+    fuzz_pick_reader(size);
     fuzz_file("t.ring", ring, rlen);
     const char *path = fuzz_file("t", trace, tlen);
     struct gs_loaded l;

@@ -12,6 +12,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    fuzz_pick_reader(size);
     const char *path = fuzz_file("trace", data, size);
     struct gs_loaded l;
     if (gs_load("report", path, &l) != 0)

@@ -5,7 +5,8 @@
  * block framing and checksums: every record arrives in order with the
  * header's fields; a flipped byte in one block's payload loses only that
  * block; a file cut inside its last block is reported truncated at that
- * block; a damaged header is an error naming the file and the offset.
+ * block; a damaged header is an error naming the file and the offset; the
+ * read-ahead thread reads what one thread reads.
  * Also gs_create_trace's rules (never overwrite: NAME-1.trace; never follow
  * a symlink; mode 0600) and gs_expand_path's %p, %h, %% and a lone %.
  */
@@ -341,6 +342,46 @@ Test(block, cut_inside_last_block_header_is_truncated_there)
     cr_assert_eq(st.blocks, NBLOCKS - 1);
     cr_assert_eq(st.damaged_blocks, 0);
     free(s);
+}
+
+/* Reads w's file as it is now on one thread and then with the read-ahead
+ * thread (gs_read_ahead_from 0), and checks both saw the same. */
+static void same_both_ways(const struct written *w)
+{
+    uint64_t usual = gs_read_ahead_from;
+    struct gs_trace_info info[2];
+    struct gs_reader_stats st[2];
+    struct seen *s[2];
+    for (int threaded = 0; threaded < 2; threaded++) {
+        gs_read_ahead_from = threaded ? 0 : UINT64_MAX;
+        s[threaded] = read_back(w->path, &info[threaded], &st[threaded]);
+    }
+    gs_read_ahead_from = usual;
+    cr_assert_eq(s[1]->n, s[0]->n, "events: %u with read-ahead, %u without", s[1]->n, s[0]->n);
+    cr_assert_eq(memcmp(s[1]->tids, s[0]->tids, s[0]->n * sizeof s[0]->tids[0]), 0,
+                 "the same events in the same order");
+    cr_assert_eq(s[1]->stacks, s[0]->stacks);
+    cr_assert_eq(st[1].blocks, st[0].blocks);
+    cr_assert_eq(st[1].damaged_blocks, st[0].damaged_blocks);
+    cr_assert_eq(st[1].truncated_at, st[0].truncated_at);
+    cr_assert_eq(st[1].end_seen, st[0].end_seen);
+    free(s[0]);
+    free(s[1]);
+}
+
+Test(block, read_ahead_thread_reads_what_one_thread_reads)
+{
+    struct written w;
+    write_trace(&w);
+    same_both_ways(&w);
+    /* damage in the middle, then a cut last block, as reader.c's two
+     * threads must agree on where one block ends and the next begins */
+    flip_byte(w.path, w.off[1] + GS_BLOCK_HEADER_LEN + block_clen(w.path, w.off[1]) / 2);
+    same_both_ways(&w);
+    uint64_t last = w.off[NBLOCKS - 1];
+    cr_assert_eq(truncate(w.path, (off_t)(last + GS_BLOCK_HEADER_LEN +
+                                          block_clen(w.path, last) / 2)), 0);
+    same_both_ways(&w);
 }
 
 Test(block, flipped_header_byte_is_an_error_naming_file_and_offset)
