@@ -80,6 +80,85 @@ static const uint8_t end_counts[] = {GS_REC_CKPT_SITE,    GS_REC_CKPT_ALLOC,
 /* How many records of a checkpoint type were loaded. */
 #define LOADED(r, type) ((r)->checkpoint.loaded[(type) - GS_REC_CKPT_FIRST])
 
+/* ---- the fields of each record ----
+ * What follows a record's key (its index, type or site), in the record's
+ * order: one list for the writer and the loader, so that they cannot
+ * disagree. A field is an unsigned varint, or a signed one zigzagged; the
+ * loader counts as damage a value its member cannot hold, and takes a
+ * device number past the devices it counts for unknown, as the reader does
+ * an event's (reader.c): the shim's model sees the numbers before that, so
+ * its state is made what the analyzer's would be. */
+enum coding { UNSIGNED, SIGNED, DEVICE };
+struct field {
+    uint16_t off;
+    uint8_t size; /* the member's: 4 or 8 bytes */
+    uint8_t coding;
+};
+/* n, or a compile error (an array of size -1) unless n is 4 or 8 */
+#define SIZE_4_OR_8(n) ((n) * sizeof(char[(n) == 4 || (n) == 8 ? 1 : -1]))
+#define FIELD(type, member, coding)                                                                \
+    {offsetof(type, member), SIZE_4_OR_8(sizeof(((type *)0)->member)), coding}
+#define FIELDS(list) list, sizeof list / sizeof list[0]
+
+#define F(m) FIELD(struct gs_device_usage, m, UNSIGNED)
+static const struct field device_fields[] = {F(live_bytes), F(peak_bytes), F(peak_time_ns),
+                                             F(allocs)};
+#undef F
+#define F(m) FIELD(struct gs_kind_usage, m, UNSIGNED)
+static const struct field kind_fields[] = {F(live_bytes), F(peak_bytes), F(allocs)};
+#undef F
+#define F(m) FIELD(struct gs_site, m, UNSIGNED)
+static const struct field site_fields[] = {
+    F(stack_id), F(kind), F(api), F(allocs), F(alloc_bytes), F(live_bytes), F(live_count),
+    F(saved_bytes), F(saved_count), F(saved_epoch)};
+static const struct field block_site_fields[] = { /* a block site has no kind or API */
+    F(stack_id), F(allocs), F(alloc_bytes), F(live_bytes), F(live_count), F(saved_bytes),
+    F(saved_count), F(saved_epoch)};
+#undef F
+/* an allocation's site goes between the two, by its stack id */
+#define F(m) FIELD(struct gs_live_alloc, m, UNSIGNED)
+static const struct field alloc_head[] = {F(addr), F(size), F(time_ns)};
+static const struct field alloc_tail[] = {F(kind), FIELD(struct gs_live_alloc, device, DEVICE),
+                                          F(space), F(tid), F(refs), F(parent)};
+#undef F
+#define F(m) FIELD(struct gs_pool_usage, m, UNSIGNED)
+static const struct field pool_fields[] = {
+    F(pool), FIELD(struct gs_pool_usage, device, DEVICE), F(reserved), F(used),
+    F(peak_reserved), F(peak_used), F(peak_unused), F(samples)};
+#undef F
+#define F(m) FIELD(struct gs_failure, m, UNSIGNED)
+static const struct field failure_fields[] = {
+    F(time_ns), F(api), F(result), FIELD(struct gs_failure, device, DEVICE), F(requested),
+    F(free_bytes), F(total_bytes), F(process_live_bytes), F(stack_id)};
+#undef F
+/* after whether it is present; its device is checked, not made unknown */
+#define F(m) FIELD(struct gs_frag, m, UNSIGNED)
+static const struct field frag_fields[] = {
+    F(time_ns), FIELD(struct gs_frag, device, SIGNED), F(segments), F(segment_bytes),
+    F(block_bytes), F(largest_free), F(outside_bytes)};
+#undef F
+#define F(m) FIELD(struct gs_mark_label, m, UNSIGNED)
+static const struct field label_fields[] = {
+    F(stack_id), F(marks), F(steps), F(first_ns), F(last_ns), F(start_bytes), F(start_in),
+    F(start_out), F(step_peak), F(max_peak), F(max_peak_end_ns), F(allocated), F(freed),
+    FIELD(struct gs_mark_label, growth, SIGNED), FIELD(struct gs_mark_label, max_growth, SIGNED),
+    F(growing)};
+#undef F
+/* a mark's and a step's after their label */
+#define F(m) FIELD(struct gs_mark_item, m, UNSIGNED)
+static const struct field mark_fields[] = {F(time_ns), F(device_bytes), F(block_bytes)};
+#undef F
+#define F(m) FIELD(struct gs_step, m, UNSIGNED)
+static const struct field step_fields[] = {F(start_ns), F(end_ns), F(peak_bytes),
+                                           F(allocated_bytes), F(freed_bytes),
+                                           FIELD(struct gs_step, growth_bytes, SIGNED)};
+#undef F
+/* a block's site goes between the two, by its stack id */
+#define F(m) FIELD(struct gs_block, m, UNSIGNED)
+static const struct field block_head[] = {F(addr), F(size), F(time_ns)};
+static const struct field block_tail[] = {F(tid)};
+#undef F
+
 /* ================= writing ================= */
 
 /* Room before the payload for its type and length, which are known only
@@ -109,6 +188,29 @@ static void put_u(struct out *o, uint64_t v)
 }
 
 static void put_s(struct out *o, int64_t v) { put_u(o, gs_zigzag(v)); }
+
+static void put_fields(struct out *o, const void *obj, const struct field *f, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *at = (const char *)obj + f[i].off;
+        if (f[i].size == 4 && f[i].coding == UNSIGNED) {
+            uint32_t v;
+            memcpy(&v, at, 4);
+            put_u(o, v);
+        } else if (f[i].size == 4) {
+            int32_t v;
+            memcpy(&v, at, 4);
+            put_s(o, v);
+        } else {
+            uint64_t v;
+            memcpy(&v, at, 8);
+            if (f[i].coding == UNSIGNED)
+                put_u(o, v);
+            else
+                put_s(o, (int64_t)v);
+        }
+    }
+}
 
 static void put_bytes(struct out *o, const void *b, size_t len)
 {
@@ -209,10 +311,7 @@ static void write_devices(struct out *o, const struct gs_replay *r)
         begin(o);
         put_s(o, d < GS_MAX_DEVICES ? d : GS_DEVICE_UNKNOWN);
         put_u(o, du->present != 0);
-        put_u(o, du->live_bytes);
-        put_u(o, du->peak_bytes);
-        put_u(o, du->peak_time_ns);
-        put_u(o, du->allocs);
+        put_fields(o, du, FIELDS(device_fields));
         emit(o, GS_REC_CKPT_DEVICE);
     }
 }
@@ -225,9 +324,7 @@ static void write_kinds(struct out *o, const struct gs_replay *r)
             continue;
         begin(o);
         put_u(o, k);
-        put_u(o, ku->live_bytes);
-        put_u(o, ku->peak_bytes);
-        put_u(o, ku->allocs);
+        put_fields(o, ku, FIELDS(kind_fields));
         emit(o, GS_REC_CKPT_KIND);
     }
 }
@@ -235,18 +332,8 @@ static void write_kinds(struct out *o, const struct gs_replay *r)
 static void write_sites(struct out *o, const struct gs_replay *r)
 {
     for (size_t i = 0; i < r->nsites && !o->failed; i++) {
-        const struct gs_site *s = &r->sites[i];
         begin(o);
-        put_u(o, s->stack_id);
-        put_u(o, s->kind);
-        put_u(o, s->api);
-        put_u(o, s->allocs);
-        put_u(o, s->alloc_bytes);
-        put_u(o, s->live_bytes);
-        put_u(o, s->live_count);
-        put_u(o, s->saved_bytes);
-        put_u(o, s->saved_count);
-        put_u(o, s->saved_epoch);
+        put_fields(o, &r->sites[i], FIELDS(site_fields));
         emit(o, GS_REC_CKPT_SITE);
     }
 }
@@ -255,16 +342,9 @@ static void write_sites(struct out *o, const struct gs_replay *r)
  * by its key (stack id, kind), which the loader numbers anew. */
 static void put_alloc(struct out *o, const struct gs_replay *r, const struct gs_live_alloc *a)
 {
-    put_u(o, a->addr);
-    put_u(o, a->size);
-    put_u(o, a->time_ns);
+    put_fields(o, a, FIELDS(alloc_head));
     put_u(o, a->site < r->nsites ? r->sites[a->site].stack_id : 0);
-    put_u(o, a->kind);
-    put_s(o, a->device);
-    put_u(o, a->space);
-    put_u(o, a->tid);
-    put_u(o, a->refs);
-    put_u(o, a->parent);
+    put_fields(o, a, FIELDS(alloc_tail));
 }
 
 static void write_live(struct out *o, const struct gs_replay *r)
@@ -281,16 +361,8 @@ static void write_live(struct out *o, const struct gs_replay *r)
 static void write_pools(struct out *o, const struct gs_replay *r)
 {
     for (size_t i = 0; i < r->npools && !o->failed; i++) {
-        const struct gs_pool_usage *p = &r->pools[i];
         begin(o);
-        put_u(o, p->pool);
-        put_s(o, p->device);
-        put_u(o, p->reserved);
-        put_u(o, p->used);
-        put_u(o, p->peak_reserved);
-        put_u(o, p->peak_used);
-        put_u(o, p->peak_unused);
-        put_u(o, p->samples);
+        put_fields(o, &r->pools[i], FIELDS(pool_fields));
         emit(o, GS_REC_CKPT_POOL);
     }
 }
@@ -298,17 +370,8 @@ static void write_pools(struct out *o, const struct gs_replay *r)
 static void write_failures(struct out *o, const struct gs_replay *r)
 {
     for (size_t i = 0; i < r->nfailures && !o->failed; i++) {
-        const struct gs_failure *f = &r->failures[i];
         begin(o);
-        put_u(o, f->time_ns);
-        put_u(o, f->api);
-        put_u(o, f->result);
-        put_s(o, f->device);
-        put_u(o, f->requested);
-        put_u(o, f->free_bytes);
-        put_u(o, f->total_bytes);
-        put_u(o, f->process_live_bytes);
-        put_u(o, f->stack_id);
+        put_fields(o, &r->failures[i], FIELDS(failure_fields));
         emit(o, GS_REC_CKPT_FAILURE);
     }
 }
@@ -337,13 +400,7 @@ static void write_recent(struct out *o, const struct gs_replay *r)
 static void put_frag(struct out *o, const struct gs_frag *f)
 {
     put_u(o, f->present != 0);
-    put_u(o, f->time_ns);
-    put_s(o, f->device);
-    put_u(o, f->segments);
-    put_u(o, f->segment_bytes);
-    put_u(o, f->block_bytes);
-    put_u(o, f->largest_free);
-    put_u(o, f->outside_bytes);
+    put_fields(o, f, FIELDS(frag_fields));
 }
 
 /* The totals GS_REC_CKPT_API_END carries before its fragmentation and
@@ -369,22 +426,7 @@ static void write_labels(struct out *o, const struct gs_marks *m, uint64_t *n)
         begin(o);
         put_u(o, i);
         put_bytes(o, l->label, strlen(l->label));
-        put_u(o, l->stack_id);
-        put_u(o, l->marks);
-        put_u(o, l->steps);
-        put_u(o, l->first_ns);
-        put_u(o, l->last_ns);
-        put_u(o, l->start_bytes);
-        put_u(o, l->start_in);
-        put_u(o, l->start_out);
-        put_u(o, l->step_peak);
-        put_u(o, l->max_peak);
-        put_u(o, l->max_peak_end_ns);
-        put_u(o, l->allocated);
-        put_u(o, l->freed);
-        put_s(o, l->growth);
-        put_s(o, l->max_growth);
-        put_u(o, l->growing);
+        put_fields(o, l, FIELDS(label_fields));
         emit(o, GS_REC_CKPT_MARK_LABEL);
         (*n)++;
     }
@@ -404,9 +446,7 @@ static void write_rings(struct out *o, const struct gs_marks *m, uint64_t *nmark
         put_u(o, 0);
         put_u(o, seq);
         put_u(o, it->label);
-        put_u(o, it->time_ns);
-        put_u(o, it->device_bytes);
-        put_u(o, it->block_bytes);
+        put_fields(o, it, FIELDS(mark_fields));
         emit(o, GS_REC_CKPT_API_ITEM);
         (*nmarks)++;
     }
@@ -417,12 +457,7 @@ static void write_rings(struct out *o, const struct gs_marks *m, uint64_t *nmark
         put_u(o, 1);
         put_u(o, seq);
         put_u(o, st->label);
-        put_u(o, st->start_ns);
-        put_u(o, st->end_ns);
-        put_u(o, st->peak_bytes);
-        put_u(o, st->allocated_bytes);
-        put_u(o, st->freed_bytes);
-        put_s(o, st->growth_bytes);
+        put_fields(o, st, FIELDS(step_fields));
         emit(o, GS_REC_CKPT_API_ITEM);
         (*nsteps)++;
     }
@@ -447,16 +482,8 @@ static void write_blocks(struct out *o, const struct gs_blocks *b, uint64_t *nsi
                          uint64_t *nblocks)
 {
     for (size_t i = 0; i < b->nsites && !o->failed; i++) {
-        const struct gs_site *s = &b->sites[i];
         begin(o);
-        put_u(o, s->stack_id);
-        put_u(o, s->allocs);
-        put_u(o, s->alloc_bytes);
-        put_u(o, s->live_bytes);
-        put_u(o, s->live_count);
-        put_u(o, s->saved_bytes);
-        put_u(o, s->saved_count);
-        put_u(o, s->saved_epoch);
+        put_fields(o, &b->sites[i], FIELDS(block_site_fields));
         emit(o, GS_REC_CKPT_BLOCK_SITE);
         (*nsites)++;
     }
@@ -465,11 +492,9 @@ static void write_blocks(struct out *o, const struct gs_blocks *b, uint64_t *nsi
             continue;
         const struct gs_block *blk = &b->blocks[i];
         begin(o);
-        put_u(o, blk->addr);
-        put_u(o, blk->size);
-        put_u(o, blk->time_ns);
+        put_fields(o, blk, FIELDS(block_head));
         put_u(o, blk->site < b->nsites ? b->sites[blk->site].stack_id : 0);
-        put_u(o, blk->tid);
+        put_fields(o, blk, FIELDS(block_tail));
         emit(o, GS_REC_CKPT_BLOCK);
         (*nblocks)++;
     }
@@ -551,13 +576,25 @@ static int32_t s32(struct gs_cursor *c)
     return (int32_t)v;
 }
 
-/* A device number as the reader decodes one in an event (reader.c):
- * beyond the devices it counts, it is unknown. The shim's model sees the
- * numbers before that, so its state is made what the analyzer's would be. */
-static int32_t device(struct gs_cursor *c)
+static void get_fields(struct gs_cursor *c, void *obj, const struct field *f, size_t n)
 {
-    int32_t d = s32(c);
-    return d < GS_DEVICE_UNKNOWN || d >= GS_MAX_DEVICES ? GS_DEVICE_UNKNOWN : d;
+    for (size_t i = 0; i < n; i++) {
+        char *at = (char *)obj + f[i].off;
+        if (f[i].size == 8) {
+            uint64_t v = u(c);
+            if (f[i].coding != UNSIGNED)
+                v = (uint64_t)gs_unzigzag(v);
+            memcpy(at, &v, 8);
+        } else if (f[i].coding == UNSIGNED) {
+            uint32_t v = u32(c);
+            memcpy(at, &v, 4);
+        } else {
+            int32_t v = s32(c);
+            if (f[i].coding == DEVICE && (v < GS_DEVICE_UNKNOWN || v >= GS_MAX_DEVICES))
+                v = GS_DEVICE_UNKNOWN;
+            memcpy(at, &v, 4);
+        }
+    }
 }
 
 /* The state starts over from the totals; modules, Python code objects and
@@ -589,10 +626,7 @@ static int load_device(struct gs_replay *r, struct gs_cursor *c)
     int32_t d = s32(c);
     uint64_t present = u(c);
     struct gs_device_usage usage = {.present = present != 0};
-    usage.live_bytes = u(c);
-    usage.peak_bytes = u(c);
-    usage.peak_time_ns = u(c);
-    usage.allocs = u(c);
+    get_fields(c, &usage, FIELDS(device_fields));
     if (c->bad || present > 1 || d < GS_DEVICE_UNKNOWN || d >= GS_MAX_DEVICES)
         return -1;
     r->devices[d == GS_DEVICE_UNKNOWN ? GS_MAX_DEVICES : d] = usage;
@@ -603,9 +637,7 @@ static int load_kind(struct gs_replay *r, struct gs_cursor *c)
 {
     uint64_t k = u(c);
     struct gs_kind_usage usage;
-    usage.live_bytes = u(c);
-    usage.peak_bytes = u(c);
-    usage.allocs = u(c);
+    get_fields(c, &usage, FIELDS(kind_fields));
     if (c->bad || k >= GS_KIND_COUNT)
         return -1;
     r->kinds[k] = usage;
@@ -615,16 +647,7 @@ static int load_kind(struct gs_replay *r, struct gs_cursor *c)
 static int load_site(struct gs_replay *r, struct gs_cursor *c)
 {
     struct gs_site s = {0};
-    s.stack_id = u32(c);
-    s.kind = u32(c);
-    s.api = u32(c);
-    s.allocs = u(c);
-    s.alloc_bytes = u(c);
-    s.live_bytes = u(c);
-    s.live_count = u(c);
-    s.saved_bytes = u(c);
-    s.saved_count = u(c);
-    s.saved_epoch = u(c);
+    get_fields(c, &s, FIELDS(site_fields));
     if (c->bad || s.kind >= GS_KIND_COUNT || gs_replay_site(r, s.stack_id, s.kind, 0))
         return -1; /* out of range, or the site twice */
     struct gs_site *made = gs_replay_site(r, s.stack_id, s.kind, 1);
@@ -639,16 +662,9 @@ static int load_site(struct gs_replay *r, struct gs_cursor *c)
 static void get_alloc(struct gs_cursor *c, struct gs_live_alloc *a, uint32_t *stack_id)
 {
     memset(a, 0, sizeof *a);
-    a->addr = u(c);
-    a->size = u(c);
-    a->time_ns = u(c);
+    get_fields(c, a, FIELDS(alloc_head));
     *stack_id = u32(c);
-    a->kind = u32(c);
-    a->device = device(c);
-    a->space = u32(c);
-    a->tid = u32(c);
-    a->refs = u32(c);
-    a->parent = u(c);
+    get_fields(c, a, FIELDS(alloc_tail));
     /* Only a mapping holds another allocation (its physical memory's handle),
      * as in the replay: so a free never follows a chain of parents. */
     if (a->parent && a->space != GS_SPACE_MAPPING)
@@ -679,14 +695,7 @@ static int load_alloc(struct gs_replay *r, struct gs_cursor *c)
 static int load_pool(struct gs_replay *r, struct gs_cursor *c)
 {
     struct gs_pool_usage p;
-    p.pool = u(c);
-    p.device = device(c);
-    p.reserved = u(c);
-    p.used = u(c);
-    p.peak_reserved = u(c);
-    p.peak_used = u(c);
-    p.peak_unused = u(c);
-    p.samples = u(c);
+    get_fields(c, &p, FIELDS(pool_fields));
     if (c->bad || gs_replay_pool(r, p.pool, p.device, 0))
         return -1;
     struct gs_pool_usage *made = gs_replay_pool(r, p.pool, p.device, 1);
@@ -699,15 +708,7 @@ static int load_pool(struct gs_replay *r, struct gs_cursor *c)
 static int load_failure(struct gs_replay *r, struct gs_cursor *c)
 {
     struct gs_failure f;
-    f.time_ns = u(c);
-    f.api = u32(c);
-    f.result = u32(c);
-    f.device = device(c);
-    f.requested = u(c);
-    f.free_bytes = u(c);
-    f.total_bytes = u(c);
-    f.process_live_bytes = u(c);
-    f.stack_id = u32(c);
+    get_fields(c, &f, FIELDS(failure_fields));
     if (c->bad || r->nfailures >= GS_MAX_FAILURES ||
         gs_reserve((void **)&r->failures, &r->failures_cap, r->nfailures, sizeof *r->failures) != 0)
         return -1;
@@ -740,18 +741,10 @@ static int load_recent(struct gs_replay *r, struct gs_cursor *c)
 
 /* ---- the marks and blocks ---- */
 
-static int64_t sv(struct gs_cursor *c) { return gs_unzigzag(u(c)); }
-
 static void get_frag(struct gs_cursor *c, struct gs_frag *f)
 {
     uint64_t present = u(c);
-    f->time_ns = u(c);
-    f->device = s32(c);
-    f->segments = u(c);
-    f->segment_bytes = u(c);
-    f->block_bytes = u(c);
-    f->largest_free = u(c);
-    f->outside_bytes = u(c);
+    get_fields(c, f, FIELDS(frag_fields));
     f->present = present != 0;
     if (present > 1 || f->device < GS_DEVICE_UNKNOWN || f->device >= GS_MAX_DEVICES)
         c->bad = 1;
@@ -766,22 +759,7 @@ static int load_label(struct gs_replay *r, struct gs_cursor *c)
     const uint8_t *text = gs_cursor_bytes(c, &len);
     struct gs_mark_label l;
     memset(&l, 0, sizeof l);
-    l.stack_id = u32(c);
-    l.marks = u(c);
-    l.steps = u(c);
-    l.first_ns = u(c);
-    l.last_ns = u(c);
-    l.start_bytes = u(c);
-    l.start_in = u(c);
-    l.start_out = u(c);
-    l.step_peak = u(c);
-    l.max_peak = u(c);
-    l.max_peak_end_ns = u(c);
-    l.allocated = u(c);
-    l.freed = u(c);
-    l.growth = sv(c);
-    l.max_growth = sv(c);
-    l.growing = u(c);
+    get_fields(c, &l, FIELDS(label_fields));
     if (c->bad || idx != m->nlabels || idx >= GS_MARK_LABELS || len > GS_MAX_LABEL || !l.marks)
         return -1;
     if (gs_marks_label(m, (const char *)text, len, 0) != GS_MARK_OTHER)
@@ -808,9 +786,7 @@ static int load_item(struct gs_replay *r, struct gs_cursor *c)
         struct gs_mark_item it;
         uint64_t label = u(c);
         it.label = (uint32_t)label;
-        it.time_ns = u(c);
-        it.device_bytes = u(c);
-        it.block_bytes = u(c);
+        get_fields(c, &it, FIELDS(mark_fields));
         if (c->bad || !label_ok(m, label) || !m->recent)
             return -1;
         m->recent[seq % GS_MARKS_KEPT] = it;
@@ -821,12 +797,7 @@ static int load_item(struct gs_replay *r, struct gs_cursor *c)
         struct gs_step st;
         uint64_t label = u(c);
         st.label = (uint32_t)label;
-        st.start_ns = u(c);
-        st.end_ns = u(c);
-        st.peak_bytes = u(c);
-        st.allocated_bytes = u(c);
-        st.freed_bytes = u(c);
-        st.growth_bytes = sv(c);
+        get_fields(c, &st, FIELDS(step_fields));
         if (c->bad || label >= m->nlabels || !m->steps)
             return -1; /* a step is always of a label followed */
         m->steps[seq % GS_STEPS_KEPT] = st;
@@ -846,14 +817,7 @@ static int load_item(struct gs_replay *r, struct gs_cursor *c)
 static int load_block_site(struct gs_replay *r, struct gs_cursor *c)
 {
     struct gs_site s = {0};
-    s.stack_id = u32(c);
-    s.allocs = u(c);
-    s.alloc_bytes = u(c);
-    s.live_bytes = u(c);
-    s.live_count = u(c);
-    s.saved_bytes = u(c);
-    s.saved_count = u(c);
-    s.saved_epoch = u(c);
+    get_fields(c, &s, FIELDS(block_site_fields));
     if (c->bad || gs_blocks_site(&r->blocks, s.stack_id, 0))
         return -1;
     struct gs_site *made = gs_blocks_site(&r->blocks, s.stack_id, 1);
@@ -866,11 +830,9 @@ static int load_block_site(struct gs_replay *r, struct gs_cursor *c)
 static int load_block(struct gs_replay *r, struct gs_cursor *c)
 {
     struct gs_block blk;
-    blk.addr = u(c);
-    blk.size = u(c);
-    blk.time_ns = u(c);
+    get_fields(c, &blk, FIELDS(block_head));
     uint32_t stack_id = u32(c);
-    blk.tid = u32(c);
+    get_fields(c, &blk, FIELDS(block_tail));
     struct gs_site *s = c->bad ? NULL : gs_blocks_site(&r->blocks, stack_id, 0);
     if (!s)
         return -1; /* damaged, or no such site */

@@ -3,8 +3,8 @@
  * diff`, `gpushim plan` and `gpushim report` with two traces (ranks.c), as
  * the command line runs them, their output to /dev/null. The input is a
  * selector byte (its value modulo 3: diff, plan, ranks; its top bit:
- * --json, and for plan the batch sizes read from the marks), then a u32 little-endian length N, trace A (N bytes) and trace B
- * (the rest).
+ * --json, and for plan the batch sizes read from the marks), then a u32
+ * little-endian length N, trace A (N bytes) and trace B (the rest).
  */
 #include <stdint.h>
 

@@ -6,7 +6,9 @@
  * every figure the reports read: each label with its open step, the recent
  * marks and steps, the block sites at the block peak and at the end, the
  * live blocks, the fragmentation at the device peak (also when it is still
- * pending at the cut), at each failure and now. Also a checkpoint of a
+ * pending at the cut), at each failure and now. Also each record made by
+ * hand as include/gpushim_trace.h lays it out, loaded field by field and
+ * written back byte for byte; a checkpoint of a
  * checkpoint, the rings past their size, and hostile records (each cut at
  * every byte, out of place, out of range, twice, counts that do not match,
  * random ones) that must be refused and counted, never crash.
@@ -443,6 +445,114 @@ Test(api_checkpoint, nothing_written_without_marks_or_blocks)
     }
     gs_replay_free(&a);
     free(b.p);
+}
+
+/* Each record by hand as include/gpushim_trace.h lays it out, every field a
+ * value of its own: loaded, each lands in the member it names; written back
+ * from the loaded state, the records come out byte for byte (test_checkpoint.c
+ * does the same for the driver's records). */
+Test(api_checkpoint, each_field_where_the_format_says)
+{
+    uint8_t b[2048];
+    size_t n = 0;
+    n += REC(b + n, GS_REC_CKPT_BEGIN, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+             0);
+    n += REC(b + n, GS_REC_CKPT_FAILURE, 1, 2, 3, gs_zigzag(0), 4, 5, 6, 7, 8);
+    /* the label: index 0, the string "s", then its 16 fields */
+    uint8_t lab[64] = {0, 1, 's'};
+    size_t ln = 3;
+    const uint64_t label_fields[] = {11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
+                                     gs_zigzag(-24), gs_zigzag(25), 26};
+    for (size_t i = 0; i < 16; i++)
+        ln += gs_put_varint(lab + ln, label_fields[i]);
+    n += record(b + n, GS_REC_CKPT_MARK_LABEL, lab, ln);
+    n += REC(b + n, GS_REC_CKPT_API_ITEM, 0, 0, 0, 31, 32, 33);
+    n += REC(b + n, GS_REC_CKPT_API_ITEM, 1, 0, 0, 41, 42, 43, 44, 45, gs_zigzag(-46));
+    n += REC(b + n, GS_REC_CKPT_API_ITEM, 2, 0, 1, 51, gs_zigzag(0), 52, 53, 54, 55, 56);
+    n += REC(b + n, GS_REC_CKPT_BLOCK_SITE, 61, 62, 63, 64, 65, 66, 67, 68);
+    n += REC(b + n, GS_REC_CKPT_BLOCK, 0x9000, 71, 72, 61, 73);
+    /* marks 1, steps 1, then 81.., live block bytes and count as the block
+     * that came; seen, pending; the fragmentation at the peak; the counts */
+    n += REC(b + n, GS_REC_CKPT_API_END, 1, 1, 81, 82, 83, 84, 85, 86, 87, 71, 1, 88, 89, 90, 1, 1,
+             1, 91, gs_zigzag(-1), 92, 93, 94, 95, 96, 1, 1, 1, 1, 1, 1);
+    n += REC(b + n, GS_REC_CKPT_END, 0, 0, 0, 1, 0, 0, 0);
+    struct gs_replay r;
+    gs_replay_init(&r);
+    ASSERT_U64(load(&r, b, n), 0, "every record loads");
+    cr_assert(r.checkpoint.present && !r.checkpoint.open, "loaded whole");
+
+    const struct gs_marks *m = &r.marks;
+    cr_assert_eq(m->nlabels, 1);
+    const struct gs_mark_label *l = &m->labels[0];
+    cr_assert_str_eq(l->label, "s");
+    const uint64_t label_got[] = {l->stack_id, l->marks, l->steps, l->first_ns, l->last_ns,
+                                  l->start_bytes, l->start_in, l->start_out, l->step_peak,
+                                  l->max_peak, l->max_peak_end_ns, l->allocated, l->freed};
+    for (size_t i = 0; i < 13; i++)
+        ASSERT_U64(label_got[i], 11 + i, "label field %zu", i);
+    cr_assert_eq(l->growth, -24);
+    cr_assert_eq(l->max_growth, 25);
+    ASSERT_U64(l->growing, 26, "label growing");
+    const struct gs_mark_item *it = &m->recent[0];
+    ASSERT_U64(it->label, 0, "mark label");
+    ASSERT_U64(it->time_ns, 31, "mark time");
+    ASSERT_U64(it->device_bytes, 32, "mark device bytes");
+    ASSERT_U64(it->block_bytes, 33, "mark block bytes");
+    const struct gs_step *st = &m->steps[0];
+    ASSERT_U64(st->label, 0, "step label");
+    const uint64_t step_got[] = {st->start_ns, st->end_ns, st->peak_bytes, st->allocated_bytes,
+                                 st->freed_bytes};
+    for (size_t i = 0; i < 5; i++)
+        ASSERT_U64(step_got[i], 41 + i, "step field %zu", i);
+    cr_assert_eq(st->growth_bytes, -46);
+    const struct gs_frag *f = &r.blocks.at_failure[0];
+    cr_assert(f->present);
+    ASSERT_U64(f->time_ns, 51, "failure frag time");
+    cr_assert_eq(f->device, 0, "failure frag device");
+    const uint64_t frag_got[] = {f->segments, f->segment_bytes, f->block_bytes, f->largest_free,
+                                 f->outside_bytes};
+    for (size_t i = 0; i < 5; i++)
+        ASSERT_U64(frag_got[i], 52 + i, "failure frag field %zu", i);
+    cr_assert_eq(r.blocks.nsites, 1);
+    const struct gs_site *bs = &r.blocks.sites[0];
+    const uint64_t site_got[] = {bs->stack_id, bs->allocs, bs->alloc_bytes, bs->live_bytes,
+                                 bs->live_count, bs->saved_bytes, bs->saved_count,
+                                 bs->saved_epoch};
+    for (size_t i = 0; i < 8; i++)
+        ASSERT_U64(site_got[i], 61 + i, "block site field %zu", i);
+    const struct gs_block *blk = NULL;
+    for (size_t i = 0; i < r.blocks.nblocks; i++)
+        if (gs_blocks_slot_live(&r.blocks, i))
+            blk = &r.blocks.blocks[i];
+    cr_assert_not_null(blk, "the block");
+    ASSERT_U64(blk->addr, 0x9000, "block addr");
+    ASSERT_U64(blk->size, 71, "block size");
+    ASSERT_U64(blk->time_ns, 72, "block time");
+    ASSERT_U64(blk->site, 0, "block site");
+    ASSERT_U64(blk->tid, 73, "block tid");
+    const uint64_t totals[] = {m->marks, m->nsteps, m->labels_dropped, m->bytes_in,
+                               m->bytes_out, m->since_peak, r.blocks.allocs, r.blocks.frees,
+                               r.blocks.frees_unknown, r.blocks.live_bytes,
+                               r.blocks.live_count, r.blocks.peak_bytes,
+                               r.blocks.peak_time_ns, r.blocks.peak_epoch};
+    const uint64_t totals_want[] = {1, 1, 81, 82, 83, 84, 85, 86, 87, 71, 1, 88, 89, 90};
+    for (size_t i = 0; i < 14; i++)
+        ASSERT_U64(totals[i], totals_want[i], "API_END total %zu", i);
+    cr_assert(r.blocks.seen && r.blocks.peak_pending);
+    const struct gs_frag *pk = &r.blocks.at_peak;
+    cr_assert(pk->present);
+    ASSERT_U64(pk->time_ns, 91, "peak frag time");
+    cr_assert_eq(pk->device, -1, "peak frag device");
+    const uint64_t peak_got[] = {pk->segments, pk->segment_bytes, pk->block_bytes,
+                                 pk->largest_free, pk->outside_bytes};
+    for (size_t i = 0; i < 5; i++)
+        ASSERT_U64(peak_got[i], 92 + i, "peak frag field %zu", i);
+
+    struct buf out = checkpoint(&r);
+    ASSERT_U64(out.n, n, "as many bytes written back");
+    cr_assert_eq(memcmp(out.p, b, n), 0, "the records written back byte for byte");
+    free(out.p);
+    gs_replay_free(&r);
 }
 
 /* ---- hostile ---- */

@@ -13,12 +13,14 @@
  * FREE_FAILED (across the checkpoint too), double frees, an allocation over
  * a live address, pools, failed allocations, a peak in its first half, and
  * enough frees to push older ones out of the FREE_FAILED window. It is cut
- * at every event. Also: an empty replay, a checkpoint of a checkpoint, the
- * failures cap, a whole trace file (gs_read_trace) with the checkpoint
- * spread over several blocks, STACK, MODULE and PYCODE records defined
- * twice, and hostile checkpoints (out of place, out of range, truncated at
- * every byte, random) that must be refused and counted, never crash (run it
- * under SAN=1).
+ * at every event. Also: each record made by hand as include/gpushim_trace.h
+ * lays it out, loaded field by field and written back byte for byte (the
+ * format itself, which a round trip cannot pin); an empty replay, a
+ * checkpoint of a checkpoint, the failures cap, a whole trace file
+ * (gs_read_trace) with the checkpoint spread over several blocks, STACK,
+ * MODULE and PYCODE records defined twice, and hostile checkpoints (out of
+ * place, out of range, truncated at every byte, random) that must be
+ * refused and counted, never crash (run it under SAN=1).
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
@@ -864,6 +866,106 @@ Test(checkpoint, a_begin_record_without_the_later_totals_loads)
     gs_replay_free(&a);
     free(old);
     free(b.p);
+}
+
+/* ---- the layout, field by field ----
+ * Each record by hand as include/gpushim_trace.h lays it out, every field a
+ * value of its own: loaded, each lands in the member it names; written back
+ * from the loaded state, the records come out byte for byte. So neither the
+ * loader nor the writer can move a field, which a round trip alone (both
+ * moved alike) would not see. */
+
+Test(checkpoint, each_field_where_the_format_says)
+{
+    uint8_t b[4096];
+    size_t n = 0;
+    n += REC(b + n, GS_REC_CKPT_BEGIN, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17,
+             18, 19, 20);
+    n += REC(b + n, GS_REC_CKPT_DEVICE, gs_zigzag(1), 1, 101, 102, 103, 104);
+    n += REC(b + n, GS_REC_CKPT_KIND, 2, 201, 202, 203);
+    n += REC(b + n, GS_REC_CKPT_SITE, 7, 2, 3, 301, 302, 303, 304, 305, 306, 307);
+    n += REC(b + n, GS_REC_CKPT_ALLOC, 0x4000, 401, 402, 7, 2, gs_zigzag(1), GS_SPACE_MAPPING,
+             403, 404, 405);
+    n += REC(b + n, GS_REC_CKPT_POOL, 501, gs_zigzag(1), 502, 503, 504, 505, 506, 507);
+    n += REC(b + n, GS_REC_CKPT_FAILURE, 601, 602, 603, gs_zigzag(1), 604, 605, 606, 607, 7);
+    n += REC(b + n, GS_REC_CKPT_RECENT_FREE, 0, 701, 0, 0x8000, 702, 703, 7, 2, gs_zigzag(1),
+             GS_SPACE_ADDRESS, 704, 705, 0);
+    n += REC(b + n, GS_REC_CKPT_END, 1, 1, 1, 1, 1, 1, 1);
+    struct gs_replay r;
+    gs_replay_init(&r);
+    ASSERT_U64(load(&r, b, n), 0, "every record loads");
+    cr_assert(r.checkpoint.present && !r.checkpoint.open, "loaded whole");
+
+    const uint64_t totals[] = {r.events, r.last_time_ns, r.allocations, r.frees, r.failed,
+                               r.frees_unknown, r.frees_undone, r.refs, r.live_bytes,
+                               r.peak_bytes, r.peak_time_ns, r.peak_epoch, r.pool_reserved,
+                               r.pool_used, r.peak_pool_reserved, r.peak_pool_used,
+                               r.failures_dropped, r.nthreads_hint, r.rounding_live,
+                               r.rounding_at_peak};
+    for (size_t i = 0; i < sizeof totals / sizeof totals[0]; i++)
+        ASSERT_U64(totals[i], i + 1, "BEGIN's total %zu", i);
+    const struct gs_device_usage *d = &r.devices[1];
+    cr_assert(d->present);
+    ASSERT_U64(d->live_bytes, 101, "device live");
+    ASSERT_U64(d->peak_bytes, 102, "device peak");
+    ASSERT_U64(d->peak_time_ns, 103, "device peak time");
+    ASSERT_U64(d->allocs, 104, "device allocations");
+    const struct gs_kind_usage *k = &r.kinds[2];
+    ASSERT_U64(k->live_bytes, 201, "kind live");
+    ASSERT_U64(k->peak_bytes, 202, "kind peak");
+    ASSERT_U64(k->allocs, 203, "kind allocations");
+    cr_assert_eq(r.nsites, 1);
+    const struct gs_site *s = &r.sites[0];
+    ASSERT_U64(s->stack_id, 7, "site stack");
+    ASSERT_U64(s->kind, 2, "site kind");
+    ASSERT_U64(s->api, 3, "site api");
+    const uint64_t site_figures[] = {s->allocs, s->alloc_bytes, s->live_bytes, s->live_count,
+                                     s->saved_bytes, s->saved_count, s->saved_epoch};
+    for (size_t i = 0; i < 7; i++)
+        ASSERT_U64(site_figures[i], 301 + i, "site figure %zu", i);
+    const struct gs_live_alloc *a = gs_replay_find_live(&r, GS_SPACE_MAPPING, 0x4000);
+    cr_assert_not_null(a, "the allocation, by its address and space");
+    ASSERT_U64(a->size, 401, "alloc size");
+    ASSERT_U64(a->time_ns, 402, "alloc time");
+    ASSERT_U64(a->site, 0, "alloc site");
+    ASSERT_U64(a->kind, 2, "alloc kind");
+    cr_assert_eq(a->device, 1, "alloc device");
+    ASSERT_U64(a->tid, 403, "alloc tid");
+    ASSERT_U64(a->refs, 404, "alloc references");
+    ASSERT_U64(a->parent, 405, "alloc parent");
+    cr_assert_eq(r.npools, 1);
+    const struct gs_pool_usage *p = &r.pools[0];
+    ASSERT_U64(p->pool, 501, "pool");
+    cr_assert_eq(p->device, 1, "pool device");
+    const uint64_t pool_figures[] = {p->reserved, p->used, p->peak_reserved, p->peak_used,
+                                     p->peak_unused, p->samples};
+    for (size_t i = 0; i < 6; i++)
+        ASSERT_U64(pool_figures[i], 502 + i, "pool figure %zu", i);
+    cr_assert_eq(r.nfailures, 1);
+    const struct gs_failure *f = &r.failures[0];
+    ASSERT_U64(f->time_ns, 601, "failure time");
+    ASSERT_U64(f->api, 602, "failure api");
+    ASSERT_U64(f->result, 603, "failure result");
+    cr_assert_eq(f->device, 1, "failure device");
+    ASSERT_U64(f->requested, 604, "failure requested");
+    ASSERT_U64(f->free_bytes, 605, "failure free");
+    ASSERT_U64(f->total_bytes, 606, "failure total");
+    ASSERT_U64(f->process_live_bytes, 607, "failure process live");
+    ASSERT_U64(f->stack_id, 7, "failure stack");
+    const struct gs_recent_free *rf = &r.recent[(r.recent_next - 1) % GS_RECENT_FREES];
+    cr_assert(rf->valid && !rf->removed && !rf->nothing, "the latest free dropped a reference");
+    ASSERT_U64(rf->tid, 701, "free tid");
+    ASSERT_U64(rf->a.addr, 0x8000, "freed addr");
+    ASSERT_U64(rf->a.size, 702, "freed size");
+    ASSERT_U64(rf->a.time_ns, 703, "freed time");
+    ASSERT_U64(rf->a.tid, 704, "freed tid");
+    ASSERT_U64(rf->a.refs, 705, "freed references");
+
+    struct buf out = checkpoint(&r);
+    ASSERT_U64(out.n, n, "as many bytes written back");
+    cr_assert_eq(memcmp(out.p, b, n), 0, "the records written back byte for byte");
+    free(out.p);
+    gs_replay_free(&r);
 }
 
 /* ---- hostile checkpoints ---- */
