@@ -47,15 +47,17 @@ PROG_SRC := $(wildcard tests/progs/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 # Pure parts of the shim and the analyzer that unit tests link directly.
 UNIT_DEPS := shim/encode.c shim/ring.c shim/stacks.c shim/tracefile.c shim/config.c \
-             analyzer/reader.c analyzer/recover.c analyzer/replay.c analyzer/idmap.c \
+             analyzer/decode.c analyzer/reader.c analyzer/recover.c analyzer/replay.c \
+             analyzer/idmap.c \
              analyzer/json.c analyzer/checkpoint.c analyzer/pyframes.c analyzer/marks.c \
              analyzer/blocks.c analyzer/ordmap.c analyzer/timeline.c analyzer/growth.c \
              analyzer/oom.c analyzer/protobuf.c analyzer/pickle.c
 
-# The shim also runs the analyzer's replay, as the model behind GPUSHIM_MAX_BYTES.
+# The shim also runs the analyzer's decoder and replay, as the model behind
+# GPUSHIM_MAX_BYTES.
 SHIM_OBJ := $(SHIM_SRC:%.c=$(BUILD)/obj/pic/%.o) \
-            $(addprefix $(BUILD)/obj/pic/analyzer/,replay.o idmap.o checkpoint.o marks.o blocks.o \
-                                                   ordmap.o timeline.o growth.o oom.o)
+            $(addprefix $(BUILD)/obj/pic/analyzer/,decode.o replay.o idmap.o checkpoint.o marks.o \
+                                                   blocks.o ordmap.o timeline.o growth.o oom.o)
 ANALYZER_OBJ := $(ANALYZER_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_DEPS:%.c=$(BUILD)/obj/%.o)
 PROGS := $(PROG_SRC:tests/progs/%.c=$(BUILD)/progs/%)

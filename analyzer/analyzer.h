@@ -3,7 +3,8 @@
  *
  *   main.c          command line: run, report
  *   run.c           the launcher: preloads the shim into a command
- *   reader.c        the trace file, untrusted: header, blocks, records -> callbacks
+ *   reader.c        the trace file, untrusted: header, blocks (inflated ahead)
+ *   decode.c        one block's records -> callbacks (also the shim's bounded model)
  *   replay.c        one streaming pass: live set, peak, sites, leaks, failures
  *   marks.c         the program's marks (include/gpushim.h): steps between them
  *   growth.c        every site's live bytes, sampled at steps or time windows
@@ -60,6 +61,21 @@ static inline const uint8_t *gs_cursor_bytes(struct gs_cursor *c, size_t *len)
     c->p += n;
     *len = (size_t)n;
     return b;
+}
+
+/* A string field, copied into out (at most outsz - 1 bytes and a NUL),
+ * control bytes as '?' so that none reaches a terminal; "" when bad. */
+static inline void gs_cursor_text(struct gs_cursor *c, char *out, size_t outsz)
+{
+    size_t len;
+    const uint8_t *b = gs_cursor_bytes(c, &len);
+    if (!b)
+        len = 0;
+    if (len >= outsz)
+        len = outsz - 1;
+    for (size_t i = 0; i < len; i++)
+        out[i] = b[i] < 0x20 || b[i] == 0x7f ? '?' : (char)b[i];
+    out[len] = 0;
 }
 
 /* ---- reader.c ---- */
@@ -199,7 +215,11 @@ void gs_ring_snapshot_free(struct gs_ring_snapshot *snap);
 int gs_trace_live(const struct gs_trace_info *info, const struct gs_reader_stats *st);
 /* From the first event to the END record, or to the last event without one. */
 uint64_t gs_trace_duration_ns(const struct gs_reader_stats *st, uint64_t last_event_ns);
-/* Decodes one block's records (exposed for tests). Returns records decoded. */
+
+/* ---- decode.c ---- */
+/* Decodes one inflated block's records, in order, into ops; counts in st
+ * the damaged records, END, RESUMED and the largest RING_POS. Returns the
+ * records framed. */
 uint64_t gs_decode_block(const uint8_t *raw, size_t len, const struct gs_reader_ops *ops,
                          void *ctx, struct gs_reader_stats *st);
 

@@ -85,9 +85,9 @@ static const uint8_t end_counts[] = {GS_REC_CKPT_SITE,    GS_REC_CKPT_ALLOC,
  * order: one list for the writer and the loader, so that they cannot
  * disagree. A field is an unsigned varint, or a signed one zigzagged; the
  * loader counts as damage a value its member cannot hold, and takes a
- * device number past the devices it counts for unknown, as the reader does
- * an event's (reader.c): the shim's model sees the numbers before that, so
- * its state is made what the analyzer's would be. */
+ * device number past the devices it counts for unknown, as decode.c does
+ * an event's (an older shim's checkpoint may hold the number the program
+ * gave). */
 enum coding { UNSIGNED, SIGNED, DEVICE };
 struct field {
     uint16_t off;

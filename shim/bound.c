@@ -3,10 +3,11 @@
  * runs that last weeks, keeping full detail for the most recent events and
  * an exact summary of everything before them.
  *
- * The writer hands every record it writes to a model of the analyzer's
- * state: the analyzer's own replay engine (analyzer/replay.c, compiled into
- * the shim), so the summary means exactly what a report of the whole
- * history would. When the trace reaches half the limit, the model's state is
+ * The writer hands every block it writes to a model of the analyzer's
+ * state: the analyzer's own decoder and replay engine (analyzer/decode.c,
+ * analyzer/replay.c, compiled into the shim), which read it as the analyzer
+ * will, so the summary means exactly what a report of the whole history
+ * would. When the trace reaches half the limit, the model's state is
  * written as a checkpoint (analyzer/checkpoint.c) into a new file
  * "<trace>.next", after the same header. When the trace then nears the
  * limit, the blocks written since that midpoint are copied after the
@@ -46,6 +47,8 @@
 static struct {
     uint64_t max; /* 0: not bounding */
     struct gs_replay model;
+    struct gs_reader_ops model_ops; /* the replay's, less checkpoints (blocks hold none) */
+    struct gs_reader_stats decoded; /* what decoding the blocks counted: unused */
     int next_fd;             /* the checkpoint file being prepared, or -1 */
     dev_t next_dev;          /* the file next_fd was opened on */
     ino_t next_ino;
@@ -100,6 +103,8 @@ void gs_bound_start(uint64_t max_bytes)
     b.raw = malloc(RAW_CAP);
     b.scratch = malloc(b.scratch_len);
     gs_replay_init(&b.model);
+    b.model_ops = gs_replay_ops;
+    b.model_ops.checkpoint = NULL;
     b.max = max_bytes;
     if (!b.raw || !b.scratch)
         stop("out of memory", 0);
@@ -107,80 +112,10 @@ void gs_bound_start(uint64_t max_bytes)
 
 /* ---- the model ---- */
 
-static void feed_event(const struct gs_ev *ev)
+void gs_bound_feed_block(const uint8_t *raw, size_t len)
 {
-    struct gs_revent e = {
-        .type = (enum gs_record_type)ev->type,
-        .time_ns = ev->time_ns,
-        .tid = ev->tid,
-        .api = ev->api,
-        .device = ev->device,
-        .addr = ev->addr,
-        .size = ev->size,
-        .stream = ev->stream,
-        .stack_id = ev->stack_id,
-        .kind = ev->kind,
-        .space = ev->space,
-        .result = (uint32_t)ev->result,
-        .free_bytes = ev->free_bytes,
-        .total_bytes = ev->total_bytes,
-        .parent = ev->parent,
-    };
-    if (ev->type == GS_REC_POOL) { /* the ring's shape for a pool sample */
-        e.addr = e.size = 0;
-        e.pool = ev->addr;
-        e.reserved = ev->size;
-        e.used = ev->free_bytes;
-        e.free_bytes = 0;
-    }
-    gs_replay_event(&b.model, &e);
-}
-
-void gs_bound_feed(const void *body, uint32_t len)
-{
-    if (!b.max)
-        return;
-    const uint8_t type = *(const uint8_t *)body;
-    if (type == GS_REC_STACK) {
-        const struct gs_stack_body *s = body;
-        gs_replay_ops.stack(&b.model, s->id, s->pcs, s->n);
-    } else if (type == GS_REC_MODULE) {
-        const struct gs_module_body *m = body;
-        char path[4096];
-        size_t n = m->path_len < sizeof path ? m->path_len : sizeof path - 1;
-        memcpy(path, m->data, n);
-        path[n] = 0;
-        struct gs_rmodule rm = {.id = m->id,
-                                .bias = m->bias,
-                                .lo = m->lo,
-                                .span = m->span,
-                                .path = path,
-                                .build_id = (const uint8_t *)m->data + m->path_len,
-                                .build_id_len = m->build_id_len};
-        gs_replay_ops.module(&b.model, &rm);
-    } else if (type == GS_REC_PYCODE) {
-        const struct gs_pycode_body *c = body;
-        char file[GS_PY_MAX_FILE + 1], function[GS_PY_MAX_NAME + 1];
-        memcpy(file, c->data, c->file_len);
-        file[c->file_len] = 0;
-        memcpy(function, c->data + c->file_len, c->name_len);
-        function[c->name_len] = 0;
-        struct gs_rpycode rc = {
-            .id = c->id, .file = file, .function = function, .first_line = c->first_line};
-        gs_replay_ops.pycode(&b.model, &rc);
-    } else if (type == GS_REC_MARK && len >= sizeof(struct gs_mark_body)) {
-        const struct gs_mark_body *m = body;
-        struct gs_revent e = {.type = GS_REC_MARK,
-                              .time_ns = m->ev.time_ns,
-                              .tid = m->ev.tid,
-                              .device = GS_DEVICE_UNKNOWN,
-                              .stack_id = m->ev.stack_id,
-                              .label = m->label,
-                              .label_len = m->label_len};
-        gs_replay_event(&b.model, &e);
-    } else if (len == sizeof(struct gs_ev) && type != GS_REC_END) {
-        feed_event(body);
-    }
+    if (b.max)
+        gs_decode_block(raw, len, &b.model_ops, &b.model, &b.decoded);
 }
 
 /* ---- the next file ---- */

@@ -274,8 +274,9 @@ void gs_writer_flush(void);
 /* ---- bound.c: GPUSHIM_MAX_BYTES (call with the writer's lock held) ---- */
 struct gs_trace_file;
 void gs_bound_start(uint64_t max_bytes);
-/* Every body the writer puts in a block, in order. */
-void gs_bound_feed(const void *body, uint32_t len);
+/* Every block the writer writes, its records as the file will hold them
+ * (encoded, not yet compressed), in order, before gs_bound_after_block. */
+void gs_bound_feed_block(const uint8_t *raw, size_t len);
 /* After each block is in the file (ring_pos: the ring position the file
  * reaches): may take a checkpoint, or put a new file (checkpoint, then the
  * recent blocks) in the trace's place. A program thread (writer_thread 0)

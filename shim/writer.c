@@ -129,6 +129,7 @@ static void write_block(void)
         memcpy(w.raw + w.raw_len, pos, n);
         w.raw_len += n;
     }
+    gs_bound_feed_block(w.raw, w.raw_len);
     size_t written;
     if (w.state != FAILED) {
         if (!still_ours() ||
@@ -152,7 +153,6 @@ static void add_record(const void *body, uint32_t len, uint64_t next)
         write_block();
     w.raw_len += gs_encode(&w.enc, body, len, w.raw + w.raw_len);
     w.block_pos = next;
-    gs_bound_feed(body, len);
 }
 
 /* Moves everything in the ring into the file. Call with w.lock held. */
