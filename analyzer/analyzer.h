@@ -63,19 +63,25 @@ static inline const uint8_t *gs_cursor_bytes(struct gs_cursor *c, size_t *len)
     return b;
 }
 
-/* A string field, copied into out (at most outsz - 1 bytes and a NUL),
- * control bytes as '?' so that none reaches a terminal; "" when bad. */
-static inline void gs_cursor_text(struct gs_cursor *c, char *out, size_t outsz)
+/* Text from a trace as the analyzer shows it: len bytes of in copied into
+ * out (at most outsz - 1 of them, then a NUL), control bytes as '?' so that
+ * none reaches a terminal. */
+static inline void gs_text_copy(char *out, size_t outsz, const void *in, size_t len)
 {
-    size_t len;
-    const uint8_t *b = gs_cursor_bytes(c, &len);
-    if (!b)
-        len = 0;
+    const uint8_t *b = in;
     if (len >= outsz)
         len = outsz - 1;
     for (size_t i = 0; i < len; i++)
         out[i] = b[i] < 0x20 || b[i] == 0x7f ? '?' : (char)b[i];
     out[len] = 0;
+}
+
+/* A string field, as gs_text_copy makes it; "" when bad. */
+static inline void gs_cursor_text(struct gs_cursor *c, char *out, size_t outsz)
+{
+    size_t len;
+    const uint8_t *b = gs_cursor_bytes(c, &len);
+    gs_text_copy(out, outsz, b, b ? len : 0);
 }
 
 /* ---- reader.c ---- */

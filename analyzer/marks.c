@@ -54,13 +54,7 @@ static int ready(struct gs_marks *m)
 uint32_t gs_marks_label(struct gs_marks *m, const char *label, size_t len, int make)
 {
     char clean[GS_MAX_LABEL + 1];
-    if (len > GS_MAX_LABEL)
-        len = GS_MAX_LABEL;
-    for (size_t i = 0; i < len; i++) { /* as the reader makes strings: no control bytes */
-        unsigned char ch = (unsigned char)label[i];
-        clean[i] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
-    }
-    clean[len] = 0;
+    gs_text_copy(clean, sizeof clean, label, len); /* as the reader makes strings */
     if (!ready(m))
         return GS_MARK_OTHER;
     for (size_t i = 0; i < m->nlabels; i++)
@@ -70,7 +64,7 @@ uint32_t gs_marks_label(struct gs_marks *m, const char *label, size_t len, int m
         return GS_MARK_OTHER;
     struct gs_mark_label *l = &m->labels[m->nlabels];
     memset(l, 0, sizeof *l);
-    memcpy(l->label, clean, len + 1);
+    memcpy(l->label, clean, strlen(clean) + 1);
     return (uint32_t)m->nlabels++;
 }
 

@@ -160,14 +160,7 @@ static void mark(struct perfetto *p, const struct gs_replay *r, const struct gs_
                  uint64_t now)
 {
     char label[GS_MAX_LABEL + 1];
-    size_t n = e->label && e->label_len < sizeof label ? e->label_len
-               : e->label                               ? GS_MAX_LABEL
-                                                        : 0;
-    for (size_t i = 0; i < n; i++) { /* as marks.c shows it: no control bytes */
-        unsigned char ch = (unsigned char)e->label[i];
-        label[i] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
-    }
-    label[n] = 0;
+    gs_text_copy(label, sizeof label, e->label, e->label ? e->label_len : 0);
     begin_event(p);
     fprintf(p->out, "{\"ph\":\"i\",\"s\":\"p\",\"cat\":\"mark\",\"name\":");
     gs_json_quoted(p->out, label);
