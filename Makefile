@@ -47,6 +47,7 @@ PROG_SRC := $(wildcard tests/progs/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 # Pure parts of the shim and the analyzer that unit tests link directly.
 UNIT_DEPS := shim/encode.c shim/ring.c shim/stacks.c shim/tracefile.c shim/config.c \
+             shim/pylines.c shim/pyread.c shim/pylayout.c \
              analyzer/decode.c analyzer/reader.c analyzer/recover.c analyzer/replay.c \
              analyzer/idmap.c \
              analyzer/json.c analyzer/checkpoint.c analyzer/pyframes.c analyzer/marks.c \
@@ -153,6 +154,13 @@ $(BUILD)/bench/bench_workload: tests/bench/bench_workload.c $(SIM)
 		-Wl,-rpath,'$$ORIGIN/../sim' -lcuda
 
 # ---- tests ----
+# test_pylayout.c compares the written-in layouts with the python3's own
+# headers, where python3-dev installed them.
+PY_INCLUDE := $(shell python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
+ifneq ($(wildcard $(PY_INCLUDE)/internal/pycore_frame.h),)
+$(BUILD)/obj/tests/unit/test_pylayout.o: ALL_CFLAGS += -isystem $(PY_INCLUDE) -DGS_PYTHON_HEADERS
+endif
+
 $(BUILD)/unit_tests: $(UNIT_OBJ)
 	$(CC) -o $@ $(UNIT_OBJ) $(LDFLAGS) -lcriterion -lz -lpthread
 

@@ -680,6 +680,7 @@ enum gs_py_state {
     GS_PY_FRAMES,   /* the thread held the GIL: Python frames follow the native ones */
     GS_PY_NO_GIL,   /* the thread did not hold the GIL: native frames only */
     GS_PY_NO_FRAME, /* it held the GIL with no Python code running */
+    GS_PY_RELEASED, /* it did not hold the GIL: its Python frames were read from memory */
 };
 enum gs_py_state gs_py_stack_state(const uint64_t *pcs, unsigned n);
 /* Whether f is a frame of CPython's interpreter (see pyframes.c). */

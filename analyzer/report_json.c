@@ -36,7 +36,7 @@ void gs_json_frames(struct gs_json *j, const struct gs_replay *r, struct gs_symb
     if (view == GS_VIEW_NATIVE || py == GS_PY_NONE)
         gs_json_null(j, "gil");
     else
-        gs_json_bool(j, "gil", py != GS_PY_NO_GIL);
+        gs_json_bool(j, "gil", py != GS_PY_NO_GIL && py != GS_PY_RELEASED);
 }
 
 static void frames(struct gs_json *j, const struct gs_report *rep, uint32_t stack_id)

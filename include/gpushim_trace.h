@@ -268,17 +268,21 @@ enum gs_record_type {
  *
  * with the code id of a GS_REC_PYCODE record and the line capped at
  * GS_PY_MAX_LINE. Code id 0 is a marker, not a frame: line 0 (GS_PY_PC_NO_GIL)
- * says the thread did not hold the GIL of the process's Python (its stack is
- * native only); line 1 (GS_PY_PC_NO_FRAME) says it held it with no Python
- * code running. A stack with neither and no Python pcs comes from a process
- * without Python (or one whose frames the shim cannot read). A reader that
- * knows none of this sees addresses in no module. */
+ * says the thread did not hold the GIL of the process's Python and no frame
+ * of its could be read (its stack is native only); line 1 (GS_PY_PC_NO_FRAME)
+ * says it held it with no Python code running; line 2 (GS_PY_PC_RELEASED),
+ * before the Python pcs, says the thread did not hold the GIL and its frames
+ * were read from memory (readers that do not know it skip it as a marker).
+ * A stack with no marker and no Python pcs comes from a process without
+ * Python (or one whose frames the shim cannot read). A reader that knows
+ * none of this sees addresses in no module. */
 #define GS_PY_PC_BASE 0xffff800000000000ull
 #define GS_PY_CODE_SHIFT 24
 #define GS_PY_MAX_CODE 0x7fffffu
 #define GS_PY_MAX_LINE 0xffffffu
 #define GS_PY_PC_NO_GIL (GS_PY_PC_BASE | 0u)
 #define GS_PY_PC_NO_FRAME (GS_PY_PC_BASE | 1u)
+#define GS_PY_PC_RELEASED (GS_PY_PC_BASE | 2u)
 
 static inline int gs_pc_is_python(uint64_t pc) { return (pc & GS_PY_PC_BASE) == GS_PY_PC_BASE; }
 static inline uint64_t gs_py_pc(uint32_t code, uint32_t line)

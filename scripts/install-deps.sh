@@ -10,9 +10,10 @@
 set -eu
 need="make gcc zlib1g-dev libdw-dev libelf-dev libunwind8 libcriterion-dev python3"
 # Only for the tests: golang-go for `go tool pprof` (export --format=pprof),
+# python3-dev for the C extension the Python tests build and the layout test,
 # chromium to render the HTML export (export --format=html), valgrind for
 # make check-valgrind.
-test_only="golang-go chromium valgrind"
+test_only="golang-go chromium valgrind python3-dev"
 if [ "${1:-}" = test ]; then
     need="$need $test_only"
 fi

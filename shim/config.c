@@ -97,7 +97,7 @@ static void config_read(void)
     config.pool_sample_ms = env_uint("GPUSHIM_POOL_SAMPLE_MS", 10, 0, 60000);
     config.buffer_mb = env_uint("GPUSHIM_BUFFER_MB", 8, 1, 1024);
     config.max_bytes = env_bytes("GPUSHIM_MAX_BYTES", 4u << 20);
-    config.python = env_uint("GPUSHIM_PYTHON", 1, 0, 1);
+    config.python = env_uint("GPUSHIM_PYTHON", 1, 0, 2);
     const char *v = getenv("GPUSHIM_VERBOSE");
     config.verbose = v && strcmp(v, "0") != 0 && *v;
     errno = saved;

@@ -6,7 +6,8 @@
  *   hooks_driver.c / hooks_runtime.c   the program's call, forwarded to the real function
  *   record.c                           event assembly: device, stack id, time -> ring
  *   stacks.c, modules.c                stack capture and dedup; loaded modules
- *   python.c                           the Python frames, when the thread holds the GIL
+ *   python.c                           the Python frames (pyread.c, pylayout.c, pylines.c:
+ *                                      read from memory, without the GIL)
  *   ring.c                             the queue of entries, in a file mapped MAP_SHARED
  *                                      ("<trace>.ring") that outlives the process
  *   writer.c                           drains the ring into blocks (encode.c, tracefile.c)
@@ -48,7 +49,9 @@ struct gs_config {
     unsigned pool_sample_ms; /* GPUSHIM_POOL_SAMPLE_MS, 0..60000, default 10 */
     unsigned buffer_mb;   /* GPUSHIM_BUFFER_MB, 1..1024, default 8: the ring's size */
     uint64_t max_bytes;   /* GPUSHIM_MAX_BYTES, 0 (default: no bound) or at least 4 MiB */
-    unsigned python;      /* GPUSHIM_PYTHON, 1 (default: record Python frames) or 0 */
+    unsigned python;      /* GPUSHIM_PYTHON: 1 (default: Python frames, read from memory
+                           * where the layout is known), 2 (only through the API,
+                           * where a thread holds the GIL) or 0 (none) */
     int verbose;          /* GPUSHIM_VERBOSE=1: say where the trace goes */
 };
 const struct gs_config *gs_config(void);

@@ -124,7 +124,7 @@ def test_python_frames_in_peak_and_leaks():
         eq((d["leaks"]["bytes"], d["leaks"]["count"]), (6 * MiB + 256 * KiB, 9), f"{py}: leaks")
         eq([(s["bytes"], s["count"], s["gil"]) for s in leaks],
            [(4 * MiB, 4, True), (1 * MiB, 1, True), (768 * KiB, 3, True), (512 * KiB, 1, False)],
-           f"{py}: leak sites")
+           f"{py}: leak sites (the last without the GIL, its frames read from memory)")
         eq(python_frames(leaks[0]), weights, f"{py}: weights")
         eq(python_frames(leaks[2]), cache, f"{py}: cache")
         threaded = python_frames(leaks[1])
@@ -135,9 +135,10 @@ def test_python_frames_in_peak_and_leaks():
             ("Thread._bootstrap", "threading.py")], f"{py}: the thread's start in threading.py")
         check_merged(leaks[1], f"{py}: the thread with the GIL")
         nogil = leaks[3]
-        eq(python_frames(nogil), [], f"{py}: no Python frames without the GIL")
-        check(any(f["function"] == "_PyEval_EvalFrameDefault" for f in nogil["frames"]),
-              f"{py}: without the GIL, the native stack as it is, interpreter and all")
+        eq(python_frames(nogil)[:2], [at(*ALLOC), at("train.py", "worker", "thread without the GIL")],
+           f"{py}: without the GIL, the thread's own frames")
+        eq(python_frames(nogil)[2:], threaded[2:], f"{py}: the same start in threading.py")
+        check_merged(nogil, f"{py}: the thread without the GIL")
 
 
 def test_text_report_shows_python_lines_and_the_no_gil_label():
@@ -156,11 +157,63 @@ def test_text_report_shows_python_lines_and_the_no_gil_label():
           f"the extension's frames counted, not shown: {block[1]!r}")
     eq(block[2:], want, "the weights' Python frames in the text report")
     # after the leak suspects, whose sampling by time windows depends on timing
-    eq(text[text.index("Peak:"):].count("(native stack: this thread did not hold the GIL)"), 1,
-       "the no-GIL label")
+    eq(text[text.index("Peak:"):].count("(native stack: this thread did not hold the GIL)"), 0,
+       "no no-GIL label: the frames of the thread without the GIL were read from memory")
     more = report(one_trace(r), "--frames", "3").stdout.splitlines()
     block = more[more.index(lines[leaks]) + 1:][:3]
     eq(block[2], want[0], "with --frames 3, the innermost Python frame still shows")
+
+
+def test_through_the_api_only_a_thread_without_the_gil_is_native_and_labelled():
+    """GPUSHIM_PYTHON=2: frames only through the API, where the GIL is held."""
+    py = pythons()[0]
+    r = run([py, prog("train.py"), libcuda()], env=dict(py_env(), GPUSHIM_PYTHON="2"))
+    eq((r.rc, r.err), (0, ""), "the run")
+    d = report_json(one_trace(r))
+    leaks = d["leaks"]["sites"]
+    eq([(s["bytes"], s["gil"]) for s in leaks],
+       [(4 * MiB, True), (1 * MiB, True), (768 * KiB, True), (512 * KiB, False)], "leak sites")
+    eq(python_frames(leaks[0]), schedule_expectations()[0], "the weights, through the API")
+    nogil = leaks[3]
+    eq(python_frames(nogil), [], "no Python frames without the GIL")
+    check(any(f["function"] == "_PyEval_EvalFrameDefault" for f in nogil["frames"]),
+          "without the GIL, the native stack as it is, interpreter and all")
+    text = report(one_trace(r)).stdout
+    eq(text[text.index("Peak:"):].count("(native stack: this thread did not hold the GIL)"), 1,
+       "the no-GIL label")
+
+
+def test_a_layout_that_does_not_check_out_is_turned_off_and_said_once():
+    """The shim misplaces a field of the 3.11 layout on purpose
+    (GPUSHIM_TEST_BREAK_PYLAYOUT): 1, the first line (frames that read, with
+    wrong lines); 2, the file name (a str, the function's name). The first
+    event with the GIL compares what memory says with the API: it differs,
+    reading from memory is turned off with one line on stderr, and every
+    frame recorded is the API's: right, where the GIL is held."""
+    py = pythons()[0]
+    if version(py) != (3, 11):
+        return
+    for broken in ("1", "2"):
+        r = run([py, prog("train.py"), libcuda()],
+                env=dict(py_env(), GPUSHIM_TEST_BREAK_PYLAYOUT=broken))
+        eq(r.rc, 0, f"{broken}: exit status")
+        eq(r.err.splitlines(), [f"gpushim: Python {platform_version(py)}: its frames read from memory "
+                                "differ from what its API says; Python frames are now recorded only "
+                                "where a thread holds the GIL"], f"{broken}: said once")
+        d = report_json(one_trace(r))
+        weights, _, _, cache = schedule_expectations()
+        leaks = d["leaks"]["sites"]
+        eq([(s["bytes"], s["gil"]) for s in leaks],
+           [(4 * MiB, True), (1 * MiB, True), (768 * KiB, True), (512 * KiB, False)],
+           f"{broken}: leak sites")
+        eq(python_frames(leaks[0]), weights, f"{broken}: the weights, all four from the API")
+        eq(python_frames(leaks[2]), cache, f"{broken}: the cache")
+        eq(python_frames(leaks[3]), [], f"{broken}: nothing read from memory after")
+
+
+def platform_version(py):
+    return subprocess.run([py, "-c", "import platform; print(platform.python_version())"],
+                          capture_output=True, text=True).stdout.strip()
 
 
 def test_native_view_merges_sites_as_before():

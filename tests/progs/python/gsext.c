@@ -1,0 +1,174 @@
+/*
+ * gsext.c - a CPython extension module that allocates device memory the way
+ * PyTorch's bindings do: the GIL released around the driver call.
+ *
+ * PyTorch's generated bindings wrap every op's dispatch in
+ * `pybind11::gil_scoped_release no_gil;` (tools/autograd/gen_python_functions.py
+ * emits it into each generated `dispatch_*` lambda), and the tensor
+ * constructors do the same (torch/csrc/utils/tensor_new.cpp, new_with_sizes),
+ * so the caching allocator reaches cudaMalloc with the GIL released. Here
+ * Py_BEGIN_ALLOW_THREADS / Py_END_ALLOW_THREADS stand for them, and the
+ * driver is the simulated one (build/sim/libcuda.so.1), linked directly.
+ *
+ * Backward runs on the autograd engine's own threads, which never hold the
+ * GIL while the Python thread that called backward() waits
+ * (torch/csrc/autograd/engine.cpp: Engine::thread_init names each device
+ * thread "pt_autograd_" + device with c10::setThreadName; the caller blocks
+ * in execute() with the GIL released by python_engine.cpp). pool_alloc does
+ * that: a thread of its own named pt_autograd_0 allocates while the caller
+ * waits without the GIL.
+ *
+ * Built by tests/integration/test_python_nogil.py against each interpreter's
+ * own headers (sysconfig), linked with the simulated driver.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <pthread.h>
+#include <stdint.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st *CUcontext;
+CUresult cuInit(unsigned flags);
+CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev);
+CUresult cuCtxSetCurrent(CUcontext ctx);
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t size);
+CUresult cuMemFree_v2(CUdeviceptr p);
+
+static CUcontext ctx;
+
+static PyObject *failed(const char *what, CUresult rc)
+{
+    PyErr_Format(PyExc_RuntimeError, "%s failed: %d", what, rc);
+    return NULL;
+}
+
+/* The device's primary context, current on the calling thread. */
+static CUresult use_ctx(void)
+{
+    if (!ctx) {
+        CUresult rc = cuInit(0);
+        if (rc == 0)
+            rc = cuDevicePrimaryCtxRetain(&ctx, 0);
+        if (rc != 0)
+            return rc;
+    }
+    return cuCtxSetCurrent(ctx);
+}
+
+static CUresult alloc_without_gil(size_t size, CUdeviceptr *p)
+{
+    CUresult rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = use_ctx();
+    if (rc == 0)
+        rc = cuMemAlloc_v2(p, size);
+    Py_END_ALLOW_THREADS
+    return rc;
+}
+
+/* alloc(size) -> address: the GIL released around the driver call. */
+static PyObject *gs_alloc(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    size_t size = PyLong_AsSize_t(arg);
+    if (size == (size_t)-1 && PyErr_Occurred())
+        return NULL;
+    CUdeviceptr p = 0;
+    CUresult rc = alloc_without_gil(size, &p);
+    return rc ? failed("cuMemAlloc_v2", rc) : PyLong_FromUnsignedLongLong(p);
+}
+
+/* alloc_with_gil(size) -> address: the GIL kept, as ctypes.PyDLL does. */
+static PyObject *gs_alloc_with_gil(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    size_t size = PyLong_AsSize_t(arg);
+    if (size == (size_t)-1 && PyErr_Occurred())
+        return NULL;
+    CUdeviceptr p = 0;
+    CUresult rc = use_ctx();
+    if (rc == 0)
+        rc = cuMemAlloc_v2(&p, size);
+    return rc ? failed("cuMemAlloc_v2", rc) : PyLong_FromUnsignedLongLong(p);
+}
+
+/* free(address): the GIL released. */
+static PyObject *gs_free(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    CUdeviceptr p = PyLong_AsUnsignedLongLong(arg);
+    if (PyErr_Occurred())
+        return NULL;
+    CUresult rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = use_ctx();
+    if (rc == 0)
+        rc = cuMemFree_v2(p);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return failed("cuMemFree_v2", rc);
+    Py_RETURN_NONE;
+}
+
+struct pool_job {
+    size_t size;
+    unsigned n;
+    CUdeviceptr *out;
+    CUresult rc;
+};
+
+static void *engine_thread(void *arg)
+{
+    struct pool_job *job = arg;
+    pthread_setname_np(pthread_self(), "pt_autograd_0");
+    job->rc = use_ctx();
+    for (unsigned i = 0; job->rc == 0 && i < job->n; i++)
+        job->rc = cuMemAlloc_v2(&job->out[i], job->size);
+    return NULL;
+}
+
+/* pool_alloc(size, n) -> [addresses]: n allocations made by a thread named
+ * like PyTorch's autograd engine thread, the caller waiting without the GIL. */
+static PyObject *gs_pool_alloc(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_ssize_t size, n;
+    if (!PyArg_ParseTuple(args, "nn", &size, &n) || size < 0 || n < 0 || n > 1024) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "size >= 0, 0 <= n <= 1024");
+        return NULL;
+    }
+    CUdeviceptr out[1024];
+    struct pool_job job = {(size_t)size, (unsigned)n, out, 0};
+    pthread_t t;
+    int err;
+    Py_BEGIN_ALLOW_THREADS
+    err = pthread_create(&t, NULL, engine_thread, &job);
+    if (err == 0)
+        pthread_join(t, NULL);
+    Py_END_ALLOW_THREADS
+    if (err != 0)
+        return failed("pthread_create", err);
+    if (job.rc != 0)
+        return failed("cuMemAlloc_v2 on the engine thread", job.rc);
+    PyObject *list = PyList_New(n);
+    for (Py_ssize_t i = 0; list && i < n; i++)
+        PyList_SET_ITEM(list, i, PyLong_FromUnsignedLongLong(out[i]));
+    return list;
+}
+
+static PyMethodDef methods[] = {
+    {"alloc", gs_alloc, METH_O, "alloc(size): device memory, the GIL released"},
+    {"alloc_with_gil", gs_alloc_with_gil, METH_O, "alloc_with_gil(size): the GIL kept"},
+    {"free", gs_free, METH_O, "free(address), the GIL released"},
+    {"pool_alloc", gs_pool_alloc, METH_VARARGS,
+     "pool_alloc(size, n): n allocations on a thread named pt_autograd_0"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "gsext", NULL, -1, methods,
+                                    NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit_gsext(void) { return PyModule_Create(&module); }
