@@ -15,10 +15,17 @@
 #if PY_MINOR_VERSION >= 11
 #include <internal/pycore_code.h>
 #include <internal/pycore_frame.h>
+#else
+#include <frameobject.h>
 #endif
 #endif
 
 #include "../../shim/pyread.h"
+
+#if defined GS_PYTHON_HEADERS && PY_MINOR_VERSION >= 13
+#include <dlfcn.h>
+static void *sym(const char *name) { return dlsym(RTLD_DEFAULT, name); }
+#endif
 
 #define SAME(field, value) cr_assert_eq(l->field, (int)(value), #field ": %d, the headers say %d", \
                                         l->field, (int)(value))
@@ -28,10 +35,19 @@ Test(pylayout, written_in_layout_is_the_installed_interpreters)
 #ifndef GS_PYTHON_HEADERS
     cr_skip_test("no Python headers (python3-dev) on this machine");
 #else
-#if PY_MINOR_VERSION < 9 || PY_MINOR_VERSION > 12
-    cr_skip_test("Python 3.%d: its layout comes from its debug offsets", PY_MINOR_VERSION);
+#if PY_MINOR_VERSION < 9
+    cr_skip_test("Python 3.%d: its frames are not read", PY_MINOR_VERSION);
+#else
+#if PY_MINOR_VERSION >= 13
+    /* What the shim makes of the debug offsets of the libpython this test
+     * is linked with (built by tests/integration/test_python_layout.py). */
+    struct gs_pylayout from_runtime;
+    const char *why = NULL;
+    cr_assert_eq(gs_pylayout_init(&from_runtime, PY_MINOR_VERSION, sym, &why), 0, "%s", why);
+    const struct gs_pylayout *l = &from_runtime;
 #else
     const struct gs_pylayout *l = gs_pylayout_builtin(PY_MINOR_VERSION);
+#endif
     cr_assert_not_null(l, "a layout for 3.%d", PY_MINOR_VERSION);
     SAME(minor, PY_MINOR_VERSION);
     SAME(ob_type, offsetof(PyObject, ob_type));
@@ -43,7 +59,22 @@ Test(pylayout, written_in_layout_is_the_installed_interpreters)
     SAME(uni_ascii_size, sizeof(PyASCIIObject));
     SAME(uni_compact_size, sizeof(PyCompactUnicodeObject));
     SAME(bytes_sval, offsetof(PyBytesObject, ob_sval));
-#if PY_MINOR_VERSION >= 11
+#if PY_MINOR_VERSION >= 13
+    SAME(ts_frame, offsetof(PyThreadState, current_frame));
+    SAME(ts_cframe, -1);
+    SAME(fr_previous, offsetof(_PyInterpreterFrame, previous));
+    SAME(fr_code, offsetof(_PyInterpreterFrame, f_executable));
+    SAME(fr_instr, offsetof(_PyInterpreterFrame, instr_ptr));
+    SAME(fr_owner, offsetof(_PyInterpreterFrame, owner));
+    SAME(owner_generator, FRAME_OWNED_BY_GENERATOR);
+    SAME(co_name, offsetof(PyCodeObject, co_qualname));
+    SAME(co_linetable, offsetof(PyCodeObject, co_linetable));
+    SAME(co_code, offsetof(PyCodeObject, co_code_adaptive));
+    SAME(co_firsttraceable, offsetof(PyCodeObject, _co_firsttraceable));
+    cr_assert_eq(l->lines, GS_PYLINES_LOCATIONS);
+    cr_assert(l->owner_skip >> FRAME_OWNED_BY_CSTACK & 1, "C stack frames skipped");
+    cr_assert_eq(l->owner_skip & 7u, 0u, "thread, generator and frame object frames read");
+#elif PY_MINOR_VERSION >= 11
     SAME(ts_cframe, offsetof(PyThreadState, cframe));
     SAME(cframe_frame, offsetof(_PyCFrame, current_frame));
     SAME(fr_previous, offsetof(_PyInterpreterFrame, previous));
