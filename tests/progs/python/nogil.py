@@ -1,7 +1,8 @@
 """nogil.py - allocations made with the GIL released, from every shape of
 Python code (shapes.py), from the main thread and several threading
 threads at once while another thread churns objects with finalizers to
-force collections, from a forked child, and from a C thread named like
+force collections and makes frame objects of the other threads' frames,
+from a forked child, and from a C thread named like
 PyTorch's autograd engine thread; each site allocates a size of its own
 and keeps it, so a report finds each by its bytes:
 
@@ -23,6 +24,7 @@ import gc
 import os
 import sys
 import threading
+import traceback
 
 import gsext
 import shapes
@@ -45,10 +47,14 @@ class Finalized:
 
 
 def churn(stop):
+    """Collections that run finalizers, and frame objects made of the other
+    threads' frames (sys._current_frames, tracebacks), while they allocate."""
     while not stop.is_set():
         for _ in range(200):
             Finalized()
         gc.collect()
+        for frame in sys._current_frames().values():
+            traceback.extract_stack(frame)
 
 
 def worker(k, start, kept):
