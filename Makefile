@@ -8,7 +8,7 @@
 #   make check-valgrind  the multi-threaded tests under valgrind's memcheck
 #   make demo          a simulated training job under the shim, then its report
 #   make bench         recording and analysis cost, side by side with heaptrack
-#   make bench-python  what recording Python frames costs per allocation
+#   make bench-python  what recording Python frames costs per allocation, GIL held and released
 #   make fuzz          libFuzzer over the trace reader and every export (clang;
 #                      FUZZ_SECONDS per target, default 60)
 #   make fuzz-regress  each fuzz target once over its seed corpus and its crashes

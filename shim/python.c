@@ -108,7 +108,7 @@ static void *sym(const char *name) { return gs_real_dlsym(RTLD_DEFAULT, name); }
 
 /* ---- reading frames from memory: whether, and how far it is trusted ---- */
 
-#define CHECKED_WALKS 64       /* walks with checked loads before plain ones */
+#define CHECKED_WALKS 8        /* walks with checked loads before plain ones */
 #define CROSS_CHECKS 16        /* events with the GIL compared with the API first, */
 #define CROSS_CHECK_EVERY 1024 /* then one in so many */
 

@@ -1,8 +1,10 @@
 """py_workload.py - N allocations and frees of the simulated driver from
-Python through ctypes.PyDLL (which keeps the GIL, so the shim records the
-Python frames), DEPTH Python frames deep, for bench_python.py.
+Python through ctypes, DEPTH Python frames deep, for bench_python.py: with
+GIL "held", through ctypes.PyDLL, which keeps the GIL around the call; with
+"released", through ctypes.CDLL, which releases it, as PyTorch's bindings
+do before an op allocates.
 
-Usage: py_workload.py LIBCUDA N DEPTH. Prints the seconds the loop took
+Usage: py_workload.py LIBCUDA N DEPTH held|released. Prints the seconds the loop took
 (the interpreter's start-up left out): wall clock, and CPU time of the
 thread that ran it (what the program's own thread paid, less the noise of
 a shared machine).
@@ -12,8 +14,8 @@ import sys
 import time
 
 
-def load(path):
-    lib = ctypes.PyDLL(path)
+def load(path, gil):
+    lib = (ctypes.PyDLL if gil == "held" else ctypes.CDLL)(path)
     lib.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
     lib.cuMemFree_v2.argtypes = [ctypes.c_uint64]
     lib.cuDevicePrimaryCtxRetain.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int]
@@ -45,7 +47,7 @@ def loop(lib, n, depth):
 
 
 def main():
-    lib = load(sys.argv[1])
+    lib = load(sys.argv[1], sys.argv[4])
     n, depth = int(sys.argv[2]), int(sys.argv[3])
     t, c = time.perf_counter(), time.thread_time()
     loop(lib, n, depth - 4)  # alloc_free, nest, loop, main and <module> make 4 + 1 more
