@@ -7,6 +7,7 @@
 #   make check-tsan    the multi-threaded tests under ThreadSanitizer (build/tsan)
 #   make check-valgrind  the multi-threaded tests under valgrind's memcheck
 #   make demo          a simulated training job under the shim, then its report
+#   make demo-python   examples/pytorch_leak.py's loop without a GPU (examples/sim_torch)
 #   make bench         recording and analysis cost, side by side with heaptrack
 #   make bench-python  what recording Python frames costs per allocation, GIL held and released
 #   make fuzz          libFuzzer over the trace reader and every export (clang;
@@ -64,7 +65,8 @@ UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_DEPS:%.c=$(BUILD)/obj/%.o)
 PROGS := $(PROG_SRC:tests/progs/%.c=$(BUILD)/progs/%)
 SIM := $(BUILD)/sim/libcuda.so.1 $(BUILD)/sim/libcudart.so.13
 
-.PHONY: all deps test-deps test check check-tsan check-valgrind unit integration demo bench bench-python \
+.PHONY: all deps test-deps test check check-tsan check-valgrind unit integration demo demo-python \
+        bench bench-python \
         install uninstall clean sim progs fuzz fuzz-build fuzz-regress fuzz-corpus
 all: $(BUILD)/libgpushim.so $(BUILD)/gpushim
 
@@ -116,7 +118,7 @@ NVCC_PROGS := $(if $(NVCC),$(BUILD)/progs/real_cudart $(BUILD)/examples/cuda_lea
 FRAMEWORK_STUBS := $(addprefix $(BUILD)/progs/fw/,libc10_cuda.so xla_extension.so libtensorflow_framework.so.2)
 progs: $(PROGS) $(BUILD)/progs/libgsplugin.so $(BUILD)/progs/libgsrtplugin.so \
 	$(BUILD)/progs/libgsnext.so $(NVCC_PROGS) $(BUILD)/examples/sim_training $(BUILD)/bench/bench_workload \
-	$(FRAMEWORK_STUBS)
+	$(FRAMEWORK_STUBS) $(if $(wildcard $(PY_INCLUDE)/Python.h),$(SIMTENSOR))
 $(FRAMEWORK_STUBS): tests/progs/plugin/framework_stub.c $(SIM)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -fPIC -shared -o $@ $< $(LDFLAGS) -L$(BUILD)/sim -lcuda
@@ -274,6 +276,19 @@ fuzz-corpus: all progs
 # ---- for people ----
 demo: deps all $(BUILD)/examples/sim_training
 	@sh examples/run_demo.sh $(BUILD)
+
+# The PyTorch leak example without a GPU (examples/sim_torch): its tensors
+# are a C extension built against python3's headers (python3-dev).
+PY_EXT_SUFFIX := $(shell python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
+SIMTENSOR := $(BUILD)/examples/python/simtensor$(PY_EXT_SUFFIX)
+$(SIMTENSOR): examples/sim_torch/simtensor.c $(SIM)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -isystem $(PY_INCLUDE) -fPIC -shared -o $@ $< $(LDFLAGS) -L$(BUILD)/sim \
+		-Wl,-rpath,'$$ORIGIN/../../sim' -lcuda
+demo-python: all
+	@sh scripts/install-deps.sh python
+	@$(MAKE) --no-print-directory $(SIMTENSOR)
+	@sh examples/run_demo_python.sh $(BUILD)
 
 bench: all $(BUILD)/bench/bench_workload
 	python3 tests/bench/bench.py --build $(BUILD)

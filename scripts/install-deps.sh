@@ -4,7 +4,8 @@
 #   run:    libunwind (opened at run time for call stacks)
 #   tests:  Criterion, python3
 # With the argument "test" (make test), also what only the tests use: the
-# tools that read gpushim's exports, which the tests check them with.
+# tools that read gpushim's exports, which the tests check them with; with
+# "python" (make demo-python), the Python headers its extension needs.
 # As root with apt-get, missing packages are installed; otherwise the exact
 # command to install them is printed and the script fails.
 set -eu
@@ -16,6 +17,8 @@ need="make gcc zlib1g-dev libdw-dev libelf-dev libunwind8 libcriterion-dev pytho
 test_only="golang-go chromium valgrind python3-dev"
 if [ "${1:-}" = test ]; then
     need="$need $test_only"
+elif [ "${1:-}" = python ]; then
+    need="$need python3-dev" # make demo-python: its extension module
 fi
 missing=""
 for p in $need; do

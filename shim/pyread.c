@@ -32,17 +32,18 @@
 
 /* ---- loads ---- */
 
-static int pipe_fds[2] = {-1, -1};
-
-/* Copies n bytes at src through a pipe: write() fails with EFAULT where
- * src is not readable. */
+/* Copies n bytes at src through a pipe of its own (none is kept: a forked
+ * child must not share it): write() fails with EFAULT where src is not
+ * readable. */
 static int pipe_read(void *dst, const void *src, size_t n)
 {
-    if (pipe_fds[0] < 0 && pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0)
+    int fds[2];
+    if (n > 4096 || pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
         return -1;
-    if (write(pipe_fds[1], src, n) != (ssize_t)n)
-        return -1;
-    return read(pipe_fds[0], dst, n) == (ssize_t)n ? 0 : -1;
+    int ok = write(fds[1], src, n) == (ssize_t)n && read(fds[0], dst, n) == (ssize_t)n;
+    close(fds[0]);
+    close(fds[1]);
+    return ok ? 0 : -1;
 }
 
 static int checked_read(void *dst, const void *src, size_t n)

@@ -142,3 +142,37 @@ def test_ctypes_cdll_loop_has_its_two_lines_and_the_leak_as_suspect():
     eq([python_frames(s) for s in suspects], [leak], "the kept line is the one suspect")
     text = report(one_trace(r)).stdout
     check("did not hold the GIL" not in text, "no no-GIL label")
+
+
+def test_the_sim_torch_example_leads_with_the_line_that_keeps_the_tensors():
+    """examples/sim_torch/leak.py (make demo-python): pytorch_leak.py's loop,
+    its tensors allocated with the GIL released."""
+    ext = os.path.join(E.build, "examples", "python")
+    check(os.path.isdir(ext) and any(f.startswith("simtensor") for f in os.listdir(ext)),
+          "the example's extension was built (python3-dev)")
+    example = os.path.join(os.path.dirname(PROGS), "..", "..", "examples", "sim_torch", "leak.py")
+    example = os.path.realpath(example)
+    py = pythons()[0]
+    r = run([py, example], env=dict(py_env(), PYTHONPATH=ext))
+    eq((r.rc, r.out, r.err), (0, "50 steps\n", ""), "the run")
+    d = report_json(one_trace(r))
+
+    def line(text):
+        with open(example) as f:
+            return next(n for n, l in enumerate(f, 1) if text in l)
+
+    kept = [("Model.forward", example, line("h = Tensor(")),
+            ("train_step", example, line("loss = model.forward(x)")),
+            ("main", example, line("train_step(model, losses)")),
+            ("<module>", example, line("    main()"))]
+    suspects = d["leaks"]["suspects"]
+    check(suspects, "leak suspects")
+    eq((python_frames(suspects[0]), suspects[0]["gil"]), (kept, False),
+       "the first suspect: the activation forward() makes, kept by the loss train_step keeps")
+    top = d["peak"]["sites"][0]
+    eq((top["bytes"], top["count"], python_frames(top)), (50 * 32 * MiB, 50, kept),
+       "at the peak: 50 steps' activations, by the same line")
+    text = report(one_trace(r)).stdout
+    lead = text[text.index("Leak suspects"):].splitlines()[1:3]
+    check(f"from Model.forward  {example}:{kept[0][2]}" in lead[1],
+          f"the text report's first suspect names the line: {lead}")
