@@ -81,19 +81,22 @@ void gs_growth_on_alloc(struct gs_replay *r, size_t site, uint64_t time_ns)
         g->first_ns[site] = time_ns;
 }
 
-/* Every other sample dropped (the later of each pair kept). */
+/* Every other sample dropped, the earlier of each pair kept: the first
+ * stays the run's first, and those kept are a new width apart, as is the
+ * next one from the last kept (kept, the later of each pair would leave
+ * half a width before the next). */
 static void halve(struct gs_growth *g)
 {
     unsigned keep = g->n / 2;
     for (unsigned k = 0; k < keep; k++) {
-        g->time_ns[k] = g->time_ns[2 * k + 1];
-        g->step[k] = g->step[2 * k + 1];
-        g->layers[k] = g->layers[2 * k + 1];
+        g->time_ns[k] = g->time_ns[2 * k];
+        g->step[k] = g->step[2 * k];
+        g->layers[k] = g->layers[2 * k];
     }
     for (size_t s = 0; s < g->nsites; s++) {
         uint64_t *v = g->live + s * GS_GROWTH_SAMPLES;
         for (unsigned k = 0; k < keep; k++)
-            v[k] = v[2 * k + 1];
+            v[k] = v[2 * k];
     }
     g->n = keep;
     g->every *= 2;

@@ -14,6 +14,7 @@
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../../analyzer/analyzer.h"
 
@@ -212,12 +213,13 @@ Test(growth, a_teardown_burst_is_one_window)
 
 /*
  * 20000 steps, 60000 events 10 ns apart (0.6 ms, inside one millisecond of
- * the clock): windows of 4 events fill the 64 samples after 256 events,
- * then every other sample goes and windows of 8 follow, and so on. At the
- * end at most 64 samples remain, more than 32, a window's worth of events
- * apart (give or take the one event by which a window's quietest moment
- * may come after its first), and the sites' arrays did not grow with the
- * run.
+ * the clock): windows of 4 events fill the 64 samples after 256 events;
+ * then every other sample goes, the earlier of each pair kept, and windows
+ * of 8 follow, and so on. At the end at most 64 samples remain, the first
+ * still the run's first moment, each a window's worth of events after the
+ * one before (give or take the one event by which a window's quietest
+ * moment may come after its first), and the sites' arrays did not grow with
+ * the run.
  */
 Test(growth, a_long_fast_run_keeps_at_most_64_evenly_spread_samples)
 {
@@ -234,15 +236,57 @@ Test(growth, a_long_fast_run_keeps_at_most_64_evenly_spread_samples)
     ASSERT_U64(g->every_events, 1024, "windows of 1024 events: %llu",
                (unsigned long long)g->every_events);
     cr_assert_eq(g->n, 32 + 26 + 1, "samples: %u", g->n);
+    ASSERT_U64(g->time_ns[0], 1 * MS, "the first sample: the first event");
+    ASSERT_U64(sampled(&r, KEEP, 0), 1 * MiB, "keep then");
     for (unsigned k = 1; k < g->n; k++) {
         uint64_t apart = g->time_ns[k] - g->time_ns[k - 1];
-        cr_assert(apart >= (512 - 1) * gap && apart <= (1024 + 1) * gap,
+        cr_assert(apart >= (1024 - 1) * gap && apart <= (1024 + 1) * gap,
                   "samples %u and %u are %llu ns apart", k - 1, k, (unsigned long long)apart);
         ASSERT_U64(sampled(&r, SCRATCH, k), 0, "scratch at sample %u", k);
     }
     cr_assert_leq(g->nsites, 64, "room for %zu sites", g->nsites);
     struct gs_suspect s;
     only_keep_suspect(&r, &s);
-    ASSERT_U64(s.growth_bytes, steps * MiB - sampled(&r, KEEP, 0), "from its first sample");
+    ASSERT_U64(s.growth_bytes, (steps - 1) * MiB, "from 1 MiB at the first sample to the end");
+    gs_replay_free(&r);
+}
+
+static void mark(struct gs_replay *r, uint64_t t, const char *label)
+{
+    struct gs_revent e = {.type = GS_REC_MARK, .time_ns = t, .tid = 1, .stack_id = 7,
+                          .label = label, .label_len = strlen(label)};
+    gs_replay_event(r, &e);
+}
+
+/*
+ * With marks the samples are at the steps, and they halve the same way:
+ * 100 steps, each marked "step" before its keep. The marks of steps 1 to 64
+ * fill the samples; the 65th halves them to those of steps 1, 3, ..., 63
+ * and is taken, and from then on every other mark: 67, 69, ..., 99. Every
+ * sample is 2 steps after the one before: step 2i + 1, keep 2i MiB then.
+ */
+Test(growth, marks_halve_to_every_other_step)
+{
+    struct gs_replay r;
+    start(&r);
+    for (uint64_t s = 0; s < 100; s++) {
+        mark(&r, 1 * MS + s * MS, "step");
+        step(&r, s, 1 * MS + s * MS + 10 * US, 10 * US);
+    }
+    gs_replay_finish(&r);
+    const struct gs_growth *g = &r.growth;
+    cr_assert_eq(g->by_steps, 1, "by steps");
+    ASSERT_U64(g->every, 2, "every other step");
+    cr_assert_eq(g->n, 32 + 1 + 17, "samples: %u", g->n);
+    for (unsigned k = 0; k < g->n; k++) {
+        ASSERT_U64(g->step[k], 2 * k + 1, "sample %u's step", k);
+        ASSERT_U64(g->time_ns[k], 1 * MS + 2 * k * MS, "sample %u at its mark", k);
+        ASSERT_U64(sampled(&r, KEEP, k), 2 * k * MiB, "keep at sample %u", k);
+        ASSERT_U64(sampled(&r, SCRATCH, k), 0, "scratch at sample %u", k);
+    }
+    struct gs_suspect s;
+    only_keep_suspect(&r, &s);
+    ASSERT_U64(s.growth_bytes, 100 * MiB, "from nothing at the first mark");
+    cr_assert_float_eq(s.bytes_per_step, (double)MiB, 1e-6, "1 MiB a step: %f", s.bytes_per_step);
     gs_replay_free(&r);
 }
