@@ -46,14 +46,17 @@ SHIM_SRC := $(wildcard shim/*.c)
 ANALYZER_SRC := $(wildcard analyzer/*.c) shim/encode.c
 PROG_SRC := $(wildcard tests/progs/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
-# Pure parts of the shim and the analyzer that unit tests link directly.
+# Pure parts of the shim and the analyzer that unit tests link directly
+# (suspects.c needs sites.c, and it symbolize.c, hence libdw: the tests pass
+# no symbolizer).
 UNIT_DEPS := shim/encode.c shim/ring.c shim/stacks.c shim/tracefile.c shim/config.c \
              shim/pylines.c shim/pyread.c shim/pylayout.c \
              analyzer/decode.c analyzer/reader.c analyzer/recover.c analyzer/replay.c \
              analyzer/idmap.c \
              analyzer/json.c analyzer/checkpoint.c analyzer/pyframes.c analyzer/marks.c \
              analyzer/blocks.c analyzer/ordmap.c analyzer/timeline.c analyzer/growth.c \
-             analyzer/oom.c analyzer/protobuf.c analyzer/pickle.c
+             analyzer/oom.c analyzer/protobuf.c analyzer/pickle.c analyzer/suspects.c \
+             analyzer/sites.c analyzer/symbolize.c
 
 # The shim also runs the analyzer's decoder and replay, as the model behind
 # GPUSHIM_MAX_BYTES.
@@ -164,7 +167,7 @@ $(BUILD)/obj/tests/unit/test_pylayout.o: ALL_CFLAGS += -isystem $(PY_INCLUDE) -D
 endif
 
 $(BUILD)/unit_tests: $(UNIT_OBJ)
-	$(CC) -o $@ $(UNIT_OBJ) $(LDFLAGS) -lcriterion -lz -lpthread
+	$(CC) -o $@ $(UNIT_OBJ) $(LDFLAGS) -lcriterion -ldw -lelf -lz -lm -lpthread
 
 # The project's CUDA declarations against the toolkit's, where it is installed.
 CUDA_H := $(firstword $(wildcard /usr/local/cuda/include/cuda.h /usr/include/cuda.h))

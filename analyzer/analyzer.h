@@ -7,7 +7,7 @@
  *   decode.c        one block's records -> callbacks (also the shim's bounded model)
  *   replay.c        one streaming pass: live set, peak, sites, leaks, failures
  *   marks.c         the program's marks (include/gpushim.h): steps between them
- *   growth.c        every site's live bytes, sampled at steps or time windows
+ *   growth.c        every site's live bytes, sampled at steps or windows
  *   suspects.c      leak suspects: the sites whose live bytes keep rising
  *   oom.c           failed allocations: what the process held then, what grew before
  *   verdict.c       failed allocations: why, in one sentence with its evidence
@@ -452,15 +452,19 @@ struct gs_timeline {
 void gs_timeline_note(struct gs_timeline *t, uint64_t time_ns, uint64_t live_bytes);
 
 /* growth.c: every site's live device bytes, sampled at steps (the marks of
- * the label marked most often) or, without marks, at time windows. */
+ * the label marked most often) or, without marks, at windows of time or of
+ * events, whichever ends first. */
 #define GS_GROWTH_SAMPLES 64
 #define GS_GROWTH_WINDOW_NS 1000000ull /* the first windows: 1 ms; they widen */
+#define GS_GROWTH_WINDOW_EVENTS 4      /* ... or 4 events; they widen too */
 #define GS_GROWTH_QUIET_TAKES 8        /* a window's state taken at most so often */
 struct gs_growth {
     int enabled;         /* the analyzer's replay follows growth; the shim's does not */
     int by_steps;        /* samples are taken at marks of step_label; else at windows */
     uint32_t step_label; /* index in gs_marks.labels */
     uint64_t every;      /* steps (or ns of a window) from one sample to the next */
+    uint64_t every_events; /* windows: the most events in one */
+    uint64_t events;     /* windows: events in this one so far */
     uint64_t next_ns;    /* windows: when the next sample is due */
     int quiet;           /* windows: slot n holds the window's quietest moment so far */
     unsigned quiet_takes;

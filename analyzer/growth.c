@@ -14,14 +14,22 @@
  *     far, "the step label", which is what a training loop marks each
  *     iteration; a mark is a quiet moment, so activations that live within
  *     a step do not show;
- *   - time windows: without marks, at the quietest moment of each window
- *     (the least device memory live in it, taken at most
- *     GS_GROWTH_QUIET_TAKES times a window), which in a training loop is
- *     between two steps, as a mark would be.
+ *   - windows: without marks, at the quietest moment of each window (the
+ *     least device memory live in it, taken at most GS_GROWTH_QUIET_TAKES
+ *     times a window), which in a training loop is between two steps, as a
+ *     mark would be. A window ends at the clock's next multiple of its
+ *     width (GS_GROWTH_WINDOW_NS at first) or by its events, whichever
+ *     comes first: at its GS_GROWTH_WINDOW_EVENTS-th event (at first) or
+ *     the first after it that lifts device memory above the window's
+ *     quietest moment, so that the window holds its trough. The clock
+ *     alone gives a run of a few milliseconds a sample or two, however
+ *     many steps it made; events alone would give a slow run's idle
+ *     minutes none.
  * At most GS_GROWTH_SAMPLES samples are kept: when they are full, every
- * other one is dropped and samples are taken half as often, so memory is
- * fixed per site whatever the run's length, and the samples stay evenly
- * spread over it. Live bytes at the end of the trace are the last point.
+ * other one is dropped and samples are taken half as often (steps, or
+ * windows twice as wide in time and in events), so memory is fixed per
+ * site whatever the run's length, and the samples stay evenly spread over
+ * it. Live bytes at the end of the trace are the last point.
  *
  * suspects.c judges the samples once the pass is done.
  */
@@ -73,22 +81,26 @@ void gs_growth_on_alloc(struct gs_replay *r, size_t site, uint64_t time_ns)
         g->first_ns[site] = time_ns;
 }
 
-/* Every other sample dropped (the later of each pair kept). */
+/* Every other sample dropped, the earlier of each pair kept: the first
+ * stays the run's first, and those kept are a new width apart, as is the
+ * next one from the last kept (kept, the later of each pair would leave
+ * half a width before the next). */
 static void halve(struct gs_growth *g)
 {
     unsigned keep = g->n / 2;
     for (unsigned k = 0; k < keep; k++) {
-        g->time_ns[k] = g->time_ns[2 * k + 1];
-        g->step[k] = g->step[2 * k + 1];
-        g->layers[k] = g->layers[2 * k + 1];
+        g->time_ns[k] = g->time_ns[2 * k];
+        g->step[k] = g->step[2 * k];
+        g->layers[k] = g->layers[2 * k];
     }
     for (size_t s = 0; s < g->nsites; s++) {
         uint64_t *v = g->live + s * GS_GROWTH_SAMPLES;
         for (unsigned k = 0; k < keep; k++)
-            v[k] = v[2 * k + 1];
+            v[k] = v[2 * k];
     }
     g->n = keep;
     g->every *= 2;
+    g->every_events *= 2;
 }
 
 /* Writes the state now into sample slot g->n (made free first), without
@@ -131,17 +143,21 @@ static void restart(struct gs_growth *g, int by_steps, uint32_t label)
     g->step_label = label;
     g->steps = 0;
     g->every = by_steps ? 1 : GS_GROWTH_WINDOW_NS;
+    g->every_events = by_steps ? 0 : GS_GROWTH_WINDOW_EVENTS;
+    g->events = 0;
     g->next_ns = 0;
     g->quiet = 0;
 }
 
-/* Time windows: the window's quietest moment so far becomes its sample. */
+/* Windows: the window's quietest moment so far becomes its sample, and the
+ * next window begins. */
 static void take_quiet(struct gs_growth *g)
 {
     if (g->quiet) {
         g->n++;
         g->quiet = 0;
     }
+    g->events = 0;
 }
 
 void gs_growth_before_event(struct gs_replay *r, uint64_t time_ns)
@@ -164,13 +180,19 @@ void gs_growth_after_event(struct gs_replay *r, uint64_t time_ns)
         return;
     /* the least device memory live in the window: between two steps of a
      * training loop, when a step's tensors are gone; a few takes a window */
-    if (g->quiet && (r->live_bytes >= g->quiet_bytes || g->quiet_takes >= GS_GROWTH_QUIET_TAKES))
-        return;
-    if (write_slot(r, time_ns, 0) != 0)
-        return;
-    g->quiet_takes = g->quiet ? g->quiet_takes + 1 : 1;
-    g->quiet = 1;
-    g->quiet_bytes = r->live_bytes;
+    if ((!g->quiet || (r->live_bytes < g->quiet_bytes && g->quiet_takes < GS_GROWTH_QUIET_TAKES)) &&
+        write_slot(r, time_ns, 0) == 0) {
+        g->quiet_takes = g->quiet ? g->quiet_takes + 1 : 1;
+        g->quiet = 1;
+        g->quiet_bytes = r->live_bytes;
+    }
+    /* a window also ends by its events, so that a run too short or too fast
+     * for the clock is sampled as often as a long one: at its
+     * every_events-th event, or at the first after it that lifts device
+     * memory above the window's quietest moment (its trough behind it: a
+     * teardown that frees everything in a burst is one window, not many) */
+    if (++g->events >= g->every_events && g->quiet && r->live_bytes > g->quiet_bytes)
+        take_quiet(g);
 }
 
 void gs_growth_finish(struct gs_replay *r)

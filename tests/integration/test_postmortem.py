@@ -3,6 +3,8 @@ failed allocation (issue 6, items 1 and 2), on tests/progs/drv_growth.c:
 a training loop with one leak (log_loss, 512 KiB a step) among weights, an
 optimizer state and a cache that grow and then stop, and a last request that
 fails for a cause chosen on its command line. The figures are its schedule's.
+Also tests/progs/drv_fast_growth.c: a leak in a loop too short and fast for
+the clock alone to sample (issue 14, item 4).
 """
 import os
 
@@ -67,6 +69,31 @@ def test_suspects_by_time_windows_without_marks():
     s = j["leaks"]["suspects"][0]
     eq(s["bytes_per_step"], None, "no steps without marks")
     check(s["bytes_per_second"] > 0, f"a rate: {s}")
+
+
+def test_suspects_in_a_short_fast_run_without_marks():
+    # 20 steps in a millisecond or two: the clock's 1 ms windows alone took
+    # one or two samples, too few to judge, and the leak was no suspect. A
+    # window also ends at its 4th event, so its 60 events give at least 15
+    # samples whatever the timing, each at its window's quietest moment,
+    # when scratch's 4 MiB is freed.
+    r = run([E.prog("drv_fast_growth")])
+    eq(r.rc, 0, f"drv_fast_growth: {r.err}")
+    trace = one_trace(r)
+    j = report_json(trace)
+    g = j["leaks"]["growth"]
+    eq((g["sampled_at"], g["step_label"]), ("time", None), "without marks: windows")
+    check(g["samples"] >= 15, f"a sample at least every 4 events: {g}")
+    eq(suspects(j), [("keep_grad", 19 * MiB)],
+       "the leak alone: 1 MiB at the first sample, 20 MiB at the end; not scratch")
+    s = j["leaks"]["suspects"][0]
+    eq((s["bytes"], s["count"]), (20 * MiB, 20), "never freed")
+    eq(s["lowest_ns"], s["first_seen_ns"], "lowest at its first allocation")
+    eq(s["bytes_per_step"], None, "no steps without marks")
+    eq([f["function"] for f in s["frames"]][:2], ["keep_grad", "main"], "frames")
+    text = report(trace).stdout
+    check(f"Leak suspects: 1 call site whose live memory kept rising (sampled at {g['samples']} "
+          "moments and at the end):\n  +  19.00 MiB since " in text, f"the text: {text}")
 
 
 def test_oom_verdict_leak():
