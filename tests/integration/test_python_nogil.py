@@ -161,9 +161,9 @@ def test_the_sim_torch_example_leads_with_the_line_that_keeps_the_tensors():
         with open(example) as f:
             return next(n for n, l in enumerate(f, 1) if text in l)
 
-    kept = [("Model.forward", example, line("h = Tensor(")),
-            ("train_step", example, line("loss = model.forward(x)")),
-            ("main", example, line("train_step(model, losses)")),
+    kept = [("Model.forward", example, line("        h = Tensor(32 * MiB")),
+            ("train_step", example, line("    loss = model.forward(x)")),
+            ("main", example, line("        train_step(model, losses)")),
             ("<module>", example, line("    main()"))]
     suspects = d["leaks"]["suspects"]
     check(suspects, "leak suspects")
