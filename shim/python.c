@@ -544,17 +544,47 @@ static int holds_gil(void)
     return 1;
 }
 
-/* Through the API, the GIL held: pcs[n..max) as Python pcs; returns the
- * new count. */
-static unsigned api_walk(uint64_t *pcs, unsigned n, unsigned max)
-{
+/* A walk through the API, the GIL held: the thread's exception state kept
+ * aside, the collector off, codes_lock held; frames are new references. */
+struct api_state {
     pyobj *type, *value, *tb;
-    py.err_fetch(&type, &value, &tb);
-    int collecting = py.gc_disable ? py.gc_disable() : 0;
+    int collecting;
+};
+
+static pyobj *api_begin(struct api_state *w)
+{
+    py.err_fetch(&w->type, &w->value, &w->tb);
+    w->collecting = py.gc_disable ? py.gc_disable() : 0;
     pyobj *f = py.get_frame();
     if (f)
         py.incref(f); /* borrowed; the frames from PyFrame_GetBack are new references */
     pthread_mutex_lock(&codes_lock);
+    return f;
+}
+
+static pyobj *api_back(pyobj *f)
+{
+    pyobj *back = py.frame_back(f);
+    py.decref(f);
+    return back;
+}
+
+static void api_end(struct api_state *w, pyobj *f)
+{
+    pthread_mutex_unlock(&codes_lock);
+    if (f)
+        py.decref(f);
+    if (w->collecting > 0)
+        py.gc_enable();
+    py.err_restore(w->type, w->value, w->tb);
+}
+
+/* Through the API, the GIL held: pcs[n..max) as Python pcs; returns the
+ * new count. */
+static unsigned api_walk(uint64_t *pcs, unsigned n, unsigned max)
+{
+    struct api_state w;
+    pyobj *f = api_begin(&w);
     while (f && n < max) {
         pyobj *code = py.frame_code(f);
         uint32_t id = code ? code_id(code) : 0;
@@ -563,16 +593,9 @@ static unsigned api_walk(uint64_t *pcs, unsigned n, unsigned max)
             py.decref(code);
         if (id)
             pcs[n++] = gs_py_pc(id, line > 0 ? (uint32_t)line : 0);
-        pyobj *back = py.frame_back(f);
-        py.decref(f);
-        f = back;
+        f = api_back(f);
     }
-    pthread_mutex_unlock(&codes_lock);
-    if (f)
-        py.decref(f);
-    if (collecting > 0)
-        py.gc_enable();
-    py.err_restore(type, value, tb);
+    api_end(&w, f);
     return n;
 }
 
@@ -635,13 +658,8 @@ static int cross_check(const void *ts, int mode, unsigned max)
     enum { BATCH = 16 };
     struct gs_pyframe fr[BATCH];
     enum gs_pyread_mode how = mode == DIRECT_PLAIN ? GS_PYREAD_PLAIN : GS_PYREAD_CHECKED;
-    pyobj *type, *value, *tb;
-    py.err_fetch(&type, &value, &tb);
-    int collecting = py.gc_disable ? py.gc_disable() : 0;
-    pyobj *f = py.get_frame();
-    if (f)
-        py.incref(f);
-    pthread_mutex_lock(&codes_lock);
+    struct api_state w;
+    pyobj *f = api_begin(&w);
     const void *next = NULL;
     unsigned seen = 0;
     int same = 1;
@@ -666,21 +684,14 @@ static int cross_check(const void *ts, int mode, unsigned max)
                    same_str(code, py.function_attr, fr[i].name, fr[i].name_len, fr[i].name_kind);
             if (code)
                 py.decref(code);
-            pyobj *back = py.frame_back(f);
-            py.decref(f);
-            f = back;
+            f = api_back(f);
         }
         if ((unsigned)k < want)
             break;
     }
     if (same && seen < max && f)
         same = 0; /* fewer frames in memory than the API shows */
-    pthread_mutex_unlock(&codes_lock);
-    if (f)
-        py.decref(f);
-    if (collecting > 0)
-        py.gc_enable();
-    py.err_restore(type, value, tb);
+    api_end(&w, f);
     return same;
 }
 
