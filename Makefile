@@ -41,6 +41,12 @@ ALL_CFLAGS += $(SANFLAGS)
 LDFLAGS += $(SANFLAGS)
 endif
 
+# python3's headers (python3-dev) and extension suffix: test_pylayout.c
+# compares the written-in layouts with them; examples/sim_torch's extension.
+PY_INCLUDE := $(shell python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
+PY_EXT_SUFFIX := $(shell python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
+SIMTENSOR := $(BUILD)/examples/python/simtensor$(PY_EXT_SUFFIX)
+
 SHIM_SRC := $(wildcard shim/*.c)
 # The analyzer also encodes: it turns a dead process's ring entries into records.
 ANALYZER_SRC := $(wildcard analyzer/*.c) shim/encode.c
@@ -159,9 +165,6 @@ $(BUILD)/bench/bench_workload: tests/bench/bench_workload.c $(SIM)
 		-Wl,-rpath,'$$ORIGIN/../sim' -lcuda
 
 # ---- tests ----
-# test_pylayout.c compares the written-in layouts with the python3's own
-# headers, where python3-dev installed them.
-PY_INCLUDE := $(shell python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
 ifneq ($(wildcard $(PY_INCLUDE)/internal/pycore_frame.h),)
 $(BUILD)/obj/tests/unit/test_pylayout.o: ALL_CFLAGS += -isystem $(PY_INCLUDE) -DGS_PYTHON_HEADERS
 endif
@@ -282,8 +285,6 @@ demo: deps all $(BUILD)/examples/sim_training
 
 # The PyTorch leak example without a GPU (examples/sim_torch): its tensors
 # are a C extension built against python3's headers (python3-dev).
-PY_EXT_SUFFIX := $(shell python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
-SIMTENSOR := $(BUILD)/examples/python/simtensor$(PY_EXT_SUFFIX)
 $(SIMTENSOR): examples/sim_torch/simtensor.c $(SIM)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -isystem $(PY_INCLUDE) -fPIC -shared -o $@ $< $(LDFLAGS) -L$(BUILD)/sim \
