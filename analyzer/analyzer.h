@@ -16,6 +16,7 @@
  *   checkpoint.c    the replay state as trace records, and back (rotated traces)
  *   sites.c         stacks -> trimmed, symbolized call sites (symbolize.c)
  *   pyframes.c      Python frames in call sites, in place of the interpreter's
+ *   autograd.c      PyTorch's autograd frames in the user's terms ("backward of mul")
  *   report_text.c   the report for people
  *   report_json.c   the report for programs (json.c writes the syntax)
  *   export.c        gpushim export (export_pprof.c and protobuf.c: pprof;
@@ -732,6 +733,13 @@ void gs_py_frame(const struct gs_replay *r, uint64_t pc, struct gs_frame *out);
  * how many native frames come before the first Python one. */
 size_t gs_py_merge(const struct gs_frame *native, size_t nn, const struct gs_frame *py,
                    size_t np, struct gs_frame *out, size_t *before);
+
+/* ---- autograd.c ---- */
+/* Whether function (a symbolized name, mangled or not) is the apply of one
+ * of PyTorch's generated backward nodes: 1 and its operator's name in out
+ * ("torch::autograd::generated::MulBackward0::apply(...)" -> "mul"), or 0
+ * (also when out cannot hold it). */
+int gs_autograd_backward_of(const char *function, char *out, size_t outsz);
 
 /* ---- sites.c ---- */
 /* How a report shows stacks. */
