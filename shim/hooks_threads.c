@@ -12,6 +12,11 @@
  * writing its /proc comm file, so prctl alone would not catch it). prctl is
  * variadic: its four further arguments are passed on as glibc's own prctl
  * reads them, as unsigned longs.
+ *
+ * A library preloaded before the shim that wraps these too (the sanitizers'
+ * runtimes do) looks the next definition up with dlsym(RTLD_NEXT); the
+ * exported dlsym gives it these wrappers, by hidden names (dlsym_hook.c),
+ * so a rename through it is still counted.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -39,7 +44,7 @@ static void *real_fn(void **cache, const char *name)
     return p;
 }
 
-GS_EXPORT int pthread_setname_np(pthread_t thread, const char *name)
+int gs_setname_wrapper(pthread_t thread, const char *name)
 {
     static void *cache;
     setname_fn real = (setname_fn)real_fn(&cache, "pthread_setname_np");
@@ -51,14 +56,10 @@ GS_EXPORT int pthread_setname_np(pthread_t thread, const char *name)
     return r;
 }
 
-GS_EXPORT int prctl(int option, ...)
+static int prctl5(int option, unsigned long a2, unsigned long a3, unsigned long a4,
+                  unsigned long a5)
 {
     static void *cache;
-    va_list ap;
-    va_start(ap, option);
-    unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long),
-                  a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
-    va_end(ap);
     prctl_fn real = (prctl_fn)real_fn(&cache, "prctl");
     if (!real) {
         errno = ENOSYS;
@@ -68,4 +69,31 @@ GS_EXPORT int prctl(int option, ...)
     if (option == PR_SET_NAME && r == 0)
         gs_thread_renamed();
     return r;
+}
+
+#define PRCTL_ARGS(option)                                                                         \
+    va_list ap;                                                                                    \
+    va_start(ap, option);                                                                          \
+    unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long),                  \
+                  a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);                  \
+    va_end(ap)
+
+int gs_prctl_wrapper(int option, ...)
+{
+    PRCTL_ARGS(option);
+    return prctl5(option, a2, a3, a4, a5);
+}
+
+/* The exports: the same, under the names the program calls (the wrappers
+ * above are what a lookup hands out, by addresses no other definition of
+ * these names can stand in for). */
+GS_EXPORT int pthread_setname_np(pthread_t thread, const char *name)
+{
+    return gs_setname_wrapper(thread, name);
+}
+
+GS_EXPORT int prctl(int option, ...)
+{
+    PRCTL_ARGS(option);
+    return prctl5(option, a2, a3, a4, a5);
 }

@@ -28,6 +28,7 @@
 #ifndef GPUSHIM_SHIM_H
 #define GPUSHIM_SHIM_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -182,6 +183,10 @@ void gs_record_block(enum gs_record_type type, uint64_t addr, uint64_t size);
 /* A thread was renamed (hooks_threads.c): every thread reads its name
  * again at its next event. Keeps errno. */
 void gs_thread_renamed(void);
+/* hooks_threads.c: our pthread_setname_np and prctl, by names no other
+ * definition can stand in for. */
+__attribute__((visibility("hidden"))) int gs_setname_wrapper(pthread_t thread, const char *name);
+__attribute__((visibility("hidden"))) int gs_prctl_wrapper(int option, ...);
 /* Around fork (writer.c): the stack table's lock, and the child's reset. */
 void gs_record_lock(void);
 void gs_record_unlock(void);
