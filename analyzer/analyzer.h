@@ -748,12 +748,28 @@ enum gs_stack_view {
     GS_VIEW_NATIVE,     /* native frames alone (report --native) */
 };
 
+/* The threads that allocated at a reported site, by name (merged from the
+ * raw sites it stands for): most allocations first once sorted. */
+#define GS_TALLY_THREADS 8
+struct gs_thread_tally {
+    unsigned n;
+    uint32_t name[GS_TALLY_THREADS]; /* gs_replay_thread_name */
+    uint64_t allocs[GS_TALLY_THREADS];
+    uint64_t other; /* allocations by threads of other names */
+};
+/* Adds a raw site's threads; the name of one thread (1 allocation). */
+void gs_tally_add_site(struct gs_thread_tally *t, const struct gs_site *s);
+void gs_tally_add(struct gs_thread_tally *t, uint32_t name, uint64_t allocs);
+/* Most allocations first (then the name first seen in the trace). */
+void gs_tally_sort(struct gs_thread_tally *t);
+
 /* A call site as reported: sites whose stacks are the same after trimming
  * the shim's and the CUDA libraries' frames are merged. */
 struct gs_report_site {
     uint64_t bytes, count;
     uint32_t stack_id; /* a representative stack */
     uint32_t api;      /* the API its first allocation was made with */
+    struct gs_thread_tally threads; /* sorted */
 };
 
 /* What a site is ranked by: what it held at the peak, what it never freed,
@@ -787,6 +803,11 @@ uint64_t gs_site_key(const struct gs_replay *r, struct gs_symbolizer *sym,
 /* A frame in a few words: "function (file.c:12)", "function", or
  * "0x1234 (module path)" when the function is unknown. */
 void gs_frame_name(const struct gs_frame *f, char *buf, size_t sz);
+/* The operator whose backward the stack was running in PyTorch's autograd
+ * (autograd.c), from its innermost native frame that says: 1 and the
+ * operator's name in out ("mul"), or 0. */
+int gs_site_backward_of(const struct gs_replay *r, struct gs_symbolizer *sym, uint32_t stack_id,
+                        char *out, size_t outsz);
 /* A site in a few words: its innermost two frames as gs_frame_name says
  * them, "f (a.c:3) from g (a.c:9)". */
 void gs_site_where(const struct gs_replay *r, struct gs_symbolizer *sym, enum gs_stack_view view,
@@ -837,6 +858,7 @@ struct gs_suspect {
     unsigned rising, intervals; /* of the second half's intervals, how many rose */
     unsigned npoints;          /* its live bytes at each sample, then at the end */
     uint64_t v[GS_GROWTH_SAMPLES + 1];
+    struct gs_thread_tally threads; /* sorted */
 };
 /* The suspects, most growth first (caller frees *out). */
 size_t gs_growth_suspects(const struct gs_replay *r, struct gs_symbolizer *sym,
