@@ -62,7 +62,7 @@ UNIT_DEPS := shim/encode.c shim/ring.c shim/stacks.c shim/tracefile.c shim/confi
              analyzer/json.c analyzer/checkpoint.c analyzer/pyframes.c analyzer/marks.c \
              analyzer/blocks.c analyzer/ordmap.c analyzer/timeline.c analyzer/growth.c \
              analyzer/oom.c analyzer/protobuf.c analyzer/pickle.c analyzer/suspects.c \
-             analyzer/sites.c analyzer/symbolize.c
+             analyzer/sites.c analyzer/symbolize.c analyzer/autograd.c
 
 # The shim also runs the analyzer's decoder and replay, as the model behind
 # GPUSHIM_MAX_BYTES.

@@ -16,6 +16,7 @@
  *   checkpoint.c    the replay state as trace records, and back (rotated traces)
  *   sites.c         stacks -> trimmed, symbolized call sites (symbolize.c)
  *   pyframes.c      Python frames in call sites, in place of the interpreter's
+ *   autograd.c      PyTorch's autograd frames in the user's terms ("backward of mul")
  *   report_text.c   the report for people
  *   report_json.c   the report for programs (json.c writes the syntax)
  *   export.c        gpushim export (export_pprof.c and protobuf.c: pprof;
@@ -130,6 +131,9 @@ struct gs_reader_ops {
      * as it stands in the trace. Returns 0, or -1 when it is damaged (the
      * reader counts it in damaged_records). May be NULL: skipped. */
     int (*checkpoint)(void *ctx, uint8_t type, const uint8_t *payload, size_t len);
+    /* A thread's name (GS_REC_THREAD): NUL-terminated, valid during the
+     * callback. May be NULL: skipped. */
+    void (*thread)(void *ctx, uint32_t tid, const char *name);
 };
 
 struct gs_trace_info {
@@ -234,6 +238,8 @@ uint64_t gs_decode_block(const uint8_t *raw, size_t len, const struct gs_reader_
 #define GS_RECENT_FREES 256 /* frees a FREE_FAILED may still undo */
 #define GS_MAX_FAILURES 10000 /* failed allocations kept with their details */
 
+#define GS_SITE_THREADS GS_CKPT_SITE_THREADS /* thread names a site counts apart */
+
 struct gs_site {
     uint32_t stack_id;
     uint32_t kind;
@@ -243,6 +249,12 @@ struct gs_site {
     uint64_t peak_bytes, peak_count;  /* at the process's device peak */
     uint64_t saved_bytes, saved_count;
     uint64_t saved_epoch;
+    /* the threads that allocated there, by name: the first GS_SITE_THREADS
+     * names, each with its allocations, then those of any other name;
+     * allocations of threads the trace never named are not counted */
+    uint32_t thread[GS_SITE_THREADS]; /* a name (gs_replay_thread_name); 0: none */
+    uint64_t thread_allocs[GS_SITE_THREADS];
+    uint64_t other_thread_allocs;
 };
 
 struct gs_failure {
@@ -252,6 +264,7 @@ struct gs_failure {
     uint64_t requested, free_bytes, total_bytes;
     uint64_t process_live_bytes; /* device bytes this process held then, on that device */
     uint32_t stack_id;
+    uint32_t thread; /* the name of its thread (gs_replay_thread_name); 0: not known */
 };
 
 struct gs_device_usage {
@@ -287,6 +300,12 @@ struct gs_module {
     uint8_t build_id[GS_MAX_BUILD_ID];
     size_t build_id_len;
     int is_runtime; /* the shim or a CUDA library: trimmed from call sites */
+};
+
+/* A thread the trace named (GS_REC_THREAD), with its latest name. */
+struct gs_thread {
+    uint32_t tid;
+    uint32_t name; /* gs_replay_thread_name */
 };
 
 /* A Python code object the stacks name (GS_REC_PYCODE). */
@@ -511,6 +530,14 @@ struct gs_replay {
     struct gs_idmap *pycodes_by_id; /* id -> index in pycodes */
     struct gs_pycode *pycodes;
     size_t npycodes, pycodes_cap;
+    char **thread_names;            /* each distinct name once, in the order first seen */
+    size_t nthread_names, thread_names_cap;
+    struct gs_idmap *thread_names_by_hash; /* a name's hash -> index in thread_names */
+    struct gs_thread *threads;      /* every thread named, by its latest name */
+    size_t nthreads, threads_cap;
+    struct gs_idmap *threads_by_tid; /* tid -> index in threads */
+    uint32_t last_tid, last_tid_name; /* the replay's latest lookup, while no name changes */
+    int last_tid_valid;
 
     /* the live set and the sites */
     struct gs_idmap *live[GS_SPACE_COUNT]; /* address (handle, ...) -> index in allocs */
@@ -571,6 +598,19 @@ uint64_t gs_replay_leaks(const struct gs_replay *r, uint64_t *count);
 const struct gs_stack *gs_replay_stack(const struct gs_replay *r, uint32_t id);
 const struct gs_module *gs_replay_module_at(const struct gs_replay *r, uint64_t pc);
 const struct gs_pycode *gs_replay_pycode(const struct gs_replay *r, uint32_t id);
+/* Thread names. A name is a number from 1 (0: none), the same for every
+ * thread that had it; gs_replay_thread_name gives its text (NULL for 0 or
+ * an unknown number). */
+const char *gs_replay_thread_name(const struct gs_replay *r, uint32_t name);
+/* The name of thread tid now (0: the trace never named it). */
+uint32_t gs_replay_thread_of(const struct gs_replay *r, uint32_t tid);
+/* The name text (at most GS_MAX_THREAD_NAME bytes are kept), made if new: 0
+ * when memory ran out. */
+uint32_t gs_replay_thread_intern(struct gs_replay *r, const char *text);
+/* Thread tid has the name text from now on. */
+void gs_replay_thread_named(struct gs_replay *r, uint32_t tid, const char *text);
+/* One more allocation at site s by a thread of that name (0: ignored). */
+void gs_site_count_thread(struct gs_site *s, uint32_t name);
 const char *gs_api_name(uint32_t api);
 const char *gs_kind_name(uint32_t kind);
 const char *gs_result_name(uint32_t result);
@@ -699,6 +739,13 @@ void gs_py_frame(const struct gs_replay *r, uint64_t pc, struct gs_frame *out);
 size_t gs_py_merge(const struct gs_frame *native, size_t nn, const struct gs_frame *py,
                    size_t np, struct gs_frame *out, size_t *before);
 
+/* ---- autograd.c ---- */
+/* Whether function (a symbolized name, mangled or not) is the apply of one
+ * of PyTorch's generated backward nodes: 1 and its operator's name in out
+ * ("torch::autograd::generated::MulBackward0::apply(...)" -> "mul"), or 0
+ * (also when out cannot hold it). */
+int gs_autograd_backward_of(const char *function, char *out, size_t outsz);
+
 /* ---- sites.c ---- */
 /* How a report shows stacks. */
 enum gs_stack_view {
@@ -706,12 +753,28 @@ enum gs_stack_view {
     GS_VIEW_NATIVE,     /* native frames alone (report --native) */
 };
 
+/* The threads that allocated at a reported site, by name (merged from the
+ * raw sites it stands for): most allocations first once sorted. */
+#define GS_TALLY_THREADS 8
+struct gs_thread_tally {
+    unsigned n;
+    uint32_t name[GS_TALLY_THREADS]; /* gs_replay_thread_name */
+    uint64_t allocs[GS_TALLY_THREADS];
+    uint64_t other; /* allocations by threads of other names */
+};
+/* Adds a raw site's threads; the name of one thread (1 allocation). */
+void gs_tally_add_site(struct gs_thread_tally *t, const struct gs_site *s);
+void gs_tally_add(struct gs_thread_tally *t, uint32_t name, uint64_t allocs);
+/* Most allocations first (then the name first seen in the trace). */
+void gs_tally_sort(struct gs_thread_tally *t);
+
 /* A call site as reported: sites whose stacks are the same after trimming
  * the shim's and the CUDA libraries' frames are merged. */
 struct gs_report_site {
     uint64_t bytes, count;
     uint32_t stack_id; /* a representative stack */
     uint32_t api;      /* the API its first allocation was made with */
+    struct gs_thread_tally threads; /* sorted */
 };
 
 /* What a site is ranked by: what it held at the peak, what it never freed,
@@ -745,6 +808,11 @@ uint64_t gs_site_key(const struct gs_replay *r, struct gs_symbolizer *sym,
 /* A frame in a few words: "function (file.c:12)", "function", or
  * "0x1234 (module path)" when the function is unknown. */
 void gs_frame_name(const struct gs_frame *f, char *buf, size_t sz);
+/* The operator whose backward the stack was running in PyTorch's autograd
+ * (autograd.c), from its innermost native frame that says: 1 and the
+ * operator's name in out ("mul"), or 0. */
+int gs_site_backward_of(const struct gs_replay *r, struct gs_symbolizer *sym, uint32_t stack_id,
+                        char *out, size_t outsz);
 /* A site in a few words: its innermost two frames as gs_frame_name says
  * them, "f (a.c:3) from g (a.c:9)". */
 void gs_site_where(const struct gs_replay *r, struct gs_symbolizer *sym, enum gs_stack_view view,
@@ -795,6 +863,7 @@ struct gs_suspect {
     unsigned rising, intervals; /* of the second half's intervals, how many rose */
     unsigned npoints;          /* its live bytes at each sample, then at the end */
     uint64_t v[GS_GROWTH_SAMPLES + 1];
+    struct gs_thread_tally threads; /* sorted */
 };
 /* The suspects, most growth first (caller frees *out). */
 size_t gs_growth_suspects(const struct gs_replay *r, struct gs_symbolizer *sym,

@@ -472,6 +472,7 @@ void gs_blocks_on_alloc(struct gs_replay *r, const struct gs_revent *e)
         return;
     s->allocs++;
     s->alloc_bytes += e->size;
+    gs_site_count_thread(s, gs_replay_thread_of(r, e->tid));
     b->allocs++;
     struct gs_block blk = {.addr = e->addr, .size = e->size, .time_ns = e->time_ns,
                            .site = (uint32_t)(s - b->sites), .tid = e->tid};

@@ -4,7 +4,8 @@
  * A trace bounded by GPUSHIM_MAX_BYTES goes on in a new file when it is
  * full. The shim runs this replay over the events it writes, and starts the
  * new file with what gs_checkpoint_write makes of it: every module, Python
- * code object and stack, then the checkpoint records (include/gpushim_trace.h): totals,
+ * code object and stack, every thread's latest name (GS_REC_THREAD), then
+ * the checkpoint records (include/gpushim_trace.h): totals,
  * devices, kinds, sites, live allocations, pools, failures and the frees a
  * FREE_FAILED may still undo; and, for a run that used the public API, its
  * mark labels, recent marks and steps, blocks, block sites and
@@ -293,6 +294,39 @@ static void write_stacks(struct out *o, const struct gs_replay *r)
     }
 }
 
+/* Each thread's latest name, so that events after the checkpoint are named
+ * as before it: a thread is named once, before its first event. */
+static void write_threads(struct out *o, const struct gs_replay *r)
+{
+    for (size_t i = 0; i < r->nthreads && !o->failed; i++) {
+        const char *name = gs_replay_thread_name(r, r->threads[i].name);
+        if (!name)
+            continue;
+        begin(o);
+        put_u(o, r->threads[i].tid);
+        put_bytes(o, name, strlen(name));
+        emit(o, GS_REC_THREAD);
+    }
+}
+
+/* After a site's fields, the threads that allocated there, by name; left
+ * out when there are none (as an older writer's checkpoint has none). */
+static void put_threads(struct out *o, const struct gs_replay *r, const struct gs_site *s)
+{
+    unsigned n = 0;
+    while (n < GS_SITE_THREADS && gs_replay_thread_name(r, s->thread[n]))
+        n++;
+    if (!n && !s->other_thread_allocs)
+        return;
+    put_u(o, n);
+    for (unsigned i = 0; i < n; i++) {
+        const char *name = gs_replay_thread_name(r, s->thread[i]);
+        put_bytes(o, name, strlen(name));
+        put_u(o, s->thread_allocs[i]);
+    }
+    put_u(o, s->other_thread_allocs);
+}
+
 static void write_begin(struct out *o, const struct gs_replay *r)
 {
     begin(o);
@@ -334,6 +368,7 @@ static void write_sites(struct out *o, const struct gs_replay *r)
     for (size_t i = 0; i < r->nsites && !o->failed; i++) {
         begin(o);
         put_fields(o, &r->sites[i], FIELDS(site_fields));
+        put_threads(o, r, &r->sites[i]);
         emit(o, GS_REC_CKPT_SITE);
     }
 }
@@ -372,6 +407,9 @@ static void write_failures(struct out *o, const struct gs_replay *r)
     for (size_t i = 0; i < r->nfailures && !o->failed; i++) {
         begin(o);
         put_fields(o, &r->failures[i], FIELDS(failure_fields));
+        const char *thread = gs_replay_thread_name(r, r->failures[i].thread);
+        if (thread) /* else left out, as an older writer does */
+            put_bytes(o, thread, strlen(thread));
         emit(o, GS_REC_CKPT_FAILURE);
     }
 }
@@ -478,12 +516,14 @@ static void write_failure_frags(struct out *o, const struct gs_replay *r, uint64
     }
 }
 
-static void write_blocks(struct out *o, const struct gs_blocks *b, uint64_t *nsites,
+static void write_blocks(struct out *o, const struct gs_replay *r, uint64_t *nsites,
                          uint64_t *nblocks)
 {
+    const struct gs_blocks *b = &r->blocks;
     for (size_t i = 0; i < b->nsites && !o->failed; i++) {
         begin(o);
         put_fields(o, &b->sites[i], FIELDS(block_site_fields));
+        put_threads(o, r, &b->sites[i]);
         emit(o, GS_REC_CKPT_BLOCK_SITE);
         (*nsites)++;
     }
@@ -510,7 +550,7 @@ static void write_api(struct out *o, const struct gs_replay *r)
     write_labels(o, &r->marks, &n[API_LABELS]);
     write_rings(o, &r->marks, &n[API_MARKS], &n[API_STEPS]);
     write_failure_frags(o, r, &n[API_FAILURES]);
-    write_blocks(o, &r->blocks, &n[API_BLOCK_SITES], &n[API_BLOCKS]);
+    write_blocks(o, r, &n[API_BLOCK_SITES], &n[API_BLOCKS]);
     begin(o);
     for (size_t i = 0; i < NAPI_TOTALS; i++)
         put_u(o, *(const uint64_t *)((const char *)r + api_totals[i]));
@@ -541,6 +581,7 @@ int gs_checkpoint_write(const struct gs_replay *r,
     write_modules(o, r);
     write_pycodes(o, r); /* before the stacks that name them */
     write_stacks(o, r);
+    write_threads(o, r);
     write_begin(o, r);
     write_devices(o, r);
     write_kinds(o, r);
@@ -644,10 +685,43 @@ static int load_kind(struct gs_replay *r, struct gs_cursor *c)
     return 0;
 }
 
+/* The threads after a site's fields (put_threads), if there: their names
+ * are made only once the whole list has read well. */
+static void get_threads(struct gs_cursor *c, struct gs_replay *r, struct gs_site *s)
+{
+    if (c->bad || c->p >= c->end)
+        return; /* none, or an older writer's */
+    char names[GS_SITE_THREADS][GS_MAX_THREAD_NAME + 1];
+    uint64_t n = u(c);
+    if (n > GS_SITE_THREADS) {
+        c->bad = 1;
+        return;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        size_t len;
+        const uint8_t *text = gs_cursor_bytes(c, &len);
+        if (len > GS_MAX_THREAD_NAME)
+            c->bad = 1;
+        gs_text_copy(names[i], sizeof names[i], text, text ? len : 0);
+        s->thread_allocs[i] = u(c);
+    }
+    s->other_thread_allocs = u(c);
+    for (uint64_t i = 0; i < n && !c->bad; i++) {
+        uint32_t name = gs_replay_thread_intern(r, names[i]);
+        for (uint64_t k = 0; k < i; k++)
+            if (s->thread[k] == name)
+                c->bad = 1; /* a name twice */
+        s->thread[i] = name;
+        if (!name)
+            c->bad = 1;
+    }
+}
+
 static int load_site(struct gs_replay *r, struct gs_cursor *c)
 {
     struct gs_site s = {0};
     get_fields(c, &s, FIELDS(site_fields));
+    get_threads(c, r, &s);
     if (c->bad || s.kind >= GS_KIND_COUNT || gs_replay_site(r, s.stack_id, s.kind, 0))
         return -1; /* out of range, or the site twice */
     struct gs_site *made = gs_replay_site(r, s.stack_id, s.kind, 1);
@@ -709,6 +783,17 @@ static int load_failure(struct gs_replay *r, struct gs_cursor *c)
 {
     struct gs_failure f;
     get_fields(c, &f, FIELDS(failure_fields));
+    f.thread = 0;
+    if (!c->bad && c->p < c->end) { /* its thread's name (an older writer's has none) */
+        size_t len;
+        const uint8_t *text = gs_cursor_bytes(c, &len);
+        char name[GS_MAX_THREAD_NAME + 1];
+        gs_text_copy(name, sizeof name, text, text ? len : 0);
+        if (!c->bad && len > GS_MAX_THREAD_NAME)
+            c->bad = 1;
+        if (!c->bad && len && !(f.thread = gs_replay_thread_intern(r, name)))
+            c->bad = 1;
+    }
     if (c->bad || r->nfailures >= GS_MAX_FAILURES ||
         gs_reserve((void **)&r->failures, &r->failures_cap, r->nfailures, sizeof *r->failures) != 0)
         return -1;
@@ -818,6 +903,7 @@ static int load_block_site(struct gs_replay *r, struct gs_cursor *c)
 {
     struct gs_site s = {0};
     get_fields(c, &s, FIELDS(block_site_fields));
+    get_threads(c, r, &s);
     if (c->bad || gs_blocks_site(&r->blocks, s.stack_id, 0))
         return -1;
     struct gs_site *made = gs_blocks_site(&r->blocks, s.stack_id, 1);

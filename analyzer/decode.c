@@ -172,6 +172,20 @@ static int pycode(struct gs_cursor *c, const struct gs_reader_ops *ops, void *ct
     return 0;
 }
 
+/* A thread's name: a longer name than a writer records is cut, control
+ * bytes shown as '?' (gs_text_copy). */
+static int thread(struct gs_cursor *c, const struct gs_reader_ops *ops, void *ctx)
+{
+    char name[GS_MAX_THREAD_NAME + 1];
+    uint64_t tid = u(c);
+    gs_cursor_text(c, name, sizeof name);
+    if (c->bad || tid > UINT32_MAX)
+        return -1;
+    if (ops->thread)
+        ops->thread(ctx, (uint32_t)tid, name);
+    return 0;
+}
+
 static int end_record(struct gs_cursor *c, struct gs_reader_stats *st)
 {
     uint64_t events = u(c), lost = u(c), time_ns = u(c);
@@ -229,6 +243,9 @@ uint64_t gs_decode_block(const uint8_t *raw, size_t len, const struct gs_reader_
             break;
         case GS_REC_END:
             bad = end_record(&c, st);
+            break;
+        case GS_REC_THREAD:
+            bad = thread(&c, ops, ctx);
             break;
         case GS_REC_RESUMED: /* an exec failed after finishing the trace: it goes on */
             st->end_seen = 0;

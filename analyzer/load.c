@@ -93,6 +93,11 @@ static int watch_checkpoint(void *ctx, uint8_t type, const uint8_t *payload, siz
     return gs_replay_ops.checkpoint(&((struct watching *)ctx)->l->r, type, payload, len);
 }
 
+static void watch_thread(void *ctx, uint32_t tid, const char *name)
+{
+    gs_replay_ops.thread(&((struct watching *)ctx)->l->r, tid, name);
+}
+
 /* Watched or not, the same ops: modules are registered with the symbolizer
  * as they come, so that it opens those the stacks name while the rest is
  * read. */
@@ -102,6 +107,7 @@ static const struct gs_reader_ops watch_ops = {
     .pycode = watch_pycode,
     .event = watch_event,
     .checkpoint = watch_checkpoint,
+    .thread = watch_thread,
 };
 
 int gs_load_watch(const char *cmd, const char *path, struct gs_loaded *l,

@@ -22,6 +22,12 @@
  * What the program says through the public API has files of its own, called
  * from here: marks and steps (marks.c), its own allocator's blocks and the
  * fragmentation of driver allocations (blocks.c).
+ *
+ * Threads' names (GS_REC_THREAD) are kept as the trace defines them, like
+ * modules: each distinct name once, and each thread's latest; a site counts
+ * its allocations by the name their thread had then, so a pool of workers
+ * that share a name counts as one, and a thread renamed midway counts under
+ * each name in turn.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -175,6 +181,8 @@ void gs_replay_init(struct gs_replay *r)
     r->modules_by_id = gs_idmap_new();
     r->stacks_by_id = gs_idmap_new();
     r->pycodes_by_id = gs_idmap_new();
+    r->thread_names_by_hash = gs_idmap_new();
+    r->threads_by_tid = gs_idmap_new();
     init_state(r);
 }
 
@@ -188,12 +196,18 @@ void gs_replay_free(struct gs_replay *r)
         free(r->pycodes[i].file);
         free(r->pycodes[i].function);
     }
+    for (size_t i = 0; i < r->nthread_names; i++)
+        free(r->thread_names[i]);
     free(r->modules);
     free(r->stacks);
     free(r->pycodes);
+    free(r->thread_names);
+    free(r->threads);
     gs_idmap_free(r->modules_by_id);
     gs_idmap_free(r->stacks_by_id);
     gs_idmap_free(r->pycodes_by_id);
+    gs_idmap_free(r->thread_names_by_hash);
+    gs_idmap_free(r->threads_by_tid);
     free_state(r);
     memset(r, 0, sizeof *r);
 }
@@ -215,6 +229,14 @@ void gs_replay_reset(struct gs_replay *r)
     r->npycodes = keep.npycodes;
     r->pycodes_cap = keep.pycodes_cap;
     r->pycodes_by_id = keep.pycodes_by_id;
+    r->thread_names = keep.thread_names;
+    r->nthread_names = keep.nthread_names;
+    r->thread_names_cap = keep.thread_names_cap;
+    r->thread_names_by_hash = keep.thread_names_by_hash;
+    r->threads = keep.threads;
+    r->nthreads = keep.nthreads;
+    r->threads_cap = keep.threads_cap;
+    r->threads_by_tid = keep.threads_by_tid;
     r->growth.enabled = keep.growth.enabled;
     init_state(r);
 }
@@ -297,6 +319,97 @@ const struct gs_pycode *gs_replay_pycode(const struct gs_replay *r, uint32_t id)
 {
     uint64_t idx;
     return gs_idmap_get(r->pycodes_by_id, id, &idx) == 0 ? &r->pycodes[idx] : NULL;
+}
+
+/* ---- thread names ---- */
+
+static uint64_t name_hash(const char *text)
+{
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ull;
+    return h;
+}
+
+const char *gs_replay_thread_name(const struct gs_replay *r, uint32_t name)
+{
+    return name && name <= r->nthread_names ? r->thread_names[name - 1] : NULL;
+}
+
+uint32_t gs_replay_thread_intern(struct gs_replay *r, const char *text)
+{
+    char cut[GS_MAX_THREAD_NAME + 1];
+    snprintf(cut, sizeof cut, "%s", text);
+    uint64_t h = name_hash(cut), idx;
+    int hashed = gs_idmap_get(r->thread_names_by_hash, h, &idx) == 0;
+    if (hashed && strcmp(r->thread_names[idx], cut) == 0)
+        return (uint32_t)idx + 1;
+    for (size_t i = 0; hashed && i < r->nthread_names; i++) /* two names, one hash */
+        if (strcmp(r->thread_names[i], cut) == 0)
+            return (uint32_t)i + 1;
+    if (r->nthread_names >= UINT32_MAX - 1 ||
+        gs_reserve((void **)&r->thread_names, &r->thread_names_cap, r->nthread_names,
+                   sizeof *r->thread_names) != 0)
+        return 0;
+    char *copy = strdup(cut);
+    if (!copy || (!hashed && gs_idmap_put(r->thread_names_by_hash, h, r->nthread_names) != 0)) {
+        free(copy);
+        return 0;
+    }
+    r->thread_names[r->nthread_names++] = copy;
+    return (uint32_t)r->nthread_names;
+}
+
+void gs_replay_thread_named(struct gs_replay *r, uint32_t tid, const char *text)
+{
+    uint32_t name = gs_replay_thread_intern(r, text);
+    uint64_t idx;
+    r->last_tid_valid = 0;
+    if (gs_idmap_get(r->threads_by_tid, tid, &idx) == 0) {
+        r->threads[idx].name = name; /* renamed, or a new thread with an old one's tid */
+        return;
+    }
+    if (!name ||
+        gs_reserve((void **)&r->threads, &r->threads_cap, r->nthreads, sizeof *r->threads) != 0 ||
+        gs_idmap_put(r->threads_by_tid, tid, r->nthreads) != 0)
+        return;
+    r->threads[r->nthreads++] = (struct gs_thread){.tid = tid, .name = name};
+}
+
+uint32_t gs_replay_thread_of(const struct gs_replay *r, uint32_t tid)
+{
+    uint64_t idx;
+    return gs_idmap_get(r->threads_by_tid, tid, &idx) == 0 ? r->threads[idx].name : 0;
+}
+
+/* The same for the replay's events, which come in runs from one thread. */
+static uint32_t thread_of_event(struct gs_replay *r, uint32_t tid)
+{
+    if (!r->last_tid_valid || r->last_tid != tid) {
+        r->last_tid = tid;
+        r->last_tid_name = gs_replay_thread_of(r, tid);
+        r->last_tid_valid = 1;
+    }
+    return r->last_tid_name;
+}
+
+void gs_site_count_thread(struct gs_site *s, uint32_t name)
+{
+    if (!name)
+        return;
+    for (int i = 0; i < GS_SITE_THREADS; i++) {
+        if (s->thread[i] == name || !s->thread[i]) {
+            s->thread[i] = name;
+            s->thread_allocs[i]++;
+            return;
+        }
+    }
+    s->other_thread_allocs++;
+}
+
+static void on_thread(void *ctx, uint32_t tid, const char *name)
+{
+    gs_replay_thread_named(ctx, tid, name);
 }
 
 const struct gs_stack *gs_replay_stack(const struct gs_replay *r, uint32_t id)
@@ -505,6 +618,7 @@ static void on_alloc(struct gs_replay *r, const struct gs_revent *e)
         s->api = e->api;
     s->allocs++;
     s->alloc_bytes += e->size;
+    gs_site_count_thread(s, thread_of_event(r, e->tid));
     r->allocations++;
     r->kinds[e->kind].allocs++;
     struct gs_live_alloc a = {.addr = e->addr,
@@ -701,7 +815,8 @@ static void on_alloc_failed(struct gs_replay *r, const struct gs_revent *e)
                                                           e->device >= 0 && e->device < GS_MAX_DEVICES
                                                               ? r->devices[e->device].live_bytes
                                                               : r->live_bytes,
-                                                      .stack_id = e->stack_id};
+                                                      .stack_id = e->stack_id,
+                                                      .thread = thread_of_event(r, e->tid)};
     gs_blocks_on_failure(r, r->nfailures - 1);
     gs_oom_on_failure(r, r->nfailures - 1);
 }
@@ -766,4 +881,5 @@ const struct gs_reader_ops gs_replay_ops = {
     .pycode = on_pycode,
     .event = on_event,
     .checkpoint = on_checkpoint,
+    .thread = on_thread,
 };

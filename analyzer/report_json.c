@@ -44,6 +44,35 @@ static void frames(struct gs_json *j, const struct gs_report *rep, uint32_t stac
     gs_json_frames(j, rep->replay, rep->sym, rep->opt->view, stack_id);
 }
 
+static void backward_of(struct gs_json *j, const struct gs_report *rep, uint32_t stack_id)
+{
+    char op[128];
+    gs_json_string(j, "backward_of",
+                   gs_site_backward_of(rep->replay, rep->sym, stack_id, op, sizeof op) ? op : NULL);
+}
+
+/* A site's threads by name, most allocations first (the rest together,
+ * with a null name), and the backward it ran in PyTorch's autograd. */
+static void threads(struct gs_json *j, const struct gs_report *rep, uint32_t stack_id,
+                    const struct gs_thread_tally *t)
+{
+    gs_json_begin_array(j, "threads");
+    for (unsigned i = 0; i < t->n; i++) {
+        gs_json_begin_object(j, NULL);
+        gs_json_string(j, "name", gs_replay_thread_name(rep->replay, t->name[i]));
+        gs_json_uint(j, "allocations", t->allocs[i]);
+        gs_json_end_object(j);
+    }
+    if (t->other) {
+        gs_json_begin_object(j, NULL);
+        gs_json_null(j, "name");
+        gs_json_uint(j, "allocations", t->other);
+        gs_json_end_object(j);
+    }
+    gs_json_end_array(j);
+    backward_of(j, rep, stack_id);
+}
+
 /* The allocations' device sites, or the blocks' sites (blocks set). */
 static void ranked_sites(struct gs_json *j, const struct gs_report *rep, int blocks,
                          enum gs_site_metric metric)
@@ -58,6 +87,7 @@ static void ranked_sites(struct gs_json *j, const struct gs_report *rep, int blo
         gs_json_uint(j, "count", s[i].count);
         gs_json_string(j, "api", blocks ? "gpushim_block_alloc" : gs_api_name(s[i].api));
         frames(j, rep, s[i].stack_id);
+        threads(j, rep, s[i].stack_id, &s[i].threads);
         gs_json_end_object(j);
     }
     gs_json_end_array(j);
@@ -264,6 +294,10 @@ static void raw_site(struct gs_json *j, const struct gs_report *rep, uint32_t si
         gs_json_uint(j, "count", *count);
     gs_json_string(j, "api", gs_api_name(s->api));
     frames(j, rep, s->stack_id);
+    struct gs_thread_tally t = {0};
+    gs_tally_add_site(&t, s);
+    gs_tally_sort(&t);
+    threads(j, rep, s->stack_id, &t);
     gs_json_end_object(j);
 }
 
@@ -334,6 +368,8 @@ static void failures(struct gs_json *j, const struct gs_report *rep, const struc
         bytes_or_null(j, "total_bytes", f->total_bytes);
         gs_json_uint(j, "process_bytes", f->process_live_bytes);
         frames(j, rep, f->stack_id);
+        gs_json_string(j, "thread", gs_replay_thread_name(r, f->thread));
+        backward_of(j, rep, f->stack_id);
         postmortem(j, rep, i, sus, nsus);
         gs_json_end_object(j);
     }
@@ -603,6 +639,7 @@ static void suspects(struct gs_json *j, const struct gs_report *rep, const struc
         gs_json_uint(j, "count", s->live_count);
         gs_json_string(j, "api", gs_api_name(rep->replay->sites[s->site].api));
         frames(j, rep, s->stack_id);
+        threads(j, rep, s->stack_id, &s->threads);
         gs_json_end_object(j);
     }
     gs_json_end_array(j);

@@ -4,6 +4,11 @@
  * then, for a program that uses the public API, its marks and steps, its
  * own allocator's blocks and the fragmentation of driver allocations.
  * Readable in ten seconds, most important first.
+ *
+ * Under a site whose stack has no Python frames, a line says which threads
+ * allocated there by the names the program gave them, when that says more
+ * than "the main thread", and what PyTorch's autograd was doing there
+ * ("thread pt_autograd_0: backward of mul").
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -74,11 +79,48 @@ static void keep_frame(void *ctx, const struct gs_frame *f, unsigned index)
     s->f[s->n++] = *f;
 }
 
+/* The thread line of a site without Python frames: its threads' names,
+ * unless they are all the main thread's (the one whose tid is the process
+ * id), and the backward it ran in PyTorch's autograd, if any. */
+static void print_threads(const struct gs_report *rep, FILE *out, uint32_t stack_id,
+                          const struct gs_thread_tally *t, const char *lead)
+{
+    const struct gs_replay *r = rep->replay;
+    enum gs_py_state py = gs_site_python(r, stack_id);
+    if (py == GS_PY_FRAMES || py == GS_PY_NO_FRAME)
+        return;
+    char op[128];
+    int backward = gs_site_backward_of(r, rep->sym, stack_id, op, sizeof op);
+    uint32_t main_name = rep->info->pid <= UINT32_MAX
+                             ? gs_replay_thread_of(r, (uint32_t)rep->info->pid)
+                             : 0;
+    int named = t && t->other;
+    for (unsigned i = 0; t && i < t->n; i++)
+        named |= t->name[i] != main_name;
+    if (!named && !backward)
+        return;
+    fprintf(out, "%s  ", lead);
+    if (t && t->n == 1 && !t->other) {
+        fprintf(out, "thread %s", gs_replay_thread_name(r, t->name[0]));
+    } else if (t && (t->n || t->other)) {
+        fprintf(out, "threads");
+        for (unsigned i = 0; i < t->n; i++)
+            fprintf(out, "%s %s (%" PRIu64 "%s)", i ? "," : "", gs_replay_thread_name(r, t->name[i]),
+                    t->allocs[i], i ? "" : t->allocs[i] == 1 ? " allocation" : " allocations");
+        if (t->other)
+            fprintf(out, "%s%" PRIu64 " more by other threads", t->n ? ", " : " ", t->other);
+    }
+    if (backward)
+        fprintf(out, "%sbackward of %s", t && (t->n || t->other) ? ": " : "", op);
+    fputc('\n', out);
+}
+
 /* Prints a stack in at most --frames frames. When Python frames would not
  * all fit, the native frames before them (an extension's, which can be
  * dozens in a framework) are shown by the innermost and a count, so the
- * program's own Python lines are always in view. */
-static void print_stack(const struct gs_report *rep, FILE *out, uint32_t stack_id, const char *lead)
+ * program's own Python lines are always in view. Then its threads. */
+static void print_stack(const struct gs_report *rep, FILE *out, uint32_t stack_id, const char *lead,
+                        const struct gs_thread_tally *threads)
 {
     struct stack_frames s = {0};
     unsigned max = rep->opt->frames;
@@ -87,6 +129,7 @@ static void print_stack(const struct gs_report *rep, FILE *out, uint32_t stack_i
     if (!s.n) {
         fprintf(out, "(no stack recorded)\n");
         free(s.f);
+        print_threads(rep, out, stack_id, threads, lead);
         return;
     }
     unsigned before = 0; /* native frames before the first Python frame */
@@ -111,6 +154,7 @@ static void print_stack(const struct gs_report *rep, FILE *out, uint32_t stack_i
     if (rep->opt->view == GS_VIEW_MERGED &&
         gs_site_python(rep->replay, stack_id) == GS_PY_NO_GIL)
         fprintf(out, "%s  (native stack: this thread did not hold the GIL)\n", lead);
+    print_threads(rep, out, stack_id, threads, lead);
 }
 
 /* The allocations' device sites, or the blocks' (blocks set). */
@@ -125,7 +169,8 @@ static void print_ranked(const struct gs_report *rep, FILE *out, int blocks,
     for (size_t i = 0; i < n && i < rep->opt->top; i++) {
         fprintf(out, "  %12s in %6" PRIu64 " %s%s  ", gs_human_bytes(sites[i].bytes, b, sizeof b),
                 sites[i].count, what, sites[i].count == 1 ? " " : "s");
-        print_stack(rep, out, sites[i].stack_id, "                                        ");
+        print_stack(rep, out, sites[i].stack_id, "                                        ",
+                    &sites[i].threads);
     }
     if (n > rep->opt->top)
         fprintf(out, "  ... and %zu more call sites (--top N shows more)\n", n - rep->opt->top);
@@ -420,7 +465,9 @@ static void failures(const struct gs_report *rep, FILE *out, const struct gs_sus
         failure_frag(rep, out, i);
         failure_postmortem(rep, out, i, sus, nsus);
         fprintf(out, "             ");
-        print_stack(rep, out, f->stack_id, "             ");
+        struct gs_thread_tally thread = {0};
+        gs_tally_add(&thread, f->thread, 1);
+        print_stack(rep, out, f->stack_id, "             ", &thread);
     }
     if (r->nfailures > rep->opt->top)
         fprintf(out, "  ... and %zu more\n", r->nfailures - rep->opt->top);
@@ -460,7 +507,7 @@ static void suspects(const struct gs_report *rep, FILE *out, const struct gs_sus
         fprintf(out, "  +%11s since %.3f s, %s; %s live at the end  ",
                 gs_human_bytes(s->growth_bytes, a, sizeof a), seconds(s->from_ns), c,
                 gs_human_bytes(s->live_bytes, b, sizeof b));
-        print_stack(rep, out, s->stack_id, "                                        ");
+        print_stack(rep, out, s->stack_id, "                                        ", &s->threads);
     }
     if (nsus > rep->opt->top)
         fprintf(out, "  ... and %zu more (--top N shows more)\n", nsus - rep->opt->top);

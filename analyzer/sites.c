@@ -16,6 +16,11 @@
  * The blocks of the program's own allocator (blocks.c) are ranked the same
  * way, by the call sites of gpushim_block_alloc; the public API's wrappers
  * (include/gpushim.h), compiled into the program, are not its call site.
+ *
+ * A thread's name never splits a site: a reported site lists the names of
+ * the threads that allocated at the raw sites it merges, with their
+ * allocations; and what PyTorch's autograd was doing there, from the
+ * frames (autograd.c).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -106,6 +111,48 @@ uint64_t gs_site_key(const struct gs_replay *r, struct gs_symbolizer *sym,
     return h;
 }
 
+/* ---- the threads of a site ---- */
+
+void gs_tally_add(struct gs_thread_tally *t, uint32_t name, uint64_t allocs)
+{
+    if (!name || !allocs)
+        return;
+    for (unsigned i = 0; i < t->n; i++)
+        if (t->name[i] == name) {
+            t->allocs[i] += allocs;
+            return;
+        }
+    if (t->n == GS_TALLY_THREADS) {
+        t->other += allocs;
+        return;
+    }
+    t->name[t->n] = name;
+    t->allocs[t->n++] = allocs;
+}
+
+void gs_tally_add_site(struct gs_thread_tally *t, const struct gs_site *s)
+{
+    for (int i = 0; i < GS_SITE_THREADS; i++)
+        gs_tally_add(t, s->thread[i], s->thread_allocs[i]);
+    t->other += s->other_thread_allocs;
+}
+
+void gs_tally_sort(struct gs_thread_tally *t)
+{
+    for (unsigned i = 1; i < t->n; i++) /* a few entries: insertion */
+        for (unsigned k = i; k > 0 && (t->allocs[k] > t->allocs[k - 1] ||
+                                       (t->allocs[k] == t->allocs[k - 1] &&
+                                        t->name[k] < t->name[k - 1]));
+             k--) {
+            uint32_t name = t->name[k];
+            uint64_t allocs = t->allocs[k];
+            t->name[k] = t->name[k - 1];
+            t->allocs[k] = t->allocs[k - 1];
+            t->name[k - 1] = name;
+            t->allocs[k - 1] = allocs;
+        }
+}
+
 static int by_bytes(const void *a, const void *b)
 {
     const struct gs_report_site *x = a, *y = b;
@@ -158,8 +205,11 @@ static size_t rank(const struct gs_replay *r, struct gs_symbolizer *sym, int blo
         }
         sites[at].bytes += bytes;
         sites[at].count += count;
+        gs_tally_add_site(&sites[at].threads, s);
     }
     gs_idmap_free(merged);
+    for (size_t i = 0; i < n; i++)
+        gs_tally_sort(&sites[i].threads);
     qsort(sites, n, sizeof *sites, by_bytes);
     *out = sites;
     return n;
@@ -278,6 +328,28 @@ unsigned gs_site_frames(const struct gs_replay *r, struct gs_symbolizer *sym, ui
     free(py.f);
     free(merged.f);
     return shown;
+}
+
+struct backward {
+    char *out;
+    size_t sz;
+    int found;
+};
+
+static void backward_frame(void *ctx, const struct gs_frame *f, unsigned index)
+{
+    struct backward *b = ctx;
+    (void)index;
+    if (!b->found && !f->python && gs_autograd_backward_of(f->function, b->out, b->sz))
+        b->found = 1;
+}
+
+int gs_site_backward_of(const struct gs_replay *r, struct gs_symbolizer *sym, uint32_t stack_id,
+                        char *out, size_t outsz)
+{
+    struct backward b = {out, outsz, 0};
+    gs_site_frames(r, sym, stack_id, GS_VIEW_NATIVE, UINT32_MAX, backward_frame, &b);
+    return b.found;
 }
 
 struct where {

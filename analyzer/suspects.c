@@ -25,6 +25,7 @@ struct series {
     uint64_t first_ns;
     uint32_t stack_id, site;
     uint64_t live_bytes, live_count;
+    struct gs_thread_tally threads;
 };
 
 static int by_growth(const void *a, const void *b)
@@ -99,7 +100,9 @@ static int judge(const struct series *s, unsigned n, const uint64_t *time_ns,
         .rising = rising,
         .intervals = intervals,
         .npoints = n,
+        .threads = s->threads,
     };
+    gs_tally_sort(&out->threads);
     memcpy(out->v, s->v, n * sizeof *s->v);
     return 1;
 }
@@ -137,6 +140,7 @@ size_t gs_growth_suspects(const struct gs_replay *r, struct gs_symbolizer *sym,
         s->v[g->n] += site->live_bytes;
         s->live_bytes += site->live_bytes;
         s->live_count += site->live_count;
+        gs_tally_add_site(&s->threads, site);
         if (g->first_ns[i] < s->first_ns)
             s->first_ns = g->first_ns[i];
     }

@@ -99,6 +99,14 @@ struct gs_pycode_body {
     uint32_t first_line;
     char data[]; /* the file (file_len bytes), then the function */
 };
+/* GS_REC_THREAD: the name of thread tid, as the kernel has it. */
+struct gs_thread_body {
+    uint8_t type;     /* GS_REC_THREAD */
+    uint8_t name_len; /* at most GS_MAX_THREAD_NAME */
+    uint16_t pad;
+    uint32_t tid;
+    char name[]; /* name_len bytes, no NUL */
+};
 struct gs_end_body {
     uint8_t type; /* GS_REC_END */
     uint8_t pad[7];

@@ -114,6 +114,13 @@ enum gs_record_type {
                                * each block of a trace with a GS_REC_RING) */
     GS_REC_RESUMED = 26,      /* varint time (ns since the start): the END record before
                                * it did not end the trace (an exec that failed) */
+    GS_REC_THREAD = 27,       /* varint tid, string name (at most GS_MAX_THREAD_NAME
+                               * bytes): the thread's name as the program set it (the
+                               * kernel's, PR_GET_NAME), before the thread's first event
+                               * and again after it changed; the events of tid that
+                               * follow are that thread's under this name. A checkpoint
+                               * starts with one for every thread named so far. Old
+                               * readers skip it */
 
     /* Checkpoint records (types GS_REC_CKPT_FIRST..GS_REC_CKPT_LAST; see the
      * note below the enum): the analyzer's replay state, in place of the
@@ -140,7 +147,11 @@ enum gs_record_type {
                                * allocations, varint bytes allocated, varint live
                                * bytes, varint live count, varint saved bytes, varint
                                * saved count, varint saved epoch (its figures the
-                               * first time it changed in that peak epoch) */
+                               * first time it changed in that peak epoch); then (since
+                               * GS_REC_THREAD; absent from older checkpoints) the
+                               * threads that allocated there: varint n (at most
+                               * GS_CKPT_SITE_THREADS), n x (string thread name, varint
+                               * allocations), varint allocations by other threads */
     GS_REC_CKPT_ALLOC = 36,   /* varint addr, varint size, varint time, varint stack
                                * id, varint kind, zz device, varint space, varint tid,
                                * varint references (at least 1), varint parent: a live
@@ -153,7 +164,9 @@ enum gs_record_type {
     GS_REC_CKPT_FAILURE = 38, /* varint time, varint api, varint result, zz device,
                                * varint requested bytes, varint free bytes, varint
                                * total bytes, varint process live bytes, varint stack
-                               * id: a failed allocation, in the order they happened */
+                               * id: a failed allocation, in the order they happened;
+                               * then (since GS_REC_THREAD) string the name of its
+                               * thread (empty: not known) */
     GS_REC_CKPT_RECENT_FREE = 39, /* varint age (0: the latest free, at most 255),
                                    * varint tid, varint what (0: it dropped a
                                    * reference, 1: it ended the allocation, 2: nothing
@@ -209,8 +222,9 @@ enum gs_record_type {
                                   * index (its CKPT_FAILURE's place), a fragmentation */
     GS_REC_CKPT_BLOCK_SITE = 57, /* varint stack id, varint blocks, varint bytes, varint
                                   * live bytes, varint live count, varint saved bytes,
-                                  * varint saved count, varint saved epoch: a call site
-                                  * of gpushim_block_alloc, as GS_REC_CKPT_SITE */
+                                  * varint saved count, varint saved epoch, then its
+                                  * threads: a call site of gpushim_block_alloc, as
+                                  * GS_REC_CKPT_SITE */
     GS_REC_CKPT_BLOCK = 58,      /* varint addr, varint size, varint time, varint stack
                                   * id, varint tid: a live block, of a block site */
     GS_REC_CKPT_API_END = 59,    /* varint marks, varint steps, varint marks of labels
@@ -236,13 +250,15 @@ enum gs_record_type {
 };
 
 #define GS_MAX_LABEL 255 /* longest mark label a writer records */
+#define GS_MAX_THREAD_NAME 63 /* longest thread name a writer records (Linux keeps 15 bytes) */
 #define GS_REC_CKPT_API_FIRST 55
 #define GS_REC_CKPT_API_LAST 59
 
 /* Checkpoints. When a trace reaches its size limit (GPUSHIM_MAX_BYTES) the
  * shim goes on in a new file that starts, in its first blocks, with a
  * checkpoint: the MODULE, PYCODE and STACK records of every module, Python
- * code object and stack known so far, then GS_REC_CKPT_BEGIN, the other checkpoint records in any
+ * code object and stack known so far and a THREAD record of every thread
+ * named so far (its latest name), then GS_REC_CKPT_BEGIN, the other checkpoint records in any
  * order except that a site comes before the live allocations and recent
  * frees of it, and GS_REC_CKPT_END; then events as usual. Replaying the
  * checkpoint and the events after it gives the same peak, sites, leaks,
@@ -250,6 +266,7 @@ enum gs_record_type {
  * Types GS_REC_CKPT_FIRST..GS_REC_CKPT_LAST are reserved for checkpoints. */
 #define GS_REC_CKPT_FIRST 32
 #define GS_REC_CKPT_LAST 47
+#define GS_CKPT_SITE_THREADS 4 /* thread names a checkpointed site lists, at most */
 
 /* The environment variables that decide what a framework's allocator sends
  * to the driver (README "What each framework setting lets it see"). */

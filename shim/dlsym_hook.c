@@ -67,6 +67,29 @@ static void *next_after(const void *caller, const char *name)
     return NULL;
 }
 
+/* Whether name is s (not strcmp: a sanitizer intercepts it, and this runs
+ * before it is ready). */
+static int named(const char *name, const char *s)
+{
+    while (*name && *name == *s) {
+        name++;
+        s++;
+    }
+    return *name == *s;
+}
+
+/* The C library's functions the shim wraps itself (hooks_threads.c): a
+ * lookup that found what our wrapper passes on to gets our wrapper, as
+ * gs_substitute does for the driver's, so a caller before the shim that
+ * wraps them too (a sanitizer's runtime) passes on to ours. */
+static void *libc_substitute(const char *name, void *p)
+{
+    void *ours = name[0] == 'p' && named(name, "prctl")                ? (void *)gs_prctl_wrapper
+                 : name[0] == 'p' && named(name, "pthread_setname_np") ? (void *)gs_setname_wrapper
+                                                                       : NULL;
+    return ours && p == gs_real_dlsym(RTLD_NEXT, name) ? ours : p;
+}
+
 static void *hooked_dlsym(void *handle, const char *name, const void *caller)
 {
     void *p;
@@ -77,10 +100,10 @@ static void *hooked_dlsym(void *handle, const char *name, const void *caller)
     } else {
         p = gs_real_dlsym(handle, name);
     }
-    if (!p || gs_in_shim(caller))
+    if (!p || gs_in_shim(caller) || !name)
         return p;
     int fn = gs_fn_by_name(name);
-    return fn < 0 ? p : gs_substitute((enum gs_fn)fn, p);
+    return fn < 0 ? libc_substitute(name, p) : gs_substitute((enum gs_fn)fn, p);
 }
 
 /* The two versions of the same function, bound by the version script. (An

@@ -131,6 +131,12 @@ static uint8_t *encode_pycode(const struct gs_pycode_body *c, uint8_t *p)
     return varint(p, c->first_line);
 }
 
+static uint8_t *encode_thread(const struct gs_thread_body *t, uint8_t *p)
+{
+    p = varint(p, t->tid);
+    return bytes(p, t->name, t->name_len);
+}
+
 static uint8_t *encode_end(const struct gs_end_body *b, uint8_t *p)
 {
     p = varint(p, b->events);
@@ -165,6 +171,11 @@ static int well_formed(const uint8_t *body, uint32_t len)
     }
     case GS_REC_END:
         return len == sizeof(struct gs_end_body);
+    case GS_REC_THREAD: {
+        const struct gs_thread_body *t = (const void *)body;
+        return len >= sizeof *t && t->name_len <= GS_MAX_THREAD_NAME &&
+               len == sizeof *t + t->name_len;
+    }
     case GS_REC_BLOCK_ALLOC:
     case GS_REC_BLOCK_FREE:
         return len == sizeof(struct gs_ev);
@@ -197,6 +208,9 @@ size_t gs_encode(struct gs_encoder *e, const void *body, uint32_t len, uint8_t *
         break;
     case GS_REC_END:
         end = encode_end(body, payload);
+        break;
+    case GS_REC_THREAD:
+        end = encode_thread(body, payload);
         break;
     case GS_REC_BLOCK_ALLOC:
     case GS_REC_BLOCK_FREE:

@@ -15,12 +15,25 @@
  * The stack table is shared and locked; each thread also keeps a small
  * cache of the stacks it met (hash -> id and the table's copy of the
  * frames, which never moves), so that a stack seen before costs no lock.
+ *
+ * Each thread's name (as the program set it: PyTorch's "pt_autograd_0", a
+ * pool's workers) goes into the ring before the thread's first event, and
+ * again before its first event after it changed (GS_REC_THREAD). Reading
+ * the name is a system call, too dear for every event, and a thread may be
+ * renamed at any time, by itself or by another thread; so the hooks of
+ * pthread_setname_np and prctl(PR_SET_NAME) (hooks_threads.c) count
+ * renames, and a thread reads its name again only when that count moved
+ * since it last did: one relaxed load per event otherwise, and a rename is
+ * caught at the renamed thread's very next event. A name set without those
+ * functions (a write to /proc/self/task/TID/comm, a raw system call) is
+ * seen when another rename comes; the first name is always read.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -30,8 +43,21 @@ static __thread struct {
     uint8_t label; /* GS_API_* set by a runtime hook, 0 for none */
     uint8_t depth; /* runtime hooks active on this thread */
     uint8_t busy;  /* inside the recorder */
+    uint8_t name_len; /* of name, the name last recorded */
     uint32_t tid;
+    uint32_t name_gen; /* renames when the name was last read (0: never read) */
+    char name[16];
 } tls;
+
+/* Renames of threads counted by the hooks; never 0, which a thread's
+ * name_gen holds before its first event. */
+static uint32_t renames = 1;
+
+void gs_thread_renamed(void)
+{
+    if (__atomic_add_fetch(&renames, 1, __ATOMIC_RELEASE) == 0)
+        __atomic_add_fetch(&renames, 1, __ATOMIC_RELEASE);
+}
 
 static pthread_mutex_t stack_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct gs_stack_table stacks;
@@ -173,6 +199,36 @@ static uint32_t current_stack(void)
     return id;
 }
 
+/* Puts the calling thread's name in the ring before its event when it was
+ * never recorded or may have changed since (see the top of the file). */
+static void note_thread_name(uint32_t tid)
+{
+    uint32_t now = __atomic_load_n(&renames, __ATOMIC_ACQUIRE);
+    if (tls.name_gen == now)
+        return;
+    int first = tls.name_gen == 0;
+    tls.name_gen = now;
+    union {
+        struct gs_thread_body t;
+        uint8_t bytes[sizeof(struct gs_thread_body) + 16];
+    } body;
+    char name[16] = {0};
+    /* The raw call: the program's prctl may be our own hook, or another's. */
+    if (syscall(SYS_prctl, PR_GET_NAME, name, 0, 0, 0) != 0)
+        return;
+    size_t len = strnlen(name, sizeof name);
+    if (!first && len == tls.name_len && memcmp(name, tls.name, len) == 0)
+        return; /* another thread was renamed */
+    memcpy(tls.name, name, len);
+    tls.name_len = (uint8_t)len;
+    memset(&body.t, 0, sizeof body.t);
+    body.t.type = GS_REC_THREAD;
+    body.t.name_len = (uint8_t)len;
+    body.t.tid = tid;
+    memcpy(body.t.name, name, len);
+    gs_emit(&body, (uint32_t)(sizeof body.t + len), 0);
+}
+
 /* Records a body of len bytes that starts with the event ev. */
 static void record_body(struct gs_ev *ev, uint32_t len, int with_stack)
 {
@@ -185,6 +241,7 @@ static void record_body(struct gs_ev *ev, uint32_t len, int with_stack)
     tls.busy = 1;
     int saved = errno;
     ev->tid = thread_id();
+    note_thread_name(ev->tid);
     if (ev->device == GS_DEVICE_CURRENT)
         ev->device = current_device();
     if (with_stack)
@@ -349,4 +406,5 @@ void gs_record_reset_after_fork(void)
     if (stack_cache) /* it points into the table just cleared */
         memset(stack_cache, 0, CACHE_SLOTS * sizeof *stack_cache);
     tls.tid = 0;
+    tls.name_gen = 0; /* the child's trace names its thread anew */
 }

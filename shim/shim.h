@@ -12,6 +12,7 @@
  *                                      ("<trace>.ring") that outlives the process
  *   writer.c                           drains the ring into blocks (encode.c, tracefile.c)
  *                                      from a thread every 100 ms and at exit
+ *   hooks_threads.c                    thread renames, so that each event has its thread's name
  *   api.c                              the public API (include/gpushim.h): marks, blocks
  *   torch_alloc.c                      PyTorch's pluggable allocator, recorded
  *   bound.c                            GPUSHIM_MAX_BYTES: checkpoint and swap of the file
@@ -28,6 +29,7 @@
 #ifndef GPUSHIM_SHIM_H
 #define GPUSHIM_SHIM_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -181,6 +183,13 @@ void gs_record_pool(enum gs_api api, int32_t device, gs_cumempool pool, uint64_t
  * (GS_REC_BLOCK_ALLOC, with the stack) or back (GS_REC_BLOCK_FREE). */
 void gs_record_mark(const char *label, uint32_t len);
 void gs_record_block(enum gs_record_type type, uint64_t addr, uint64_t size);
+/* A thread was renamed (hooks_threads.c): every thread reads its name
+ * again at its next event. Keeps errno. */
+void gs_thread_renamed(void);
+/* hooks_threads.c: our pthread_setname_np and prctl, by names no other
+ * definition can stand in for. */
+__attribute__((visibility("hidden"))) int gs_setname_wrapper(pthread_t thread, const char *name);
+__attribute__((visibility("hidden"))) int gs_prctl_wrapper(int option, ...);
 /* Around fork (writer.c): the stack table's lock, and the child's reset. */
 void gs_record_lock(void);
 void gs_record_unlock(void);

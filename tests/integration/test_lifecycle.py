@@ -31,8 +31,9 @@ def test_fork_children_trace_their_own_events_only():
     for d in children:
         eq((d["events"]["allocations"], d["events"]["frees"], d["trace"]["complete"]), (1, 0, True),
            "a child's own events")
-        eq([(s["bytes"], s["frames"][0]["function"]) for s in d["leaks"]["sites"]],
-           [(64 * KiB, "child_alloc")], "a child's allocation")
+        eq([(s["bytes"], s["frames"][0]["function"], s["threads"]) for s in d["leaks"]["sites"]],
+           [(64 * KiB, "child_alloc", [{"name": "drv_fork", "allocations": 1}])],
+           "a child's allocation, by its thread named anew in the child's trace")
         check(d["process"]["ppid"] == p["process"]["pid"], "the child names its parent")
 
 

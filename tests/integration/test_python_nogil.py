@@ -110,8 +110,9 @@ def test_frames_read_without_the_gil_from_every_shape_of_code():
                                                      ("Thread._bootstrap", "threading.py", 0)])],
            f"{py}: the threads' start")
         engine = sites[2 * 768 * KiB]
-        eq((engine["count"], engine["gil"], python_frames(engine)), (2, False, []),
-           f"{py}: the engine thread never ran Python: native frames only")
+        eq((engine["count"], engine["gil"], python_frames(engine), engine["threads"]),
+           (2, False, [], [{"name": "pt_autograd_0", "allocations": 2}]),
+           f"{py}: the engine thread never ran Python: native frames only, and its name")
 
         eq([(s["bytes"], s["gil"], python_frames(s)) for s in c["leaks"]["sites"]],
            [(704 * KiB, False, [at("nogil.py", "main", "child"), at(*MAIN)])],

@@ -7,7 +7,7 @@
  * records after it still decode, a record whose length runs past the block
  * ends that block with one damaged record, and gs_encode refuses malformed
  * bodies. Marks and blocks (the public API's records) round-trip among events,
- * and malformed ones are refused or counted.
+ * and malformed ones are refused or counted; so do threads' names.
  */
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -742,6 +742,140 @@ Test(codec, encode_refuses_malformed_python_code_bodies)
     free(c);
 }
 
+
+/* ---- threads' names ---- */
+
+struct cap_thread {
+    int n;
+    uint32_t tid[8];
+    char name[8][GS_MAX_THREAD_NAME + 1];
+    char order[16]; /* 't' a name, 'e' an event */
+    int norder;
+};
+
+static void on_thread(void *ctx, uint32_t tid, const char *name)
+{
+    struct cap_thread *c = ctx;
+    cr_assert_lt(c->n, 8);
+    cr_assert_leq(strlen(name), GS_MAX_THREAD_NAME);
+    c->tid[c->n] = tid;
+    strcpy(c->name[c->n++], name);
+    c->order[c->norder++] = 't';
+}
+
+static void on_thread_event(void *ctx, const struct gs_revent *e)
+{
+    struct cap_thread *c = ctx;
+    (void)e;
+    c->order[c->norder++] = 'e';
+}
+
+static struct gs_thread_body *thread_body(uint32_t tid, const char *name, uint8_t name_len,
+                                          uint32_t *len)
+{
+    *len = (uint32_t)(sizeof(struct gs_thread_body) + name_len);
+    struct gs_thread_body *t = calloc(1, *len);
+    cr_assert_not_null(t);
+    t->type = GS_REC_THREAD;
+    t->tid = tid;
+    t->name_len = name_len;
+    memcpy(t->name, name, name_len);
+    return t;
+}
+
+Test(codec, thread_names_round_trip_in_order_with_events)
+{
+    static const struct gs_reader_ops tops = {.thread = on_thread, .event = on_thread_event};
+    struct blk b;
+    blk_init(&b);
+    struct gs_encoder e;
+    gs_encoder_reset(&e);
+    static char longest[GS_MAX_THREAD_NAME];
+    memset(longest, 'w', sizeof longest);
+    uint32_t l1, l2, l3, l4;
+    struct gs_thread_body *t1 = thread_body(4242, "pt_autograd_0", 13, &l1);
+    struct gs_thread_body *t2 = thread_body(UINT32_MAX, longest, sizeof longest, &l2);
+    struct gs_thread_body *t3 = thread_body(7, "", 0, &l3);
+    struct gs_thread_body *t4 = thread_body(8, "a\tb\x7f", 4, &l4); /* kept off terminals */
+    struct gs_ev ev = {.type = GS_REC_ALLOC, .tid = 4242, .size = 1, .stack_id = 1};
+    put(&b, &e, t1, l1);
+    put(&b, &e, &ev, sizeof ev);
+    put(&b, &e, t2, l2);
+    put(&b, &e, t3, l3);
+    put(&b, &e, t4, l4);
+    struct cap_thread *c = calloc(1, sizeof *c);
+    struct gs_reader_stats st = {0};
+    cr_assert_eq(gs_decode_block(b.buf, b.len, &tops, c, &st), 5);
+    cr_assert_eq(st.damaged_records, 0);
+    cr_assert_str_eq(c->order, "tettt", "a name before the event it names");
+    cr_assert_eq(c->n, 4);
+    cr_assert_eq(c->tid[0], 4242);
+    cr_assert_str_eq(c->name[0], "pt_autograd_0");
+    cr_assert_eq(c->tid[1], UINT32_MAX);
+    cr_assert_eq(strlen(c->name[1]), GS_MAX_THREAD_NAME, "the longest name is kept whole");
+    cr_assert_eq(c->tid[2], 7);
+    cr_assert_str_eq(c->name[2], "");
+    cr_assert_str_eq(c->name[3], "a?b?");
+    /* a reader without the callback skips them, as an older reader does */
+    struct gs_reader_stats st2 = {0};
+    static const struct gs_reader_ops none = {0};
+    cr_assert_eq(gs_decode_block(b.buf, b.len, &none, NULL, &st2), 5);
+    cr_assert_eq(st2.damaged_records, 0);
+    free(t1);
+    free(t2);
+    free(t3);
+    free(t4);
+    free(c);
+    free(b.buf);
+}
+
+Test(codec, thread_names_out_of_range_are_damaged_or_cut)
+{
+    static const struct gs_reader_ops tops = {.thread = on_thread};
+    static uint8_t raw[256];
+    size_t n = 0;
+    /* a tid past 32 bits */
+    static const uint8_t big_tid[] = {GS_REC_THREAD, 7, 0x80, 0x80, 0x80, 0x80, 0x10, 1, 'x'};
+    memcpy(raw + n, big_tid, sizeof big_tid);
+    n += sizeof big_tid;
+    /* a name longer than its record */
+    static const uint8_t cut[] = {GS_REC_THREAD, 3, 1, 5, 'a'};
+    memcpy(raw + n, cut, sizeof cut);
+    n += sizeof cut;
+    /* a name longer than any writer records: cut to GS_MAX_THREAD_NAME */
+    raw[n++] = GS_REC_THREAD;
+    raw[n++] = 2 + 100;
+    raw[n++] = 9;
+    raw[n++] = 100;
+    memset(raw + n, 'n', 100);
+    n += 100;
+    struct cap_thread *c = calloc(1, sizeof *c);
+    struct gs_reader_stats st = {0};
+    cr_assert_eq(gs_decode_block(raw, n, &tops, c, &st), 3);
+    cr_assert_eq(st.damaged_records, 2);
+    cr_assert_eq(c->n, 1);
+    cr_assert_eq(c->tid[0], 9);
+    cr_assert_eq(strlen(c->name[0]), GS_MAX_THREAD_NAME);
+    free(c);
+}
+
+Test(codec, encode_refuses_malformed_thread_bodies)
+{
+    struct gs_encoder e;
+    gs_encoder_reset(&e);
+    static uint8_t out[GS_MAX_RECORD];
+    uint32_t len;
+    struct gs_thread_body *t = thread_body(1, "loader", 6, &len);
+    cr_assert_gt(gs_encode(&e, t, len, out), 0, "exact length is fine");
+    cr_assert_eq(gs_encode(&e, t, len - 1, out), 0, "one byte short");
+    cr_assert_eq(gs_encode(&e, t, len + 1, out), 0, "one byte long");
+    cr_assert_eq(gs_encode(&e, t, (uint32_t)sizeof *t - 1, out), 0, "header cut");
+    free(t);
+    static char big[GS_MAX_THREAD_NAME + 1];
+    t = thread_body(1, big, sizeof big, &len);
+    cr_assert_eq(gs_encode(&e, t, len, out), 0, "a name past GS_MAX_THREAD_NAME");
+    free(t);
+}
 
 /* ---- the public API's records: marks and blocks ---- */
 
