@@ -21,6 +21,7 @@ class Env:
         self.preload = self.shim
         self.sanitized = sanitized or tsan
         self.tsan = tsan
+        self.valgrind = valgrind  # the tool's name, or None
         self.env = {}
         # make check-valgrind: the runs under the shim go through valgrind
         # (memcheck or helgrind); its messages on stderr, or its exit status
