@@ -8,7 +8,8 @@
  * runs (Include/internal/pycore_runtime.h in 3.13,
  * Include/internal/pycore_debug_offsets.h in 3.14). For 3.9 to 3.12 the
  * offsets are written in here, each from the version's own headers (the
- * source lines are cited with each table). Whatever their origin, python.c
+ * source lines are cited with each table; make test compares each with
+ * offsetof() on the headers of every CPython the machine has). Whatever their origin, python.c
  * trusts a layout only once it has proved itself: pyread.c checks the type
  * of every object read, and the frames it reads are compared with the
  * public API's on events where the thread holds the GIL.
@@ -18,146 +19,70 @@
 
 #include "pyread.h"
 
+/* What every 64-bit CPython with the GIL shares: PyObject's ob_type after
+ * its reference count, PyVarObject's ob_size, PyASCIIObject's length and
+ * state, PyBytesObject's characters after its cached hash
+ * (Include/object.h, Include/cpython/unicodeobject.h, bytesobject.h). */
+#define OBJECTS_64                                                                                 \
+    .ob_type = 8, .var_size = 16, .uni_length = 16, .uni_state = 32, .bytes_sval = 32,            \
+    .code_mask = ~(uint64_t)0
+
+/* 3.9 and 3.10: the chain is of PyFrameObjects from PyThreadState.frame
+ * (Include/cpython/pystate.h: prev, next, interp, frame), f_back and f_code
+ * after PyObject_VAR_HEAD (Include/cpython/frameobject.h); PyCodeObject's
+ * co_firstlineno, co_filename, co_name and line table (Include/cpython/code.h);
+ * PyASCIIObject with its wstr, 48 bytes, PyCompactUnicodeObject 72
+ * (Include/cpython/unicodeobject.h). */
+#define FRAME_OBJECTS                                                                              \
+    OBJECTS_64, .frame_objects = 1, .ts_frame = 24, .ts_cframe = -1, .cframe_frame = -1,           \
+    .fr_previous = 24, .fr_code = 32, .fr_owner = -1, .instr_is_lasti = 1,                         \
+    .owner_generator = -1, .co_firstlineno = 40, .co_filename = 104, .co_name = 112,               \
+    .co_linetable = 120, .co_code = -1, .co_firsttraceable = -1, .uni_ascii_size = 48,             \
+    .uni_compact_size = 72
+
+/* 3.9: f_lasti at 104, in bytes; the line table is co_lnotab. */
+static const struct gs_pylayout py39 = {
+    FRAME_OBJECTS, .minor = 9, .lines = GS_PYLINES_LNOTAB, .fr_instr = 104, .lasti_units = 0,
+};
+
+/* 3.10: f_lasti at 96 (f_stackdepth replaced f_valuestack and f_stacktop),
+ * in code units; co_linetable in co_lnotab's place. */
+static const struct gs_pylayout py310 = {
+    FRAME_OBJECTS, .minor = 10, .lines = GS_PYLINES_LINETABLE, .fr_instr = 96, .lasti_units = 1,
+};
+
+/* 3.11 and 3.12: the chain is of _PyInterpreterFrames from
+ * PyThreadState.cframe->current_frame; lines from the location table;
+ * co_qualname read for the function's name. */
+#define INTERPRETER_FRAMES                                                                         \
+    OBJECTS_64, .frame_objects = 0, .lines = GS_PYLINES_LOCATIONS, .ts_frame = -1,                 \
+    .ts_cframe = 56, .owner_generator = 1, .co_filename = 112, .co_name = 128,                     \
+    .co_linetable = 136
+
 /* 3.11: Include/cpython/pystate.h (struct _ts: cframe after prev, next,
  * interp, _initialized, _static, recursion_remaining, recursion_limit,
  * recursion_headroom, tracing, tracing_what), Include/internal/pycore_frame.h
  * (_PyCFrame: use_tracing, current_frame, previous; _PyInterpreterFrame:
  * f_func, f_globals, f_builtins, f_locals, f_code, frame_obj, previous,
  * prev_instr, stacktop, is_entry, owner; enum _frameowner THREAD 0,
- * GENERATOR 1, FRAME_OBJECT 2), Include/cpython/code.h (PyCodeObject's
- * fields), Include/cpython/unicodeobject.h (PyASCIIObject with wstr: 48
- * bytes, PyCompactUnicodeObject: 72). The unit tests compare this table
- * with offsetof() on the 3.11 headers where they are installed. */
+ * GENERATOR 1, FRAME_OBJECT 2), Include/cpython/code.h, and PyASCIIObject
+ * still with its wstr (48 bytes, PyCompactUnicodeObject 72). */
 static const struct gs_pylayout py311 = {
-    .minor = 11,
-    .frame_objects = 0,
-    .lines = GS_PYLINES_LOCATIONS,
-    .ts_frame = -1,
-    .ts_cframe = 56,
-    .cframe_frame = 8,
-    .fr_previous = 48,
-    .fr_code = 32,
-    .fr_instr = 56,
-    .fr_owner = 69,
-    .owner_skip = 0,
-    .owner_generator = 1,
-    .code_mask = ~(uint64_t)0,
-    .co_filename = 112,
-    .co_name = 128, /* co_qualname */
-    .co_firstlineno = 72,
-    .co_linetable = 136,
-    .co_code = 184,
-    .co_firsttraceable = 168,
-    .ob_type = 8,
-    .var_size = 16,
-    .uni_state = 32,
-    .uni_length = 16,
-    .uni_ascii_size = 48,
-    .uni_compact_size = 72,
-    .bytes_sval = 32,
+    INTERPRETER_FRAMES, .minor = 11, .cframe_frame = 8, .fr_previous = 48, .fr_code = 32,
+    .fr_instr = 56, .fr_owner = 69, .owner_skip = 0, .co_firstlineno = 72, .co_code = 184,
+    .co_firsttraceable = 168, .uni_ascii_size = 48, .uni_compact_size = 72,
 };
 
-/* 3.9: Include/cpython/pystate.h (struct _ts: prev, next, interp, frame),
- * Include/cpython/frameobject.h (PyFrameObject: PyObject_VAR_HEAD, f_back,
- * f_code, ..., f_lasti in bytes), Include/cpython/code.h (co_lnotab),
- * Include/cpython/unicodeobject.h (PyASCIIObject with wstr). */
-static const struct gs_pylayout py39 = {
-    .minor = 9,
-    .frame_objects = 1,
-    .lines = GS_PYLINES_LNOTAB,
-    .ts_frame = 24,
-    .ts_cframe = -1,
-    .cframe_frame = -1,
-    .fr_previous = 24,
-    .fr_code = 32,
-    .fr_instr = 104,
-    .fr_owner = -1,
-    .instr_is_lasti = 1,
-    .lasti_units = 0,
-    .owner_generator = -1,
-    .code_mask = ~(uint64_t)0,
-    .co_filename = 104,
-    .co_name = 112,
-    .co_firstlineno = 40,
-    .co_linetable = 120, /* co_lnotab */
-    .co_code = -1,
-    .co_firsttraceable = -1,
-    .ob_type = 8,
-    .var_size = 16,
-    .uni_state = 32,
-    .uni_length = 16,
-    .uni_ascii_size = 48,
-    .uni_compact_size = 72,
-    .bytes_sval = 32,
-};
-
-/* 3.10: as 3.9 but for f_lasti (now in code units, at 96: f_stackdepth
- * replaced f_valuestack and f_stacktop) and co_linetable in co_lnotab's
- * place (Include/cpython/frameobject.h, code.h of 3.10). */
-static const struct gs_pylayout py310 = {
-    .minor = 10,
-    .frame_objects = 1,
-    .lines = GS_PYLINES_LINETABLE,
-    .ts_frame = 24,
-    .ts_cframe = -1,
-    .cframe_frame = -1,
-    .fr_previous = 24,
-    .fr_code = 32,
-    .fr_instr = 96,
-    .fr_owner = -1,
-    .instr_is_lasti = 1,
-    .lasti_units = 1,
-    .owner_generator = -1,
-    .code_mask = ~(uint64_t)0,
-    .co_filename = 104,
-    .co_name = 112,
-    .co_firstlineno = 40,
-    .co_linetable = 120,
-    .co_code = -1,
-    .co_firsttraceable = -1,
-    .ob_type = 8,
-    .var_size = 16,
-    .uni_state = 32,
-    .uni_length = 16,
-    .uni_ascii_size = 48,
-    .uni_compact_size = 72,
-    .bytes_sval = 32,
-};
-
-/* 3.12: Include/cpython/pystate.h (cframe at 56 still; _PyCFrame is now
- * current_frame, previous), Include/internal/pycore_frame.h
- * (_PyInterpreterFrame: f_code, previous, f_funcobj, f_globals, f_builtins,
- * f_locals, frame_obj, prev_instr, stacktop, return_offset, owner; enum
- * _frameowner adds FRAME_OWNED_BY_CSTACK = 3, the shim frames skipped),
- * Include/cpython/code.h, Include/cpython/unicodeobject.h (wstr gone:
- * PyASCIIObject 40 bytes, PyCompactUnicodeObject 56). */
+/* 3.12: _PyCFrame is current_frame, previous; _PyInterpreterFrame is
+ * f_code, previous, f_funcobj, f_globals, f_builtins, f_locals, frame_obj,
+ * prev_instr, stacktop, return_offset, owner, and enum _frameowner adds
+ * FRAME_OWNED_BY_CSTACK = 3, the shim frames, skipped
+ * (Include/internal/pycore_frame.h); wstr is gone: PyASCIIObject 40 bytes,
+ * PyCompactUnicodeObject 56. */
 static const struct gs_pylayout py312 = {
-    .minor = 12,
-    .frame_objects = 0,
-    .lines = GS_PYLINES_LOCATIONS,
-    .ts_frame = -1,
-    .ts_cframe = 56,
-    .cframe_frame = 0,
-    .fr_previous = 8,
-    .fr_code = 0,
-    .fr_instr = 56,
-    .fr_owner = 70,
-    .owner_skip = 1u << 3,
-    .owner_generator = 1,
-    .code_mask = ~(uint64_t)0,
-    .co_filename = 112,
-    .co_name = 128, /* co_qualname */
-    .co_firstlineno = 68,
-    .co_linetable = 136,
-    .co_code = 192,
-    .co_firsttraceable = 176,
-    .ob_type = 8,
-    .var_size = 16,
-    .uni_state = 32,
-    .uni_length = 16,
-    .uni_ascii_size = 40,
-    .uni_compact_size = 56,
-    .bytes_sval = 32,
+    INTERPRETER_FRAMES, .minor = 12, .cframe_frame = 0, .fr_previous = 8, .fr_code = 0,
+    .fr_instr = 56, .fr_owner = 70, .owner_skip = 1u << 3, .co_firstlineno = 68, .co_code = 192,
+    .co_firsttraceable = 176, .uni_ascii_size = 40, .uni_compact_size = 56,
 };
 
 const struct gs_pylayout *gs_pylayout_builtin(int minor)
