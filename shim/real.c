@@ -170,6 +170,16 @@ void *gs_real(enum gs_fn fn)
     return p;
 }
 
+/* Are a and b code of one loaded object? */
+static int same_object(void *a, void *b)
+{
+    Dl_info ia, ib;
+    int saved = errno;
+    int same = dladdr(a, &ia) && dladdr(b, &ib) && ia.dli_fbase && ia.dli_fbase == ib.dli_fbase;
+    errno = saved;
+    return same;
+}
+
 void *gs_substitute(enum gs_fn fn, void *real)
 {
     if (!real || gs_in_shim(real))
@@ -179,5 +189,14 @@ void *gs_substitute(enum gs_fn fn, void *real)
                                     __ATOMIC_ACQUIRE) ||
         expected == real)
         return wrappers[fn] ? wrappers[fn] : real;
+    /* Another address for a function we already forward to. The driver's
+     * cuGetProcAddress may hand out internal entry points whose addresses
+     * are not dlsym's: another entry point of the same object, for the same
+     * function and ABI, runs the same code, and calls through it must be
+     * recorded too, so it gets the wrapper (which forwards to the first).
+     * A definition in another object (a stub library, a program's own
+     * cuMemAlloc) is left as it is: the program's calls go where it chose. */
+    if (wrappers[fn] && same_object(expected, real))
+        return wrappers[fn];
     return real;
 }

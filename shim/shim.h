@@ -86,7 +86,8 @@ const char *gs_fn_name(enum gs_fn fn);
 int gs_fn_by_name(const char *name);
 /* Called with what a lookup of the program returned for fn. Returns what the
  * program should get: our wrapper if real is (or now becomes) the function
- * the wrapper forwards to, else real itself, untouched. */
+ * the wrapper forwards to, or another entry point of the same object (the
+ * driver's internal ones), else real itself, untouched. */
 void *gs_substitute(enum gs_fn fn, void *real);
 /* The real dlsym, from glibc; never our own. */
 void *gs_real_dlsym(void *handle, const char *name);

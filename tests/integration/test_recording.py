@@ -90,6 +90,21 @@ def test_cuGetProcAddress_both_abis_and_ptsz():
     eq(site_summary(d["leaks"]["sites"]), [(512 * KiB, 1, "alloc_ptsz_path")], "leak sites")
 
 
+def test_dlsym_and_getproc_entry_points_both_recorded():
+    """The driver hands out internal entry points from cuGetProcAddress, at
+    addresses that are not dlsym's; calls through either are recorded, and a
+    free through one of what the other allocated is no unknown free."""
+    plain = run([E.prog("dl_entry_points"), "addresses"], shim=False)
+    eq(plain.out, "alloc distinct, free distinct\n", "the driver's own entry points differ")
+    r = same_behaviour([E.prog("dl_entry_points")])
+    eq(r.out, "done\n", "output")
+    d = report_json(one_trace(r))
+    eq(d["events"], {"allocations": 3, "frees": 2, "failed": 0, "frees_unknown": 0, "references": 0},
+       "events")
+    eq(d["peak"]["bytes"], 4 * MiB, "peak")
+    eq(site_summary(d["leaks"]["sites"]), [(4 * MiB, 1, "by_getproc")], "leak sites")
+
+
 def test_runtime_labels_one_event_per_call_and_oom():
     env = {"SIMCUDA_MEMORY": "64M"}
     r = same_behaviour([E.prog("rt_runtime")], env=env)

@@ -2617,6 +2617,23 @@ SIM_EXPORT(cuMemGetAddressRange_v2)
 typedef void (*sim_fn)(void);
 #define FN(f) ((sim_fn)(f))
 
+/* Internal entry points. NVIDIA's driver may hand out from cuGetProcAddress
+ * internal entry points whose addresses are not what dlsym gives for the
+ * same name; so does this one for the calls that allocate and free: each a
+ * function of its own, at an address of its own, that runs the same code.
+ * An interposer must record calls through either (issue 15, item 5). */
+#define ENTRY(name, params, args)                                                                  \
+    __attribute__((noinline)) static gs_curesult entry_##name params                              \
+    {                                                                                              \
+        __asm__ volatile("");                                                                      \
+        return sim_##name args;                                                                    \
+    }
+ENTRY(cuMemAlloc_v2, (gs_cudeviceptr * dptr, size_t bytesize), (dptr, bytesize))
+ENTRY(cuMemFree_v2, (gs_cudeviceptr dptr), (dptr))
+ENTRY(cuMemAllocAsync, (gs_cudeviceptr * dptr, size_t bytesize, gs_custream s), (dptr, bytesize, s))
+ENTRY(cuMemFreeAsync, (gs_cudeviceptr dptr, gs_custream s), (dptr, s))
+#undef ENTRY
+
 static gs_curesult sim_cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
                                         gs_cuuint64 flags);
 static gs_curesult sim_cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
@@ -2658,12 +2675,12 @@ static const struct proc {
     {"cuStreamGetCtx", 12050, FN(sim_cuStreamGetCtx_v2), FN(sim_cuStreamGetCtx_v2_ptsz)},
     {"cuStreamGetCtx", 9020, FN(sim_cuStreamGetCtx), FN(sim_cuStreamGetCtx_ptsz)},
     {"cuMemGetInfo", 3020, FN(sim_cuMemGetInfo_v2), NULL},
-    {"cuMemAlloc", 3020, FN(sim_cuMemAlloc_v2), NULL},
-    {"cuMemFree", 3020, FN(sim_cuMemFree_v2), NULL},
+    {"cuMemAlloc", 3020, FN(entry_cuMemAlloc_v2), NULL},
+    {"cuMemFree", 3020, FN(entry_cuMemFree_v2), NULL},
     {"cuMemAllocPitch", 3020, FN(sim_cuMemAllocPitch_v2), NULL},
     {"cuMemAllocManaged", 6000, FN(sim_cuMemAllocManaged), NULL},
-    {"cuMemAllocAsync", 11020, FN(sim_cuMemAllocAsync), FN(sim_cuMemAllocAsync_ptsz)},
-    {"cuMemFreeAsync", 11020, FN(sim_cuMemFreeAsync), FN(sim_cuMemFreeAsync_ptsz)},
+    {"cuMemAllocAsync", 11020, FN(entry_cuMemAllocAsync), FN(sim_cuMemAllocAsync_ptsz)},
+    {"cuMemFreeAsync", 11020, FN(entry_cuMemFreeAsync), FN(sim_cuMemFreeAsync_ptsz)},
     {"cuMemAllocFromPoolAsync", 11020, FN(sim_cuMemAllocFromPoolAsync),
      FN(sim_cuMemAllocFromPoolAsync_ptsz)},
     {"cuMemPoolCreate", 11020, FN(sim_cuMemPoolCreate), NULL},
