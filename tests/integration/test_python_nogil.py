@@ -177,3 +177,16 @@ def test_the_sim_torch_example_leads_with_the_line_that_keeps_the_tensors():
     lead = text[text.index("Leak suspects"):].splitlines()[1:3]
     check(f"from Model.forward  {example}:{kept[0][2]}" in lead[1],
           f"the text report's first suspect names the line: {lead}")
+
+
+def test_code_objects_freed_and_made_again_keep_their_own_names():
+    """A code object seen only without the GIL is not pinned: when it is
+    freed and another is made at its address, the other must not be named
+    by the first (the fingerprint of what the frame shows)."""
+    for py in pythons():
+        r = run([py, prog("code_reuse.py")], env=ext_env(py))
+        eq((r.rc, r.out, r.err), (0, "20 made\n", ""), f"{py}: the run")
+        d = report_json(one_trace(r))
+        got = sorted((s["bytes"] // KiB, python_frames(s)[0], s["gil"]) for s in d["leaks"]["sites"])
+        eq(got, [(i + 1, (f"f_{i}", "<made>", 2), False) for i in range(20)],
+           f"{py}: each allocation by its own function")
