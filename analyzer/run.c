@@ -104,6 +104,19 @@ static void per_tensor(void)
                     "XLA_PYTHON_CLIENT_ALLOCATOR=platform XLA_PYTHON_CLIENT_PREALLOCATE=false "
                     "TF_GPU_ALLOCATOR=cuda_malloc_async\n",
             conf);
+    /* What PyTorch's cudaMallocAsync backend refuses: its
+     * checkPoolLiveAllocations, getIpcDevPtr, shareIpcHandle and recordHistory
+     * raise "cudaMallocAsync does not yet support ..."
+     * (c10/cuda/CUDAMallocAsyncAllocator.cpp); torch/_inductor/cudagraph_trees.py
+     * (torch.compile(mode="reduce-overhead")) calls the first, sharing a CUDA
+     * tensor with another process (torch.multiprocessing) the next two, and
+     * torch.cuda.memory._record_memory_history the last. */
+    fputs("gpushim: per tensor: under PyTorch's cudaMallocAsync backend, torch.compile(mode="
+          "\"reduce-overhead\") and other CUDA graph trees, CUDA tensors shared between "
+          "processes (torch.multiprocessing) and torch.cuda.memory._record_memory_history fail "
+          "(\"cudaMallocAsync does not yet support ...\"): run a job that uses them without "
+          "--per-tensor\n",
+          stderr);
 }
 
 /* The directory of this executable, with a trailing slash. */

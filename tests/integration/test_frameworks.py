@@ -81,6 +81,11 @@ def test_run_per_tensor_merges_with_the_users_settings():
     merged = "expandable_segments:True,roundup_power2_divisions:4,backend:cudaMallocAsync"
     check(f"gpushim: per tensor: PYTORCH_CUDA_ALLOC_CONF=PYTORCH_ALLOC_CONF={merged} " in p.stderr,
           "says what it set: " + p.stderr)
+    cannot = [l for l in p.stderr.splitlines() if "under PyTorch's cudaMallocAsync backend" in l]
+    eq(len(cannot), 1, "says once what the backend cannot do: " + p.stderr)
+    for what in ('torch.compile(mode="reduce-overhead")', "torch.multiprocessing",
+                 "torch.cuda.memory._record_memory_history", "without --per-tensor"):
+        check(what in cannot[0], f"names {what}: {cannot[0]}")
     a = report_json(os.path.join(tmp, "t.trace"))["allocator"]
     eq(a["settings"], {"PYTORCH_CUDA_ALLOC_CONF": merged, "PYTORCH_ALLOC_CONF": merged,
                        "XLA_PYTHON_CLIENT_ALLOCATOR": "platform",
