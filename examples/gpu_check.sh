@@ -41,4 +41,6 @@ if python3 -c "import jax; assert jax.devices('gpu')" 2>/dev/null; then
 else
     echo "== jax example: no jax with a GPU here"
 fi
+echo "== gpushim against PyTorch's own counters (examples/gpu_torch_check.py)"
+python3 "$here/examples/gpu_torch_check.py" --build "$here/build" --out "$out/torch-check"
 echo "reports in $out"
