@@ -95,6 +95,7 @@ static const char *const api_names[GS_API_COUNT] = {
     NAME(cudaMemPoolDestroy),
     NAME(gpushim_torch_alloc),
     NAME(gpushim_torch_free),
+    NAME(cuMulticastCreate),
 #undef NAME
 };
 
@@ -102,7 +103,7 @@ static const char *const kind_names[GS_KIND_COUNT] = {
     [GS_KIND_DEVICE] = "device",   [GS_KIND_MANAGED] = "managed",
     [GS_KIND_HOST_PINNED] = "host_pinned", [GS_KIND_ARRAY] = "array",
     [GS_KIND_IMPORTED] = "imported", [GS_KIND_ADDRESS_SPACE] = "address_space",
-    [GS_KIND_MAPPED] = "mapped",
+    [GS_KIND_MAPPED] = "mapped",   [GS_KIND_MULTICAST] = "multicast",
 };
 
 const char *gs_kind_name(uint32_t kind) { return kind < GS_KIND_COUNT ? kind_names[kind] : "?"; }

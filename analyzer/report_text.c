@@ -339,7 +339,8 @@ static void devices(const struct gs_report *rep, FILE *out)
     static const char *const labels[GS_KIND_COUNT] = {
         [GS_KIND_MANAGED] = "managed memory", [GS_KIND_HOST_PINNED] = "pinned host memory",
         [GS_KIND_ARRAY] = "CUDA arrays", [GS_KIND_IMPORTED] = "imported from other processes",
-        [GS_KIND_ADDRESS_SPACE] = "reserved address space", [GS_KIND_MAPPED] = "mapped ranges"};
+        [GS_KIND_ADDRESS_SPACE] = "reserved address space", [GS_KIND_MAPPED] = "mapped ranges",
+        [GS_KIND_MULTICAST] = "multicast objects"};
     for (int k = GS_KIND_DEVICE + 1; k < GS_KIND_COUNT; k++) {
         const struct gs_kind_usage *u = &r->kinds[k];
         if (u->allocs)

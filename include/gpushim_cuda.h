@@ -51,6 +51,15 @@ typedef struct {
     } allocFlags;
 } gs_cumemallocationprop;
 
+/* CUmulticastObjectProp (cuMulticastCreate): size is what each device may
+ * bind to the object */
+typedef struct {
+    unsigned int numDevices;
+    size_t size;
+    unsigned long long handleTypes;
+    unsigned long long flags;
+} gs_cumulticastobjectprop;
+
 /* CUmemPoolProps (cuMemPoolCreate) */
 typedef struct {
     int allocType;
@@ -197,7 +206,9 @@ typedef struct {
       (gs_cudeviceptr * pdptr, gs_cuipcmemhandle handle, unsigned int Flags))        \
     X(cuIpcCloseMemHandle, gs_curesult, (gs_cudeviceptr dptr))                      \
     X(cuMemPoolCreate, gs_curesult, (gs_cumempool * pool, const gs_cumempoolprops *poolProps)) \
-    X(cuMemPoolDestroy, gs_curesult, (gs_cumempool pool))
+    X(cuMemPoolDestroy, gs_curesult, (gs_cumempool pool))                           \
+    X(cuMulticastCreate, gs_curesult,                                               \
+      (gs_cumemhandle * mcHandle, const gs_cumulticastobjectprop *prop))
 
 /* The entry-point getter, in its two ABIs: the CUDA 11.3 one (4 arguments,
  * exported as "cuGetProcAddress") and the CUDA 12 one (5 arguments, exported

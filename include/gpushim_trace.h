@@ -371,6 +371,7 @@ enum gs_api {
     GS_API_cudaMemPoolDestroy,
     GS_API_gpushim_torch_alloc, /* PyTorch's pluggable allocator, through the shim */
     GS_API_gpushim_torch_free,
+    GS_API_cuMulticastCreate,
     GS_API_COUNT
 };
 
@@ -386,6 +387,9 @@ enum gs_kind {
                                 * cuMemImportFromShareableHandle (seen, not owned) */
     GS_KIND_ADDRESS_SPACE = 5, /* cuMemAddressReserve: addresses, not memory */
     GS_KIND_MAPPED = 6,        /* cuMemMap: a view of physical memory counted elsewhere */
+    GS_KIND_MULTICAST = 7,     /* cuMulticastCreate (NCCL's NVLS): a handle, by size, that
+                                * devices bind their own physical memory to; not memory
+                                * of its own: what is bound is counted where it was made */
     GS_KIND_COUNT
 };
 
@@ -393,7 +397,8 @@ enum gs_kind {
  * equal (a reservation and the first mapping in it start at one address). */
 enum gs_space {
     GS_SPACE_ADDRESS = 0,     /* a device or host address */
-    GS_SPACE_HANDLE = 1,      /* a CUmemGenericAllocationHandle (physical memory) */
+    GS_SPACE_HANDLE = 1,      /* a CUmemGenericAllocationHandle (physical memory,
+                               * or a multicast object) */
     GS_SPACE_RESERVATION = 2, /* the start of a reserved address range */
     GS_SPACE_MAPPING = 3,     /* the start of a mapped range */
     GS_SPACE_ARRAY = 4,       /* a CUarray or CUmipmappedArray */

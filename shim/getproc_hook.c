@@ -14,7 +14,8 @@
  *   cuMemAllocFromPoolAsync                 per-thread flag -> the _ptsz ones
  *   cuGetProcAddress                        >= 12000 -> the 5-argument _v2,
  *                                           else the 4-argument one
- *   the rest (VMM, host, arrays, IPC, pools) from the version each appeared in
+ *   the rest (VMM, multicast, host, arrays, IPC, pools) from the version
+ *                                           each appeared in
  *
  * The getter returns itself too: the runtime asks for "cuGetProcAddress" at
  * 11030 (4 arguments) and at 12000 (5 arguments), one name with two ABIs.
@@ -76,6 +77,7 @@ static const struct getproc_rule rules[] = {
     SIMPLE("cuIpcCloseMemHandle", 4010, cuIpcCloseMemHandle),
     SIMPLE("cuMemPoolCreate", 11020, cuMemPoolCreate),
     SIMPLE("cuMemPoolDestroy", 11020, cuMemPoolDestroy),
+    SIMPLE("cuMulticastCreate", 12010, cuMulticastCreate),
     SIMPLE("cuStreamGetDevice", 12080, cuStreamGetDevice),
     SIMPLE("cuDeviceGetMemPool", 11020, cuDeviceGetMemPool),
     SIMPLE("cuMemPoolGetAttribute", 11020, cuMemPoolGetAttribute),

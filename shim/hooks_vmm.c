@@ -13,6 +13,12 @@
  *                                      counts once; a mapping holds a reference
  *                                      to its memory (released while mapped, it
  *                                      lives on), and one unmap may end several
+ *   cuMulticastCreate                  a multicast object (NCCL's NVLS): a handle
+ *                                      of its own kind, mapped with cuMemMap and
+ *                                      released with cuMemRelease like physical
+ *                                      memory; the memory bound to it
+ *                                      (cuMulticastBindMem/BindAddr, not hooked)
+ *                                      is counted where it was created
  *
  * NCCL frees with retain -> release -> unmap -> release: the analyzer keeps a
  * reference count per handle, and the memory is gone when it reaches zero.
@@ -43,6 +49,18 @@ GS_EXPORT gs_curesult cuMemRelease(gs_cumemhandle handle)
 {
     GS_REAL_OR_MISSING(cuMemRelease);
     GS_FREEING(GS_API_cuMemRelease, GS_SPACE_HANDLE, handle, NULL, real(handle));
+}
+
+/* The size is what each device may bind to the object (prop->size); the
+ * object spans devices: no device of its own. */
+GS_EXPORT gs_curesult cuMulticastCreate(gs_cumemhandle *mcHandle,
+                                        const gs_cumulticastobjectprop *prop)
+{
+    GS_REAL_OR_MISSING(cuMulticastCreate);
+    gs_curesult r = real(mcHandle, prop);
+    gs_after_alloc(GS_API_cuMulticastCreate, GS_KIND_MULTICAST, GS_SPACE_HANDLE,
+                   GS_DEVICE_UNKNOWN, r, mcHandle, prop ? prop->size : 0, NULL);
+    return r;
 }
 
 GS_EXPORT gs_curesult cuMemRetainAllocationHandle(gs_cumemhandle *handle, void *addr)

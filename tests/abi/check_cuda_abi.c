@@ -47,6 +47,11 @@ SAME_SIZE(gs_cumemlocation, CUmemLocation);
 SAME_SIZE(gs_cumemallocationprop, CUmemAllocationProp);
 SAME_FIELD(gs_cumemallocationprop, CUmemAllocationProp, location);
 SAME_FIELD(gs_cumemallocationprop, CUmemAllocationProp, type);
+SAME_SIZE(gs_cumulticastobjectprop, CUmulticastObjectProp);
+SAME_FIELD(gs_cumulticastobjectprop, CUmulticastObjectProp, numDevices);
+SAME_FIELD(gs_cumulticastobjectprop, CUmulticastObjectProp, size);
+SAME_FIELD(gs_cumulticastobjectprop, CUmulticastObjectProp, handleTypes);
+SAME_FIELD(gs_cumulticastobjectprop, CUmulticastObjectProp, flags);
 SAME_SIZE(gs_cumempoolprops, CUmemPoolProps);
 SAME_FIELD(gs_cumempoolprops, CUmemPoolProps, location);
 SAME_SIZE(gs_cuarraydesc, CUDA_ARRAY_DESCRIPTOR);
@@ -122,6 +127,7 @@ SAME_VALUE(GS_CU_AD_FORMAT_FLOAT, CU_AD_FORMAT_FLOAT);
 #define gs_cudaentrystatus enum cudaDriverEntryPointQueryResult
 #define gs_cumemallocationprop CUmemAllocationProp
 #define gs_cumempoolprops CUmemPoolProps
+#define gs_cumulticastobjectprop CUmulticastObjectProp
 #define gs_cudamempoolprops struct cudaMemPoolProps
 #define gs_cuarraydesc CUDA_ARRAY_DESCRIPTOR
 #define gs_cuarray3ddesc CUDA_ARRAY3D_DESCRIPTOR
@@ -180,6 +186,7 @@ SAME_TYPE(nv_cuIpcOpenMemHandle_v2, __typeof__(&cuIpcOpenMemHandle_v2));
 SAME_TYPE(nv_cuIpcCloseMemHandle, __typeof__(&cuIpcCloseMemHandle));
 SAME_TYPE(nv_cuMemPoolCreate, __typeof__(&cuMemPoolCreate));
 SAME_TYPE(nv_cuMemPoolDestroy, __typeof__(&cuMemPoolDestroy));
+SAME_TYPE(nv_cuMulticastCreate, __typeof__(&cuMulticastCreate));
 SAME_TYPE(nv_cuStreamGetDevice, __typeof__(&cuStreamGetDevice));
 SAME_TYPE(nv_cuDeviceGetMemPool, __typeof__(&cuDeviceGetMemPool));
 SAME_TYPE(nv_cuMemPoolGetAttribute, __typeof__(&cuMemPoolGetAttribute));

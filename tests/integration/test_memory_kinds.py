@@ -83,3 +83,19 @@ def test_two_devices_and_a_stream_of_the_other():
     eq(d["peak"]["bytes"], 14 * MiB, "process peak")
     text = report(one_trace(r)).stdout
     eq("device 1" in text, True, "text report lists device 1")
+
+
+def test_nccl_nvls_multicast_is_its_own_category():
+    r = same_behaviour([E.prog("drv_multicast")])
+    d = report_json(one_trace(r))
+    eq((d["events"]["allocations"], d["events"]["frees"], d["events"]["frees_unknown"]), (6, 6, 0),
+       "events: create, physical, two reservations, two maps; all freed, none unknown")
+    eq(category(d, "multicast"), (8 * MiB, 0, 1), "the multicast object")
+    eq(category(d, "device"), (8 * MiB, 0, 1), "device: the physical memory bound to it only")
+    eq(category(d, "mapped"), (16 * MiB, 0, 2), "mapped: the unicast and the multicast views")
+    eq(category(d, "address_space"), (16 * MiB, 0, 2), "address space")
+    eq((d["peak"]["bytes"], d["leaks"]["bytes"]), (8 * MiB, 0), "device peak, leaks")
+    eq([(s["bytes"], s["api"], s["frames"][0]["function"]) for s in d["peak"]["sites"]],
+       [(8 * MiB, "cuMemCreate", "nvls_allocate_mem")], "peak sites")
+    text = report(one_trace(r)).stdout
+    eq("multicast objects" in text, True, "text report names the category")

@@ -155,6 +155,8 @@ static void schedule(struct seq *s)
     s_alloc(s, 0x12, 32 * MB, 5, 0, GS_KIND_DEVICE, GS_SPACE_HANDLE, 0);
     s_alloc(s, 0x74000000, 32 * MB, 7, 0, GS_KIND_MAPPED, GS_SPACE_MAPPING, 0x12);
     s_free(s, 0x12, GS_SPACE_HANDLE, 0, 1);
+    /* a multicast object, kept: no device, not device memory */
+    s_alloc(s, 0x13, 32 * MB, 6, GS_DEVICE_UNKNOWN, GS_KIND_MULTICAST, GS_SPACE_HANDLE, 0);
     /* the peak, freed at once: a FREE_FAILED brings it back, then it goes */
     s_dev(s, 0x5000, 401 * MB, 8, 0); /* 1 MB past a 2 MB page: 1 MB of rounding */
     peak_index = s->n - 1;
@@ -998,8 +1000,8 @@ Test(checkpoint_hostile, records_out_of_place_or_range_are_refused)
     BAD("device -2", GS_REC_CKPT_DEVICE, gs_zigzag(-2), 1, 0, 0, 0, 0);
     BAD("present 2", GS_REC_CKPT_DEVICE, gs_zigzag(0), 2, 0, 0, 0, 0);
     BAD("device beyond int32", GS_REC_CKPT_DEVICE, gs_zigzag(1ll << 40), 1, 0, 0, 0, 0);
-    BAD("kind 7", GS_REC_CKPT_KIND, GS_KIND_COUNT, 1, 1, 1);
-    BAD("site of kind 7", GS_REC_CKPT_SITE, 1, GS_KIND_COUNT, 0, 1, 1, 1, 1, 0, 0, 0);
+    BAD("kind past the last", GS_REC_CKPT_KIND, GS_KIND_COUNT, 1, 1, 1);
+    BAD("site of a kind past the last", GS_REC_CKPT_SITE, 1, GS_KIND_COUNT, 0, 1, 1, 1, 1, 0, 0, 0);
     BAD("site stack beyond u32", GS_REC_CKPT_SITE, 1ull << 32, 0, 0, 1, 1, 1, 1, 0, 0, 0);
     BAD("a short site", GS_REC_CKPT_SITE, 1, 0, 0, 1);
     BAD("alloc of no site", GS_REC_CKPT_ALLOC, 0x1000, 10, 5, 99, 0, 0, 0, 1, 1, 0);
