@@ -3,7 +3,10 @@
  * one, following NVIDIA/nccl src/transport/nvls.cc: nvlsAllocateMem
  * (nvlsGroupCreate, cuMulticastAddDevice, the unicast buffer, the bind, the
  * multicast mapping), then nvlsGroupUnbind and nvlsGroupUnmapMem. One rank,
- * the team's creator, with a team of one device.
+ * the team's creator, with a team of one device. The multicast functions
+ * come from cuGetProcAddress at CUDA 12.1 (12010), as NCCL's pfn_ pointers
+ * do (src/misc/cudawrap.cc), so the shim must wrap what the getter hands
+ * out; the cuMem* calls go by symbol.
  *
  *   cuMulticastGetGranularity  the size rounded to it: 8 MiB
  *   cuMulticastCreate          the multicast object: 8 MiB (multicast)
@@ -32,14 +35,20 @@ struct access_desc { /* CUmemAccessDesc */
 #define PROT_READWRITE 3  /* CU_MEM_ACCESS_FLAGS_PROT_READWRITE */
 #define GRANULARITY_RECOMMENDED 1 /* CU_MULTICAST_GRANULARITY_RECOMMENDED */
 
-gs_curesult cuMulticastGetGranularity(size_t *granularity, const gs_cumulticastobjectprop *prop,
-                                      int option);
-gs_curesult cuMulticastCreate(gs_cumemhandle *mcHandle, const gs_cumulticastobjectprop *prop);
-gs_curesult cuMulticastAddDevice(gs_cumemhandle mcHandle, gs_cudevice dev);
-gs_curesult cuMulticastBindMem(gs_cumemhandle mcHandle, size_t mcOffset, gs_cumemhandle memHandle,
-                               size_t memOffset, size_t size, unsigned long long flags);
-gs_curesult cuMulticastUnbind(gs_cumemhandle mcHandle, gs_cudevice dev, size_t mcOffset,
-                              size_t size);
+/* NCCL's CUPFN(...) pointers */
+static gs_curesult (*pfn_cuMulticastGetGranularity)(size_t *granularity,
+                                                    const gs_cumulticastobjectprop *prop,
+                                                    int option);
+static gs_curesult (*pfn_cuMulticastCreate)(gs_cumemhandle *mcHandle,
+                                            const gs_cumulticastobjectprop *prop);
+static gs_curesult (*pfn_cuMulticastAddDevice)(gs_cumemhandle mcHandle, gs_cudevice dev);
+static gs_curesult (*pfn_cuMulticastBindMem)(gs_cumemhandle mcHandle, size_t mcOffset,
+                                             gs_cumemhandle memHandle, size_t memOffset,
+                                             size_t size, unsigned long long flags);
+static gs_curesult (*pfn_cuMulticastUnbind)(gs_cumemhandle mcHandle, gs_cudevice dev,
+                                            size_t mcOffset, size_t size);
+gs_curesult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+                                gs_cuuint64 flags, gs_cuprocstatus *symbolStatus);
 gs_curesult cuMemCreate(gs_cumemhandle *handle, size_t size, const gs_cumemallocationprop *prop,
                         unsigned long long flags);
 gs_curesult cuMemRelease(gs_cumemhandle handle);
@@ -52,6 +61,26 @@ gs_curesult cuMemUnmap(gs_cudeviceptr ptr, size_t size);
 gs_curesult cuMemSetAccess(gs_cudeviceptr ptr, size_t size, const struct access_desc *desc,
                            size_t count);
 
+static void *load_sym(const char *name)
+{
+    void *pfn = NULL;
+    gs_cuprocstatus status;
+    EXPECT(cuGetProcAddress_v2(name, &pfn, 12010, GS_CU_GET_PROC_ADDRESS_DEFAULT, &status),
+           GS_CUDA_SUCCESS);
+    EXPECT(status, GS_CU_GET_PROC_ADDRESS_SUCCESS);
+    return pfn;
+}
+
+/* cudawrap.cc's LOAD_SYM of each, at the version it appeared in */
+static void load_multicast(void)
+{
+    *(void **)&pfn_cuMulticastGetGranularity = load_sym("cuMulticastGetGranularity");
+    *(void **)&pfn_cuMulticastCreate = load_sym("cuMulticastCreate");
+    *(void **)&pfn_cuMulticastAddDevice = load_sym("cuMulticastAddDevice");
+    *(void **)&pfn_cuMulticastBindMem = load_sym("cuMulticastBindMem");
+    *(void **)&pfn_cuMulticastUnbind = load_sym("cuMulticastUnbind");
+}
+
 struct nvls_buffer {
     size_t size;
     gs_cumemhandle uc_handle, mc_handle;
@@ -61,7 +90,7 @@ struct nvls_buffer {
 /* nvlsGroupCreate: the team's first rank creates the object. */
 NOINLINE static void nvls_group_create(const gs_cumulticastobjectprop *prop, gs_cumemhandle *mc)
 {
-    EXPECT(cuMulticastCreate(mc, prop), GS_CUDA_SUCCESS);
+    EXPECT(pfn_cuMulticastCreate(mc, prop), GS_CUDA_SUCCESS);
 }
 
 /* nvlsAllocateMem */
@@ -71,10 +100,10 @@ NOINLINE static void nvls_allocate_mem(int dev, size_t want, struct nvls_buffer 
     size_t mcgran;
     mcprop.numDevices = 1;
     mcprop.size = want;
-    EXPECT(cuMulticastGetGranularity(&mcgran, &mcprop, GRANULARITY_RECOMMENDED), GS_CUDA_SUCCESS);
+    EXPECT(pfn_cuMulticastGetGranularity(&mcgran, &mcprop, GRANULARITY_RECOMMENDED), GS_CUDA_SUCCESS);
     b->size = mcprop.size = (want + mcgran - 1) / mcgran * mcgran;
     nvls_group_create(&mcprop, &b->mc_handle);
-    EXPECT(cuMulticastAddDevice(b->mc_handle, dev), GS_CUDA_SUCCESS);
+    EXPECT(pfn_cuMulticastAddDevice(b->mc_handle, dev), GS_CUDA_SUCCESS);
 
     gs_cumemallocationprop ucprop = {0};
     ucprop.type = GS_CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -86,7 +115,7 @@ NOINLINE static void nvls_allocate_mem(int dev, size_t want, struct nvls_buffer 
     EXPECT(cuMemMap(b->uc_ptr, b->size, 0, b->uc_handle, 0), GS_CUDA_SUCCESS);
     EXPECT(cuMemSetAccess(b->uc_ptr, b->size, &desc, 1), GS_CUDA_SUCCESS);
 
-    EXPECT(cuMulticastBindMem(b->mc_handle, 0, b->uc_handle, 0, b->size, 0), GS_CUDA_SUCCESS);
+    EXPECT(pfn_cuMulticastBindMem(b->mc_handle, 0, b->uc_handle, 0, b->size, 0), GS_CUDA_SUCCESS);
 
     EXPECT(cuMemAddressReserve(&b->mc_ptr, b->size, mcgran, 0, 0), GS_CUDA_SUCCESS);
     EXPECT(cuMemMap(b->mc_ptr, b->size, 0, b->mc_handle, 0), GS_CUDA_SUCCESS);
@@ -96,7 +125,7 @@ NOINLINE static void nvls_allocate_mem(int dev, size_t want, struct nvls_buffer 
 /* nvlsGroupUnbind, then nvlsGroupUnmapMem */
 NOINLINE static void nvls_free_mem(int dev, const struct nvls_buffer *b)
 {
-    EXPECT(cuMulticastUnbind(b->mc_handle, dev, 0, b->size), GS_CUDA_SUCCESS);
+    EXPECT(pfn_cuMulticastUnbind(b->mc_handle, dev, 0, b->size), GS_CUDA_SUCCESS);
 
     EXPECT(cuMemUnmap(b->uc_ptr, b->size), GS_CUDA_SUCCESS);
     EXPECT(cuMemAddressFree(b->uc_ptr, b->size), GS_CUDA_SUCCESS);
@@ -111,6 +140,7 @@ int main(void)
 {
     EXPECT(cuInit(0), GS_CUDA_SUCCESS);
     use_device(0);
+    load_multicast();
     size_t free0, free1, total;
     EXPECT(cuMemGetInfo_v2(&free0, &total), GS_CUDA_SUCCESS);
     struct nvls_buffer b;
