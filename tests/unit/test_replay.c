@@ -699,3 +699,25 @@ Test(replay, memory_released_while_mapped_lives_until_unmapped)
     ASSERT_U64(r.frees_unknown, 0, "nothing unknown");
     gs_replay_free(&r);
 }
+
+Test(replay, a_multicast_object_is_its_own_kind_not_device_memory)
+{
+    /* NCCL's NVLS teardown order (nvls.cc): the multicast object mapped,
+     * the physical memory bound to it; unmap, release, release. */
+    struct gs_replay r;
+    gs_replay_init(&r);
+    ev(&r, GS_REC_ALLOC, 0x1, GS_SPACE_HANDLE, GS_KIND_MULTICAST, 8 << 20);
+    ev(&r, GS_REC_ALLOC, 0x2, GS_SPACE_HANDLE, GS_KIND_DEVICE, 8 << 20);
+    map_ev(&r, 0x70000000, 8 << 20, 0x1);
+    ASSERT_U64(r.peak_bytes, 8 << 20, "device peak: the physical memory only");
+    ASSERT_U64(r.kinds[GS_KIND_MULTICAST].live_bytes, 8 << 20, "the object");
+    ev(&r, GS_REC_FREE, 0x2, GS_SPACE_HANDLE, 0, 0);
+    unmap_ev(&r, 0x70000000, 8 << 20);
+    ev(&r, GS_REC_FREE, 0x1, GS_SPACE_HANDLE, 0, 0);
+    ASSERT_U64(r.kinds[GS_KIND_MULTICAST].live_bytes, 0, "released");
+    ASSERT_U64(r.kinds[GS_KIND_MULTICAST].peak_bytes, 8 << 20, "its peak");
+    ASSERT_U64(r.live_bytes, 0, "no device memory left");
+    ASSERT_U64(r.frees_unknown, 0, "nothing unknown");
+    cr_assert_str_eq(gs_kind_name(GS_KIND_MULTICAST), "multicast");
+    gs_replay_free(&r);
+}
