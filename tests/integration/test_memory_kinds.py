@@ -88,9 +88,11 @@ def test_two_devices_and_a_stream_of_the_other():
 def test_nccl_nvls_multicast_is_its_own_category():
     r = same_behaviour([E.prog("drv_multicast")])
     d = report_json(one_trace(r))
-    eq((d["events"]["allocations"], d["events"]["frees"], d["events"]["frees_unknown"]), (6, 6, 0),
-       "events: create, physical, two reservations, two maps; all freed, none unknown")
+    eq((d["events"]["allocations"], d["events"]["frees"], d["events"]["frees_unknown"]), (7, 7, 0),
+       "events: create, the peer's import, physical, two reservations, two maps; all freed, "
+       "none unknown")
     eq(category(d, "multicast"), (8 * MiB, 0, 1), "the multicast object")
+    eq(category(d, "imported"), (0, 0, 1), "the peer's handle to it: seen, not owned")
     eq(category(d, "device"), (8 * MiB, 0, 1), "device: the physical memory bound to it only")
     eq(category(d, "mapped"), (16 * MiB, 0, 2), "mapped: the unicast and the multicast views")
     eq(category(d, "address_space"), (16 * MiB, 0, 2), "address space")

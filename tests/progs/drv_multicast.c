@@ -10,6 +10,9 @@
  *
  *   cuMulticastGetGranularity  the size rounded to it: 8 MiB
  *   cuMulticastCreate          the multicast object: 8 MiB (multicast)
+ *   cuMemExportToShareableHandle, cuMemImportFromShareableHandle
+ *                              nvlsGroupConnect: a peer rank gets the object
+ *                              by file descriptor (imported, size unknown: 0)
  *   cuMulticastAddDevice       device 0 joins the team
  *   cuMemAddressReserve        8 MiB for the unicast view
  *   cuMemCreate                8 MiB of device memory (device)
@@ -20,10 +23,12 @@
  *   cuMulticastUnbind          nvlsGroupUnbind
  *   cuMemUnmap, cuMemAddressFree, cuMemRelease       the unicast buffer
  *   cuMemUnmap, cuMemAddressFree, cuMemRelease       the multicast object
+ *   cuMemRelease               the peer's imported handle
  *
  * Device memory: 8 MiB at the peak, the physical memory only; the multicast
  * object is its own category (8 MiB at its peak); nothing is left and no
- * free is unknown.
+ * free is unknown. The peer runs in this process (the simulated driver's
+ * descriptors are valid here), between the creator's steps.
  */
 #include "progs.h"
 
@@ -34,6 +39,7 @@ struct access_desc { /* CUmemAccessDesc */
 
 #define PROT_READWRITE 3  /* CU_MEM_ACCESS_FLAGS_PROT_READWRITE */
 #define GRANULARITY_RECOMMENDED 1 /* CU_MULTICAST_GRANULARITY_RECOMMENDED */
+#define HANDLE_TYPE_POSIX_FD 1    /* CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, NCCL's default */
 
 /* NCCL's CUPFN(...) pointers */
 static gs_curesult (*pfn_cuMulticastGetGranularity)(size_t *granularity,
@@ -49,6 +55,10 @@ static gs_curesult (*pfn_cuMulticastUnbind)(gs_cumemhandle mcHandle, gs_cudevice
                                             size_t mcOffset, size_t size);
 gs_curesult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
                                 gs_cuuint64 flags, gs_cuprocstatus *symbolStatus);
+gs_curesult cuMemExportToShareableHandle(void *shareableHandle, gs_cumemhandle handle,
+                                         gs_cumemhandletype handleType, unsigned long long flags);
+gs_curesult cuMemImportFromShareableHandle(gs_cumemhandle *handle, void *osHandle,
+                                           gs_cumemhandletype shHandleType);
 gs_curesult cuMemCreate(gs_cumemhandle *handle, size_t size, const gs_cumemallocationprop *prop,
                         unsigned long long flags);
 gs_curesult cuMemRelease(gs_cumemhandle handle);
@@ -83,7 +93,7 @@ static void load_multicast(void)
 
 struct nvls_buffer {
     size_t size;
-    gs_cumemhandle uc_handle, mc_handle;
+    gs_cumemhandle uc_handle, mc_handle, peer_mc_handle;
     gs_cudeviceptr uc_ptr, mc_ptr;
 };
 
@@ -93,6 +103,16 @@ NOINLINE static void nvls_group_create(const gs_cumulticastobjectprop *prop, gs_
     EXPECT(pfn_cuMulticastCreate(mc, prop), GS_CUDA_SUCCESS);
 }
 
+/* nvlsGroupConnect on a peer rank: the creator's proxy exports the object
+ * to a file descriptor, which the peer imports. */
+NOINLINE static void nvls_group_connect(gs_cumemhandle mc, gs_cumemhandle *peer)
+{
+    int fd = -1;
+    EXPECT(cuMemExportToShareableHandle(&fd, mc, HANDLE_TYPE_POSIX_FD, 0), GS_CUDA_SUCCESS);
+    EXPECT(cuMemImportFromShareableHandle(peer, (void *)(long)fd, HANDLE_TYPE_POSIX_FD),
+           GS_CUDA_SUCCESS);
+}
+
 /* nvlsAllocateMem */
 NOINLINE static void nvls_allocate_mem(int dev, size_t want, struct nvls_buffer *b)
 {
@@ -100,15 +120,18 @@ NOINLINE static void nvls_allocate_mem(int dev, size_t want, struct nvls_buffer 
     size_t mcgran;
     mcprop.numDevices = 1;
     mcprop.size = want;
+    mcprop.handleTypes = HANDLE_TYPE_POSIX_FD;
     EXPECT(pfn_cuMulticastGetGranularity(&mcgran, &mcprop, GRANULARITY_RECOMMENDED), GS_CUDA_SUCCESS);
     b->size = mcprop.size = (want + mcgran - 1) / mcgran * mcgran;
     nvls_group_create(&mcprop, &b->mc_handle);
+    nvls_group_connect(b->mc_handle, &b->peer_mc_handle);
     EXPECT(pfn_cuMulticastAddDevice(b->mc_handle, dev), GS_CUDA_SUCCESS);
 
     gs_cumemallocationprop ucprop = {0};
     ucprop.type = GS_CU_MEM_ALLOCATION_TYPE_PINNED;
     ucprop.location.type = GS_CU_MEM_LOCATION_TYPE_DEVICE;
     ucprop.location.id = dev;
+    ucprop.requestedHandleTypes = HANDLE_TYPE_POSIX_FD;
     struct access_desc desc = {{GS_CU_MEM_LOCATION_TYPE_DEVICE, dev}, PROT_READWRITE};
     EXPECT(cuMemAddressReserve(&b->uc_ptr, b->size, 2 * MiB, 0, 0), GS_CUDA_SUCCESS);
     EXPECT(cuMemCreate(&b->uc_handle, b->size, &ucprop, 0), GS_CUDA_SUCCESS);
@@ -134,6 +157,7 @@ NOINLINE static void nvls_free_mem(int dev, const struct nvls_buffer *b)
     EXPECT(cuMemUnmap(b->mc_ptr, b->size), GS_CUDA_SUCCESS);
     EXPECT(cuMemAddressFree(b->mc_ptr, b->size), GS_CUDA_SUCCESS);
     EXPECT(cuMemRelease(b->mc_handle), GS_CUDA_SUCCESS);
+    EXPECT(cuMemRelease(b->peer_mc_handle), GS_CUDA_SUCCESS); /* the peer's nvlsGroupUnmapMem */
 }
 
 int main(void)

@@ -47,7 +47,8 @@
  *     (cuMulticastAddDevice) and bind their own physical memory
  *     (cuMulticastBindMem, cuMulticastBindAddr), which a binding keeps alive
  *     until cuMulticastUnbind, as a mapping does. The object is mapped with
- *     cuMemMap and released with cuMemRelease like physical memory.
+ *     cuMemMap, exported and imported, and released with cuMemRelease like
+ *     physical memory.
  *   - Pinned host memory (cuMemHostAlloc, cuMemAllocHost) is real, page-
  *     aligned heap memory; registrations are tracked by exact byte range.
  *     Neither consumes device capacity.
@@ -2164,6 +2165,8 @@ static gs_curesult sim_cuMulticastCreate(gs_cumemhandle *mcHandle,
         if (h) {
             phys_tab[i] = (struct phys){next_serial++, prop->size, {0}, -1, 1, 0,
                                         1, prop->numDevices, 0};
+            /* exportable as the object asked: other processes import it */
+            phys_tab[i].prop.requestedHandleTypes = (int)prop->handleTypes;
             *mcHandle = h;
         } else {
             rc = GS_CUDA_ERROR_OUT_OF_MEMORY;
