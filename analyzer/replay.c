@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "analyzer.h"
+#include "gpushim_cuda.h" /* GS_CURESULTS */
 
 #define RECENT_FREES GS_RECENT_FREES
 #define MAX_FAILURES GS_MAX_FAILURES
@@ -109,22 +110,15 @@ const char *gs_kind_name(uint32_t kind) { return kind < GS_KIND_COUNT ? kind_nam
 
 const char *gs_api_name(uint32_t api) { return api < GS_API_COUNT ? api_names[api] : "unknown"; }
 
+/* Every CUresult of cuda.h by its name (include/gpushim_cuda.h); a value
+ * no CUDA release defines reads "CUDA_ERROR". */
 const char *gs_result_name(uint32_t result)
 {
     switch (result) {
-    case 0: return "CUDA_SUCCESS";
-    case 1: return "CUDA_ERROR_INVALID_VALUE";
-    case 2: return "CUDA_ERROR_OUT_OF_MEMORY";
-    case 3: return "CUDA_ERROR_NOT_INITIALIZED";
-    case 4: return "CUDA_ERROR_DEINITIALIZED";
-    case 100: return "CUDA_ERROR_NO_DEVICE";
-    case 101: return "CUDA_ERROR_INVALID_DEVICE";
-    case 201: return "CUDA_ERROR_INVALID_CONTEXT";
-    case 400: return "CUDA_ERROR_INVALID_HANDLE";
-    case 700: return "CUDA_ERROR_ILLEGAL_ADDRESS";
-    case 712: return "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED";
-    case 713: return "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED";
-    case 999: return "CUDA_ERROR_UNKNOWN";
+#define RESULT_NAME(name, value)                                                                   \
+    case value: return #name;
+        GS_CURESULTS(RESULT_NAME)
+#undef RESULT_NAME
     default: return "CUDA_ERROR";
     }
 }
