@@ -15,6 +15,9 @@
  * Sizes are the sizes the program asked for. Peak and leaks are about
  * device memory (GS_KIND_DEVICE); other kinds are totalled apart.
  *
+ * Each failed allocation's outcome, and the probes' allocations that never
+ * join the live set, are outcome.c's: it sees each event first.
+ *
  * A rotated trace starts with a checkpoint (checkpoint.c): this state as it
  * stood, loaded in place of the events it summarizes; the events after it
  * replay as usual.
@@ -156,6 +159,7 @@ static void free_state(struct gs_replay *r)
     free(r->allocs);
     free(r->sites);
     free(r->failures);
+    free(r->chains);
     free(r->recent);
     free(r->pools);
     for (int s = 0; s < GS_SPACE_COUNT; s++)
@@ -710,6 +714,7 @@ static int unmap_range(struct gs_replay *r, uint64_t addr, uint64_t size, uint32
 static void on_free(struct gs_replay *r, const struct gs_revent *e)
 {
     int found = -1;
+    uint64_t before = r->live_bytes;
     if (e->space == GS_SPACE_MAPPING && e->size)
         found = unmap_range(r, e->addr, e->size, e->tid);
     else if (e->space < GS_SPACE_COUNT)
@@ -720,6 +725,8 @@ static void on_free(struct gs_replay *r, const struct gs_revent *e)
         remember_free(r, &none, e->tid, 0);
         r->recent[(r->recent_next - 1) % RECENT_FREES].nothing = 1;
     }
+    if (r->nchains && r->live_bytes < before)
+        gs_outcome_on_freed(r, e->tid, before - r->live_bytes);
 }
 
 static void on_free_failed(struct gs_replay *r, const struct gs_revent *e)
@@ -796,6 +803,7 @@ static void on_alloc_failed(struct gs_replay *r, const struct gs_revent *e)
     if (r->nfailures >= MAX_FAILURES || gs_reserve((void **)&r->failures, &r->failures_cap,
                                                    r->nfailures, sizeof *r->failures) != 0) {
         r->failures_dropped++;
+        gs_outcome_on_failure(r, e, SIZE_MAX);
         return;
     }
     r->failures[r->nfailures++] = (struct gs_failure){.time_ns = e->time_ns,
@@ -811,9 +819,12 @@ static void on_alloc_failed(struct gs_replay *r, const struct gs_revent *e)
                                                               : r->live_bytes,
                                                       .stack_id = e->stack_id,
                                                       .thread = thread_of_event(r, e->tid)};
+    gs_outcome_on_failure(r, e, r->nfailures - 1);
     gs_blocks_on_failure(r, r->nfailures - 1);
     gs_oom_on_failure(r, r->nfailures - 1);
 }
+
+void gs_replay_apply_alloc(struct gs_replay *r, const struct gs_revent *e) { on_alloc(r, e); }
 
 void gs_replay_event(struct gs_replay *r, const struct gs_revent *e)
 {
@@ -822,6 +833,10 @@ void gs_replay_event(struct gs_replay *r, const struct gs_revent *e)
     gs_growth_before_event(r, e->time_ns);
     if (e->time_ns > r->last_time_ns)
         r->last_time_ns = e->time_ns;
+    if (gs_outcome_event(r, e)) { /* a probe's allocation, or its free: held apart */
+        gs_growth_after_event(r, e->time_ns);
+        return;
+    }
     switch (e->type) {
     case GS_REC_ALLOC:
         on_alloc(r, e);
@@ -858,6 +873,7 @@ void gs_replay_event(struct gs_replay *r, const struct gs_revent *e)
 
 void gs_replay_finish(struct gs_replay *r)
 {
+    gs_outcome_finish(r);
     gs_blocks_finish(r);
     gs_growth_finish(r);
 }

@@ -306,9 +306,7 @@ static void postmortem(struct gs_json *j, const struct gs_report *rep, size_t i,
                        const struct gs_suspect *sus, size_t nsus)
 {
     const struct gs_replay *r = rep->replay;
-    const struct gs_postmortem *pm =
-        r->postmortems && i < GS_POSTMORTEMS && r->postmortems[i].present ? &r->postmortems[i]
-                                                                         : NULL;
+    const struct gs_postmortem *pm = gs_failure_postmortem(r, i);
     struct gs_oom_verdict v;
     gs_oom_verdict(r, i, sus, nsus, rep->sym, rep->opt->view, &v);
     gs_json_begin_object(j, "verdict");

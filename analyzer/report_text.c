@@ -417,9 +417,9 @@ static void failure_postmortem(const struct gs_report *rep, FILE *out, size_t i,
     char a[32], where[256];
     gs_oom_verdict(r, i, sus, nsus, rep->sym, rep->opt->view, &v);
     fprintf(out, "             verdict: %s\n", v.sentence);
-    if (!r->postmortems || i >= GS_POSTMORTEMS || !r->postmortems[i].present)
+    const struct gs_postmortem *pm = gs_failure_postmortem(r, i);
+    if (!pm)
         return;
-    const struct gs_postmortem *pm = &r->postmortems[i];
     if (pm->nheld)
         fprintf(out, "             held then on its device, by call site:\n");
     for (unsigned k = 0; k < pm->nheld; k++) {
