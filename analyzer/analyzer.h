@@ -9,6 +9,8 @@
  *   marks.c         the program's marks (include/gpushim.h): steps between them
  *   growth.c        every site's live bytes, sampled at steps or windows
  *   suspects.c      leak suspects: the sites whose live bytes keep rising
+ *   outcome.c       failed allocations: recovered, probe, refused or unrecovered;
+ *                   probes' allocations held apart from the live set
  *   oom.c           failed allocations: what the process held then, what grew before
  *   verdict.c       failed allocations: why, in one sentence with its evidence
  *   blocks.c        the program's own allocator's blocks; fragmentation
@@ -257,6 +259,17 @@ struct gs_site {
     uint64_t other_thread_allocs;
 };
 
+/* What became of a failed allocation (outcome.c, README.md "Failed
+ * allocations: what became of each"). */
+enum gs_outcome {
+    GS_OUTCOME_PENDING = 0, /* not decided yet: its thread may still retry */
+    GS_OUTCOME_UNRECOVERED, /* nothing like it succeeded afterwards */
+    GS_OUTCOME_RECOVERED,   /* its call site got the memory afterwards */
+    GS_OUTCOME_PROBE,       /* a request made to learn what fits */
+    GS_OUTCOME_REFUSED,     /* not a shortage: any result but CUDA_ERROR_OUT_OF_MEMORY */
+    GS_OUTCOME_COUNT
+};
+
 struct gs_failure {
     uint64_t time_ns;
     uint32_t api, result;
@@ -265,6 +278,50 @@ struct gs_failure {
     uint64_t process_live_bytes; /* device bytes this process held then, on that device */
     uint32_t stack_id;
     uint32_t thread; /* the name of its thread (gs_replay_thread_name); 0: not known */
+    uint32_t outcome;    /* enum gs_outcome */
+    uint32_t chain_prev; /* pending: the failure before it in its chain of retries
+                          * (index + 1; 0: none kept) */
+    /* recovered, probe: what it took */
+    uint64_t retry_ns;    /* from it to the allocation that succeeded */
+    uint64_t retry_bytes; /* the size that succeeded */
+    uint64_t freed_bytes, frees; /* device bytes its thread freed from it to then, in so
+                                  * many frees (pending: the chain's counts when it failed) */
+    uint32_t postmortem;  /* its slot in gs_replay.postmortems + 1; 0: none (oom.c) */
+};
+
+/* A thread's failed allocations whose outcome waits on its next attempt
+ * (outcome.c): the chain of its retries so far. */
+#define GS_MAX_CHAINS 256 /* threads with a chain open at once; a failure past them is
+                           * decided at once */
+enum gs_chain_state {
+    GS_CHAIN_OPEN = 0, /* its latest attempt failed */
+    GS_CHAIN_HELD,     /* a probe's allocation succeeded and is held apart, until the
+                        * thread's next event says whether it is freed at once */
+};
+struct gs_chain {
+    uint32_t tid;
+    int32_t device;
+    uint32_t stack_id;   /* of its latest attempt */
+    uint32_t state;      /* enum gs_chain_state */
+    uint32_t probe;      /* its first failure asked for all the device's free memory or
+                          * more, and each attempt since for at most half the one before */
+    uint32_t last;       /* its latest failure kept: index + 1 in failures; 0: none kept */
+    uint64_t last_size;  /* its latest attempt's request */
+    uint64_t first_ns;   /* its first failure */
+    uint64_t failures;   /* failures in it, kept or not */
+    uint64_t freed_bytes, frees; /* device bytes its thread freed since its first failure */
+    struct gs_revent held; /* GS_CHAIN_HELD: the allocation held apart (label NULL) */
+};
+
+/* The outcomes, all failures counted (those past GS_MAX_FAILURES too). */
+struct gs_outcomes {
+    uint64_t count[GS_OUTCOME_COUNT]; /* [PENDING] unused: a failure is counted once decided */
+    uint64_t retries;                 /* recovered chains: retries that succeeded */
+    uint64_t retry_ns;                /* from each one's first failure to its success */
+    uint64_t retry_freed_bytes, retry_frees; /* what their threads freed before succeeding */
+    uint64_t probes;                  /* probes' allocations, held apart */
+    uint64_t probe_bytes;             /* all of them together */
+    uint64_t probe_largest, probe_largest_ns; /* the largest, and when */
 };
 
 struct gs_device_usage {
@@ -565,6 +622,9 @@ struct gs_replay {
     struct gs_failure *failures;
     size_t nfailures, failures_cap;
     uint64_t failures_dropped;
+    struct gs_chain *chains; /* outcome.c: the chains open, one per thread at most */
+    size_t nchains, chains_cap;
+    struct gs_outcomes outcomes;
     uint64_t events; /* events replayed, with those a checkpoint summarizes */
     struct gs_checkpoint_state checkpoint;
     struct gs_marks marks;   /* marks.c */
@@ -711,8 +771,34 @@ void gs_growth_after_event(struct gs_replay *r, uint64_t time_ns);
 void gs_growth_finish(struct gs_replay *r);
 
 /* ---- oom.c ---- */
-/* After failures[idx] was added: what the process held and what grew. */
+/* After failures[idx] was added: what the process held and what grew, in a
+ * free slot of postmortems (none for a refused one, or when all are taken). */
 void gs_oom_on_failure(struct gs_replay *r, size_t idx);
+/* failures[idx]'s post-mortem, or NULL. */
+const struct gs_postmortem *gs_failure_postmortem(const struct gs_replay *r, size_t idx);
+
+/* ---- outcome.c ---- */
+/* Before the replay applies e: ends a chain e shows the outcome of. Returns
+ * 1 when the replay must not apply e (a probe's allocation, held apart; the
+ * free of one), else 0. */
+int gs_outcome_event(struct gs_replay *r, const struct gs_revent *e);
+/* A failed allocation e, kept as failures[idx] (SIZE_MAX: dropped past the
+ * cap): refused at once, or a link of its thread's chain. */
+void gs_outcome_on_failure(struct gs_replay *r, const struct gs_revent *e, size_t idx);
+/* Thread tid's FREE ended bytes of device memory. */
+void gs_outcome_on_freed(struct gs_replay *r, uint32_t tid, uint64_t bytes);
+/* The end of the events: every chain open is decided. */
+void gs_outcome_finish(struct gs_replay *r);
+/* Whether stacks a and b are one call site for a retry: the same, or of the
+ * same depth and different in one frame alone. */
+int gs_outcome_same_site(const struct gs_replay *r, uint32_t a, uint32_t b);
+const char *gs_outcome_name(uint32_t outcome);
+/* Failures that were not recovered from: all failed allocations less the
+ * recovered, probes and refused (so a trace from before outcomes counts
+ * them all). */
+uint64_t gs_outcome_unrecovered(const struct gs_replay *r);
+/* The replay's own handling of an allocation (replay.c), for one held apart. */
+void gs_replay_apply_alloc(struct gs_replay *r, const struct gs_revent *e);
 
 /* ---- pyframes.c: Python frames in call sites ---- */
 struct gs_symbolizer;
@@ -847,6 +933,10 @@ struct gs_report {
 };
 
 void gs_report_text(FILE *out, const struct gs_report *rep);
+/* What became of the failed allocations, in a few words ("1 unrecovered;
+ * 2 recovered, 1 probe"), when they were not all unrecovered: 1 and the
+ * words in buf (report_text.c), else 0 and "". */
+int gs_report_outcomes(const struct gs_replay *r, char *buf, size_t sz);
 /* "1.50 GiB", "512 B" (report_text.c) */
 const char *gs_human_bytes(uint64_t b, char *buf, size_t sz);
 

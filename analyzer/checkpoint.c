@@ -6,7 +6,8 @@
  * new file with what gs_checkpoint_write makes of it: every module, Python
  * code object and stack, every thread's latest name (GS_REC_THREAD), then
  * the checkpoint records (include/gpushim_trace.h): totals,
- * devices, kinds, sites, live allocations, pools, failures and the frees a
+ * devices, kinds, sites, live allocations, pools, failures with their
+ * outcomes, the chains of retries still open (outcome.c) and the frees a
  * FREE_FAILED may still undo; and, for a run that used the public API, its
  * mark labels, recent marks and steps, blocks, block sites and
  * fragmentation figures (marks.c, blocks.c). The analyzer loads them (gs_checkpoint_load,
@@ -32,6 +33,7 @@
 #include <string.h>
 
 #include "analyzer.h"
+#include "gpushim_cuda.h" /* GS_CUDA_ERROR_OUT_OF_MEMORY */
 #include "gpushim_ring.h" /* GS_MAX_RECORD */
 
 /* The totals GS_REC_CKPT_BEGIN carries, in its order: one list for the
@@ -55,12 +57,27 @@ static const size_t totals[] = {
     offsetof(struct gs_replay, peak_pool_used),
     offsetof(struct gs_replay, failures_dropped),
     offsetof(struct gs_replay, nthreads_hint),
-    /* added after the first: a checkpoint may end before them (then 0) */
+    /* added after the first, in groups: a checkpoint may end before any
+     * group (then its totals are 0) */
     offsetof(struct gs_replay, rounding_live),
     offsetof(struct gs_replay, rounding_at_peak),
+    /* the failures' outcomes (outcome.c) */
+    offsetof(struct gs_replay, outcomes.count[GS_OUTCOME_UNRECOVERED]),
+    offsetof(struct gs_replay, outcomes.count[GS_OUTCOME_RECOVERED]),
+    offsetof(struct gs_replay, outcomes.count[GS_OUTCOME_PROBE]),
+    offsetof(struct gs_replay, outcomes.count[GS_OUTCOME_REFUSED]),
+    offsetof(struct gs_replay, outcomes.retries),
+    offsetof(struct gs_replay, outcomes.retry_ns),
+    offsetof(struct gs_replay, outcomes.retry_freed_bytes),
+    offsetof(struct gs_replay, outcomes.retry_frees),
+    offsetof(struct gs_replay, outcomes.probes),
+    offsetof(struct gs_replay, outcomes.probe_bytes),
+    offsetof(struct gs_replay, outcomes.probe_largest),
+    offsetof(struct gs_replay, outcomes.probe_largest_ns),
 };
 #define NTOTALS (sizeof totals / sizeof totals[0])
-#define NTOTALS_FIRST 18 /* those every checkpoint has */
+/* Where each group of totals ends: every checkpoint has the first. */
+static const size_t total_groups[] = {18, 20, NTOTALS};
 
 static uint64_t *total(struct gs_replay *r, size_t i)
 {
@@ -76,7 +93,10 @@ static uint64_t total_of(const struct gs_replay *r, size_t i)
 static const uint8_t end_counts[] = {GS_REC_CKPT_SITE,    GS_REC_CKPT_ALLOC,
                                      GS_REC_CKPT_POOL,    GS_REC_CKPT_FAILURE,
                                      GS_REC_CKPT_RECENT_FREE, GS_REC_CKPT_DEVICE,
-                                     GS_REC_CKPT_KIND};
+                                     GS_REC_CKPT_KIND,
+                                     /* added later: an older END ends before it */
+                                     GS_REC_CKPT_CHAIN};
+#define END_COUNTS_FIRST 7 /* those every END has */
 
 /* How many records of a checkpoint type were loaded. */
 #define LOADED(r, type) ((r)->checkpoint.loaded[(type) - GS_REC_CKPT_FIRST])
@@ -131,6 +151,21 @@ static const struct field pool_fields[] = {
 static const struct field failure_fields[] = {
     F(time_ns), F(api), F(result), FIELD(struct gs_failure, device, DEVICE), F(requested),
     F(free_bytes), F(total_bytes), F(process_live_bytes), F(stack_id)};
+/* after its thread's name (since outcomes; absent from older checkpoints) */
+static const struct field failure_outcome_fields[] = {
+    F(outcome), F(chain_prev), F(retry_ns), F(retry_bytes), F(freed_bytes), F(frees)};
+#undef F
+/* a chain open (outcome.c) after its thread id */
+#define F(m) FIELD(struct gs_chain, m, UNSIGNED)
+static const struct field chain_fields[] = {
+    FIELD(struct gs_chain, device, DEVICE), F(stack_id), F(state), F(probe), F(last),
+    F(last_size), F(first_ns), F(failures), F(freed_bytes), F(frees)};
+#undef F
+/* then, held apart, the allocation of a probe */
+#define F(m) FIELD(struct gs_revent, m, UNSIGNED)
+static const struct field held_fields[] = {
+    F(addr), F(size), F(time_ns), F(stack_id), F(kind), FIELD(struct gs_revent, device, DEVICE),
+    F(space), F(api), F(parent), F(stream)};
 #undef F
 /* after whether it is present; its device is checked, not made unknown */
 #define F(m) FIELD(struct gs_frag, m, UNSIGNED)
@@ -408,9 +443,23 @@ static void write_failures(struct out *o, const struct gs_replay *r)
         begin(o);
         put_fields(o, &r->failures[i], FIELDS(failure_fields));
         const char *thread = gs_replay_thread_name(r, r->failures[i].thread);
-        if (thread) /* else left out, as an older writer does */
-            put_bytes(o, thread, strlen(thread));
+        put_bytes(o, thread ? thread : "", thread ? strlen(thread) : 0);
+        put_fields(o, &r->failures[i], FIELDS(failure_outcome_fields));
         emit(o, GS_REC_CKPT_FAILURE);
+    }
+}
+
+/* The chains open (outcome.c), after the failures they link. */
+static void write_chains(struct out *o, const struct gs_replay *r)
+{
+    for (size_t i = 0; i < r->nchains && !o->failed; i++) {
+        const struct gs_chain *c = &r->chains[i];
+        begin(o);
+        put_u(o, c->tid);
+        put_fields(o, c, FIELDS(chain_fields));
+        if (c->state == GS_CHAIN_HELD)
+            put_fields(o, &c->held, FIELDS(held_fields));
+        emit(o, GS_REC_CKPT_CHAIN);
     }
 }
 
@@ -589,6 +638,7 @@ int gs_checkpoint_write(const struct gs_replay *r,
     write_live(o, r);
     write_pools(o, r);
     write_failures(o, r);
+    write_chains(o, r);
     write_recent(o, r);
     write_api(o, r);
     write_end(o);
@@ -643,12 +693,13 @@ static void get_fields(struct gs_cursor *c, void *obj, const struct field *f, si
 static int load_begin(struct gs_replay *r, struct gs_cursor *c)
 {
     uint64_t v[NTOTALS] = {0};
-    /* the later totals: all of them, or none (an older writer's) */
-    size_t n = c->p < c->end ? NTOTALS : NTOTALS_FIRST;
+    /* each later group of totals whole, or not at all (an older writer's) */
+    size_t n = NTOTALS;
     for (size_t i = 0; i < n; i++) {
         v[i] = u(c);
-        if (i + 1 == NTOTALS_FIRST && c->p == c->end)
-            n = NTOTALS_FIRST;
+        for (size_t g = 0; g + 1 < sizeof total_groups / sizeof total_groups[0]; g++)
+            if (i + 1 == total_groups[g] && c->p == c->end)
+                n = total_groups[g];
     }
     if (c->bad)
         return -1;
@@ -782,8 +833,8 @@ static int load_pool(struct gs_replay *r, struct gs_cursor *c)
 static int load_failure(struct gs_replay *r, struct gs_cursor *c)
 {
     struct gs_failure f;
+    memset(&f, 0, sizeof f);
     get_fields(c, &f, FIELDS(failure_fields));
-    f.thread = 0;
     if (!c->bad && c->p < c->end) { /* its thread's name (an older writer's has none) */
         size_t len;
         const uint8_t *text = gs_cursor_bytes(c, &len);
@@ -794,10 +845,51 @@ static int load_failure(struct gs_replay *r, struct gs_cursor *c)
         if (!c->bad && len && !(f.thread = gs_replay_thread_intern(r, name)))
             c->bad = 1;
     }
+    /* its outcome; an older writer's has none: decided by its result alone,
+     * as its reports did */
+    int decided_here = c->bad || c->p >= c->end;
+    if (!decided_here)
+        get_fields(c, &f, FIELDS(failure_outcome_fields));
+    else
+        f.outcome = f.result == GS_CUDA_ERROR_OUT_OF_MEMORY ? GS_OUTCOME_UNRECOVERED
+                                                            : GS_OUTCOME_REFUSED;
+    /* a link names an earlier failure pending too */
+    if (f.outcome >= GS_OUTCOME_COUNT ||
+        (f.chain_prev && (f.outcome != GS_OUTCOME_PENDING || f.chain_prev > r->nfailures ||
+                          r->failures[f.chain_prev - 1].outcome != GS_OUTCOME_PENDING)))
+        c->bad = 1;
     if (c->bad || r->nfailures >= GS_MAX_FAILURES ||
         gs_reserve((void **)&r->failures, &r->failures_cap, r->nfailures, sizeof *r->failures) != 0)
         return -1;
     r->failures[r->nfailures++] = f;
+    if (decided_here)
+        r->outcomes.count[f.outcome]++;
+    return 0;
+}
+
+static int load_chain(struct gs_replay *r, struct gs_cursor *c)
+{
+    struct gs_chain ch;
+    memset(&ch, 0, sizeof ch);
+    ch.tid = u32(c);
+    get_fields(c, &ch, FIELDS(chain_fields));
+    if (!c->bad && ch.state == GS_CHAIN_HELD) {
+        get_fields(c, &ch.held, FIELDS(held_fields));
+        ch.held.type = GS_REC_ALLOC;
+        ch.held.tid = ch.tid;
+    }
+    for (size_t i = 0; i < r->nchains; i++)
+        if (r->chains[i].tid == ch.tid)
+            c->bad = 1; /* a thread's chain twice */
+    if (c->bad || ch.state > GS_CHAIN_HELD || ch.probe > 1 || !ch.failures ||
+        ch.last > r->nfailures ||
+        (ch.last && r->failures[ch.last - 1].outcome != GS_OUTCOME_PENDING) ||
+        (ch.state == GS_CHAIN_HELD &&
+         (ch.held.kind >= GS_KIND_COUNT || ch.held.space >= GS_SPACE_COUNT)) ||
+        r->nchains >= GS_MAX_CHAINS ||
+        gs_reserve((void **)&r->chains, &r->chains_cap, r->nchains, sizeof *r->chains) != 0)
+        return -1;
+    r->chains[r->nchains++] = ch;
     return 0;
 }
 
@@ -981,9 +1073,12 @@ static int load_api(struct gs_replay *r, uint8_t type, struct gs_cursor *c)
 static int load_end(struct gs_replay *r, struct gs_cursor *c)
 {
     int whole = 1;
-    for (size_t i = 0; i < sizeof end_counts; i++)
-        if (u(c) != LOADED(r, end_counts[i]))
+    for (size_t i = 0; i < sizeof end_counts; i++) {
+        /* a count an older END does not have: none of those records came */
+        uint64_t want = i >= END_COUNTS_FIRST && c->p == c->end && !c->bad ? 0 : u(c);
+        if (want != LOADED(r, end_counts[i]))
             whole = 0;
+    }
     /* the marks' and blocks' records end with theirs, which says they are whole */
     uint64_t api = 0;
     for (int i = 0; i < GS_REC_CKPT_API_LAST - GS_REC_CKPT_API_FIRST + 1; i++)
@@ -1004,7 +1099,7 @@ int gs_checkpoint_load(struct gs_replay *r, uint8_t type, const uint8_t *payload
     if (type == GS_REC_CKPT_BEGIN)
         return load_begin(r, &c);
     int api = type >= GS_REC_CKPT_API_FIRST && type <= GS_REC_CKPT_API_LAST;
-    if (!api && (type < GS_REC_CKPT_FIRST || type > GS_REC_CKPT_END))
+    if (!api && (type < GS_REC_CKPT_FIRST || type > GS_REC_CKPT_CHAIN))
         return 0; /* a newer writer's: skipped, as unknown records are */
     if (!r->checkpoint.open)
         return -1; /* its BEGIN was lost, or it comes after the END or an event */
@@ -1021,6 +1116,7 @@ int gs_checkpoint_load(struct gs_replay *r, uint8_t type, const uint8_t *payload
     case GS_REC_CKPT_POOL: rc = load_pool(r, &c); break;
     case GS_REC_CKPT_FAILURE: rc = load_failure(r, &c); break;
     case GS_REC_CKPT_RECENT_FREE: rc = load_recent(r, &c); break;
+    case GS_REC_CKPT_CHAIN: rc = load_chain(r, &c); break;
     default: return load_end(r, &c);
     }
     if (rc == 0)

@@ -3,7 +3,8 @@
  * self-contained HTML file (no network: inline CSS, inline SVG, a small
  * inline script), for people to open in a browser: the summary, a chart of
  * memory over time per device (svg.c), and sortable tables of the sites at
- * the peak, the sites never freed and the failed allocations.
+ * the peak, the sites never freed and the failed allocations: those the
+ * program did not get past with their verdicts, then the others (outcome.c).
  *
  * Every string from the trace (command line, host, function and file names,
  * labels) is untrusted and goes through gs_html_escape. Tables are made by
@@ -234,6 +235,7 @@ struct failures_ctx {
     const struct gs_report *rep;
     const struct gs_suspect *sus;
     size_t nsus;
+    size_t *rows; /* the failures listed, by index */
     char text[64];
     struct gs_oom_verdict v;
     struct frame_text ft;
@@ -248,6 +250,7 @@ static const struct gs_html_col failure_cols[] = {
 static void failure_cell(void *ctx, size_t row, size_t col, struct gs_html_cell *c)
 {
     struct failures_ctx *s = ctx;
+    row = s->rows[row];
     const struct gs_failure *f = &s->rep->replay->failures[row];
     uint64_t v;
     switch (col) {
@@ -280,6 +283,35 @@ static void failure_cell(void *ctx, size_t row, size_t col, struct gs_html_cell 
     }
     key_u(c, v);
     c->text = gs_human_bytes(v, s->text, sizeof s->text);
+}
+
+/* The failures the program got past: recovered, probes, refused. */
+static const struct gs_html_col got_past_cols[] = {
+    {"time", 1, NULL},      {"API", 0, NULL},       {"device", 1, NULL},
+    {"requested", 1, NULL}, {"result", 0, NULL},    {"outcome", 0, NULL},
+    {"then got", 1, NULL},  {"freed first", 1, NULL}, {"call site", 0, "frames"}};
+
+static void got_past_cell(void *ctx, size_t row, size_t col, struct gs_html_cell *c)
+{
+    struct failures_ctx *s = ctx;
+    const struct gs_failure *f = &s->rep->replay->failures[s->rows[row]];
+    if (col < 5) { /* as in the failures' table */
+        failure_cell(ctx, row, col, c);
+        return;
+    }
+    int got = f->outcome == GS_OUTCOME_RECOVERED || f->outcome == GS_OUTCOME_PROBE;
+    switch (col) {
+    case 5: c->text = gs_outcome_name(f->outcome); return;
+    case 6:
+    case 7:
+        if (!got)
+            return;
+        key_u(c, col == 6 ? f->retry_bytes : f->freed_bytes);
+        c->text = gs_human_bytes(col == 6 ? f->retry_bytes : f->freed_bytes, s->text,
+                                 sizeof s->text);
+        return;
+    default: c->text = frames_text(s->rep, f->stack_id, &s->ft); return;
+    }
 }
 
 struct devices_ctx {
@@ -378,9 +410,15 @@ static void summary(FILE *out, const struct gs_report *rep, uint64_t duration)
         summary_text(out, "s-started", "started", buf);
     row_start(out, "s-duration", "recorded");
     fprintf(out, " data-v=\"%" PRIu64 "\">%.3f s: %" PRIu64 " allocation%s, %" PRIu64
-                 " free%s, %" PRIu64 " failed allocation%s</td></tr>\n",
+                 " free%s, %" PRIu64 " failed allocation%s",
             duration, (double)duration / 1e9, r->allocations, plural(r->allocations), r->frees,
             plural(r->frees), r->failed, plural(r->failed));
+    if (gs_report_outcomes(r, buf, sizeof buf)) {
+        fputs(" (", out);
+        gs_html_escape(out, buf);
+        fputc(')', out);
+    }
+    fputs("</td></tr>\n", out);
     snprintf(buf, sizeof buf, "%s; the trace is %s", gs_trace_ending(info, rep->stats),
              gs_trace_complete(rep->stats) ? "complete" : "incomplete (gpushim report says why)");
     summary_text(out, "s-ending", "ending", buf);
@@ -469,8 +507,8 @@ void gs_export_html(FILE *out, const struct gs_report *rep)
 
     fputs("<h2>Device memory over time</h2>\n", out);
     fputs("<p class=\"legend\">The most live on the device in each span of the run; the dot is "
-          "its peak, dashed lines are the program's marks, red dots its failed allocations (at "
-          "what the process held then).</p>\n",
+          "its peak, dashed lines are the program's marks, red dots the failed allocations it did "
+          "not get past (at what the process held then).</p>\n",
           out);
     uint64_t width;
     unsigned n;
@@ -506,15 +544,32 @@ void gs_export_html(FILE *out, const struct gs_report *rep)
     }
     sites_table(out, rep, GS_METRIC_PEAK, "peak-sites", "Live at the peak, by call site");
     sites_table(out, rep, GS_METRIC_LEAK, "leak-sites", "Never freed, by call site");
+    /* the failures that mattered, with their verdicts; then those the
+     * program got past (outcome.c) */
     struct failures_ctx *fc = calloc(1, sizeof *fc);
-    if (fc) {
+    size_t *rows = calloc(r->nfailures ? r->nfailures : 1, sizeof *rows);
+    if (fc && rows) {
         fc->rep = rep;
         fc->sus = sus;
         fc->nsus = nsus;
-        gs_html_table(out, "failures", "Failed allocations", failure_cols, 10, r->nfailures,
-                      failure_cell, fc);
-        free(fc);
+        fc->rows = rows;
+        size_t n = 0;
+        for (size_t i = 0; i < r->nfailures; i++)
+            if (r->failures[i].outcome == GS_OUTCOME_UNRECOVERED)
+                rows[n++] = i;
+        gs_html_table(out, "failures", "Failed allocations the program did not get past",
+                      failure_cols, 10, n, failure_cell, fc);
+        n = 0;
+        for (size_t i = 0; i < r->nfailures; i++)
+            if (r->failures[i].outcome != GS_OUTCOME_UNRECOVERED)
+                rows[n++] = i;
+        if (n)
+            gs_html_table(out, "got-past",
+                          "Failed allocations the program got past (recovered, probes, refused)",
+                          got_past_cols, 9, n, got_past_cell, fc);
     }
+    free(rows);
+    free(fc);
     free(sus);
     fprintf(out, "<script>\n%s</script>\n</body>\n</html>\n", script);
 }

@@ -1,6 +1,8 @@
 /*
  * oom.c - what a failed allocation found, taken in the replay's one pass
- * when it failed (the first GS_POSTMORTEMS failures): the call sites
+ * when it failed (GS_POSTMORTEMS of them at a time: a failure refused takes
+ * none, and one decided recovered or a probe gives its slot back, so the
+ * first 16 that may matter get one, outcome.c): the call sites
  * holding most on its device, the sites that grew most over the last few
  * growth samples (growth.c), and what its device's stream-ordered pools
  * held beyond use. verdict.c judges it once the pass is done.
@@ -30,19 +32,34 @@ static void top_insert(uint32_t *sites, uint64_t *vals, uint64_t *counts, unsign
         counts[at] = count;
 }
 
+const struct gs_postmortem *gs_failure_postmortem(const struct gs_replay *r, size_t idx)
+{
+    uint32_t slot = idx < r->nfailures ? r->failures[idx].postmortem : 0;
+    return slot && slot <= GS_POSTMORTEMS && r->postmortems && r->postmortems[slot - 1].present
+               ? &r->postmortems[slot - 1]
+               : NULL;
+}
+
 void gs_oom_on_failure(struct gs_replay *r, size_t idx)
 {
-    if (!r->growth.enabled || idx >= GS_POSTMORTEMS)
+    struct gs_failure *f = &r->failures[idx];
+    if (!r->growth.enabled || f->outcome == GS_OUTCOME_REFUSED)
         return;
     if (!r->postmortems) {
         r->postmortems = calloc(GS_POSTMORTEMS, sizeof *r->postmortems);
         if (!r->postmortems)
             return;
     }
-    struct gs_postmortem *pm = &r->postmortems[idx];
-    const struct gs_failure *f = &r->failures[idx];
+    /* a slot a failure decided since as recovered or a probe gave back */
+    unsigned slot = 0;
+    while (slot < GS_POSTMORTEMS && r->postmortems[slot].present)
+        slot++;
+    if (slot == GS_POSTMORTEMS)
+        return;
+    struct gs_postmortem *pm = &r->postmortems[slot];
     memset(pm, 0, sizeof *pm);
     pm->present = 1;
+    f->postmortem = slot + 1;
     for (size_t i = 0; i < r->npools; i++)
         if ((f->device < 0 || r->pools[i].device == f->device) &&
             r->pools[i].reserved > r->pools[i].used)

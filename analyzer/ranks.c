@@ -2,7 +2,9 @@
  * ranks.c - gpushim report over the traces of a distributed job, one per
  * rank: a table of the ranks (host, process, peak per device, the rank's
  * largest peak, failures, whether its trace is complete), how unbalanced
- * the peaks are, and which rank failed an allocation first.
+ * the peaks are, and which rank failed an allocation first. Failures are
+ * those the rank did not get past (outcome.c): a retry that succeeded, a
+ * probe or a refusal is no failure of the job's.
  *
  * A rank is what its trace's JOB record says (the shim reads RANK and its
  * kin when the trace begins); traces without one (written before the record
@@ -33,8 +35,9 @@ struct rank_row {
     uint64_t dev_peak[GS_MAX_DEVICES + 1];
     uint8_t dev_present[GS_MAX_DEVICES + 1];
     uint64_t peak; /* the largest peak on one device */
-    uint64_t failures;
-    int failed;    /* a failure is kept, below */
+    uint64_t failures;    /* failed allocations, all outcomes */
+    uint64_t unrecovered; /* of them, those the rank did not get past (outcome.c) */
+    int failed;    /* an unrecovered failure is kept, below */
     struct gs_failure first;
     uint64_t first_unix_ns;
     int complete;
@@ -57,9 +60,12 @@ static void take(struct rank_row *row, const char *path, const struct gs_loaded 
     }
     row->peak = gs_largest_device_peak(&l->r);
     row->failures = l->r.failed;
-    if (l->r.nfailures) {
+    row->unrecovered = gs_outcome_unrecovered(&l->r);
+    for (size_t i = 0; i < l->r.nfailures && !row->failed; i++) {
+        if (l->r.failures[i].outcome != GS_OUTCOME_UNRECOVERED)
+            continue;
         row->failed = 1;
-        row->first = l->r.failures[0];
+        row->first = l->r.failures[i];
         row->first_unix_ns = l->info.realtime_ns + row->first.time_ns;
     }
     row->complete = gs_trace_complete(&l->st);
@@ -131,7 +137,7 @@ static void summarize(struct job *j)
         sum += (double)r->peak;
         if (r->peak > j->rows[j->highest].peak)
             j->highest = i;
-        if (r->failures)
+        if (r->unrecovered)
             j->failed_ranks++;
         if (r->failed && (j->first_fail < 0 || r->first_unix_ns < j->rows[j->first_fail].first_unix_ns))
             j->first_fail = (long)i;
@@ -162,12 +168,13 @@ static void job_text(FILE *out, const struct job *j)
         fprintf(out, "note: %s\n", j->note);
     fprintf(out, "\n%4s  %-16s %8s  %12s  %8s  %-20s  %s\n", "rank", "host", "pid", "largest peak",
             "failures", "trace", "peak per device");
+    /* failures: those the rank did not get past; the others are in its report */
     for (size_t i = 0; i < j->n; i++) {
         const struct rank_row *r = &j->rows[i];
         char trace[64];
         snprintf(trace, sizeof trace, "%s, %s", r->complete ? "complete" : "incomplete", r->ending);
         fprintf(out, "%4" PRId64 "  %-16s %8" PRIu64 "  %12s  %8" PRIu64 "  %-20s ", r->rank,
-                r->host, r->pid, gs_human_bytes(r->peak, b1, sizeof b1), r->failures, trace);
+                r->host, r->pid, gs_human_bytes(r->peak, b1, sizeof b1), r->unrecovered, trace);
         int any = 0;
         for (int d = 0; d <= GS_MAX_DEVICES; d++) {
             if (!r->dev_present[d])
@@ -197,7 +204,7 @@ static void job_text(FILE *out, const struct job *j)
                 (int)r->first.device, gs_result_name(r->first.result));
         fprintf(out, "; %zu rank%s failed\n", j->failed_ranks, j->failed_ranks == 1 ? "" : "s");
     } else {
-        fputs("first failure  none: no rank failed an allocation\n", out);
+        fputs("first failure  none: no rank failed an allocation it did not get past\n", out);
     }
 }
 
@@ -235,6 +242,7 @@ static void job_json(FILE *out, const struct job *j)
         }
         gs_json_end_array(&js);
         gs_json_uint(&js, "failures", r->failures);
+        gs_json_uint(&js, "unrecovered_failures", r->unrecovered);
         if (r->failed) {
             gs_json_begin_object(&js, "first_failure");
             gs_json_uint(&js, "unix_ns", r->first_unix_ns);

@@ -15,6 +15,9 @@
  * Sizes are the sizes the program asked for. Peak and leaks are about
  * device memory (GS_KIND_DEVICE); other kinds are totalled apart.
  *
+ * Each failed allocation's outcome, and the probes' allocations that never
+ * join the live set, are outcome.c's: it sees each event first.
+ *
  * A rotated trace starts with a checkpoint (checkpoint.c): this state as it
  * stood, loaded in place of the events it summarizes; the events after it
  * replay as usual.
@@ -33,6 +36,7 @@
 #include <string.h>
 
 #include "analyzer.h"
+#include "gpushim_cuda.h" /* GS_CURESULTS */
 
 #define RECENT_FREES GS_RECENT_FREES
 #define MAX_FAILURES GS_MAX_FAILURES
@@ -110,22 +114,15 @@ const char *gs_kind_name(uint32_t kind) { return kind < GS_KIND_COUNT ? kind_nam
 
 const char *gs_api_name(uint32_t api) { return api < GS_API_COUNT ? api_names[api] : "unknown"; }
 
+/* Every CUresult of cuda.h by its name (include/gpushim_cuda.h); a value
+ * no CUDA release defines reads "CUDA_ERROR". */
 const char *gs_result_name(uint32_t result)
 {
     switch (result) {
-    case 0: return "CUDA_SUCCESS";
-    case 1: return "CUDA_ERROR_INVALID_VALUE";
-    case 2: return "CUDA_ERROR_OUT_OF_MEMORY";
-    case 3: return "CUDA_ERROR_NOT_INITIALIZED";
-    case 4: return "CUDA_ERROR_DEINITIALIZED";
-    case 100: return "CUDA_ERROR_NO_DEVICE";
-    case 101: return "CUDA_ERROR_INVALID_DEVICE";
-    case 201: return "CUDA_ERROR_INVALID_CONTEXT";
-    case 400: return "CUDA_ERROR_INVALID_HANDLE";
-    case 700: return "CUDA_ERROR_ILLEGAL_ADDRESS";
-    case 712: return "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED";
-    case 713: return "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED";
-    case 999: return "CUDA_ERROR_UNKNOWN";
+#define RESULT_NAME(name, value)                                                                   \
+    case value: return #name;
+        GS_CURESULTS(RESULT_NAME)
+#undef RESULT_NAME
     default: return "CUDA_ERROR";
     }
 }
@@ -163,6 +160,7 @@ static void free_state(struct gs_replay *r)
     free(r->allocs);
     free(r->sites);
     free(r->failures);
+    free(r->chains);
     free(r->recent);
     free(r->pools);
     for (int s = 0; s < GS_SPACE_COUNT; s++)
@@ -717,6 +715,7 @@ static int unmap_range(struct gs_replay *r, uint64_t addr, uint64_t size, uint32
 static void on_free(struct gs_replay *r, const struct gs_revent *e)
 {
     int found = -1;
+    uint64_t before = r->live_bytes;
     if (e->space == GS_SPACE_MAPPING && e->size)
         found = unmap_range(r, e->addr, e->size, e->tid);
     else if (e->space < GS_SPACE_COUNT)
@@ -727,6 +726,8 @@ static void on_free(struct gs_replay *r, const struct gs_revent *e)
         remember_free(r, &none, e->tid, 0);
         r->recent[(r->recent_next - 1) % RECENT_FREES].nothing = 1;
     }
+    if (r->nchains && r->live_bytes < before)
+        gs_outcome_on_freed(r, e->tid, before - r->live_bytes);
 }
 
 static void on_free_failed(struct gs_replay *r, const struct gs_revent *e)
@@ -803,6 +804,7 @@ static void on_alloc_failed(struct gs_replay *r, const struct gs_revent *e)
     if (r->nfailures >= MAX_FAILURES || gs_reserve((void **)&r->failures, &r->failures_cap,
                                                    r->nfailures, sizeof *r->failures) != 0) {
         r->failures_dropped++;
+        gs_outcome_on_failure(r, e, SIZE_MAX);
         return;
     }
     r->failures[r->nfailures++] = (struct gs_failure){.time_ns = e->time_ns,
@@ -818,9 +820,12 @@ static void on_alloc_failed(struct gs_replay *r, const struct gs_revent *e)
                                                               : r->live_bytes,
                                                       .stack_id = e->stack_id,
                                                       .thread = thread_of_event(r, e->tid)};
+    gs_outcome_on_failure(r, e, r->nfailures - 1);
     gs_blocks_on_failure(r, r->nfailures - 1);
     gs_oom_on_failure(r, r->nfailures - 1);
 }
+
+void gs_replay_apply_alloc(struct gs_replay *r, const struct gs_revent *e) { on_alloc(r, e); }
 
 void gs_replay_event(struct gs_replay *r, const struct gs_revent *e)
 {
@@ -829,6 +834,10 @@ void gs_replay_event(struct gs_replay *r, const struct gs_revent *e)
     gs_growth_before_event(r, e->time_ns);
     if (e->time_ns > r->last_time_ns)
         r->last_time_ns = e->time_ns;
+    if (gs_outcome_event(r, e)) { /* a probe's allocation, or its free: held apart */
+        gs_growth_after_event(r, e->time_ns);
+        return;
+    }
     switch (e->type) {
     case GS_REC_ALLOC:
         on_alloc(r, e);
@@ -865,6 +874,7 @@ void gs_replay_event(struct gs_replay *r, const struct gs_revent *e)
 
 void gs_replay_finish(struct gs_replay *r)
 {
+    gs_outcome_finish(r);
     gs_blocks_finish(r);
     gs_growth_finish(r);
 }

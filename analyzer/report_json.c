@@ -301,15 +301,17 @@ static void raw_site(struct gs_json *j, const struct gs_report *rep, uint32_t si
     gs_json_end_object(j);
 }
 
-/* What a failure found, and the verdict (oom.c, verdict.c). */
-static void postmortem(struct gs_json *j, const struct gs_report *rep, size_t i,
-                       const struct gs_suspect *sus, size_t nsus)
+/* The verdict on an unrecovered failure (verdict.c); null for the others,
+ * which the program got past. */
+static void verdict(struct gs_json *j, const struct gs_report *rep, size_t i,
+                    const struct gs_suspect *sus, size_t nsus)
 {
     const struct gs_replay *r = rep->replay;
-    const struct gs_postmortem *pm =
-        r->postmortems && i < GS_POSTMORTEMS && r->postmortems[i].present ? &r->postmortems[i]
-                                                                         : NULL;
     struct gs_oom_verdict v;
+    if (r->failures[i].outcome != GS_OUTCOME_UNRECOVERED) {
+        gs_json_null(j, "verdict");
+        return;
+    }
     gs_oom_verdict(r, i, sus, nsus, rep->sym, rep->opt->view, &v);
     gs_json_begin_object(j, "verdict");
     gs_json_string(j, "cause", gs_oom_cause_name(v.cause));
@@ -324,6 +326,15 @@ static void postmortem(struct gs_json *j, const struct gs_report *rep, size_t i,
     gs_json_bool(j, "fits_in_held_free", v.held_free && r->failures[i].requested <= v.held_free);
     gs_json_uint(j, "leak_growth_bytes", v.leak_growth);
     gs_json_end_object(j);
+}
+
+/* What a failure found, and the verdict (oom.c, verdict.c). */
+static void postmortem(struct gs_json *j, const struct gs_report *rep, size_t i,
+                       const struct gs_suspect *sus, size_t nsus)
+{
+    const struct gs_replay *r = rep->replay;
+    const struct gs_postmortem *pm = gs_failure_postmortem(r, i);
+    verdict(j, rep, i, sus, nsus);
     if (!pm) {
         gs_json_null(j, "postmortem");
         return;
@@ -370,10 +381,65 @@ static void failures(struct gs_json *j, const struct gs_report *rep, const struc
         frames(j, rep, f->stack_id);
         gs_json_string(j, "thread", gs_replay_thread_name(r, f->thread));
         backward_of(j, rep, f->stack_id);
+        gs_json_string(j, "outcome", gs_outcome_name(f->outcome));
+        if (f->outcome == GS_OUTCOME_RECOVERED || f->outcome == GS_OUTCOME_PROBE) {
+            gs_json_begin_object(j, "recovery");
+            gs_json_uint(j, "after_ns", f->retry_ns);
+            gs_json_uint(j, "bytes", f->retry_bytes);
+            gs_json_uint(j, "freed_bytes", f->freed_bytes);
+            gs_json_uint(j, "frees", f->frees);
+            gs_json_end_object(j);
+        } else {
+            gs_json_null(j, "recovery");
+        }
         postmortem(j, rep, i, sus, nsus);
         gs_json_end_object(j);
     }
     gs_json_end_array(j);
+}
+
+/* How many failures of each outcome (outcome.c), what the recovered cost,
+ * the probes held apart, and the results refused. */
+static void failure_outcomes(struct gs_json *j, const struct gs_replay *r)
+{
+    const struct gs_outcomes *o = &r->outcomes;
+    gs_json_begin_object(j, "failure_outcomes");
+    gs_json_uint(j, "unrecovered", gs_outcome_unrecovered(r));
+    gs_json_uint(j, "recovered", o->count[GS_OUTCOME_RECOVERED]);
+    gs_json_uint(j, "probe", o->count[GS_OUTCOME_PROBE]);
+    gs_json_uint(j, "refused", o->count[GS_OUTCOME_REFUSED]);
+    gs_json_begin_object(j, "retries");
+    gs_json_uint(j, "count", o->retries);
+    gs_json_uint(j, "ns", o->retry_ns);
+    gs_json_uint(j, "freed_bytes", o->retry_freed_bytes);
+    gs_json_uint(j, "frees", o->retry_frees);
+    gs_json_end_object(j);
+    gs_json_begin_object(j, "probes");
+    gs_json_uint(j, "allocations", o->probes);
+    gs_json_uint(j, "bytes", o->probe_bytes);
+    gs_json_uint(j, "largest_bytes", o->probe_largest);
+    gs_json_uint(j, "largest_time_ns", o->probe_largest_ns);
+    gs_json_end_object(j);
+    gs_json_begin_array(j, "refused_results");
+    for (size_t i = 0; i < r->nfailures; i++) {
+        const struct gs_failure *f = &r->failures[i];
+        int first = f->outcome == GS_OUTCOME_REFUSED;
+        for (size_t k = 0; first && k < i; k++)
+            first = !(r->failures[k].outcome == GS_OUTCOME_REFUSED &&
+                      r->failures[k].result == f->result);
+        if (!first)
+            continue;
+        uint64_t n = 0;
+        for (size_t k = i; k < r->nfailures; k++)
+            n += r->failures[k].outcome == GS_OUTCOME_REFUSED && r->failures[k].result == f->result;
+        gs_json_begin_object(j, NULL);
+        gs_json_uint(j, "result", f->result);
+        gs_json_string(j, "result_name", gs_result_name(f->result));
+        gs_json_uint(j, "count", n);
+        gs_json_end_object(j);
+    }
+    gs_json_end_array(j);
+    gs_json_end_object(j);
 }
 
 /* ---- marks and steps (marks.c) ---- */
@@ -674,6 +740,7 @@ void gs_report_json(FILE *out, const struct gs_report *rep)
     suspects(&j, rep, sus, nsus);
     gs_json_end_object(&j);
     failures(&j, rep, sus, nsus);
+    failure_outcomes(&j, r);
     free(sus);
     marks(&j, rep);
     blocks(&j, rep);

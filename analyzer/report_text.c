@@ -18,6 +18,33 @@
 #include "analyzer.h"
 #include "symbolize.h"
 
+int gs_report_outcomes(const struct gs_replay *r, char *buf, size_t sz)
+{
+    const struct gs_outcomes *o = &r->outcomes;
+    uint64_t unrecovered = gs_outcome_unrecovered(r);
+    if (unrecovered == r->failed) {
+        buf[0] = 0;
+        return 0;
+    }
+    size_t n = (size_t)snprintf(buf, sz, "%" PRIu64 " unrecovered", unrecovered);
+    static const struct {
+        enum gs_outcome o;
+        const char *one, *many;
+    } kinds[] = {{GS_OUTCOME_RECOVERED, "recovered", "recovered"},
+                 {GS_OUTCOME_PROBE, "probe", "probes"},
+                 {GS_OUTCOME_REFUSED, "refused", "refused"}};
+    const char *sep = "; ";
+    for (size_t k = 0; k < 3 && n < sz; k++) {
+        uint64_t c = o->count[kinds[k].o];
+        if (!c)
+            continue;
+        n += (size_t)snprintf(buf + n, sz - n, "%s%" PRIu64 " %s", sep, c,
+                              c == 1 ? kinds[k].one : kinds[k].many);
+        sep = ", ";
+    }
+    return 1;
+}
+
 const char *gs_human_bytes(uint64_t b, char *buf, size_t sz)
 {
     static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -195,9 +222,13 @@ static void header(const struct gs_report *rep, FILE *out)
     fprintf(out, "  process   %" PRIu64 " on %s, started %s\n", in->pid, in->host, when);
     fprintf(out, "  command   %s\n", in->command[0] ? in->command : "(unknown)");
     fprintf(out, "  recorded  %.3f s: %" PRIu64 " allocation%s, %" PRIu64 " free%s, %" PRIu64
-                 " failed allocation%s\n",
+                 " failed allocation%s",
             seconds(gs_trace_duration_ns(rep->stats, r->last_time_ns)), r->allocations, plural(r->allocations), r->frees,
             plural(r->frees), r->failed, plural(r->failed));
+    char outcomes[160];
+    if (gs_report_outcomes(r, outcomes, sizeof outcomes))
+        fprintf(out, " (%s)", outcomes);
+    fputc('\n', out);
     struct gs_alloc_mode m;
     gs_allocator_mode(in, r, &m);
     if (m.note[0])
@@ -418,9 +449,9 @@ static void failure_postmortem(const struct gs_report *rep, FILE *out, size_t i,
     char a[32], where[256];
     gs_oom_verdict(r, i, sus, nsus, rep->sym, rep->opt->view, &v);
     fprintf(out, "             verdict: %s\n", v.sentence);
-    if (!r->postmortems || i >= GS_POSTMORTEMS || !r->postmortems[i].present)
+    const struct gs_postmortem *pm = gs_failure_postmortem(r, i);
+    if (!pm)
         return;
-    const struct gs_postmortem *pm = &r->postmortems[i];
     if (pm->nheld)
         fprintf(out, "             held then on its device, by call site:\n");
     for (unsigned k = 0; k < pm->nheld; k++) {
@@ -444,34 +475,135 @@ static void failure_postmortem(const struct gs_report *rep, FILE *out, size_t i,
     }
 }
 
+/* A failure's first line: when, what, on which device, the result. */
+static void failure_line(FILE *out, const struct gs_failure *f)
+{
+    char a[32];
+    fprintf(out, "  at %.3f s  %s of %s on device %d: %s (%u)", seconds(f->time_ns),
+            gs_api_name(f->api), gs_human_bytes(f->requested, a, sizeof a), f->device,
+            gs_result_name(f->result), f->result);
+}
+
+/* An unrecovered failure, in full: the memory then, the verdict, what was
+ * held and grew, its stack. */
+static void failure_in_full(const struct gs_report *rep, FILE *out, size_t i,
+                            const struct gs_suspect *sus, size_t nsus)
+{
+    const struct gs_failure *f = &rep->replay->failures[i];
+    char b[32], c[32], d[32];
+    failure_line(out, f);
+    fputc('\n', out);
+    if (f->total_bytes != UINT64_MAX)
+        fprintf(out, "             device had %s free of %s; this process held %s\n",
+                gs_human_bytes(f->free_bytes, b, sizeof b), gs_human_bytes(f->total_bytes, c, sizeof c),
+                gs_human_bytes(f->process_live_bytes, d, sizeof d));
+    failure_frag(rep, out, i);
+    failure_postmortem(rep, out, i, sus, nsus);
+    fprintf(out, "             ");
+    struct gs_thread_tally thread = {0};
+    gs_tally_add(&thread, f->thread, 1);
+    print_stack(rep, out, f->stack_id, "             ", &thread);
+}
+
+/* The failures the program got past, of one outcome: a line each (at most
+ * --top) with what came of it, and where. */
+static void failures_got_past(const struct gs_report *rep, FILE *out, enum gs_outcome o)
+{
+    const struct gs_replay *r = rep->replay;
+    char a[32], b[32], where[256];
+    size_t shown = 0, more = 0;
+    for (size_t i = 0; i < r->nfailures; i++) {
+        const struct gs_failure *f = &r->failures[i];
+        if (f->outcome != o)
+            continue;
+        if (shown == rep->opt->top) {
+            more++;
+            continue;
+        }
+        shown++;
+        failure_line(out, f);
+        if (o == GS_OUTCOME_RECOVERED && f->freed_bytes)
+            fprintf(out, "; got %s %.3f s later, its thread having freed %s in %" PRIu64
+                         " free%s",
+                    gs_human_bytes(f->retry_bytes, a, sizeof a), seconds(f->retry_ns),
+                    gs_human_bytes(f->freed_bytes, b, sizeof b), f->frees, plural(f->frees));
+        else if (o == GS_OUTCOME_RECOVERED)
+            fprintf(out, "; got %s %.3f s later", gs_human_bytes(f->retry_bytes, a, sizeof a),
+                    seconds(f->retry_ns));
+        else if (o == GS_OUTCOME_PROBE)
+            fprintf(out, "; %s fit, freed at once", gs_human_bytes(f->retry_bytes, a, sizeof a));
+        gs_site_where(r, rep->sym, rep->opt->view, f->stack_id, where, sizeof where);
+        fprintf(out, "\n             at %s\n", where);
+    }
+    if (more)
+        fprintf(out, "  ... and %zu more (--top N shows more)\n", more);
+}
+
 static void failures(const struct gs_report *rep, FILE *out, const struct gs_suspect *sus,
                      size_t nsus)
 {
     const struct gs_replay *r = rep->replay;
-    char a[32], b[32], c[32], d[32];
+    const struct gs_outcomes *o = &r->outcomes;
+    char a[32], b[32];
     if (!r->failed) {
         fprintf(out, "\nNo failed allocations.\n");
         return;
     }
-    fprintf(out, "\nFailed allocations: %" PRIu64 "\n", r->failed);
-    for (size_t i = 0; i < r->nfailures && i < rep->opt->top; i++) {
-        const struct gs_failure *f = &r->failures[i];
-        fprintf(out, "  at %.3f s  %s of %s on device %d: %s (%u)\n", seconds(f->time_ns),
-                gs_api_name(f->api), gs_human_bytes(f->requested, a, sizeof a), f->device,
-                gs_result_name(f->result), f->result);
-        if (f->total_bytes != UINT64_MAX)
-            fprintf(out, "             device had %s free of %s; this process held %s\n",
-                    gs_human_bytes(f->free_bytes, b, sizeof b), gs_human_bytes(f->total_bytes, c, sizeof c),
-                    gs_human_bytes(f->process_live_bytes, d, sizeof d));
-        failure_frag(rep, out, i);
-        failure_postmortem(rep, out, i, sus, nsus);
-        fprintf(out, "             ");
-        struct gs_thread_tally thread = {0};
-        gs_tally_add(&thread, f->thread, 1);
-        print_stack(rep, out, f->stack_id, "             ", &thread);
+    uint64_t unrecovered = gs_outcome_unrecovered(r);
+    fprintf(out, "\nFailed allocations: %" PRIu64, r->failed);
+    if (unrecovered == r->failed)
+        fputc('\n', out);
+    else if (unrecovered)
+        fprintf(out, ", %" PRIu64 " unrecovered (the program did not get past %s):\n",
+                unrecovered, unrecovered == 1 ? "it" : "them");
+    else
+        fprintf(out, ", none unrecovered: the program got past each one\n");
+    size_t listed = 0, more = 0;
+    for (size_t i = 0; i < r->nfailures; i++) {
+        if (r->failures[i].outcome != GS_OUTCOME_UNRECOVERED)
+            continue;
+        if (listed == rep->opt->top) {
+            more++;
+            continue;
+        }
+        listed++;
+        failure_in_full(rep, out, i, sus, nsus);
     }
-    if (r->nfailures > rep->opt->top)
-        fprintf(out, "  ... and %zu more\n", r->nfailures - rep->opt->top);
+    if (more)
+        fprintf(out, "  ... and %zu more\n", more);
+
+    uint64_t n = o->count[GS_OUTCOME_RECOVERED];
+    if (n) {
+        fprintf(out, "\nRecovered: %" PRIu64 " failed allocation%s whose call site got the memory "
+                     "afterwards, in %" PRIu64 " retr%s",
+                n, plural(n), o->retries, o->retries == 1 ? "y" : "ies");
+        if (o->retry_frees)
+            fprintf(out, "; before retrying, the threads freed %s in %" PRIu64 " free%s (a "
+                         "caching allocator emptying its cache: PyTorch's also synchronises "
+                         "the device)",
+                    gs_human_bytes(o->retry_freed_bytes, a, sizeof a), o->retry_frees,
+                    plural(o->retry_frees));
+        fprintf(out, ", %.3f s in all:\n", seconds(o->retry_ns));
+        failures_got_past(rep, out, GS_OUTCOME_RECOVERED);
+    }
+    n = o->count[GS_OUTCOME_PROBE];
+    if (n) {
+        fprintf(out, "\nProbes: %" PRIu64 " failed allocation%s asked to learn what fits (all "
+                     "the free memory, halved until it fit); %" PRIu64 " allocation%s that fit, "
+                     "%s in all, the largest %s, %s freed at once and not counted in the peak, "
+                     "the leaks or the fit:\n",
+                n, plural(n), o->probes, plural(o->probes),
+                gs_human_bytes(o->probe_bytes, a, sizeof a),
+                gs_human_bytes(o->probe_largest, b, sizeof b), o->probes == 1 ? "was" : "were");
+        failures_got_past(rep, out, GS_OUTCOME_PROBE);
+    }
+    n = o->count[GS_OUTCOME_REFUSED];
+    if (n) {
+        fprintf(out, "\nRefused: %" PRIu64 " failed allocation%s the driver refused as asked, "
+                     "not for want of memory:\n",
+                n, plural(n));
+        failures_got_past(rep, out, GS_OUTCOME_REFUSED);
+    }
 }
 
 /* The leak suspects (growth.c, suspects.c): what the report leads with. */
@@ -621,8 +753,16 @@ void gs_report_text(FILE *out, const struct gs_report *rep)
     size_t nsus = gs_growth_suspects(r, rep->sym, rep->opt->view, &sus);
     suspects(rep, out, sus, nsus);
 
-    fprintf(out, "\nPeak: %s of device memory at %.3f s. Live then, by call site:\n",
-            gs_human_bytes(r->peak_bytes, a, sizeof a), seconds(r->peak_time_ns));
+    fprintf(out, "\nPeak: %s of device memory at %.3f s", gs_human_bytes(r->peak_bytes, a, sizeof a),
+            seconds(r->peak_time_ns));
+    if (r->outcomes.probes) {
+        char b[32];
+        fprintf(out, " (not counting %" PRIu64 " probe%s of up to %s, freed at once: see "
+                     "Probes)",
+                r->outcomes.probes, plural(r->outcomes.probes),
+                gs_human_bytes(r->outcomes.probe_largest, b, sizeof b));
+    }
+    fprintf(out, ". Live then, by call site:\n");
     print_sites(rep, out, GS_METRIC_PEAK);
 
     uint64_t count, leaked = gs_replay_leaks(r, &count);

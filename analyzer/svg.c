@@ -173,8 +173,8 @@ static void failures(FILE *out, const struct scale *s, const struct gs_replay *r
     for (size_t i = 0; i < r->nfailures; i++) {
         const struct gs_failure *f = &r->failures[i];
         int32_t fd = f->device >= 0 && f->device < GS_MAX_DEVICES ? f->device : -1;
-        if (fd != device)
-            continue;
+        if (fd != device || f->outcome != GS_OUTCOME_UNRECOVERED)
+            continue; /* those the program got past are no dots of its chart */
         fprintf(out, "<circle class=\"failure\" data-time-ns=\"%" PRIu64 "\" cx=\"%.2f\" "
                      "cy=\"%.2f\" r=\"5\"><title>",
                 f->time_ns, x_at(s, f->time_ns), y_at(s, f->process_live_bytes));

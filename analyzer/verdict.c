@@ -62,8 +62,9 @@ static void held_free(const struct gs_replay *r, size_t idx, struct gs_oom_verdi
             v->largest_free = fr->largest_free;
         }
     }
-    if (r->postmortems && idx < GS_POSTMORTEMS && r->postmortems[idx].present) {
-        uint64_t pool = r->postmortems[idx].pool_unused;
+    const struct gs_postmortem *pm = gs_failure_postmortem(r, idx);
+    if (pm) {
+        uint64_t pool = pm->pool_unused;
         v->held_free += pool;
         if (pool > v->largest_free)
             v->largest_free = pool; /* a pool's free bytes: one piece at best */

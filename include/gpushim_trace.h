@@ -136,8 +136,16 @@ enum gs_record_type {
                                * reserved bytes, varint pool used bytes, varint pool
                                * reserved bytes at the peak, varint pool used bytes at
                                * the peak, varint failures dropped, varint threads
-                               * hint: the totals; the replay state starts over (the
-                               * modules, Python code objects and stacks stay) */
+                               * hint; then (each group absent from older checkpoints)
+                               * varint device bytes the page size added now, and at
+                               * the peak; varint failures unrecovered, recovered,
+                               * probes, refused, varint retries that succeeded,
+                               * varint their ns, varint device bytes their threads
+                               * freed first, varint their frees, varint probes'
+                               * allocations, varint their bytes, varint the largest,
+                               * varint its time: the totals; the replay state starts
+                               * over (the modules, Python code objects and stacks
+                               * stay) */
     GS_REC_CKPT_DEVICE = 33,  /* zz device (-1: unknown), varint present, varint live
                                * bytes, varint peak bytes, varint peak time, varint
                                * allocations */
@@ -166,7 +174,17 @@ enum gs_record_type {
                                * total bytes, varint process live bytes, varint stack
                                * id: a failed allocation, in the order they happened;
                                * then (since GS_REC_THREAD) string the name of its
-                               * thread (empty: not known) */
+                               * thread (empty: not known); then (since outcomes;
+                               * without them it is unrecovered if its result was
+                               * CUDA_ERROR_OUT_OF_MEMORY, else refused) varint
+                               * outcome (0 pending, 1 unrecovered, 2 recovered, 3
+                               * probe, 4 refused), varint the failure before it in its
+                               * chain of retries (index + 1; 0: none; only a pending
+                               * one names one, and an earlier pending one), varint ns
+                               * and varint bytes of the allocation that succeeded
+                               * after it, varint device bytes its thread freed before,
+                               * varint in so many frees (pending: the chain's counts
+                               * when it failed) */
     GS_REC_CKPT_RECENT_FREE = 39, /* varint age (0: the latest free, at most 255),
                                    * varint tid, varint what (0: it dropped a
                                    * reference, 1: it ended the allocation, 2: nothing
@@ -175,9 +193,24 @@ enum gs_record_type {
                                    * may undo */
     GS_REC_CKPT_END = 40,     /* varint sites, varint live allocations, varint pools,
                                * varint failures, varint recent frees, varint
-                               * devices, varint kinds: how many of each record the
-                               * checkpoint holds, so that a reader knows it has
-                               * them all */
+                               * devices, varint kinds, then (absent from older
+                               * checkpoints: none) varint chains: how many of each
+                               * record the checkpoint holds, so that a reader knows
+                               * it has them all */
+    GS_REC_CKPT_CHAIN = 41,   /* varint tid, zz device, varint stack id (of its latest
+                               * attempt), varint state (0: its latest attempt failed,
+                               * 1: a probe's allocation is held apart), varint probe
+                               * (0/1), varint its latest failure (index + 1 among the
+                               * CKPT_FAILURE records, which come before; 0: none
+                               * kept), varint its latest request's bytes, varint time
+                               * of its first failure, varint failures in it, varint
+                               * device bytes its thread freed since, varint in so many
+                               * frees; then for state 1 the allocation held apart:
+                               * varint addr, varint size, varint time, varint stack
+                               * id, varint kind, zz device, varint space, varint api,
+                               * varint parent, varint stream. A thread's chain of
+                               * retries still open (analyzer/outcome.c). Older
+                               * readers skip it */
 
     /* Python stacks (types 48..51; 49..51 are reserved for them) */
     GS_REC_PYCODE = 48,       /* varint code id (1..GS_PY_MAX_CODE), string file,

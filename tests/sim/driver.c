@@ -36,7 +36,13 @@
  *     release threshold (rounded up to a chunk), whichever is more;
  *     cuMemPoolTrimTo likewise with its own minimum.
  *   - Virtual memory: cuMemCreate makes a physical allocation (2 MiB
- *     granularity) with a reference count; its handles are small integers,
+ *     granularity) with a reference count. The machine has no fabric: a
+ *     requested FABRIC handle type is refused with CUDA_ERROR_NOT_SUPPORTED,
+ *     what real drivers return on a GPU without fabric support (the one
+ *     NCCL's ncclMemAlloc, PyTorch's ExpandableSegment::map and XLA's
+ *     CudaRawMemoryAllocation::Create retry without FABRIC on, with
+ *     CUDA_ERROR_NOT_PERMITTED, which a fabric GPU without an IMEX channel
+ *     returns). Its handles are small integers,
  *     the lowest free one, reused once the allocation is gone, which is when
  *     the count is 0 and no mapping refers to it. Imports make a new handle
  *     for the same allocation; the "file descriptors" that cuMemExportTo-
@@ -973,6 +979,7 @@ static const struct {
     {GS_CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
     {SIM_CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {GS_CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {GS_CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
     {SIM_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
      "part or all of the requested memory range is already mapped"},
     {SIM_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
@@ -1807,6 +1814,10 @@ static gs_curesult sim_cuMemCreate(gs_cumemhandle *handle, size_t size,
 
     if (rc == GS_CUDA_SUCCESS && (!handle || !size || size % SIM_GRANULE || flags))
         rc = GS_CUDA_ERROR_INVALID_VALUE;
+    /* No fabric here (no NVSwitch fabric, no IMEX channel): a FABRIC handle
+     * type is refused, and NCCL, PyTorch and XLA retry without it. */
+    if (rc == GS_CUDA_SUCCESS && (prop->requestedHandleTypes & GS_CU_MEM_HANDLE_TYPE_FABRIC))
+        rc = GS_CUDA_ERROR_NOT_SUPPORTED;
     if (rc == GS_CUDA_SUCCESS) {
         pthread_mutex_lock(&lock);
         rc = create_locked(handle, size, prop);

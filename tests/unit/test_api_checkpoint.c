@@ -456,8 +456,9 @@ Test(api_checkpoint, each_field_where_the_format_says)
     uint8_t b[2048];
     size_t n = 0;
     n += REC(b + n, GS_REC_CKPT_BEGIN, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-             0);
-    n += REC(b + n, GS_REC_CKPT_FAILURE, 1, 2, 3, gs_zigzag(0), 4, 5, 6, 7, 8);
+             0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    n += REC(b + n, GS_REC_CKPT_FAILURE, 1, 2, 3, gs_zigzag(0), 4, 5, 6, 7, 8, 0,
+             GS_OUTCOME_REFUSED, 0, 0, 0, 0, 0);
     /* the label: index 0, the string "s", then its 16 fields */
     uint8_t lab[64] = {0, 1, 's'};
     size_t ln = 3;
@@ -475,7 +476,7 @@ Test(api_checkpoint, each_field_where_the_format_says)
      * that came; seen, pending; the fragmentation at the peak; the counts */
     n += REC(b + n, GS_REC_CKPT_API_END, 1, 1, 81, 82, 83, 84, 85, 86, 87, 71, 1, 88, 89, 90, 1, 1,
              1, 91, gs_zigzag(-1), 92, 93, 94, 95, 96, 1, 1, 1, 1, 1, 1);
-    n += REC(b + n, GS_REC_CKPT_END, 0, 0, 0, 1, 0, 0, 0);
+    n += REC(b + n, GS_REC_CKPT_END, 0, 0, 0, 1, 0, 0, 0, 0);
     struct gs_replay r;
     gs_replay_init(&r);
     ASSERT_U64(load(&r, b, n), 0, "every record loads");

@@ -126,6 +126,25 @@ static void s_failed(struct seq *s, int32_t dev, uint64_t size, uint32_t stack)
     e->total_bytes = 80 * 1024 * MB;
 }
 
+/* Outcomes (outcome.c): a failure of thread tid, and its allocations. */
+static void s_fail_t(struct seq *s, uint32_t tid, int32_t dev, uint64_t size, uint32_t stack,
+                     uint32_t result, uint64_t free_bytes)
+{
+    struct gs_revent *e = add(s, GS_REC_ALLOC_FAILED, tid);
+    e->device = dev;
+    e->size = size;
+    e->stack_id = stack;
+    e->result = result;
+    e->free_bytes = free_bytes;
+    e->total_bytes = 64 * MB;
+}
+
+static void s_dev_t(struct seq *s, uint32_t tid, uint64_t addr, uint64_t size, uint32_t stack)
+{
+    s_dev(s, addr, size, stack, 0);
+    s->ev[s->n - 1].tid = tid;
+}
+
 /* Frees that age the FREE_FAILED window: n allocations of stack 20 freed at once. */
 static void churn(struct seq *s, uint64_t base, unsigned n)
 {
@@ -207,6 +226,33 @@ static void schedule(struct seq *s)
     s_free(s, 0x3000, GS_SPACE_ADDRESS, 0, 1);
     s_alloc(s, 0x79000000, 1 * MB, 17, 0, GS_KIND_MAPPED, GS_SPACE_MAPPING, 0);
     s_free(s, 0x78000000, GS_SPACE_MAPPING, 0x2000000, 5);
+    /* Outcomes. Thread 7: a retry from another line (stack 31) after freeing
+     * 8 MB, a refused failure between: recovered. */
+    s_dev_t(s, 7, 0xd000, 8 * MB, 1);
+    s_fail_t(s, 7, 0, 16 * MB, 30, 2, 4 * MB);
+    s_free(s, 0xd000, GS_SPACE_ADDRESS, 0, 7);
+    s_fail_t(s, 7, 0, 2 * MB, 30, 801, 12 * MB);
+    s_fail_t(s, 7, 0, 16 * MB, 31, 2, 12 * MB);
+    s_dev_t(s, 7, 0xd100, 16 * MB, 30);
+    /* thread 8: all free memory, halved, halved again, freed at once: a probe */
+    s_fail_t(s, 8, 0, 60 * MB, 30, 2, 60 * MB);
+    s_fail_t(s, 8, 0, 30 * MB, 30, 2, 60 * MB);
+    s_dev_t(s, 8, 0xe000, 15 * MB, 30);
+    s_pool(s, 0xa, 0, 0, 0); /* a pool sample between: not the thread's */
+    s_free(s, 0xe000, GS_SPACE_ADDRESS, 0, 8);
+    /* thread 9: halved, then something else before a free: recovered, and
+     * held apart until then */
+    s_fail_t(s, 9, 0, 40 * MB, 30, 2, 30 * MB);
+    s_dev_t(s, 9, 0xe100, 20 * MB, 31);
+    s_dev_t(s, 9, 0xe200, 1 * MB, 2);
+    /* thread 10: its next attempt from elsewhere: unrecovered */
+    s_fail_t(s, 10, 0, 8 * MB, 30, 2, 1 * MB);
+    s_dev_t(s, 10, 0xe300, 4 * MB, 3);
+    /* thread 11: still open at the end; thread 12: a probe's allocation
+     * still held at the end */
+    s_fail_t(s, 11, 0, 8 * MB, 30, 2, 1 * MB);
+    s_fail_t(s, 12, 0, 10 * MB, 30, 2, 10 * MB);
+    s_dev_t(s, 12, 0xe400, 5 * MB, 30);
 }
 
 /* ---- modules and stacks, as the reader would define them ---- */
@@ -228,6 +274,11 @@ static void define(struct gs_replay *r, uint32_t first_stack, uint32_t last_stac
         gs_replay_ops.module(r, &cuda);
         gs_replay_ops.pycode(r, &forward);
         gs_replay_ops.pycode(r, &top);
+        /* one call site for a retry: a frame apart (outcome.c) */
+        uint64_t site30[3] = {0x7f0000000200, 0x400300, 0x401000};
+        uint64_t site31[3] = {0x7f0000000200, 0x400310, 0x401000};
+        gs_replay_ops.stack(r, 30, site30, 3);
+        gs_replay_ops.stack(r, 31, site31, 3);
     }
     for (uint32_t id = first_stack; id <= last_stack; id++) {
         uint64_t pcs[6] = {0x7f0000000100 + id, 0x400100 + id * 16, 0x400000 + id, 0x401000,
@@ -313,6 +364,16 @@ static void same_totals(const struct gs_replay *x, const struct gs_replay *y, si
     SAME(events);
     SAME(rounding_live);
     SAME(rounding_at_peak);
+    for (int o = 0; o < GS_OUTCOME_COUNT; o++)
+        SAME(outcomes.count[o]);
+    SAME(outcomes.retries);
+    SAME(outcomes.retry_ns);
+    SAME(outcomes.retry_freed_bytes);
+    SAME(outcomes.retry_frees);
+    SAME(outcomes.probes);
+    SAME(outcomes.probe_bytes);
+    SAME(outcomes.probe_largest);
+    SAME(outcomes.probe_largest_ns);
     for (int d = 0; d <= GS_MAX_DEVICES; d++) {
         cr_assert_eq(x->devices[d].present, y->devices[d].present, "cut %zu: device %d", cut, d);
         SAME(devices[d].live_bytes);
@@ -411,6 +472,36 @@ static void same_rest(const struct gs_replay *x, const struct gs_replay *y, size
         ASSERT_U64(a->process_live_bytes, b->process_live_bytes, "cut %zu: failure %zu held", cut,
                    i);
         ASSERT_U64(a->stack_id, b->stack_id, "cut %zu: failure %zu stack", cut, i);
+        ASSERT_U64(a->outcome, b->outcome, "cut %zu: failure %zu outcome", cut, i);
+        ASSERT_U64(a->chain_prev, b->chain_prev, "cut %zu: failure %zu link", cut, i);
+        ASSERT_U64(a->retry_ns, b->retry_ns, "cut %zu: failure %zu retry time", cut, i);
+        ASSERT_U64(a->retry_bytes, b->retry_bytes, "cut %zu: failure %zu retry bytes", cut, i);
+        ASSERT_U64(a->freed_bytes, b->freed_bytes, "cut %zu: failure %zu freed", cut, i);
+        ASSERT_U64(a->frees, b->frees, "cut %zu: failure %zu frees", cut, i);
+    }
+    ASSERT_U64(x->nchains, y->nchains, "cut %zu: chains open", cut);
+    for (size_t i = 0; i < x->nchains; i++) {
+        const struct gs_chain *a = &x->chains[i], *b = NULL;
+        for (size_t k = 0; k < y->nchains; k++)
+            if (y->chains[k].tid == a->tid)
+                b = &y->chains[k];
+        cr_assert_not_null(b, "cut %zu: thread %u's chain in both", cut, a->tid);
+        cr_assert_eq(a->device, b->device, "cut %zu: chain %zu device", cut, i);
+        const uint64_t ga[] = {a->stack_id, a->state, a->probe, a->last, a->last_size,
+                               a->first_ns, a->failures, a->freed_bytes, a->frees};
+        const uint64_t gb[] = {b->stack_id, b->state, b->probe, b->last, b->last_size,
+                               b->first_ns, b->failures, b->freed_bytes, b->frees};
+        for (size_t k = 0; k < sizeof ga / sizeof ga[0]; k++)
+            ASSERT_U64(ga[k], gb[k], "cut %zu: chain %zu figure %zu", cut, i, k);
+        if (a->state != GS_CHAIN_HELD)
+            continue;
+        const struct gs_revent *ha = &a->held, *hb = &b->held;
+        cr_assert(ha->type == hb->type && ha->tid == hb->tid && ha->addr == hb->addr &&
+                      ha->size == hb->size && ha->time_ns == hb->time_ns &&
+                      ha->stack_id == hb->stack_id && ha->kind == hb->kind &&
+                      ha->device == hb->device && ha->space == hb->space && ha->api == hb->api &&
+                      ha->parent == hb->parent && ha->stream == hb->stream,
+                  "cut %zu: chain %zu's held allocation", cut, i);
     }
     ASSERT_U64(x->nmodules, y->nmodules, "cut %zu: modules", cut);
     for (size_t i = 0; i < x->nmodules; i++) {
@@ -498,7 +589,19 @@ Test(checkpoint, the_schedule_is_what_it_claims)
     cr_assert_gt(r.frees_undone, 2, "FREE_FAILED undid frees");
     cr_assert_gt(r.frees_unknown, 0, "frees of unknown addresses");
     cr_assert_gt(r.refs, 0, "references");
-    ASSERT_U64(r.nfailures, 2, "failures");
+    ASSERT_U64(r.nfailures, 11, "failures");
+    const uint32_t want[11] = {GS_OUTCOME_UNRECOVERED, GS_OUTCOME_PENDING, GS_OUTCOME_RECOVERED,
+                               GS_OUTCOME_REFUSED, GS_OUTCOME_RECOVERED, GS_OUTCOME_PROBE,
+                               GS_OUTCOME_PROBE, GS_OUTCOME_RECOVERED, GS_OUTCOME_UNRECOVERED,
+                               GS_OUTCOME_PENDING, GS_OUTCOME_PENDING};
+    for (int i = 0; i < 11; i++)
+        ASSERT_U64(r.failures[i].outcome, want[i], "failure %d's outcome", i);
+    ASSERT_U64(r.nchains, 3, "threads 3, 11 and 12 have a chain open");
+    cr_assert(!gs_replay_find_live(&r, GS_SPACE_ADDRESS, 0xe000), "the probe never joined");
+    cr_assert(gs_replay_find_live(&r, GS_SPACE_ADDRESS, 0xe100), "thread 9's did, in the end");
+    cr_assert(!gs_replay_find_live(&r, GS_SPACE_ADDRESS, 0xe400), "thread 12's is held apart");
+    ASSERT_U64(r.failures[2].freed_bytes, 8 * MB, "thread 7 freed 8 MB before its retry");
+    ASSERT_U64(r.failures[4].freed_bytes, 0, "and nothing after its second failure");
     ASSERT_U64(r.npools, 2, "pools");
     uint64_t n;
     cr_assert_gt(gs_replay_leaks(&r, &n), 0, "leaks");
@@ -882,28 +985,39 @@ Test(checkpoint, each_field_where_the_format_says)
     uint8_t b[4096];
     size_t n = 0;
     n += REC(b + n, GS_REC_CKPT_BEGIN, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17,
-             18, 19, 20);
+             18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32);
     n += REC(b + n, GS_REC_CKPT_DEVICE, gs_zigzag(1), 1, 101, 102, 103, 104);
     n += REC(b + n, GS_REC_CKPT_KIND, 2, 201, 202, 203);
     n += REC(b + n, GS_REC_CKPT_SITE, 7, 2, 3, 301, 302, 303, 304, 305, 306, 307);
     n += REC(b + n, GS_REC_CKPT_ALLOC, 0x4000, 401, 402, 7, 2, gs_zigzag(1), GS_SPACE_MAPPING,
              403, 404, 405);
     n += REC(b + n, GS_REC_CKPT_POOL, 501, gs_zigzag(1), 502, 503, 504, 505, 506, 507);
-    n += REC(b + n, GS_REC_CKPT_FAILURE, 601, 602, 603, gs_zigzag(1), 604, 605, 606, 607, 7);
+    /* its nine fields, its thread's name (""), its outcome (pending), its link
+     * (none) and four figures */
+    n += REC(b + n, GS_REC_CKPT_FAILURE, 601, 602, 603, gs_zigzag(1), 604, 605, 606, 607, 7, 0,
+             GS_OUTCOME_PENDING, 0, 608, 609, 610, 611);
+    /* a chain holding a probe's allocation apart, its latest failure the one above */
+    n += REC(b + n, GS_REC_CKPT_CHAIN, 801, gs_zigzag(1), 7, GS_CHAIN_HELD, 1, 1, 802, 803, 804,
+             805, 806, 0x9000, 807, 808, 7, 2, gs_zigzag(1), GS_SPACE_ADDRESS, 3, 809, 810);
     n += REC(b + n, GS_REC_CKPT_RECENT_FREE, 0, 701, 0, 0x8000, 702, 703, 7, 2, gs_zigzag(1),
              GS_SPACE_ADDRESS, 704, 705, 0);
-    n += REC(b + n, GS_REC_CKPT_END, 1, 1, 1, 1, 1, 1, 1);
+    n += REC(b + n, GS_REC_CKPT_END, 1, 1, 1, 1, 1, 1, 1, 1);
     struct gs_replay r;
     gs_replay_init(&r);
     ASSERT_U64(load(&r, b, n), 0, "every record loads");
     cr_assert(r.checkpoint.present && !r.checkpoint.open, "loaded whole");
 
+    const struct gs_outcomes *o = &r.outcomes;
     const uint64_t totals[] = {r.events, r.last_time_ns, r.allocations, r.frees, r.failed,
                                r.frees_unknown, r.frees_undone, r.refs, r.live_bytes,
                                r.peak_bytes, r.peak_time_ns, r.peak_epoch, r.pool_reserved,
                                r.pool_used, r.peak_pool_reserved, r.peak_pool_used,
                                r.failures_dropped, r.nthreads_hint, r.rounding_live,
-                               r.rounding_at_peak};
+                               r.rounding_at_peak, o->count[GS_OUTCOME_UNRECOVERED],
+                               o->count[GS_OUTCOME_RECOVERED], o->count[GS_OUTCOME_PROBE],
+                               o->count[GS_OUTCOME_REFUSED], o->retries, o->retry_ns,
+                               o->retry_freed_bytes, o->retry_frees, o->probes, o->probe_bytes,
+                               o->probe_largest, o->probe_largest_ns};
     for (size_t i = 0; i < sizeof totals / sizeof totals[0]; i++)
         ASSERT_U64(totals[i], i + 1, "BEGIN's total %zu", i);
     const struct gs_device_usage *d = &r.devices[1];
@@ -954,6 +1068,35 @@ Test(checkpoint, each_field_where_the_format_says)
     ASSERT_U64(f->total_bytes, 606, "failure total");
     ASSERT_U64(f->process_live_bytes, 607, "failure process live");
     ASSERT_U64(f->stack_id, 7, "failure stack");
+    ASSERT_U64(f->outcome, GS_OUTCOME_PENDING, "failure outcome");
+    ASSERT_U64(f->chain_prev, 0, "failure link");
+    const uint64_t failure_figures[] = {f->retry_ns, f->retry_bytes, f->freed_bytes, f->frees};
+    for (size_t i = 0; i < 4; i++)
+        ASSERT_U64(failure_figures[i], 608 + i, "failure figure %zu", i);
+    cr_assert_eq(r.nchains, 1);
+    const struct gs_chain *ch = &r.chains[0];
+    ASSERT_U64(ch->tid, 801, "chain thread");
+    cr_assert_eq(ch->device, 1, "chain device");
+    ASSERT_U64(ch->stack_id, 7, "chain stack");
+    ASSERT_U64(ch->state, GS_CHAIN_HELD, "chain state");
+    ASSERT_U64(ch->probe, 1, "chain probe");
+    ASSERT_U64(ch->last, 1, "chain's latest failure");
+    const uint64_t chain_figures[] = {ch->last_size, ch->first_ns, ch->failures, ch->freed_bytes,
+                                      ch->frees};
+    for (size_t i = 0; i < 5; i++)
+        ASSERT_U64(chain_figures[i], 802 + i, "chain figure %zu", i);
+    const struct gs_revent *h = &ch->held;
+    cr_assert(h->type == GS_REC_ALLOC && h->tid == 801, "held: an allocation of its thread");
+    ASSERT_U64(h->addr, 0x9000, "held addr");
+    ASSERT_U64(h->size, 807, "held size");
+    ASSERT_U64(h->time_ns, 808, "held time");
+    ASSERT_U64(h->stack_id, 7, "held stack");
+    ASSERT_U64(h->kind, 2, "held kind");
+    cr_assert_eq(h->device, 1, "held device");
+    ASSERT_U64(h->space, GS_SPACE_ADDRESS, "held space");
+    ASSERT_U64(h->api, 3, "held api");
+    ASSERT_U64(h->parent, 809, "held parent");
+    ASSERT_U64(h->stream, 810, "held stream");
     const struct gs_recent_free *rf = &r.recent[(r.recent_next - 1) % GS_RECENT_FREES];
     cr_assert(rf->valid && !rf->removed && !rf->nothing, "the latest free dropped a reference");
     ASSERT_U64(rf->tid, 701, "free tid");
@@ -1093,16 +1236,19 @@ Test(checkpoint_hostile, every_record_truncated_at_every_byte)
         cr_assert_eq(gs_get_varint(&q, b.p + b.n, &len), 0);
         size_t pstart = (size_t)(q - b.p), next = pstart + (size_t)len;
         uint8_t type = b.p[at];
-        size_t older = 0; /* BEGIN as an older writer made it: its first 18 totals */
+        /* BEGIN as older writers made it: its first 18 totals, or 20 */
+        size_t older[2] = {0, 0};
         if (type == GS_REC_CKPT_BEGIN) {
             const uint8_t *f = b.p + pstart;
             uint64_t v;
-            for (int i = 0; i < 18; i++)
+            for (int i = 0; i < 20; i++) {
                 cr_assert_eq(gs_get_varint(&f, b.p + next, &v), 0);
-            older = (size_t)(f - (b.p + pstart));
+                if (i == 17 || i == 19)
+                    older[i == 19] = (size_t)(f - (b.p + pstart));
+            }
         }
         for (size_t keep = 0; keep < len; keep += 1 + (tested % 3)) {
-            if (older && keep == older)
+            if (keep && (keep == older[0] || keep == older[1]))
                 continue; /* a_begin_record_without_the_later_totals_loads */
             size_t n = 0;
             memcpy(copy, b.p, at);

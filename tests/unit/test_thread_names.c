@@ -217,9 +217,18 @@ Test(thread_names, where_the_format_says)
     for (int i = 0; i < 10; i++)
         gs_cursor_u(&c);
     cr_assert(!c.bad && c.p == c.end, "stack 2's site: its ten fields alone");
-    /* a failure: its nine fields, then its thread's name */
+    /* a failure: its nine fields, then its thread's name, then its outcome's
+     * six (refused: its result, 0, is no shortage of memory) */
     cr_assert_eq(records_of(&b, GS_REC_CKPT_FAILURE, p, len, 4), 1);
-    cr_assert_eq(memcmp(p[0] + len[0] - 3, "\x02" "ab", 3), 0);
+    c = (struct gs_cursor){p[0], p[0] + len[0], 0};
+    for (int i = 0; i < 9; i++)
+        gs_cursor_u(&c);
+    cr_assert_eq(memcmp(c.p, "\x02" "ab", 3), 0);
+    c.p += 3;
+    cr_assert_eq(gs_cursor_u(&c), GS_OUTCOME_REFUSED);
+    for (int i = 0; i < 5; i++)
+        gs_cursor_u(&c);
+    cr_assert(!c.bad && c.p == c.end, "nothing after them");
     gs_replay_free(&r);
     free(b.p);
 }
