@@ -7,8 +7,14 @@
  *       the process's live device memory on that device after each change,
  *       as the report's peak counts it
  *   an instant event ("ph":"i", process scope) per mark (gpushim_mark),
- *       named by its label, and per failed allocation, with the request,
- *       the device's free and total bytes and what the process held there
+ *       named by its label
+ *   an instant event ("ph":"i", thread scope: on the thread that made it)
+ *       per failed allocation, named by its outcome (outcome.c), with the
+ *       request, the device's free and total bytes and what the process
+ *       held there; written once its outcome is decided (its thread's next
+ *       attempt, or the end), in the order the failures came; failures
+ *       past the replay's GS_MAX_FAILURES (kept without details) are not
+ *       written
  *   metadata ("ph":"M"): the process's name (its command), its threads'
  *
  * ts is in microseconds since the trace's start, with nanosecond decimals;
@@ -42,6 +48,13 @@ struct sample {
     uint64_t last, last_ns;    /* the last value in it, and when */
 };
 
+/* A failed allocation of the replay's, as it came. */
+struct failed {
+    int seen;     /* it came in this trace (not in its checkpoint) */
+    uint32_t tid;
+    uint64_t now; /* its time, never before the one before it */
+};
+
 struct perfetto {
     FILE *out;
     uint64_t pid;
@@ -49,6 +62,10 @@ struct perfetto {
     uint64_t known[NDEV]; /* each device's live bytes as last seen */
     struct sample s[NDEV];
     struct gs_idmap *threads; /* tids named so far */
+    size_t nfailures;         /* the replay's failures before the event */
+    struct failed *failed;    /* per failure of the replay's, by index */
+    size_t nfailed, failed_cap;
+    size_t next_failure;      /* the first not written yet */
 };
 
 /* The file's opening comes with its first event: a trace that cannot be
@@ -154,6 +171,7 @@ static void before(void *ctx, struct gs_loaded *l, const struct gs_revent *e)
     (void)e;
     p->pid = l->info.pid; /* the header is read before any event */
     note_devices(p, &l->r, l->r.last_time_ns);
+    p->nfailures = l->r.nfailures;
 }
 
 static void mark(struct perfetto *p, const struct gs_replay *r, const struct gs_revent *e,
@@ -170,21 +188,59 @@ static void mark(struct perfetto *p, const struct gs_replay *r, const struct gs_
             r->live_bytes, r->blocks.live_bytes);
 }
 
-static void failure(struct perfetto *p, const struct gs_replay *r, const struct gs_revent *e,
-                    uint64_t now)
+static const char *failure_name(const struct gs_failure *f)
 {
-    int d = e->device >= 0 && e->device < GS_MAX_DEVICES ? e->device : GS_MAX_DEVICES;
+    switch (f->outcome) {
+    case GS_OUTCOME_RECOVERED: return "out of memory, recovered";
+    case GS_OUTCOME_PROBE: return "out of memory, a probe";
+    case GS_OUTCOME_REFUSED: return "allocation refused";
+    default: return "out of memory";
+    }
+}
+
+static void failure(struct perfetto *p, const struct gs_failure *f, const struct failed *at)
+{
+    name_thread(p, at->tid);
     begin_event(p);
-    fprintf(p->out, "{\"ph\":\"i\",\"s\":\"p\",\"cat\":\"failure\",\"name\":\"%s\"",
-            e->result == 2 ? "out of memory" : "allocation failed");
-    fprintf(p->out, ",\"pid\":%" PRIu64 ",\"tid\":%" PRIu32 ",\"ts\":", p->pid, e->tid);
-    ts(p->out, now);
+    fprintf(p->out, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"failure\",\"name\":\"%s\"",
+            failure_name(f));
+    fprintf(p->out, ",\"pid\":%" PRIu64 ",\"tid\":%" PRIu32 ",\"ts\":", p->pid, at->tid);
+    ts(p->out, at->now);
     fprintf(p->out,
-            ",\"args\":{\"api\":\"%s\",\"result\":\"%s\",\"device\":%" PRId32
+            ",\"args\":{\"api\":\"%s\",\"result\":\"%s\",\"outcome\":\"%s\",\"device\":%" PRId32
             ",\"requested_bytes\":%" PRIu64 ",\"device_free_bytes\":%" PRIu64
             ",\"device_total_bytes\":%" PRIu64 ",\"process_device_bytes\":%" PRIu64 "}}",
-            gs_api_name(e->api), gs_result_name(e->result), e->device, e->size, e->free_bytes,
-            e->total_bytes, r->devices[d].live_bytes);
+            gs_api_name(f->api), gs_result_name(f->result), gs_outcome_name(f->outcome),
+            f->device, f->requested, f->free_bytes, f->total_bytes, f->process_live_bytes);
+}
+
+/* Notes the failure e added to the replay, if it kept one. */
+static void failure_came(struct perfetto *p, const struct gs_replay *r, const struct gs_revent *e,
+                         uint64_t now)
+{
+    if (r->nfailures <= p->nfailures)
+        return;
+    size_t i = r->nfailures - 1;
+    while (p->failed_cap <= i)
+        if (gs_reserve((void **)&p->failed, &p->failed_cap, p->failed_cap, sizeof *p->failed))
+            return;
+    for (; p->nfailed < i; p->nfailed++) /* a checkpoint's, seen in no event */
+        p->failed[p->nfailed] = (struct failed){0};
+    p->failed[i] = (struct failed){.seen = 1, .tid = e->tid, .now = now};
+    p->nfailed = i + 1;
+}
+
+/* Writes the failures decided, in the order they came, up to the first
+ * whose outcome waits on its thread's next attempt. */
+static void failures_decided(struct perfetto *p, const struct gs_replay *r)
+{
+    for (; p->next_failure < r->nfailures; p->next_failure++) {
+        const struct gs_failure *f = &r->failures[p->next_failure];
+        if (f->outcome == GS_OUTCOME_PENDING)
+            return;
+        if (p->next_failure < p->nfailed && p->failed[p->next_failure].seen)
+            failure(p, f, &p->failed[p->next_failure]);
+    }
 }
 
 static void after(void *ctx, struct gs_loaded *l, const struct gs_revent *e)
@@ -199,7 +255,8 @@ static void after(void *ctx, struct gs_loaded *l, const struct gs_revent *e)
     if (e->type == GS_REC_MARK)
         mark(p, &l->r, e, now);
     else if (e->type == GS_REC_ALLOC_FAILED)
-        failure(p, &l->r, e, now);
+        failure_came(p, &l->r, e, now);
+    failures_decided(p, &l->r);
 }
 
 int gs_export_perfetto(FILE *out, const char *path)
@@ -218,11 +275,13 @@ int gs_export_perfetto(FILE *out, const char *path)
     struct gs_loaded l;
     if (gs_load_watch("export", path, &l, &w) != 0) {
         gs_idmap_free(p->threads);
+        free(p->failed);
         free(p);
         return -1;
     }
     p->pid = l.info.pid;
     flush_all(p);
+    failures_decided(p, &l.r); /* the end decided those still waiting */
     begin_event(p);
     fprintf(out,
             "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64
@@ -241,6 +300,7 @@ int gs_export_perfetto(FILE *out, const char *path)
           out);
     gs_loaded_free(&l);
     gs_idmap_free(p->threads);
+    free(p->failed);
     free(p);
     return 0;
 }

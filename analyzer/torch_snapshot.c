@@ -68,6 +68,7 @@ struct entry {
     char *bytes;
     size_t len;
     int plain; /* an "alloc" or "free_completed" of a driver allocation */
+    size_t failure; /* an "oom": its failure in the replay, index + 1 (0: not kept) */
 };
 struct dtrace {
     struct entry *ring;
@@ -82,6 +83,7 @@ struct snap {
     char *scratch_buf;
     size_t scratch_len;
     int blocks;    /* the run gives blocks */
+    size_t nfailures; /* the replay's failures before the event */
     int synced;    /* the state a checkpoint loaded is taken */
     int maxdev;    /* the largest device index with an event or a segment, or -1 */
     uint64_t start_us; /* the trace's start, wall clock */
@@ -179,7 +181,8 @@ static struct dtrace *dtrace(struct snap *s, int32_t device)
 }
 
 /* Puts an event's bytes in the device's ring, the oldest out when full. */
-static void ring_put(struct snap *s, struct dtrace *t, char *bytes, size_t len, int plain)
+static void ring_put(struct snap *s, struct dtrace *t, char *bytes, size_t len, int plain,
+                     size_t failure)
 {
     if (t->n == t->cap && (!s->max_entries || t->cap < s->max_entries)) {
         size_t cap = t->cap ? t->cap * 2 : 256;
@@ -204,7 +207,7 @@ static void ring_put(struct snap *s, struct dtrace *t, char *bytes, size_t len, 
     } else {
         t->n++;
     }
-    *e = (struct entry){.bytes = bytes, .len = len, .plain = plain};
+    *e = (struct entry){.bytes = bytes, .len = len, .plain = plain, .failure = failure};
     t->head = (t->head + 1) % t->cap;
 }
 
@@ -245,6 +248,7 @@ struct event {
     uint32_t stack_id;
     int oom;
     uint64_t device_free;
+    size_t failure; /* oom: its failure in the replay, index + 1 (0: not kept) */
 };
 
 static void write_event(struct snap *s, struct gs_loaded *l, struct gs_pickle *pk,
@@ -289,7 +293,7 @@ static void emit(struct snap *s, struct gs_loaded *l, int32_t device, const stru
     }
     memcpy(bytes, s->scratch_buf, (size_t)len);
     fseeko(s->scratch, 0, SEEK_SET);
-    ring_put(s, t, bytes, (size_t)len, plain);
+    ring_put(s, t, bytes, (size_t)len, plain, ev->failure);
 }
 
 /* ---- segments and blocks, as the snapshot has them ---- */
@@ -476,6 +480,7 @@ static void before(void *ctx, struct gs_loaded *l, const struct gs_revent *e)
         s->start_us = l->info.realtime_ns / 1000;
         sync(s, l);
     }
+    s->nfailures = l->r.nfailures;
 }
 
 static void after(void *ctx, struct gs_loaded *l, const struct gs_revent *e)
@@ -503,7 +508,8 @@ static void after(void *ctx, struct gs_loaded *l, const struct gs_revent *e)
     case GS_REC_ALLOC_FAILED: {
         struct event ev = {.action = "oom", .size = e->size, .stream = e->stream,
                            .time_ns = now, .stack_id = e->stack_id, .oom = 1,
-                           .device_free = e->free_bytes};
+                           .device_free = e->free_bytes,
+                           .failure = r->nfailures > s->nfailures ? r->nfailures : 0};
         emit(s, l, e->device, &ev, 0);
         break;
     }
@@ -610,12 +616,18 @@ static void write_segment(struct snap *s, struct gs_loaded *l, struct gs_pickle 
     gs_pickle_end(pk);
 }
 
-/* A device's events, oldest first. */
-static void write_trace(struct gs_pickle *pk, const struct dtrace *t)
+/* A device's events, oldest first; an "oom" only for a failure nothing
+ * recovered from, as PyTorch records one only when it raises
+ * OutOfMemoryError (its retries, probes and refused requests are not its
+ * OOMs; a failure past the replay's GS_MAX_FAILURES, not kept, stays). */
+static void write_trace(struct gs_pickle *pk, const struct gs_replay *r, const struct dtrace *t)
 {
     gs_pickle_list(pk);
     for (size_t i = 0; i < t->n; i++) {
         const struct entry *e = &t->ring[(t->head + t->cap - t->n + i) % t->cap];
+        if (e->failure && e->failure <= r->nfailures &&
+            r->failures[e->failure - 1].outcome != GS_OUTCOME_UNRECOVERED)
+            continue;
         gs_pickle_raw(pk, e->bytes, e->len);
     }
     gs_pickle_end(pk);
@@ -640,7 +652,7 @@ static void write_snapshot(struct snap *s, struct gs_loaded *l, FILE *out)
     gs_pickle_str(&pk, "device_traces");
     gs_pickle_list(&pk);
     for (int d = 0; d <= s->maxdev; d++)
-        write_trace(&pk, &s->dev[d]);
+        write_trace(&pk, &l->r, &s->dev[d]);
     gs_pickle_end(&pk);
     gs_pickle_str(&pk, "allocator_settings");
     gs_pickle_dict(&pk);

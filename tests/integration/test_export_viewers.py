@@ -70,7 +70,9 @@ def perfetto(trace):
         if e["ph"] == "i":
             check(e.get("s") in ("g", "p", "t"), f"an instant's scope: {e}")
         if e["ph"] != "M":
-            track = (e["ph"], e["name"]) if e["ph"] == "C" else ("i",)
+            # an instant's track: the process's, or its thread's
+            track = ((e["ph"], e["name"]) if e["ph"] == "C" else
+                     ("i", e["s"], e["tid"] if e["s"] == "t" else None))
             check(e["ts"] >= last.get(track, 0), f"{track} in time order at {e}")
             last[track] = e["ts"]
     meta = {(e["name"], e["tid"]): e["args"]["name"] for e in events if e["ph"] == "M"}
@@ -168,13 +170,50 @@ def test_perfetto_failure_instants():
     fails = [e for e in events if e["ph"] == "i" and e.get("cat") == "failure"]
     eq(len(fails), 1, "one failure")
     f = fails[0]
-    eq((f["name"], f["s"]), ("out of memory", "p"), "an instant of the process")
-    eq(f["args"], {"api": "cuMemAlloc_v2", "result": "CUDA_ERROR_OUT_OF_MEMORY", "device": 0,
+    eq((f["name"], f["s"], f["tid"]), ("out of memory", "t", d_pid(events)),
+       "an instant on the thread that failed")
+    eq(f["args"], {"api": "cuMemAlloc_v2", "result": "CUDA_ERROR_OUT_OF_MEMORY",
+                   "outcome": "unrecovered", "device": 0,
                    "requested_bytes": 4 * MiB, "device_free_bytes": 0,
                    "device_total_bytes": 16 * MiB, "process_device_bytes": 16 * MiB},
        "the request, and the device's free and total bytes")
     at = [b for t, b in counters(events)[0] if t <= f["ts"]][-1]
     eq(at, 16 * MiB, "the counter is at 16 MiB when it fails")
+
+
+def d_pid(events):
+    return next(e["pid"] for e in events if e["ph"] == "M")
+
+
+def test_exports_say_what_became_of_each_failure():
+    # rt_framework_failures.c (test_failures.py has its schedule): a retry
+    # PyTorch recovers from, a FABRIC request refused, cacheInfo's probe
+    # (all free memory, then halved until it fits), and the OOM it dies of
+    # (two attempts: the caching allocator's, and its retry after emptying
+    # its cache). perfetto shows each, named by its outcome, on its thread;
+    # the torch snapshot has an "oom" only for those PyTorch raised on.
+    r = run([E.prog("rt_framework_failures"), "retry", "fabric", "probe", "oom"],
+            env={"SIMCUDA_MEMORY": "64M", "SIMCUDA_OTHER": "1M"})
+    eq(r.rc, 1, r.err)
+    trace = one_trace(r)
+    want = [(f["outcome"], f["requested_bytes"]) for f in report_json(trace)["failures"]]
+    eq([o for o, _ in want], ["recovered", "refused", "probe", "unrecovered", "unrecovered"],
+       "the report's outcomes, in order")
+    _, events = perfetto(trace)
+    fails = [e for e in events if e["ph"] == "i" and e.get("cat") == "failure"]
+    eq([(e["args"]["outcome"], e["args"]["requested_bytes"]) for e in fails], want,
+       "every failure, in the order they came, with its outcome")
+    eq([e["name"] for e in fails],
+       ["out of memory, recovered", "allocation refused", "out of memory, a probe",
+        "out of memory", "out of memory"], "each named by its outcome")
+    eq({e["s"] for e in fails}, {"t"}, "on their threads")
+    snap = torch_snapshot(trace)
+    ooms = [(e["size"], e["device_free"]) for t in snap["device_traces"] for e in t
+            if e["action"] == "oom"]
+    eq(ooms, [(f["requested_bytes"], f["free_bytes"]) for f in report_json(trace)["failures"]
+              if f["outcome"] == "unrecovered"],
+       "the snapshot's ooms are the unrecovered ones: 48 MiB, twice")
+    eq(len(ooms), 2, "two of them")
 
 
 def test_perfetto_a_counter_per_device():
