@@ -188,6 +188,12 @@ def test_torch_expandable_segments():
     b = j["blocks"]
     eq((b["allocations"], b["frees"], b["frees_unknown"], b["peak"]["bytes"]),
        (10, 10, 0, T700K + 23 * MiB), "the same tensors")
+    fp = j["fragmentation"]["at_peak"]
+    eq((fp["segments"], fp["segment_bytes"], fp["block_bytes"], fp["largest_free_bytes"],
+        fp["blocks_outside_segments_bytes"]),
+       (2, 22 * MiB, T700K + 3 * MiB, 15 * MiB + 512, 0),
+       "the tensors lie in the mapped pages: the side stream's page (t4) and the large pool's "
+       "first page (t7 after 15 MiB + 512 free), the new page not mapped yet")
     text = report(trace).stdout
     check("  reserved address space        peak 224.00 MiB, 0 B live at the end, 3 allocations\n"
           in text and
