@@ -2,9 +2,10 @@
  * rt_torch_caching.c - PyTorch's CUDA caching allocator, a small but real
  * model of it, through the runtime (the simulated libcudart) as PyTorch
  * calls it, driven by the phases named on the command line. It follows
- * pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp (the 2.x of late 2025:
- * DeviceCachingAllocator and ExpandableSegment; the functions named below
- * are that file's) and c10/cuda/driver_api.cpp; with
+ * pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp (a recent 2.x, whose
+ * ExpandableSegment tries a FABRIC handle first; DeviceCachingAllocator and
+ * ExpandableSegment, the functions named below are that file's) and
+ * c10/cuda/driver_api.cpp; with
  * PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (CUDAAllocatorConfig)
  * it grows expandable segments instead of calling cudaMalloc. Each tensor
  * is reported as a block of its segment (gpushim_block_alloc/_free,
@@ -32,7 +33,9 @@
  *                        with the default max_split_size), then
  *                        release_cached_blocks and alloc_block again
  *                        (isRetry); else cudaMemGetInfo and the
- *                        OutOfMemoryError, with its figures (format_size)
+ *                        OutOfMemoryError, with its figures (format_size;
+ *                        no NVML here, so no process list), the retries
+ *                        counted as stats.num_alloc_retries
  *   alloc_block          cudaGetLastError (a defensive check), then
  *                        cudaMalloc of the allocation size; on
  *                        cudaErrorMemoryAllocation cudaGetLastError and
@@ -70,7 +73,7 @@
  * all but cuMemsetD32Async and cuStreamWriteValue32, which are not looked
  * up here).
  *
- * Phases (tensors t1...t10; "side" is a second stream, made as c10's
+ * Phases (tensors t1...t11; "side" is a second stream, made as c10's
  * stream pool makes one, non-blocking, without its priority):
  *   small     t1, t2, t3 of 700 KiB, t4 of 700 KiB on the side stream
  *   large     t5 of 10 MiB + 1 byte, t6 of 5 MiB, t7 of 3 MiB; del t6;
@@ -153,6 +156,7 @@ struct block {
 
 static struct block *blocks;
 static size_t allocated_bytes, reserved_bytes; /* stats' AGGREGATE currents */
+static size_t num_alloc_retries;
 
 static struct block *new_block(uintptr_t ptr, size_t size, gs_custream stream, int small,
                                struct es *es, int mapped)
@@ -590,8 +594,8 @@ static void unmap_block(struct block *block)
 /* alloc_block: a new segment for p. */
 NOINLINE static int alloc_block(struct params *p, int is_retry)
 {
-    (void)is_retry; /* stats.num_alloc_retries */
-    EXPECT(cudaGetLastError(), GS_cudaSuccess);
+    EXPECT(cudaGetLastError(), GS_cudaSuccess); /* "defensively checks" */
+    num_alloc_retries += is_retry;
     if (expandable) {
         p->block = try_allocate_expandable_block(p->stream, p->small, p->size);
         return p->block != NULL;
@@ -617,18 +621,21 @@ NOINLINE static void release_block(struct block *block)
     delete_block(block);
 }
 
-/* release_blocks: the pool's cached blocks in its order. */
+/* release_blocks: the pool's cached blocks in its order; those of
+ * expandable segments gathered first, "unmapping will mutate the free pool". */
 static void release_blocks(int small)
 {
-    struct block *order[64], *to_unmap[64];
     size_t n = 0, nu = 0;
-    for (struct block *b = lower_bound(small, NULL, 0, 0); b && n < 64; b = successor(b))
-        order[n++] = b;
-    for (size_t i = 0; i < n; i++) {
-        if (order[i]->es)
-            to_unmap[nu++] = order[i];
-        else if (!order[i]->prev && !order[i]->next)
-            release_block(order[i]);
+    for (struct block *b = blocks; b; b = b->all)
+        n += in_pool(b, small);
+    struct block **to_unmap = calloc(n + 1, sizeof *to_unmap);
+    EXPECT(to_unmap != NULL, 1);
+    for (struct block *b = lower_bound(small, NULL, 0, 0), *next; b; b = next) {
+        next = successor(b);
+        if (b->es)
+            to_unmap[nu++] = b;
+        else if (!b->prev && !b->next)
+            release_block(b);
     }
     for (size_t i = 0; i < nu; i++) {
         unmap_block(to_unmap[i]);
@@ -637,6 +644,7 @@ static void release_blocks(int small)
             delete_block(to_unmap[i]);
         }
     }
+    free(to_unmap);
 }
 
 NOINLINE static int release_cached_blocks(void)
@@ -669,7 +677,9 @@ NOINLINE static void out_of_memory(const struct params *p)
     fprintf(stderr,
             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %s. GPU 0 has a total "
             "capacity of %s of which %s is free. Of the allocated memory %s is allocated by "
-            "PyTorch, and %s is reserved by PyTorch but unallocated.\n",
+            "PyTorch, and %s is reserved by PyTorch but unallocated. If reserved but "
+            "unallocated memory is large try setting "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.\n",
             format_size(a, p->alloc_size), format_size(b, device_total),
             format_size(c, device_free), format_size(d, allocated_bytes),
             format_size(e, reserved_bytes - allocated_bytes));
@@ -804,6 +814,7 @@ int main(int argc, char **argv)
         else
             EXPECT(argv[i][0], 0); /* a phase it does not know */
     }
-    printf("torch caching done: allocated %zu, reserved %zu\n", allocated_bytes, reserved_bytes);
+    printf("torch caching done: allocated %zu, reserved %zu, retries %zu\n", allocated_bytes,
+           reserved_bytes, num_alloc_retries);
     return 0;
 }
