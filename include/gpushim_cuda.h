@@ -58,7 +58,7 @@ typedef struct {
 /* The head of cudaDeviceProp (driver_types.h), up to totalGlobalMem, at the
  * same offsets: what the simulated runtime's cudaGetDeviceProperties fills
  * (PyTorch's expandable segments size their reservation by totalGlobalMem);
- * the real struct goes on for about 700 bytes more. */
+ * the real struct (1008 bytes in CUDA 13) goes on past it. */
 typedef struct {
     char name[256];
     unsigned char uuid[16];
