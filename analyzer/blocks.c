@@ -239,6 +239,22 @@ static void unsum(struct gs_blocks *b, size_t idx)
     b->sum_segments--;
 }
 
+static void remove_segment(struct gs_blocks *b, uint64_t start)
+{
+    uint64_t k, idx;
+    if (gs_ordmap_floor(b->seg_map, start, &k, &idx) != 0 || k != start)
+        return;
+    unsum(b, (size_t)idx);
+    if (b->max_gap_seg == idx)
+        b->max_valid = 0;
+    gs_ordmap_del(b->seg_map, start);
+    struct gs_seg *s = &b->segs[idx];
+    s->live = s->dirty = 0;
+    s->nblocks = 0;
+    s->start = b->seg_free;
+    b->seg_free = (size_t)idx;
+}
+
 /* A run's new size: its figures out of the sums, to be worked out again. */
 static int resize_run(struct gs_blocks *b, size_t idx, uint64_t size)
 {
@@ -270,8 +286,6 @@ static size_t run_before(const struct gs_blocks *b, uint64_t addr, int32_t devic
     return s->run && s->device == device && end_of(start, s->size) == addr ? (size_t)idx
                                                                            : SIZE_MAX;
 }
-
-static void remove_segment(struct gs_blocks *b, uint64_t start);
 
 /* A mapped range joins the runs it touches, before and after it. */
 static int add_mapped(struct gs_blocks *b, const struct gs_live_alloc *a)
@@ -305,22 +319,6 @@ static int remove_mapped(struct gs_blocks *b, const struct gs_live_alloc *a)
         return resize_run(b, idx, a->addr - start);
     remove_segment(b, start);
     return 0;
-}
-
-static void remove_segment(struct gs_blocks *b, uint64_t start)
-{
-    uint64_t k, idx;
-    if (gs_ordmap_floor(b->seg_map, start, &k, &idx) != 0 || k != start)
-        return;
-    unsum(b, (size_t)idx);
-    if (b->max_gap_seg == idx)
-        b->max_valid = 0;
-    gs_ordmap_del(b->seg_map, start);
-    struct gs_seg *s = &b->segs[idx];
-    s->live = s->dirty = 0;
-    s->nblocks = 0;
-    s->start = b->seg_free;
-    b->seg_free = (size_t)idx;
 }
 
 /* Builds the address-ordered cache from the live sets: on the first block,
