@@ -10,7 +10,10 @@
  *
  * Fragmentation (README.md "Fragmentation"). A segment is a live device
  * allocation at an address (cuMemAlloc*, stream-ordered ones, the pluggable
- * allocator's); a block belongs to the segment that holds its first byte.
+ * allocator's), or a run of mapped ranges of device memory that touch (a
+ * "run": PyTorch's expandable segments map their pages one by one, and its
+ * own snapshot counts each contiguous mapped range as one segment); a block
+ * belongs to the segment that holds its first byte.
  * Over the segments that hold at least one block: their bytes, the bytes
  * inside blocks (a byte inside two blocks counts once; a block's bytes past
  * its segment's end count for no segment), the free bytes (the difference)
@@ -35,6 +38,7 @@ struct gs_seg {
     uint64_t start, size; /* a free slot: start threads the free list */
     int32_t device;
     int live, dirty;
+    int run; /* mapped ranges that touch: grows and shrinks as they come and go */
     uint64_t nblocks, covered, inside, max_gap; /* cached, unless dirty */
 };
 
@@ -150,9 +154,18 @@ int gs_blocks_slot_live(const struct gs_blocks *b, size_t idx)
 
 /* ---- segments, in address order ---- */
 
-static int is_segment(const struct gs_live_alloc *a)
+enum { NOT_SEGMENT, SEGMENT, MAPPED_RANGE };
+
+/* Whether a is a segment, or a mapped range of device memory (which joins
+ * the run of those it touches). A mapping's memory lives while mapped. */
+static int segment_kind(const struct gs_replay *r, const struct gs_live_alloc *a)
 {
-    return a->kind == GS_KIND_DEVICE && a->space == GS_SPACE_ADDRESS;
+    if (a->kind == GS_KIND_DEVICE && a->space == GS_SPACE_ADDRESS)
+        return SEGMENT;
+    if (a->kind != GS_KIND_MAPPED || a->space != GS_SPACE_MAPPING || !a->parent)
+        return NOT_SEGMENT;
+    const struct gs_live_alloc *mem = gs_replay_find_live(r, GS_SPACE_HANDLE, a->parent);
+    return mem && mem->kind == GS_KIND_DEVICE ? MAPPED_RANGE : NOT_SEGMENT;
 }
 
 static uint64_t end_of(uint64_t addr, uint64_t size)
@@ -191,7 +204,8 @@ static void dirty_at(struct gs_blocks *b, uint64_t addr)
         drop_index(b);
 }
 
-static int add_segment(struct gs_blocks *b, const struct gs_live_alloc *a)
+static int add_segment(struct gs_blocks *b, uint64_t start, uint64_t size, int32_t device,
+                       int run)
 {
     size_t idx;
     if (b->seg_free != SIZE_MAX) {
@@ -202,14 +216,14 @@ static int add_segment(struct gs_blocks *b, const struct gs_live_alloc *a)
             return -1;
         idx = b->nsegs;
     }
-    if (gs_ordmap_put(b->seg_map, a->addr, idx) != 0)
+    if (gs_ordmap_put(b->seg_map, start, idx) != 0)
         return -1;
     if (idx == b->nsegs)
         b->nsegs++;
     else
         b->seg_free = (size_t)b->segs[idx].start;
-    b->segs[idx] = (struct gs_seg){.start = a->addr, .size = a->size, .device = a->device,
-                                   .live = 1};
+    b->segs[idx] = (struct gs_seg){.start = start, .size = size, .device = device, .live = 1,
+                                   .run = run};
     return mark_dirty(b, idx); /* blocks may lie there already (a segment freed under them) */
 }
 
@@ -241,6 +255,72 @@ static void remove_segment(struct gs_blocks *b, uint64_t start)
     b->seg_free = (size_t)idx;
 }
 
+/* A run's new size: its figures out of the sums, to be worked out again. */
+static int resize_run(struct gs_blocks *b, size_t idx, uint64_t size)
+{
+    unsum(b, idx);
+    b->segs[idx].nblocks = 0;
+    b->segs[idx].size = size;
+    if (b->max_gap_seg == idx)
+        b->max_valid = 0;
+    return mark_dirty(b, idx);
+}
+
+/* The run of device's that starts at addr, or SIZE_MAX. */
+static size_t run_at(const struct gs_blocks *b, uint64_t addr, int32_t device)
+{
+    uint64_t start, idx;
+    if (gs_ordmap_floor(b->seg_map, addr, &start, &idx) != 0 || start != addr)
+        return SIZE_MAX;
+    const struct gs_seg *s = &b->segs[idx];
+    return s->run && s->device == device ? (size_t)idx : SIZE_MAX;
+}
+
+/* The run of device's that ends at addr, or SIZE_MAX. */
+static size_t run_before(const struct gs_blocks *b, uint64_t addr, int32_t device)
+{
+    uint64_t start, idx;
+    if (!addr || gs_ordmap_floor(b->seg_map, addr - 1, &start, &idx) != 0)
+        return SIZE_MAX;
+    const struct gs_seg *s = &b->segs[idx];
+    return s->run && s->device == device && end_of(start, s->size) == addr ? (size_t)idx
+                                                                           : SIZE_MAX;
+}
+
+/* A mapped range joins the runs it touches, before and after it. */
+static int add_mapped(struct gs_blocks *b, const struct gs_live_alloc *a)
+{
+    uint64_t end = end_of(a->addr, a->size), size = a->size;
+    size_t next = run_at(b, end, a->device);
+    if (next != SIZE_MAX) {
+        size += b->segs[next].size;
+        remove_segment(b, end);
+    }
+    size_t prev = run_before(b, a->addr, a->device);
+    if (prev != SIZE_MAX)
+        return resize_run(b, prev, b->segs[prev].size + size);
+    return add_segment(b, a->addr, size, a->device, 1);
+}
+
+/* An unmapped range leaves its run, which may fall in two. */
+static int remove_mapped(struct gs_blocks *b, const struct gs_live_alloc *a)
+{
+    uint64_t start, k;
+    if (gs_ordmap_floor(b->seg_map, a->addr, &start, &k) != 0)
+        return 0;
+    size_t idx = (size_t)k;
+    const struct gs_seg *s = &b->segs[idx];
+    if (!s->run || a->addr - start >= s->size)
+        return 0;
+    uint64_t end = end_of(start, s->size), cut = end_of(a->addr, a->size);
+    if (cut < end && add_segment(b, cut, end - cut, s->device, 1) != 0)
+        return -1;
+    if (a->addr > start)
+        return resize_run(b, idx, a->addr - start);
+    remove_segment(b, start);
+    return 0;
+}
+
 /* Builds the address-ordered cache from the live sets: on the first block,
  * and again after a checkpoint or when memory ran short. */
 int gs_blocks_index(struct gs_replay *r)
@@ -254,10 +334,13 @@ int gs_blocks_index(struct gs_replay *r)
     if (!b->seg_map || !b->block_map)
         goto fail;
     b->indexed = 1;
-    for (size_t i = 0; i < r->nallocs; i++)
-        if (is_segment(&r->allocs[i]) && gs_replay_slot_live(r, i) &&
-            add_segment(b, &r->allocs[i]) != 0)
+    for (size_t i = 0; i < r->nallocs; i++) {
+        const struct gs_live_alloc *a = &r->allocs[i];
+        int kind = gs_replay_slot_live(r, i) ? segment_kind(r, a) : NOT_SEGMENT;
+        if ((kind == SEGMENT && add_segment(b, a->addr, a->size, a->device, 0) != 0) ||
+            (kind == MAPPED_RANGE && add_mapped(b, a) != 0))
             goto fail;
+    }
     for (size_t i = 0; i < b->nblocks; i++)
         if (gs_blocks_slot_live(b, i) && gs_ordmap_put(b->block_map, b->blocks[i].addr, i) != 0)
             goto fail;
@@ -385,27 +468,33 @@ void gs_blocks_new_peak(struct gs_replay *r) { r->blocks.peak_pending = 1; }
 
 void gs_blocks_before_add(struct gs_replay *r, const struct gs_live_alloc *a, int new_peak)
 {
-    if (is_segment(a) && !new_peak)
+    if (segment_kind(r, a) && !new_peak)
         before_change(r);
 }
 
 void gs_blocks_after_add(struct gs_replay *r, const struct gs_live_alloc *a)
 {
     struct gs_blocks *b = &r->blocks;
-    if (b->indexed && is_segment(a) && add_segment(b, a) != 0)
+    int kind = b->indexed ? segment_kind(r, a) : NOT_SEGMENT;
+    if ((kind == SEGMENT && add_segment(b, a->addr, a->size, a->device, 0) != 0) ||
+        (kind == MAPPED_RANGE && add_mapped(b, a) != 0))
         drop_index(b);
 }
 
 void gs_blocks_before_remove(struct gs_replay *r, const struct gs_live_alloc *a)
 {
-    if (is_segment(a))
+    if (segment_kind(r, a))
         before_change(r);
 }
 
 void gs_blocks_after_remove(struct gs_replay *r, const struct gs_live_alloc *a)
 {
-    if (r->blocks.indexed && is_segment(a))
-        remove_segment(&r->blocks, a->addr);
+    struct gs_blocks *b = &r->blocks;
+    int kind = b->indexed ? segment_kind(r, a) : NOT_SEGMENT;
+    if (kind == SEGMENT)
+        remove_segment(b, a->addr);
+    else if (kind == MAPPED_RANGE && remove_mapped(b, a) != 0)
+        drop_index(b);
 }
 
 /* Room for at_failure[idx], the new entries zeroed (not present). */

@@ -503,8 +503,10 @@ static void add_live(struct gs_replay *r, const struct gs_live_alloc *a, uint64_
     k->live_bytes += a->size;
     if (k->live_bytes > k->peak_bytes)
         k->peak_bytes = k->live_bytes;
-    if (a->kind != GS_KIND_DEVICE)
+    if (a->kind != GS_KIND_DEVICE) {
+        gs_blocks_after_add(r, a); /* a mapped range of device memory is a segment */
         return;
+    }
     d->present = 1;
     d->live_bytes += a->size;
     r->rounding_live += gs_rounding_waste(a->size);
@@ -536,8 +538,10 @@ static void remove_live(struct gs_replay *r, const struct gs_live_alloc *a)
     s->live_bytes -= a->size;
     s->live_count--;
     r->kinds[a->kind].live_bytes -= a->size;
-    if (a->kind != GS_KIND_DEVICE)
+    if (a->kind != GS_KIND_DEVICE) {
+        gs_blocks_after_remove(r, a);
         return;
+    }
     struct gs_device_usage *d = device_usage(r, a->device);
     d->live_bytes -= a->size;
     r->live_bytes -= a->size;

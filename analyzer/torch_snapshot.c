@@ -560,8 +560,11 @@ static void write_segment(struct snap *s, struct gs_loaded *l, struct gs_pickle 
     gs_pickle_uint(pk, active);
     gs_pickle_str(pk, "stream");
     gs_pickle_uint(pk, g->stream);
+    /* PyTorch's small pool takes segments of kSmallBuffer (2 MiB), its large
+     * pool of 10 MiB or more (c10/cuda/CUDACachingAllocator.cpp,
+     * get_allocation_size) */
     gs_pickle_str(pk, "segment_type");
-    gs_pickle_str(pk, g->size <= MiB ? "small" : "large");
+    gs_pickle_str(pk, g->size <= 2 * MiB ? "small" : "large");
     gs_pickle_str(pk, "segment_pool_id");
     gs_pickle_list(pk);
     gs_pickle_int(pk, 0);

@@ -55,6 +55,18 @@ typedef struct {
     } allocFlags;
 } gs_cumemallocationprop;
 
+/* The head of cudaDeviceProp (driver_types.h), up to totalGlobalMem, at the
+ * same offsets: what the simulated runtime's cudaGetDeviceProperties fills
+ * (PyTorch's expandable segments size their reservation by totalGlobalMem);
+ * the real struct (1008 bytes in CUDA 13) goes on past it. */
+typedef struct {
+    char name[256];
+    unsigned char uuid[16];
+    char luid[8];
+    unsigned int luidDeviceNodeMask;
+    size_t totalGlobalMem;
+} gs_cudadeviceprop_head;
+
 /* CUmulticastObjectProp (cuMulticastCreate): size is what each device may
  * bind to the object */
 typedef struct {

@@ -69,6 +69,13 @@ SAME_FIELD(gs_cudamempoolprops, struct cudaMemPoolProps, location);
 SAME_SIZE(gs_cudaextent, struct cudaExtent);
 SAME_SIZE(gs_cudapitchedptr, struct cudaPitchedPtr);
 SAME_SIZE(gs_cudachannelformatdesc, struct cudaChannelFormatDesc);
+/* the head of cudaDeviceProp: the fields at the same offsets */
+SAME_FIELD(gs_cudadeviceprop_head, struct cudaDeviceProp, name);
+SAME_FIELD(gs_cudadeviceprop_head, struct cudaDeviceProp, uuid);
+SAME_FIELD(gs_cudadeviceprop_head, struct cudaDeviceProp, luid);
+SAME_FIELD(gs_cudadeviceprop_head, struct cudaDeviceProp, luidDeviceNodeMask);
+SAME_FIELD(gs_cudadeviceprop_head, struct cudaDeviceProp, totalGlobalMem);
+_Static_assert(sizeof(gs_cudadeviceprop_head) <= sizeof(struct cudaDeviceProp), "a head");
 
 SAME_VALUE(GS_CUDA_SUCCESS, CUDA_SUCCESS);
 SAME_VALUE(GS_CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_INVALID_VALUE);

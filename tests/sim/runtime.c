@@ -94,6 +94,8 @@ typedef gs_curesult (*pfn_cuCtxSynchronize)(void);
 typedef gs_curesult (*pfn_cuStreamCreate)(gs_custream *stream, unsigned int flags);
 typedef gs_curesult (*pfn_cuStream)(gs_custream stream); /* Destroy, Synchronize */
 typedef gs_curesult (*pfn_cuDeviceGetDefaultMemPool)(gs_cumempool *pool, gs_cudevice dev);
+typedef gs_curesult (*pfn_cuDeviceGetName)(char *name, int len, gs_cudevice dev);
+typedef gs_curesult (*pfn_cuDeviceTotalMem)(size_t *bytes, gs_cudevice dev);
 
 /* The driver functions the runtime looks up (all of them must be found):
  * field, base name, type, cuGetProcAddress flags. `async` is the flag that
@@ -103,6 +105,8 @@ typedef gs_curesult (*pfn_cuDeviceGetDefaultMemPool)(gs_cumempool *pool, gs_cude
     X(init, "cuInit", pfn_cuInit, 0)                                               \
     X(driver_version, "cuDriverGetVersion", pfn_cuDriverGetVersion, 0)             \
     X(device_count, "cuDeviceGetCount", pfn_cuDeviceGetCount, 0)                   \
+    X(device_name, "cuDeviceGetName", pfn_cuDeviceGetName, 0)                      \
+    X(device_total, "cuDeviceTotalMem", pfn_cuDeviceTotalMem, 0)                   \
     X(ctx_retain, "cuDevicePrimaryCtxRetain", pfn_cuDevicePrimaryCtxRetain, 0)     \
     X(ctx_set, "cuCtxSetCurrent", pfn_cuCtxSetCurrent, 0)                          \
     X(ctx_sync, "cuCtxSynchronize", pfn_cuCtxSynchronize, 0)                       \
@@ -374,6 +378,27 @@ SIM_EXPORT gs_cudaerror cudaDeviceSynchronize(void)
     gs_cudaerror err = bind_context();
 
     return done(err != GS_cudaSuccess ? err : from_driver(drv.ctx_sync()));
+}
+
+/* Fills the head of cudaDeviceProp alone (gs_cudadeviceprop_head): the
+ * name and totalGlobalMem, from cuDeviceGetName and cuDeviceTotalMem as the
+ * real runtime does; uuid and luid zero. The rest is left as it was. */
+SIM_EXPORT gs_cudaerror cudaGetDeviceProperties(gs_cudadeviceprop_head *prop, int device)
+{
+    gs_cudaerror err = driver_ready();
+    gs_curesult rc;
+
+    if (err != GS_cudaSuccess)
+        return done(err);
+    if (!prop)
+        return done(GS_cudaErrorInvalidValue);
+    if (device < 0 || device >= device_count)
+        return done(SIM_cudaErrorInvalidDevice);
+    memset(prop, 0, sizeof *prop);
+    rc = drv.device_name(prop->name, (int)sizeof prop->name, device);
+    if (rc == GS_CUDA_SUCCESS)
+        rc = drv.device_total(&prop->totalGlobalMem, device);
+    return done(from_driver(rc));
 }
 
 SIM_EXPORT gs_cudaerror cudaDriverGetVersion(int *driverVersion)

@@ -7,7 +7,9 @@
  * the block peak and at the end, unknown frees, a block over a live
  * address; fragmentation with overlapping blocks, a block past its
  * segment's end, blocks in no segment, a segment freed under its blocks and
- * one made again under them, per device; the device peak's figures taken
+ * one made again under them, per device; mapped ranges of device memory
+ * that touch as one segment, split by an unmap and joined again, mapped
+ * host memory none; the device peak's figures taken
  * at the first change after it, at the end, and never for a peak before any
  * block), all with figures worked out by hand. Also analyzer/ordmap.c
  * against a sorted array: random puts, deletes, floors and ceilings.
@@ -43,6 +45,22 @@ static void handle(struct gs_replay *r, uint64_t t, uint64_t h, uint64_t size)
     struct gs_revent e = {.type = GS_REC_ALLOC, .time_ns = t, .tid = 1, .device = 0, .addr = h,
                           .size = size, .stack_id = 2, .kind = GS_KIND_DEVICE,
                           .space = GS_SPACE_HANDLE};
+    gs_replay_event(r, &e);
+}
+
+/* cuMemMap of handle h (mem: its kind) at addr. */
+static void map(struct gs_replay *r, uint64_t t, uint64_t addr, uint64_t size, uint64_t h)
+{
+    struct gs_revent e = {.type = GS_REC_ALLOC, .time_ns = t, .tid = 1, .device = 0,
+                          .addr = addr, .size = size, .stack_id = 3, .kind = GS_KIND_MAPPED,
+                          .space = GS_SPACE_MAPPING, .parent = h};
+    gs_replay_event(r, &e);
+}
+
+static void unmap(struct gs_replay *r, uint64_t t, uint64_t addr, uint64_t size)
+{
+    struct gs_revent e = {.type = GS_REC_FREE, .time_ns = t, .tid = 1, .addr = addr,
+                          .size = size, .space = GS_SPACE_MAPPING};
     gs_replay_event(r, &e);
 }
 
@@ -400,6 +418,60 @@ Test(blocks, fragmentation_at_failures_by_device)
     cr_assert_eq(f[0].device, 0);
     same_frag(&f[1], 1, 500, 500, 0, 7, "device 1's failure");
     same_frag(&f[2], 2, 1500, 900, 500, 7, "a failure of no device: all of them");
+    gs_replay_free(&r);
+}
+
+/*
+ * PyTorch's expandable segments: pages of device memory mapped one by one
+ * into a reservation at V (pages of 0x1000 here). Page 1, then page 0,
+ * then page 2: one run [V, V+0x3000). Blocks [0x800,0x1800) (across pages
+ * 0 and 1) and [0x2800,0x2900); host memory mapped at 0x90000 and a block
+ * there, in no segment. Gaps 0x800, 0x1000, 0x700.
+ */
+Test(blocks, mapped_ranges_that_touch_are_one_segment)
+{
+    struct gs_replay r;
+    gs_replay_init(&r);
+    const uint64_t V = 0x40000;
+    handle(&r, 1, 0x11, 0x1000);
+    handle(&r, 2, 0x12, 0x1000);
+    handle(&r, 3, 0x13, 0x1000);
+    struct gs_revent host = {.type = GS_REC_ALLOC, .time_ns = 4, .tid = 1, .device = 0,
+                             .addr = 0x14, .size = 0x1000, .stack_id = 2,
+                             .kind = GS_KIND_HOST_PINNED, .space = GS_SPACE_HANDLE};
+    gs_replay_event(&r, &host);
+    balloc(&r, 5, V + 0x800, 0x1000, 1); /* the index is made before the mappings */
+    map(&r, 6, V + 0x1000, 0x1000, 0x12);
+    map(&r, 7, V, 0x1000, 0x11);
+    map(&r, 8, V + 0x2000, 0x1000, 0x13);
+    map(&r, 9, 0x90000, 0x1000, 0x14);
+    balloc(&r, 10, V + 0x2800, 0x100, 1);
+    balloc(&r, 11, 0x90000, 0x10, 2);
+    struct gs_frag f;
+    frag(&r, GS_DEVICE_UNKNOWN, &f);
+    same_frag(&f, 1, 0x3000, 0x1100, 0x1000, 0x10, "one run of three pages");
+    frag(&r, 0, &f);
+    same_frag(&f, 1, 0x3000, 0x1100, 0x1000, 0x10, "on device 0");
+    /* page 1 unmapped: two runs; the first block's bytes past page 0 in none */
+    unmap(&r, 12, V + 0x1000, 0x1000);
+    frag(&r, GS_DEVICE_UNKNOWN, &f);
+    same_frag(&f, 2, 0x2000, 0x900, 0x800, 0x10, "split in two");
+    /* one unmap of the whole reservation ends both */
+    unmap(&r, 13, V, 0x3000);
+    frag(&r, GS_DEVICE_UNKNOWN, &f);
+    same_frag(&f, 0, 0, 0, 0, 0x1110, "nothing mapped");
+    /* mapped again, the middle page last: it joins the runs on both sides */
+    map(&r, 14, V + 0x2000, 0x1000, 0x13);
+    map(&r, 15, V, 0x1000, 0x11);
+    frag(&r, GS_DEVICE_UNKNOWN, &f);
+    same_frag(&f, 2, 0x2000, 0x900, 0x800, 0x10, "two pages apart");
+    map(&r, 16, V + 0x1000, 0x1000, 0x12);
+    frag(&r, GS_DEVICE_UNKNOWN, &f);
+    same_frag(&f, 1, 0x3000, 0x1100, 0x1000, 0x10, "joined");
+    /* the index made again from the live set finds the same run */
+    r.blocks.indexed = 0;
+    frag(&r, GS_DEVICE_UNKNOWN, &f);
+    same_frag(&f, 1, 0x3000, 0x1100, 0x1000, 0x10, "indexed again");
     gs_replay_free(&r);
 }
 
