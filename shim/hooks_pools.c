@@ -7,8 +7,9 @@
  * (CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, _USED_MEM_CURRENT, through the real
  * cuMemPoolGetAttribute) after the allocations made in it and the frees on
  * its device (a free does not say which pool it returns to), at most every
- * GPUSHIM_POOL_SAMPLE_MS (10 ms; 0 samples every time), at once when an
- * allocation fails, and when a pool is created or destroyed.
+ * GPUSHIM_POOL_SAMPLE_MS (10 ms; 0 samples every time) but the first
+ * allocation in a pool, at once when an allocation fails, and when a pool is
+ * created or destroyed.
  *
  * A small table remembers each pool's device (from its creation) and when it
  * was last sampled; pools beyond its size are sampled every time.
@@ -145,8 +146,11 @@ GS_EXPORT gs_curesult cuMemPoolCreate(gs_cumempool *pool, const gs_cumempoolprop
         p->kind = kind;
     }
     pthread_mutex_unlock(&pools_lock);
+    /* Sampled without marking it sampled: the first allocation in it, however
+     * soon, is sampled too (NCCL's communicator pool is used at once). */
+    if (!gs_recording_off())
+        sample(*pool, device);
     errno = saved;
-    gs_pool_note(*pool, device, 1);
     return r;
 }
 
