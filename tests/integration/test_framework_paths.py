@@ -64,6 +64,17 @@ def test_nccl_through_its_static_runtime():
     check("cuMemCreate of 8.00 MiB on device 0: CUDA_ERROR_NOT_PERMITTED (800)\n"
           "             at nccl_mem_alloc (" in text, "the refusal, apart")
 
+    # Sampled at every event: reclaimPlan's cudaFree (cuMemFree_v2) of pool
+    # memory samples the pool too, which keeps its 2 MiB chunk
+    # (release threshold UINT64_MAX) with nothing used until commFree.
+    r = same_behaviour([E.prog("dl_nccl_runtime")],
+                       env={"SIMCUDA_MEMORY": "64M", "SIMCUDA_FABRIC": "1",
+                            "GPUSHIM_POOL_SAMPLE_MS": "0"})
+    d = report_json(one_trace(r))
+    eq([(p["peak_reserved_bytes"], p["peak_used_bytes"], p["peak_unused_bytes"], p["samples"])
+        for p in d["pools"]["pools"]], [(2 * MiB, 1 * MiB, 2 * MiB, 4)],
+       "created, allocated from, freed by cudaFree, destroyed")
+
 
 def xla_run(phase, **env):
     r = same_behaviour([E.prog("drv_xla_allocators"), phase],
