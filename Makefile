@@ -157,6 +157,13 @@ $(BUILD)/progs/%: tests/progs/%.c $(SIM)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -O1 -fno-omit-frame-pointer -o $@ $< $(LDFLAGS) -L$(BUILD)/sim \
 		-Wl,-rpath,'$$ORIGIN/../sim' $(PROG_LINK) -ldl -lpthread
+# NCCL links the CUDA runtime statically: dl_nccl_runtime has the simulated
+# one inside it, and reaches the driver only through it.
+$(BUILD)/progs/dl_nccl_runtime: tests/progs/dl_nccl_runtime.c tests/sim/runtime.c $(SIM)
+	@mkdir -p $(@D)
+	$(CC) $(filter-out -MMD -MP,$(ALL_CFLAGS)) -O1 -fno-omit-frame-pointer -o $@ \
+		tests/progs/dl_nccl_runtime.c tests/sim/runtime.c $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../sim' \
+		-ldl -lpthread
 $(BUILD)/examples/sim_training: examples/sim_training.c $(SIM)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -O1 -o $@ $< $(LDFLAGS) -L$(BUILD)/sim -Wl,-rpath,'$$ORIGIN/../sim' -lcudart

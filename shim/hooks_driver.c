@@ -127,11 +127,18 @@ GS_EXPORT gs_curesult cuMemAllocFromPoolAsync_ptsz(gs_cudeviceptr *dptr, size_t 
 }
 
 /* Frees: recorded first, undone if the driver refuses. Freeing 0 is a no-op
- * for the driver and is not recorded. */
+ * for the driver and is not recorded. cuMemFree also frees stream-ordered
+ * memory (NCCL's reclaimPlan cudaFrees its pool's work buffers): once a pool
+ * has been seen, the pools are sampled after it as after a cuMemFreeAsync. */
 GS_EXPORT gs_curesult cuMemFree_v2(gs_cudeviceptr dptr)
 {
     GS_REAL_OR_MISSING(cuMemFree_v2);
-    GS_FREEING(GS_API_cuMemFree_v2, GS_SPACE_ADDRESS, dptr, NULL, real(dptr));
+    gs_record_free(GS_API_cuMemFree_v2, GS_SPACE_ADDRESS, dptr, NULL);
+    gs_curesult r = real(dptr);
+    gs_after_free(GS_API_cuMemFree_v2, GS_SPACE_ADDRESS, dptr, NULL, r);
+    if (r == GS_CUDA_SUCCESS && gs_pools_seen())
+        gs_pool_note_free(gs_stream_device(NULL));
+    return r;
 }
 
 static gs_curesult free_async(enum gs_api api, gs_pfn_cuMemFreeAsync real, gs_cudeviceptr dptr,

@@ -6,9 +6,11 @@
  * program uses. The shim samples each pool's reserved and used bytes
  * (CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, _USED_MEM_CURRENT, through the real
  * cuMemPoolGetAttribute) after the allocations made in it and the frees on
- * its device (a free does not say which pool it returns to), at most every
- * GPUSHIM_POOL_SAMPLE_MS (10 ms; 0 samples every time), at once when an
- * allocation fails, and when a pool is created or destroyed.
+ * its device (a free does not say which pool it returns to; cuMemFree too,
+ * which frees pool memory as well), at most every
+ * GPUSHIM_POOL_SAMPLE_MS (10 ms; 0 samples every time) but the first
+ * allocation in a pool, at once when an allocation fails, and when a pool is
+ * created or destroyed.
  *
  * A small table remembers each pool's device (from its creation) and when it
  * was last sampled; pools beyond its size are sampled every time.
@@ -30,6 +32,7 @@ struct pool {
 
 static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pool pools[POOLS];
+static int seen; /* accessed atomically: a pool has taken a slot */
 
 /* The slot of pool, taking a free one if add; NULL if none. Lock held. */
 static struct pool *slot(gs_cumempool pool, int add)
@@ -42,6 +45,7 @@ static struct pool *slot(gs_cumempool pool, int add)
             empty = &pools[i];
     }
     if (add && empty) {
+        __atomic_store_n(&seen, 1, __ATOMIC_RELAXED);
         memset(empty, 0, sizeof *empty);
         empty->pool = pool;
         empty->device = GS_DEVICE_CURRENT;
@@ -105,6 +109,8 @@ void gs_pool_note(gs_cumempool pool, int32_t device, int now)
     errno = saved;
 }
 
+int gs_pools_seen(void) { return __atomic_load_n(&seen, __ATOMIC_RELAXED); }
+
 void gs_pool_note_free(int32_t device)
 {
     if (gs_recording_off())
@@ -145,8 +151,11 @@ GS_EXPORT gs_curesult cuMemPoolCreate(gs_cumempool *pool, const gs_cumempoolprop
         p->kind = kind;
     }
     pthread_mutex_unlock(&pools_lock);
+    /* Sampled without marking it sampled: the first allocation in it, however
+     * soon, is sampled too (NCCL's communicator pool is used at once). */
+    if (!gs_recording_off())
+        sample(*pool, device);
     errno = saved;
-    gs_pool_note(*pool, device, 1);
     return r;
 }
 
@@ -175,4 +184,5 @@ void gs_pools_reset(void)
 {
     pthread_mutex_init(&pools_lock, NULL);
     memset(pools, 0, sizeof pools); /* the parent's pools are not the child's */
+    __atomic_store_n(&seen, 0, __ATOMIC_RELAXED);
 }

@@ -134,6 +134,8 @@ int32_t gs_pool_device(gs_cumempool pool, gs_custream stream, enum gs_kind *kind
 void gs_pool_note(gs_cumempool pool, int32_t device, int now);
 /* After a stream-ordered free on device: samples the pools seen on it. */
 void gs_pool_note_free(int32_t device);
+/* Has any pool been seen? (A cheap test before gs_pool_note_free.) */
+int gs_pools_seen(void);
 void gs_pools_lock(void);
 void gs_pools_unlock(void);
 void gs_pools_reset(void);

@@ -85,6 +85,12 @@
  *                        also holds a malloc(64), so a heap profiler sees one
  *                        heap event per device event
  *   SIMCUDA_LOG          1: trace calls to stderr
+ *   SIMCUDA_FABRIC       1: the devices say they support FABRIC handles
+ *                        (CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED),
+ *                        as GPUs of an NVSwitch system do, and cuMemCreate
+ *                        refuses one with CUDA_ERROR_NOT_PERMITTED, as they
+ *                        do with no IMEX channel (NCCL asks the attribute
+ *                        before it tries FABRIC)
  *
  * Not simulated: releasing a primary context to zero references does not
  * free the allocations made in it; stream order (everything completes at
@@ -127,6 +133,12 @@
 #define SIM_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED 712
 #define SIM_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED 713
 #define SIM_CUDA_ERROR_UNKNOWN 999
+#define SIM_CUDA_ERROR_NOT_PERMITTED 800
+#define SIM_CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED 102
+#define SIM_CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED 110
+#define SIM_CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED 115
+#define SIM_CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED 128
+#define SIM_CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID 134
 #define SIM_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR 1
 #define SIM_CU_MEM_ALLOC_GRANULARITY_RECOMMENDED 1
 #define SIM_CU_MEM_ACCESS_FLAGS_PROT_READ 1
@@ -283,6 +295,7 @@ static struct {
     uint64_t capacity;
     int host_malloc;
     int log;
+    int fabric; /* SIMCUDA_FABRIC */
 } cfg;
 
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
@@ -385,6 +398,7 @@ static void read_env(void)
     uint64_t other = env_bytes("SIMCUDA_OTHER", 0);
     cfg.host_malloc = env_long("SIMCUDA_HOST_MALLOC", 0) == 1;
     cfg.log = env_long("SIMCUDA_LOG", 0) == 1;
+    cfg.fabric = env_long("SIMCUDA_FABRIC", 0) == 1;
     for (int i = 0; i < SIM_MAX_DEVICES; i++) {
         struct device *d = &devices[i];
 
@@ -1039,6 +1053,29 @@ static gs_curesult sim_cuDeviceGet(gs_cudevice *device, int ordinal)
     return GS_CUDA_SUCCESS;
 }
 SIM_EXPORT(cuDeviceGet)
+
+/* The attributes NCCL, XLA and TensorFlow ask before they choose an
+ * allocation path: virtual memory management and pools supported, no
+ * GPUDirect RDMA, FABRIC as SIMCUDA_FABRIC says, host NUMA node 0. */
+static gs_curesult sim_cuDeviceGetAttribute(int *pi, int attrib, gs_cudevice dev)
+{
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    if (!valid_device(dev))
+        return GS_CUDA_ERROR_INVALID_DEVICE;
+    if (!pi)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    switch (attrib) {
+    case SIM_CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: /* fall through */
+    case SIM_CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: *pi = 1; break;
+    case SIM_CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED: /* fall through */
+    case SIM_CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID: *pi = 0; break;
+    case SIM_CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED: *pi = cfg.fabric; break;
+    default: return GS_CUDA_ERROR_INVALID_VALUE;
+    }
+    return GS_CUDA_SUCCESS;
+}
+SIM_EXPORT(cuDeviceGetAttribute)
 
 static gs_curesult sim_cuDeviceGetName(char *name, int len, gs_cudevice dev)
 {
@@ -1847,7 +1884,7 @@ static gs_curesult sim_cuMemCreate(gs_cumemhandle *handle, size_t size,
     /* No fabric here (no NVSwitch fabric, no IMEX channel): a FABRIC handle
      * type is refused, and NCCL, PyTorch and XLA retry without it. */
     if (rc == GS_CUDA_SUCCESS && (prop->requestedHandleTypes & GS_CU_MEM_HANDLE_TYPE_FABRIC))
-        rc = GS_CUDA_ERROR_NOT_SUPPORTED;
+        rc = cfg.fabric ? SIM_CUDA_ERROR_NOT_PERMITTED : GS_CUDA_ERROR_NOT_SUPPORTED;
     if (rc == GS_CUDA_SUCCESS) {
         pthread_mutex_lock(&lock);
         rc = create_locked(handle, size, prop);
@@ -2797,6 +2834,20 @@ static gs_curesult pointer_attribute(void *data, int attribute, const struct liv
     }
 }
 
+/* An address inside a mapping of device memory: its device (NCCL's
+ * ncclMemFree asks it of a cuMem buffer); the other attributes, and
+ * mappings of host memory or of a multicast object, are not simulated. */
+static gs_curesult mapped_attribute(void *data, int attribute, gs_cudeviceptr ptr)
+{
+    const struct range *m = rs_find(&mappings, ptr);
+
+    if (!m || attribute != SIM_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL ||
+        phys_tab[m->phys].device < 0)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    *(int *)data = phys_tab[m->phys].device;
+    return GS_CUDA_SUCCESS;
+}
+
 /* Answers for any address inside a live cuMemAlloc-style allocation;
  * RANGE_SIZE is the accounted (rounded) size. */
 static gs_curesult sim_cuPointerGetAttribute(void *data, int attribute, gs_cudeviceptr ptr)
@@ -2812,6 +2863,8 @@ static gs_curesult sim_cuPointerGetAttribute(void *data, int attribute, gs_cudev
     e = table_containing(ptr);
     if (e)
         rc = pointer_attribute(data, attribute, e, ptr);
+    else
+        rc = mapped_attribute(data, attribute, ptr);
     pthread_mutex_unlock(&lock);
     return rc;
 }
@@ -2903,6 +2956,7 @@ static const struct proc {
     {"cuGetErrorName", 6000, FN(sim_cuGetErrorName), NULL},
     {"cuDeviceGetCount", 2000, FN(sim_cuDeviceGetCount), NULL},
     {"cuDeviceGet", 2000, FN(sim_cuDeviceGet), NULL},
+    {"cuDeviceGetAttribute", 2000, FN(sim_cuDeviceGetAttribute), NULL},
     {"cuDeviceGetName", 2000, FN(sim_cuDeviceGetName), NULL},
     {"cuDeviceTotalMem", 3020, FN(sim_cuDeviceTotalMem_v2), NULL},
     {"cuDeviceGetAttribute", 2000, FN(sim_cuDeviceGetAttribute), NULL},

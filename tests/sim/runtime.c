@@ -123,6 +123,7 @@ typedef gs_curesult (*pfn_cuDeviceTotalMem)(size_t *bytes, gs_cudevice dev);
     X(pool_create, "cuMemPoolCreate", gs_pfn_cuMemPoolCreate, 0)                   \
     X(pool_destroy, "cuMemPoolDestroy", gs_pfn_cuMemPoolDestroy, 0)                \
     X(pool_get, "cuMemPoolGetAttribute", gs_pfn_cuMemPoolGetAttribute, 0)          \
+    X(pool_set, "cuMemPoolSetAttribute", gs_pfn_cuMemPoolGetAttribute, 0)          \
     X(default_pool, "cuDeviceGetDefaultMemPool", pfn_cuDeviceGetDefaultMemPool, 0) \
     X(host_alloc, "cuMemHostAlloc", gs_pfn_cuMemHostAlloc, 0)                      \
     X(alloc_host, "cuMemAllocHost", gs_pfn_cuMemAllocHost_v2, 0)                   \
@@ -601,6 +602,15 @@ SIM_EXPORT gs_cudaerror cudaMemPoolGetAttribute(gs_cumempool memPool, gs_cumempo
     gs_cudaerror err = bind_context();
 
     return done(err != GS_cudaSuccess ? err : from_driver(drv.pool_get(memPool, attr, value)));
+}
+
+/* The same signature as the getter (NCCL's commAlloc sets the release threshold). */
+SIM_EXPORT gs_cudaerror cudaMemPoolSetAttribute(gs_cumempool memPool, gs_cumempoolattr attr,
+                                                void *value)
+{
+    gs_cudaerror err = bind_context();
+
+    return done(err != GS_cudaSuccess ? err : from_driver(drv.pool_set(memPool, attr, value)));
 }
 
 SIM_EXPORT gs_cudaerror cudaDeviceGetDefaultMemPool(gs_cumempool *memPool, int device)
