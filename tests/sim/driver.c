@@ -1054,9 +1054,12 @@ static gs_curesult sim_cuDeviceGet(gs_cudevice *device, int ordinal)
 }
 SIM_EXPORT(cuDeviceGet)
 
-/* The attributes NCCL, XLA and TensorFlow ask before they choose an
- * allocation path: virtual memory management and pools supported, no
- * GPUDirect RDMA, FABRIC as SIMCUDA_FABRIC says, host NUMA node 0. */
+/* The attributes NCCL, XLA, TensorFlow and PyTorch ask before they choose
+ * an allocation path: virtual memory management and pools supported, no
+ * GPUDirect RDMA with virtual memory management (no NIC; PyTorch's
+ * ExpandableSegment::map asks before each cuMemCreate), FABRIC as
+ * SIMCUDA_FABRIC says, host NUMA node 0. Any other:
+ * CUDA_ERROR_INVALID_VALUE. */
 static gs_curesult sim_cuDeviceGetAttribute(int *pi, int attrib, gs_cudevice dev)
 {
     if (!is_initialized())
@@ -1102,36 +1105,6 @@ static gs_curesult sim_cuDeviceTotalMem_v2(size_t *bytes, gs_cudevice dev)
     return GS_CUDA_SUCCESS;
 }
 SIM_EXPORT(cuDeviceTotalMem_v2)
-
-/* ---- device attributes ---------------------------------------------------- */
-
-/* The attributes callers here ask: PyTorch's ExpandableSegment::map asks,
- * before each cuMemCreate, whether GPUDirect RDMA works with virtual memory
- * management (it does not: no NIC), and programs check that virtual memory
- * management is supported (it is). Any other: CUDA_ERROR_INVALID_VALUE. */
-#define SIM_CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED 102
-#define SIM_CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED 110
-
-static gs_curesult sim_cuDeviceGetAttribute(int *pi, int attrib, gs_cudevice dev)
-{
-    if (!is_initialized())
-        return GS_CUDA_ERROR_NOT_INITIALIZED;
-    if (!pi)
-        return GS_CUDA_ERROR_INVALID_VALUE;
-    if (!valid_device(dev))
-        return GS_CUDA_ERROR_INVALID_DEVICE;
-    switch (attrib) {
-    case SIM_CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
-        *pi = 1;
-        return GS_CUDA_SUCCESS;
-    case SIM_CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED:
-        *pi = 0;
-        return GS_CUDA_SUCCESS;
-    default:
-        return GS_CUDA_ERROR_INVALID_VALUE;
-    }
-}
-SIM_EXPORT(cuDeviceGetAttribute)
 
 /* The checks of the cuDevice*MemPool calls. */
 static gs_curesult device_pool_check(const void *out, gs_cudevice dev)
@@ -2959,7 +2932,6 @@ static const struct proc {
     {"cuDeviceGetAttribute", 2000, FN(sim_cuDeviceGetAttribute), NULL},
     {"cuDeviceGetName", 2000, FN(sim_cuDeviceGetName), NULL},
     {"cuDeviceTotalMem", 3020, FN(sim_cuDeviceTotalMem_v2), NULL},
-    {"cuDeviceGetAttribute", 2000, FN(sim_cuDeviceGetAttribute), NULL},
     {"cuDeviceGetDefaultMemPool", 11020, FN(sim_cuDeviceGetDefaultMemPool), NULL},
     {"cuDeviceGetMemPool", 11020, FN(sim_cuDeviceGetMemPool), NULL},
     {"cuDeviceSetMemPool", 11020, FN(sim_cuDeviceSetMemPool), NULL},
