@@ -1,8 +1,14 @@
 """test_streams.py - stream order (issue 15, items 6 and 7): the simulated
 driver's stream-ordered frees and the reuse hazard it flags
-(tests/progs/drv_stream_order.c). The figures are the program's schedule's.
+(tests/progs/drv_stream_order.c), the pluggable allocator's frees of a
+tensor used on a side stream and the release threshold it sets
+(dl_torch_streams.c). The figures are the programs' schedules'.
 """
 from harness import E, MiB, check, eq, one_trace, report_json, run
+
+HAZARD = ("simcuda: reuse hazard: cuMemAllocAsync on stream #0 got 0x700000000000 "
+          "(4194304 bytes), which stream #1 may still be using\n")
+
 
 def pool_of(d):
     eq(len(d["pools"]["pools"]), 1, "one pool")
@@ -25,3 +31,34 @@ def test_the_simulated_driver_frees_in_stream_order_and_flags_a_hazard():
     # the pool's figures are sampled after allocations and frees, before the
     # final trim: it grew to 6 MiB only because B could not take A's free
     eq(pool_of(d), (0, 6 * MiB, 6 * MiB, 6 * MiB, 4 * MiB), "the pool")
+
+
+def torch_streams(mode):
+    env = {"SIMCUDA_MEMORY": "64M", "GPUSHIM_POOL_SAMPLE_MS": "0"}
+    r = run([E.prog("dl_torch_streams"), E.shim, mode], env=env)
+    eq(r.rc, 0, f"dl_torch_streams {mode}: {r.err}")
+    return r, report_json(one_trace(r))
+
+
+def test_a_recorded_side_stream_delays_the_free():
+    r, d = torch_streams("recorded")
+    eq((r.out, r.err), ("y reused x: no, reserved 8/8/0 MiB, hazards 0\n", ""),
+       "the free waited for the side stream: y got new memory; the pool kept its 8 MiB "
+       "across synchronizes (threshold) until the empty cache")
+    eq(d["events"], {"allocations": 3, "frees": 3, "failed": 0, "frees_unknown": 0,
+                     "references": 0}, "events")
+    eq(d["peak"]["bytes"], 5 * MiB, "y and z")
+    eq([(s["api"], s["bytes"]) for s in d["peak"]["sites"]],
+       [("gpushim_torch_alloc", 4 * MiB), ("gpushim_torch_alloc", MiB)], "peak sites")
+    # reserved 8 MiB while x's free was pending; 0 after the empty cache,
+    # which the shim samples
+    eq(pool_of(d), (0, 8 * MiB, 5 * MiB, 0, 0), "the pool")
+
+
+def test_without_record_stream_the_memory_is_reused_too_early():
+    for mode in ["unrecorded", "plain"]:
+        r, d = torch_streams(mode)
+        eq((r.out, r.err), ("y reused x: yes, reserved 4/6/0 MiB, hazards 1\n", HAZARD),
+           f"{mode}: y got x's memory at once, while the side stream may use it")
+        eq(pool_of(d), (0, 6 * MiB, 5 * MiB, 0, 0), f"{mode}: the pool")
+        eq(d["events"]["frees_unknown"], 0, f"{mode}: no unknown free")
