@@ -2,9 +2,10 @@
 driver's stream-ordered frees and the reuse hazard it flags
 (tests/progs/drv_stream_order.c), the pluggable allocator's frees of a
 tensor used on a side stream and the release threshold it sets
-(dl_torch_streams.c). The figures are the programs' schedules'.
+(dl_torch_streams.c), and PyTorch's backend:cudaMallocAsync imitated through
+the runtime (rt_torch_async.c). The figures are the programs' schedules'.
 """
-from harness import E, MiB, check, eq, one_trace, report_json, run
+from harness import E, MiB, eq, one_trace, report_json, run
 
 HAZARD = ("simcuda: reuse hazard: cuMemAllocAsync on stream #0 got 0x700000000000 "
           "(4194304 bytes), which stream #1 may still be using\n")
@@ -62,3 +63,26 @@ def test_without_record_stream_the_memory_is_reused_too_early():
            f"{mode}: y got x's memory at once, while the side stream may use it")
         eq(pool_of(d), (0, 6 * MiB, 5 * MiB, 0, 0), f"{mode}: the pool")
         eq(d["events"]["frees_unknown"], 0, f"{mode}: no unknown free")
+
+
+def test_the_cuda_malloc_async_backend():
+    env = {"SIMCUDA_MEMORY": "64M", "SIMCUDA_OTHER": "1M", "GPUSHIM_POOL_SAMPLE_MS": "0"}
+    r = run([E.prog("rt_torch_async")], env=env)
+    eq((r.rc, r.out, r.err), (0, "async backend done, 0 hazards\n", ""),
+       "the program's own checks: probe 25.5 MiB, pool 38 -> 12 -> 16 MiB")
+    d = report_json(one_trace(r))
+    eq(d["events"], {"allocations": 5, "frees": 4, "failed": 1, "frees_unknown": 0,
+                     "references": 0}, "events (the probe's allocation held apart)")
+    eq(d["peak"]["bytes"], 20 * MiB, "weights, activation and the cuDNN workspace")
+    eq(sorted((s["bytes"], s["frames"][1]["function"]) for s in d["peak"]["sites"]),
+       [(4 * MiB, "main"), (8 * MiB, "benchmark"), (8 * MiB, "main")], "peak sites")
+    eq([(f["api"], f["requested_bytes"], f["free_bytes"], f["outcome"],
+         f["recovery"]["bytes"]) for f in d["failures"]],
+       [("cudaMallocAsync", 51 * MiB, 51 * MiB, "probe", 51 * MiB // 2)],
+       "cacheInfo's first guess, all the free memory, halved")
+    eq(d["failure_outcomes"]["probe"], 1, "one probe")
+    eq(pool_of(d), (0, 38 * MiB, 75 * MiB // 2, 16 * MiB, 8 * MiB),
+       "the pool: the probe's 38 MiB at most; 16 MiB kept at the end with the weights used")
+    eq((d["pools"]["reserved_bytes_at_peak"], d["pools"]["used_bytes_at_peak"]),
+       (38 * MiB, 20 * MiB), "the pool at the device peak, before emptyCache")
+    eq((d["leaks"]["bytes"], d["leaks"]["count"]), (8 * MiB, 1), "the weights stay")
