@@ -228,10 +228,26 @@ static int sync_raw(gs_custream dependency, gs_custream dependent)
     return ok ? 0 : -1;
 }
 
+/* sync_raw from a stream that may be on another device than `device`,
+ * whose context is current: the event is that stream's device's, made and
+ * recorded in its context (free_impl's CUDAGuard g_usage). */
+static int sync_from(const struct driver *d, int device, gs_custream used, gs_custream unify)
+{
+    int32_t on = gs_stream_device(used);
+    gs_cucontext prev = NULL, ctx = NULL;
+    if (on < 0 || on == device)
+        return sync_raw(used, unify);
+    if (enter(d, on, &prev, &ctx) != GS_CUDA_SUCCESS)
+        return -1;
+    int r = sync_raw(used, unify);
+    leave(d, prev, ctx);
+    return r;
+}
+
 /* The stream ptr is to be freed on, allocated on `stream` and used on the
  * recorded ones: `stream` itself, or device's unifying stream after all of
  * them (free_impl); device's context is current. */
-static gs_custream free_stream(void *ptr, int device, gs_custream stream)
+static gs_custream free_stream(const struct driver *d, void *ptr, int device, gs_custream stream)
 {
     gs_custream used[16];
     size_t n = take_recorded(ptr, stream, used, 16);
@@ -246,7 +262,7 @@ static gs_custream free_stream(void *ptr, int device, gs_custream stream)
     pthread_mutex_unlock(&order_lock);
     int ok = unify && n <= 16 && sync_raw(stream, unify) == 0;
     for (size_t i = 0; ok && i < n; i++)
-        ok = sync_raw(used[i], unify) == 0;
+        ok = sync_from(d, device, used[i], unify) == 0;
     if (ok)
         return unify;
     gs_pfn_cuCtxSynchronize sync = (gs_pfn_cuCtxSynchronize)gs_real(GS_FN_cuCtxSynchronize);
@@ -271,7 +287,7 @@ GS_EXPORT void gpushim_torch_free(void *ptr, size_t size, int device, gs_custrea
     gs_curesult r = enter(&d, device, &prev, &ctx);
     gs_cudeviceptr p = (gs_cudeviceptr)(uintptr_t)ptr;
     if (r == GS_CUDA_SUCCESS) {
-        stream = free_stream(ptr, device, stream);
+        stream = free_stream(&d, ptr, device, stream);
         gs_record_free(GS_API_gpushim_torch_free, GS_SPACE_ADDRESS, p, stream);
         r = d.free(p, stream);
         gs_after_free(GS_API_gpushim_torch_free, GS_SPACE_ADDRESS, p, stream, r);

@@ -8,7 +8,7 @@ the runtime (rt_torch_async.c). The figures are the programs' schedules'.
 from harness import E, MiB, eq, one_trace, report_json, run
 
 HAZARD = ("simcuda: reuse hazard: cuMemAllocAsync on stream #0 got 0x700000000000 "
-          "(4194304 bytes), which stream #1 may still be using\n")
+          "(4194304 bytes), which stream #2 may still be using\n")  # #1: device 1's default stream
 
 
 def pool_of(d):
@@ -35,25 +35,27 @@ def test_the_simulated_driver_frees_in_stream_order_and_flags_a_hazard():
 
 
 def torch_streams(mode):
-    env = {"SIMCUDA_MEMORY": "64M", "GPUSHIM_POOL_SAMPLE_MS": "0"}
+    env = {"SIMCUDA_MEMORY": "64M", "SIMCUDA_DEVICES": "2", "GPUSHIM_POOL_SAMPLE_MS": "0"}
     r = run([E.prog("dl_torch_streams"), E.shim, mode], env=env)
     eq(r.rc, 0, f"dl_torch_streams {mode}: {r.err}")
     return r, report_json(one_trace(r))
 
 
 def test_a_recorded_side_stream_delays_the_free():
-    r, d = torch_streams("recorded")
-    eq((r.out, r.err), ("y reused x: no, reserved 8/8/0 MiB, hazards 0\n", ""),
-       "the free waited for the side stream: y got new memory; the pool kept its 8 MiB "
-       "across synchronizes (threshold) until the empty cache")
-    eq(d["events"], {"allocations": 3, "frees": 3, "failed": 0, "frees_unknown": 0,
-                     "references": 0}, "events")
-    eq(d["peak"]["bytes"], 5 * MiB, "y and z")
-    eq([(s["api"], s["bytes"]) for s in d["peak"]["sites"]],
-       [("gpushim_torch_alloc", 4 * MiB), ("gpushim_torch_alloc", MiB)], "peak sites")
-    # reserved 8 MiB while x's free was pending; 0 after the empty cache,
-    # which the shim samples
-    eq(pool_of(d), (0, 8 * MiB, 5 * MiB, 0, 0), "the pool")
+    for mode in ["recorded", "peer"]:  # peer: the side stream on device 1
+        r, d = torch_streams(mode)
+        eq((r.out, r.err), ("y reused x: no, reserved 8/8/0 MiB, hazards 0\n", ""),
+           f"{mode}: the free waited for the side stream: y got new memory; the pool kept its "
+           "8 MiB across synchronizes (threshold) until the empty cache")
+        eq(d["events"], {"allocations": 3, "frees": 3, "failed": 0, "frees_unknown": 0,
+                         "references": 0}, f"{mode}: events")
+        eq(d["peak"]["bytes"], 5 * MiB, f"{mode}: y and z")
+        eq([(s["api"], s["bytes"]) for s in d["peak"]["sites"]],
+           [("gpushim_torch_alloc", 4 * MiB), ("gpushim_torch_alloc", MiB)],
+           f"{mode}: peak sites")
+        # reserved 8 MiB while x's free was pending; 0 after the empty cache,
+        # which the shim samples
+        eq(pool_of(d), (0, 8 * MiB, 5 * MiB, 0, 0), f"{mode}: the pool")
 
 
 def test_without_record_stream_the_memory_is_reused_too_early():

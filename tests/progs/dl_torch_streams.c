@@ -13,6 +13,9 @@
  *               set_record_stream_fn), then gpushim_torch_free: the free
  *               waits for the side stream, so the next tensor does not get
  *               the memory while the side stream may use it
+ *   peer        the same with the side stream on device 1 (its kernel
+ *               reading device 0's memory over peer access; run with
+ *               SIMCUDA_DEVICES=2): the event is device 1's
  *   unrecorded  gpushim_torch_free without record_stream (the function not
  *               installed: PyTorch's record_stream then does nothing)
  *   plain       cuMemFreeAsync on the allocation stream, as an allocator
@@ -23,8 +26,10 @@
  * the context synchronized; gpushim_torch_empty_cache (set_reset_fn's
  * function). It prints whether y got x's memory, the default pool's
  * reserved bytes after the first synchronize, after the second and after
- * the empty cache, and the reuse hazards: recorded "y reused x: no,
- * reserved 8/8/0 MiB, hazards 0"; the others "yes, 6/6/0 MiB, hazards 1".
+ * the empty cache, and the reuse hazards: recorded and peer "y reused x:
+ * no, reserved 8/8/0 MiB, hazards 0"; the others "yes, 4/6/0 MiB, hazards
+ * 1". Device 0's context is current throughout, except while the peer side
+ * stream is created.
  * The pool keeps what it reserved across a synchronize because
  * gpushim_torch_alloc set its release threshold to UINT64_MAX.
  */
@@ -62,7 +67,8 @@ static unsigned reserved_mib(void)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: dl_torch_streams PATH/libgpushim.so recorded|unrecorded|plain\n");
+        fprintf(stderr,
+                "usage: dl_torch_streams PATH/libgpushim.so recorded|peer|unrecorded|plain\n");
         return 2;
     }
     void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -87,12 +93,19 @@ int main(int argc, char **argv)
     torch_record_fn t_record = (torch_record_fn)sym(lib, "gpushim_torch_record_stream");
     torch_reset_fn t_reset = (torch_reset_fn)sym(lib, "gpushim_torch_empty_cache");
 
-    gs_cucontext ctx;
+    gs_cucontext ctx, peer;
     gs_custream side;
+    int on_peer = !strcmp(argv[2], "peer");
     EXPECT(init(0), GS_CUDA_SUCCESS);
+    if (on_peer) {
+        EXPECT(retain(&peer, 1), GS_CUDA_SUCCESS);
+        EXPECT(set(peer), GS_CUDA_SUCCESS);
+        EXPECT(stream_create(&side, 1), GS_CUDA_SUCCESS);
+    }
     EXPECT(retain(&ctx, 0), GS_CUDA_SUCCESS);
     EXPECT(set(ctx), GS_CUDA_SUCCESS);
-    EXPECT(stream_create(&side, 1), GS_CUDA_SUCCESS); /* non-blocking, as PyTorch's pool streams */
+    if (!on_peer) /* non-blocking, as PyTorch's pool streams */
+        EXPECT(stream_create(&side, 1), GS_CUDA_SUCCESS);
     EXPECT(default_pool(&pool, 0), GS_CUDA_SUCCESS);
 
     void *x = t_alloc(4 * MiB, 0, NULL);
@@ -101,7 +114,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[2], "plain")) {
         EXPECT(free_async((gs_cudeviceptr)(uintptr_t)x, NULL), GS_CUDA_SUCCESS);
     } else {
-        if (!strcmp(argv[2], "recorded"))
+        if (!strcmp(argv[2], "recorded") || on_peer)
             t_record(x, side); /* tensor.record_stream(side) */
         t_free(x, 4 * MiB, 0, NULL);
     }
