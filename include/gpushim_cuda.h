@@ -24,6 +24,7 @@ typedef int gs_cuprocstatus;                /* CUdriverProcAddressQueryResult */
 typedef struct gs_cuctx_st *gs_cucontext;   /* CUcontext                   */
 typedef struct gs_custream_st *gs_custream; /* CUstream, cudaStream_t      */
 typedef struct gs_cupool_st *gs_cumempool;  /* CUmemoryPool                */
+typedef struct gs_cuevent_st *gs_cuevent;   /* CUevent, cudaEvent_t        */
 typedef int gs_cudaerror;                   /* cudaError_t (an enum)       */
 typedef unsigned long long gs_cumemhandle;  /* CUmemGenericAllocationHandle */
 typedef struct gs_cuarray_st *gs_cuarray;   /* CUarray                     */
@@ -356,7 +357,23 @@ typedef struct {
       (gs_cudeviceptr * pbase, size_t *psize, gs_cudeviceptr dptr))                 \
     X(cuCtxGetCurrent, gs_curesult, (gs_cucontext * pctx))                          \
     X(cuCtxSetCurrent, gs_curesult, (gs_cucontext ctx))                             \
-    X(cuDevicePrimaryCtxRetain, gs_curesult, (gs_cucontext * pctx, gs_cudevice dev))
+    X(cuDevicePrimaryCtxRetain, gs_curesult, (gs_cucontext * pctx, gs_cudevice dev)) \
+    GS_DRIVER_USED_STREAMS(X)
+
+/* What the pluggable allocator (shim/torch_alloc.c) uses to free in stream
+ * order and to set and trim the pool as PyTorch's cudaMallocAsync backend. */
+#define GS_DRIVER_USED_STREAMS(X)                                                  \
+    X(cuStreamCreate, gs_curesult, (gs_custream * phStream, unsigned int Flags))    \
+    X(cuEventCreate, gs_curesult, (gs_cuevent * phEvent, unsigned int Flags))       \
+    X(cuEventRecord, gs_curesult, (gs_cuevent hEvent, gs_custream hStream))         \
+    X(cuStreamWaitEvent, gs_curesult,                                               \
+      (gs_custream hStream, gs_cuevent hEvent, unsigned int Flags))                 \
+    X(cuEventDestroy_v2, gs_curesult, (gs_cuevent hEvent))                          \
+    X(cuCtxSynchronize, gs_curesult, (void))                                        \
+    X(cuDeviceGetDefaultMemPool, gs_curesult, (gs_cumempool * pool_out, gs_cudevice dev)) \
+    X(cuMemPoolSetAttribute, gs_curesult,                                           \
+      (gs_cumempool pool, gs_cumempoolattr attr, void *value))                     \
+    X(cuMemPoolTrimTo, gs_curesult, (gs_cumempool pool, size_t minBytesToKeep))
 
 /* Runtime functions whose calls label the driver event they cause. */
 #define GS_RUNTIME_HOOKED(X)                                                       \

@@ -132,6 +132,7 @@ SAME_VALUE(GS_CU_AD_FORMAT_FLOAT, CU_AD_FORMAT_FLOAT);
 #define gs_cuprocstatus CUdriverProcAddressQueryResult
 #define gs_custream CUstream
 #define gs_cumempool CUmemoryPool
+#define gs_cuevent CUevent
 #define gs_cudaerror cudaError_t
 #define gs_cumemhandle CUmemGenericAllocationHandle
 #define gs_cuarray CUarray
@@ -209,6 +210,15 @@ SAME_TYPE(nv_cuMemGetAddressRange_v2, __typeof__(&cuMemGetAddressRange_v2));
 SAME_TYPE(nv_cuCtxGetCurrent, __typeof__(&cuCtxGetCurrent));
 SAME_TYPE(nv_cuCtxSetCurrent, __typeof__(&cuCtxSetCurrent));
 SAME_TYPE(nv_cuDevicePrimaryCtxRetain, __typeof__(&cuDevicePrimaryCtxRetain));
+SAME_TYPE(nv_cuStreamCreate, __typeof__(&cuStreamCreate));
+SAME_TYPE(nv_cuEventCreate, __typeof__(&cuEventCreate));
+SAME_TYPE(nv_cuEventRecord, __typeof__(&cuEventRecord));
+SAME_TYPE(nv_cuStreamWaitEvent, __typeof__(&cuStreamWaitEvent));
+SAME_TYPE(nv_cuEventDestroy_v2, __typeof__(&cuEventDestroy_v2));
+SAME_TYPE(nv_cuCtxSynchronize, __typeof__(&cuCtxSynchronize));
+SAME_TYPE(nv_cuDeviceGetDefaultMemPool, __typeof__(&cuDeviceGetDefaultMemPool));
+SAME_TYPE(nv_cuMemPoolSetAttribute, __typeof__(&cuMemPoolSetAttribute));
+SAME_TYPE(nv_cuMemPoolTrimTo, __typeof__(&cuMemPoolTrimTo));
 SAME_TYPE(nv_cudaMallocHost, __typeof__(&cudaMallocHost));
 SAME_TYPE(nv_cudaHostAlloc, __typeof__(&cudaHostAlloc));
 SAME_TYPE(nv_cudaFreeHost, __typeof__(&cudaFreeHost));

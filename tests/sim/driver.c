@@ -2,7 +2,7 @@
  * driver.c - the simulated CUDA driver, built as libcuda.so.1.
  *
  * Owns: devices, primary contexts, the thread's current context, streams,
- * memory pools, the device-memory allocator, virtual memory management,
+ * stream order and events, memory pools, the device-memory allocator, virtual memory management,
  * pinned host memory, arrays, IPC handles and cuGetProcAddress. It lets
  * gpushim's tests run where there is no GPU: it exports the real driver's
  * names with the real ABIs (the gs_ declarations of include/gpushim_cuda.h)
@@ -30,11 +30,32 @@
  *     mappings and pinned host ranges sit in sorted arrays.
  *   - Pools (cuMemAllocAsync, cuMemAllocFromPoolAsync): used is the sum of
  *     the live allocations from the pool; reserved grows in 2 MiB chunks to
- *     cover used and is what the device is charged. A free returns bytes to
- *     the pool only; cuStreamSynchronize and cuCtxSynchronize shrink the
- *     reserved bytes of the device's pools to the chunks used needs or the
+ *     cover used and the pending frees (below) and is what the device is
+ *     charged. A free returns bytes to the pool only; cuStreamSynchronize,
+ *     cuEventSynchronize and cuCtxSynchronize shrink the reserved bytes of
+ *     the device's pools to the chunks used and pending frees need or the
  *     release threshold (rounded up to a chunk), whichever is more;
  *     cuMemPoolTrimTo likewise with its own minimum.
+ *   - Stream order. No work runs, but each stream's operations (frees,
+ *     event records, simcuda_use marks) are numbered, and a vector clock
+ *     per stream says how far into every stream's work it is ordered after:
+ *     cuStreamWaitEvent joins the event's clock (taken at cuEventRecord),
+ *     the legacy default stream and the blocking streams join each other's
+ *     (CUDA's implicit synchronization; the NULL, legacy and per-thread
+ *     streams are one default stream per device here). Work completes only
+ *     when the host synchronizes (a stream, its device, an event after it;
+ *     cuEventQuery counts as one). A cuMemFreeAsync of pool memory is
+ *     pending: the freeing stream may reuse it at once, another stream once
+ *     ordered after the free (REUSE_FOLLOW_EVENT_DEPENDENCIES), every stream
+ *     once the free completed; an allocation that cannot grow the pool
+ *     waits for all its pending frees (REUSE_ALLOW_INTERNAL_DEPENDENCIES).
+ *     A pending free is never handed out to a stream not ordered after it.
+ *   - Reuse hazards: the test-only simcuda_use(stream, ptr) marks ptr's
+ *     allocation in use by the stream until its work completes; an
+ *     allocation that gets part of it for a stream not ordered after that
+ *     use is a hazard, said on stderr ("simcuda: reuse hazard: ...", streams
+ *     by number: device d's default stream is #d, created streams follow in
+ *     creation order) and counted (simcuda_hazards()).
  *   - Virtual memory: cuMemCreate makes a physical allocation (2 MiB
  *     granularity) with a reference count. The machine has no fabric: a
  *     requested FABRIC handle type is refused with CUDA_ERROR_NOT_SUPPORTED,
@@ -93,8 +114,9 @@
  *                        before it tries FABRIC)
  *
  * Not simulated: releasing a primary context to zero references does not
- * free the allocations made in it; stream order (everything completes at
- * once); an exported token does not keep its allocation alive; IPC handles
+ * free the allocations made in it; opportunistic reuse (of frees that
+ * completed without a synchronize); cuMemFree does not synchronize; an
+ * exported token does not keep its allocation alive; IPC handles
  * are not checked against the exporter's live allocations.
  */
 #include "gpushim_cuda.h"
@@ -176,12 +198,14 @@ struct gs_cupool_st {
     int device;
     int destroyed; /* by cuMemPoolDestroy; freed once used drops to 0 */
     uint64_t used, reserved, threshold, max_size, used_high, reserved_high;
-    int reuse[3]; /* the REUSE_* attributes, by value - 1 */
+    uint64_t pending; /* freed on a stream, not yet reusable by every stream */
+    int reuse[3];     /* the REUSE_* attributes, by value - 1 */
 };
 
 struct gs_custream_st {
     int device;
     unsigned int flags;
+    int order; /* its index in orders (stream order, below) */
 };
 
 /* What CUarray and CUmipmappedArray handles point to. */
@@ -794,7 +818,7 @@ static struct gs_cupool_st *pool_of(const void *p)
  * maximum size. */
 static uint64_t pool_growth(const struct gs_cupool_st *p, uint64_t size)
 {
-    uint64_t need = round_up(p->used + size, SIM_GRANULE);
+    uint64_t need = round_up(p->used + p->pending + size, SIM_GRANULE);
 
     if (p->max_size && need > p->max_size)
         return UINT64_MAX;
@@ -811,7 +835,8 @@ static void pool_take(struct gs_cupool_st *p, uint64_t size, uint64_t growth)
         p->reserved_high = p->reserved;
 }
 
-/* Gives the device back the chunks neither used nor keep needs. */
+/* Gives the device back the chunks neither used, nor pending frees, nor
+ * keep need. */
 static void pool_shrink(struct gs_cupool_st *p, uint64_t keep)
 {
     uint64_t target;
@@ -819,22 +844,22 @@ static void pool_shrink(struct gs_cupool_st *p, uint64_t keep)
     if (keep >= p->reserved)
         return;
     target = round_up(keep, SIM_GRANULE);
-    if (target < round_up(p->used, SIM_GRANULE))
-        target = round_up(p->used, SIM_GRANULE);
+    if (target < round_up(p->used + p->pending, SIM_GRANULE))
+        target = round_up(p->used + p->pending, SIM_GRANULE);
     if (target >= p->reserved)
         return;
     devices[p->device].used -= p->reserved - target;
     p->reserved = target;
 }
 
-/* A destroyed pool keeps only what its live allocations need, and goes
- * once it has none. */
+/* A destroyed pool keeps only what its live allocations and pending frees
+ * need, and goes once it has neither. */
 static void pool_reap(struct gs_cupool_st *p)
 {
     if (!p->destroyed)
         return;
     pool_shrink(p, 0);
-    if (p->used == 0) {
+    if (p->used == 0 && p->pending == 0) {
         reg_del(&pools, (size_t)reg_index(&pools, p));
         free(p);
     }
@@ -859,6 +884,296 @@ static void trim_pools(int dev)
     }
 }
 
+/* ---- stream order: clocks, pending frees, uses, hazards (lock held) ---- */
+
+/* What a point in a stream's work comes after, as a vector clock: v[i] is
+ * how far into stream i's work (its operations, counted from 1) it is
+ * ordered after. A stream's clock is that of its next operation, its own
+ * entry its position; an event's is that of the point it was recorded at;
+ * a pending free's that of the free. */
+struct clock {
+    uint64_t *v;
+    size_t n;
+};
+
+/* One stream: orders[d] is device d's default stream (the NULL, legacy and
+ * per-thread streams alike), then each created stream in creation order.
+ * Kept after cuStreamDestroy: its frees still complete in its order. */
+struct order {
+    int device;
+    int blocking; /* a default stream, or created without NON_BLOCKING */
+    struct clock clock;
+    uint64_t done; /* its work up to here has completed */
+};
+
+/* A cuMemFreeAsync of pool memory that not every stream may reuse yet. */
+struct pending {
+    uint64_t addr, size;
+    int device;
+    struct gs_cupool_st *pool;
+    int order;          /* the freeing stream */
+    uint64_t pos;       /* the free's position in it */
+    struct clock clock; /* the free's */
+};
+
+/* simcuda_use: stream `order` uses the range from position pos on. */
+struct use {
+    uint64_t addr, size;
+    int order;
+    uint64_t pos;
+};
+
+static struct order *orders;
+static size_t norders, orders_cap;
+static struct pending *pendings;
+static size_t npendings, pendings_cap;
+static struct use *uses;
+static size_t nuses, uses_cap;
+static unsigned long hazards;
+
+static uint64_t clock_get(const struct clock *c, int i)
+{
+    return (size_t)i < c->n ? c->v[i] : 0;
+}
+
+/* Raises entry i to at least v; -1 when out of memory. */
+static int clock_raise(struct clock *c, int i, uint64_t v)
+{
+    if ((size_t)i >= c->n) {
+        size_t cap = c->n;
+        uint64_t *nv = grow(c->v, &cap, (size_t)i + 1, sizeof *nv);
+
+        if (!nv)
+            return -1;
+        c->v = nv;
+        c->n = cap;
+    }
+    if (c->v[i] < v)
+        c->v[i] = v;
+    return 0;
+}
+
+/* c comes after everything src comes after. */
+static int clock_join(struct clock *c, const struct clock *src)
+{
+    for (size_t i = src->n; i-- > 0;)
+        if (src->v[i] && clock_raise(c, (int)i, src->v[i]) != 0)
+            return -1;
+    return 0;
+}
+
+/* c becomes src. */
+static int clock_set(struct clock *c, const struct clock *src)
+{
+    for (size_t i = 0; i < c->n; i++)
+        c->v[i] = 0;
+    return clock_join(c, src);
+}
+
+static int order_add(int dev, int blocking)
+{
+    struct order *v = grow(orders, &orders_cap, norders + 1, sizeof *v);
+
+    if (!v)
+        return -1;
+    orders = v;
+    orders[norders] = (struct order){.device = dev, .blocking = blocking};
+    return (int)norders++;
+}
+
+/* The default streams come first, made on first use. */
+static int orders_ready(void)
+{
+    while (norders < (size_t)cfg.ndevices)
+        if (order_add((int)norders, 1) < 0)
+            return -1;
+    return 0;
+}
+
+/* The order of stream s, whose device (stream_device's) is dev; -1 if
+ * none. */
+static int order_of(gs_custream s, int dev)
+{
+    long i;
+
+    if (orders_ready() != 0)
+        return -1;
+    if (!s || s == SIM_CU_STREAM_LEGACY || s == SIM_CU_STREAM_PER_THREAD)
+        return dev;
+    i = reg_index(&streams, s);
+    return i < 0 ? -1 : ((struct gs_custream_st *)streams.v[i])->order;
+}
+
+/* CUDA's implicit synchronization: the default stream comes after the
+ * blocking streams' work before it, and they after its; non-blocking
+ * streams after neither. */
+static int order_implicit(int o)
+{
+    struct order *x = &orders[o];
+
+    if (!x->blocking)
+        return 0;
+    if (o != x->device)
+        return clock_join(&x->clock, &orders[x->device].clock);
+    for (size_t i = (size_t)cfg.ndevices; i < norders; i++)
+        if (orders[i].device == x->device && orders[i].blocking &&
+            clock_join(&x->clock, &orders[i].clock) != 0)
+            return -1;
+    return 0;
+}
+
+/* An operation on stream o: its position, 0 when out of memory. */
+static uint64_t order_next(int o)
+{
+    uint64_t pos = clock_get(&orders[o].clock, o) + 1;
+
+    if (order_implicit(o) != 0 || clock_raise(&orders[o].clock, o, pos) != 0)
+        return 0;
+    return pos;
+}
+
+/* Does what stream o (-1: none) does now come after stream at's work up to
+ * pos: the same stream, ordered after it, or that work completed? */
+static int order_after(int o, int at, uint64_t pos)
+{
+    return at == o || (o >= 0 && clock_get(&orders[o].clock, at) >= pos) ||
+           orders[at].done >= pos;
+}
+
+/* Pending free i is over: its memory is the pool's free memory again. */
+static struct gs_cupool_st *pending_release(size_t i)
+{
+    struct pending *r = &pendings[i];
+    struct gs_cupool_st *pool = r->pool;
+
+    space_put(&devices[r->device].space, r->addr, r->size);
+    pool->pending -= r->size;
+    free(r->clock.v);
+    *r = pendings[--npendings];
+    return pool;
+}
+
+/* The work c comes after has completed: its frees' memory is free for
+ * every stream, its uses are over. */
+static void order_complete(const struct clock *c)
+{
+    for (size_t i = 0; i < c->n && i < norders; i++)
+        if (orders[i].done < c->v[i])
+            orders[i].done = c->v[i];
+    for (size_t i = npendings; i-- > 0;)
+        if (orders[pendings[i].order].done >= pendings[i].pos)
+            pool_reap(pending_release(i));
+    for (size_t i = nuses; i-- > 0;)
+        if (orders[uses[i].order].done >= uses[i].pos)
+            uses[i] = uses[--nuses];
+}
+
+/* Everything on device dev completes (a context synchronize). */
+static void order_complete_device(int dev)
+{
+    for (size_t i = 0; i < norders; i++)
+        if (orders[i].device == dev)
+            order_complete(&orders[i].clock);
+}
+
+/* A free of pool memory e on stream o: pending until o's work reaches it
+ * (for o at once, for the streams ordered after it then). */
+static int pending_add(const struct live *e, int o)
+{
+    uint64_t pos = order_next(o);
+    struct pending *v;
+    struct pending *r;
+
+    if (!pos || !(v = grow(pendings, &pendings_cap, npendings + 1, sizeof *v)))
+        return -1;
+    pendings = v;
+    r = &pendings[npendings];
+    *r = (struct pending){e->addr, e->size, e->device, e->pool, o, pos, {NULL, 0}};
+    if (clock_join(&r->clock, &orders[o].clock) != 0) {
+        free(r->clock.v);
+        return -1;
+    }
+    npendings++;
+    e->pool->used -= e->size;
+    e->pool->pending += e->size;
+    return 0;
+}
+
+/* The pending free of pool holding size bytes that stream o may reuse
+ * under the pool's default policy (freed on o, or o ordered after the free
+ * with REUSE_FOLLOW_EVENT_DEPENDENCIES on), lowest address first; -1 if
+ * none. Completed frees are already the pool's free memory. */
+static long pending_fit(const struct gs_cupool_st *pool, int o, uint64_t size)
+{
+    int follow = pool->reuse[SIM_CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES - 1];
+    long best = -1;
+
+    for (size_t i = 0; i < npendings; i++) {
+        const struct pending *r = &pendings[i];
+
+        if (r->pool == pool && r->size >= size && (best < 0 || r->addr < pendings[best].addr) &&
+            (r->order == o || (follow && order_after(o, r->order, r->pos))))
+            best = (long)i;
+    }
+    return best;
+}
+
+/* Stream o takes size bytes at the front of pending free i, coming after
+ * the free; the rest stays pending. */
+static int pending_take(size_t i, uint64_t size, int o, uint64_t *addr)
+{
+    struct pending *r = &pendings[i];
+
+    if (clock_join(&orders[o].clock, &r->clock) != 0)
+        return -1;
+    *addr = r->addr;
+    r->addr += size;
+    r->size -= size;
+    r->pool->pending -= size;
+    if (!r->size) {
+        free(r->clock.v);
+        *r = pendings[--npendings];
+    }
+    return 0;
+}
+
+/* The pool cannot grow: with REUSE_ALLOW_INTERNAL_DEPENDENCIES, stream o
+ * waits for the pool's pending frees, whose memory becomes the pool's free
+ * memory (any stream may then take it). 0 if there were none. */
+static int pending_wait_all(struct gs_cupool_st *pool, int o)
+{
+    int any = 0;
+
+    if (!pool->reuse[SIM_CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES - 1])
+        return 0;
+    for (size_t i = npendings; i-- > 0;)
+        if (pendings[i].pool == pool && clock_join(&orders[o].clock, &pendings[i].clock) == 0) {
+            pending_release(i);
+            any = 1;
+        }
+    return any;
+}
+
+/* An allocation on stream o (-1: none) got [addr, addr + size): if a
+ * stream it does not come after may still be using some of it, that is a
+ * reuse hazard, said on stderr and counted. */
+static void hazard_check(const char *api, int o, uint64_t addr, uint64_t size)
+{
+    for (size_t i = 0; i < nuses; i++) {
+        const struct use *u = &uses[i];
+
+        if (u->addr < addr + size && addr < u->addr + u->size &&
+            !order_after(o, u->order, u->pos)) {
+            hazards++;
+            fprintf(stderr,
+                    "simcuda: reuse hazard: %s on stream #%d got 0x%llx (%llu bytes), "
+                    "which stream #%d may still be using\n",
+                    api, o, (unsigned long long)addr, (unsigned long long)size, u->order);
+            return;
+        }
+    }
+}
+
 /* ---- allocate and free ------------------------------------------------- */
 
 /* How an allocation is charged. */
@@ -867,21 +1182,30 @@ struct charge {
     int managed;
     int pooled;         /* from a pool: the given one, else dev's current */
     gs_cumempool given; /* cuMemAllocFromPoolAsync's pool */
+    int ordered;        /* stream-ordered, on stream (of device dev) */
+    gs_custream stream;
 };
 
+/* Stream o (-1: none) allocates: a pool's pending free o may reuse first,
+ * then the pool's free memory or more of the device's. */
 static gs_curesult alloc_locked(int dev, uint64_t size, struct gs_cupool_st *pool,
-                                int managed, gs_cudeviceptr *dptr)
+                                int managed, int o, gs_cudeviceptr *dptr)
 {
     struct device *d = &devices[dev];
-    uint64_t charge = pool ? pool_growth(pool, size) : size;
+    long reuse = pool && o >= 0 ? pending_fit(pool, o, size) : -1;
+    uint64_t charge = reuse >= 0 ? 0 : pool ? pool_growth(pool, size) : size;
     uint64_t addr;
     struct live *e;
 
+    if (reuse < 0 && pool && o >= 0 && (charge == UINT64_MAX || d->capacity - d->used < charge) &&
+        pending_wait_all(pool, o))
+        charge = pool_growth(pool, size);
     if (charge == UINT64_MAX || d->capacity - d->used < charge)
         return GS_CUDA_ERROR_OUT_OF_MEMORY;
     if ((table_count + 1) * 2 > table_cap && table_grow() != 0)
         return GS_CUDA_ERROR_OUT_OF_MEMORY;
-    if (space_take(&d->space, size, SIM_ALIGN, &addr) != 0)
+    if (reuse >= 0 ? pending_take((size_t)reuse, size, o, &addr) != 0
+                   : space_take(&d->space, size, SIM_ALIGN, &addr) != 0)
         return GS_CUDA_ERROR_OUT_OF_MEMORY;
     d->used += charge;
     if (pool)
@@ -917,15 +1241,21 @@ static gs_curesult sim_alloc(const char *api, struct charge c, gs_cudeviceptr *d
     gs_curesult rc = GS_CUDA_ERROR_OUT_OF_MEMORY;
     struct gs_cupool_st *pool;
     gs_cudeviceptr p = 0;
+    int o = -1;
 
     if (!dptr || !bytesize)
         return GS_CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&lock);
-    rc = charge_pool(&c, &pool);
+    if (c.ordered && ((o = order_of(c.stream, c.dev)) < 0 || order_implicit(o) != 0))
+        rc = SIM_CUDA_ERROR_INVALID_HANDLE;
+    else
+        rc = charge_pool(&c, &pool);
     if (rc == GS_CUDA_SUCCESS && bytesize > SIM_SPAN)
         rc = GS_CUDA_ERROR_OUT_OF_MEMORY;
     if (rc == GS_CUDA_SUCCESS)
-        rc = alloc_locked(c.dev, round_up(bytesize, SIM_ALIGN), pool, c.managed, &p);
+        rc = alloc_locked(c.dev, round_up(bytesize, SIM_ALIGN), pool, c.managed, o, &p);
+    if (rc == GS_CUDA_SUCCESS && nuses)
+        hazard_check(api, o, p, round_up(bytesize, SIM_ALIGN));
     pthread_mutex_unlock(&lock);
     if (rc == GS_CUDA_SUCCESS)
         *dptr = p;
@@ -933,22 +1263,29 @@ static gs_curesult sim_alloc(const char *api, struct charge c, gs_cudeviceptr *d
     return rc;
 }
 
-static gs_curesult sim_free(const char *api, gs_cudeviceptr dptr)
+/* Frees dptr; stream-ordered on stream s of device dev when ordered. */
+static gs_curesult sim_free(const char *api, gs_cudeviceptr dptr, int ordered, gs_custream s,
+                            int dev)
 {
     struct live *e;
     struct live gone = {0};
+    int o = -1;
 
     if (!dptr)
         return GS_CUDA_SUCCESS;
     pthread_mutex_lock(&lock);
     e = table_get(dptr);
+    if (e && ordered)
+        o = order_of(s, dev);
     if (e) {
         gone = *e;
-        if (gone.pool)
-            pool_put(gone.pool, gone.size);
-        else
+        if (!gone.pool)
             devices[gone.device].used -= gone.size;
-        space_put(&devices[gone.device].space, gone.addr, gone.size);
+        if (!gone.pool || o < 0 || pending_add(&gone, o) != 0) {
+            space_put(&devices[gone.device].space, gone.addr, gone.size);
+            if (gone.pool)
+                pool_put(gone.pool, gone.size);
+        }
         table_remove((size_t)(e - table));
     }
     pthread_mutex_unlock(&lock);
@@ -1234,7 +1571,7 @@ static gs_curesult ctx_get_device_v2(gs_cudevice *device, gs_cucontext ctx)
     return GS_CUDA_SUCCESS;
 }
 
-/* Completes everything at once: the device's pools release what they may. */
+/* Completes everything on the device: the pools release what they may. */
 static gs_curesult ctx_synchronize_v2(gs_cucontext ctx)
 {
     if (!is_initialized())
@@ -1244,6 +1581,7 @@ static gs_curesult ctx_synchronize_v2(gs_cucontext ctx)
     if (!ctx || !ctx_of(ctx))
         return GS_CUDA_ERROR_INVALID_CONTEXT;
     pthread_mutex_lock(&lock);
+    order_complete_device(ctx->device);
     trim_pools(ctx->device);
     pthread_mutex_unlock(&lock);
     return GS_CUDA_SUCCESS;
@@ -1297,9 +1635,11 @@ static gs_curesult sim_cuStreamCreate(gs_custream *phStream, unsigned int Flags)
     s = malloc(sizeof *s);
     if (!s)
         return GS_CUDA_ERROR_OUT_OF_MEMORY;
-    *s = (struct gs_custream_st){dev, Flags};
+    *s = (struct gs_custream_st){dev, Flags, -1};
     pthread_mutex_lock(&lock);
-    bad = reg_add(&streams, s);
+    bad = orders_ready() != 0 ||
+          (s->order = order_add(dev, !(Flags & SIM_CU_STREAM_NON_BLOCKING))) < 0 ||
+          reg_add(&streams, s) != 0;
     pthread_mutex_unlock(&lock);
     if (bad) {
         free(s);
@@ -1329,14 +1669,18 @@ static gs_curesult sim_cuStreamDestroy_v2(gs_custream hStream)
 }
 SIM_EXPORT(cuStreamDestroy_v2)
 
+/* Its work completes, and what it comes after. */
 static gs_curesult stream_synchronize(gs_custream hStream)
 {
-    int dev;
+    int dev, o;
     gs_curesult rc = stream_device(hStream, &dev);
 
     if (rc != GS_CUDA_SUCCESS)
         return rc;
     pthread_mutex_lock(&lock);
+    o = order_of(hStream, dev);
+    if (o >= 0 && order_implicit(o) == 0)
+        order_complete(&orders[o].clock);
     trim_pools(dev);
     pthread_mutex_unlock(&lock);
     return GS_CUDA_SUCCESS;
@@ -1422,6 +1766,203 @@ static gs_curesult sim_cuStreamGetCtx_v2_ptsz(gs_custream hStream, gs_cucontext 
 }
 SIM_EXPORT(cuStreamGetCtx_v2_ptsz)
 
+/* ---- events, and marking memory in use (stream order) -------------------- */
+
+#define SIM_CU_EVENT_FLAGS 0x7 /* BLOCKING_SYNC | DISABLE_TIMING | INTERPROCESS */
+#define SIM_CU_EVENT_DISABLE_TIMING 0x2
+#define SIM_CU_EVENT_INTERPROCESS 0x4
+#define SIM_CU_EVENT_WAIT_EXTERNAL 0x1
+
+struct gs_cuevent_st {
+    int device;         /* the current context's at creation */
+    struct clock clock; /* of the point last recorded (none: nothing to wait for) */
+};
+
+static struct reg events;
+
+static gs_curesult sim_cuEventCreate(gs_cuevent *phEvent, unsigned int Flags)
+{
+    int dev = current_device();
+    struct gs_cuevent_st *e;
+    int bad;
+
+    if (dev < 0)
+        return -dev;
+    if (!phEvent || (Flags & ~(unsigned)SIM_CU_EVENT_FLAGS) ||
+        ((Flags & SIM_CU_EVENT_INTERPROCESS) && !(Flags & SIM_CU_EVENT_DISABLE_TIMING)))
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    e = calloc(1, sizeof *e);
+    if (!e)
+        return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    e->device = dev;
+    pthread_mutex_lock(&lock);
+    bad = reg_add(&events, e);
+    pthread_mutex_unlock(&lock);
+    if (bad) {
+        free(e);
+        return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *phEvent = e;
+    return GS_CUDA_SUCCESS;
+}
+SIM_EXPORT(cuEventCreate)
+
+static gs_curesult sim_cuEventDestroy_v2(gs_cuevent hEvent)
+{
+    long i;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    pthread_mutex_lock(&lock);
+    i = reg_index(&events, hEvent);
+    if (i >= 0)
+        reg_del(&events, (size_t)i);
+    pthread_mutex_unlock(&lock);
+    if (i < 0)
+        return SIM_CUDA_ERROR_INVALID_HANDLE;
+    free(hEvent->clock.v);
+    free(hEvent);
+    return GS_CUDA_SUCCESS;
+}
+SIM_EXPORT(cuEventDestroy_v2)
+
+/* The event takes the clock of the stream's work so far; the stream must
+ * be on the event's device. */
+static gs_curesult event_record(gs_cuevent hEvent, gs_custream hStream)
+{
+    int dev, o;
+    gs_curesult rc = stream_device(hStream, &dev);
+
+    if (rc != GS_CUDA_SUCCESS)
+        return rc;
+    pthread_mutex_lock(&lock);
+    if (reg_index(&events, hEvent) < 0 || hEvent->device != dev ||
+        (o = order_of(hStream, dev)) < 0)
+        rc = SIM_CUDA_ERROR_INVALID_HANDLE;
+    else if (!order_next(o) || clock_set(&hEvent->clock, &orders[o].clock) != 0)
+        rc = GS_CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+static gs_curesult sim_cuEventRecord(gs_cuevent hEvent, gs_custream hStream)
+{
+    return event_record(hEvent, hStream);
+}
+SIM_EXPORT(cuEventRecord)
+
+static gs_curesult sim_cuEventRecord_ptsz(gs_cuevent hEvent, gs_custream hStream)
+{
+    return event_record(hEvent, hStream);
+}
+SIM_EXPORT(cuEventRecord_ptsz)
+
+/* The stream's later work comes after the event's recorded point. */
+static gs_curesult stream_wait_event(gs_custream hStream, gs_cuevent hEvent, unsigned int Flags)
+{
+    int dev, o;
+    gs_curesult rc = stream_device(hStream, &dev);
+
+    if (rc != GS_CUDA_SUCCESS)
+        return rc;
+    if (Flags & ~(unsigned)SIM_CU_EVENT_WAIT_EXTERNAL)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    if (reg_index(&events, hEvent) < 0 || (o = order_of(hStream, dev)) < 0)
+        rc = SIM_CUDA_ERROR_INVALID_HANDLE;
+    else if (order_implicit(o) != 0 || clock_join(&orders[o].clock, &hEvent->clock) != 0)
+        rc = GS_CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+static gs_curesult sim_cuStreamWaitEvent(gs_custream hStream, gs_cuevent hEvent,
+                                         unsigned int Flags)
+{
+    return stream_wait_event(hStream, hEvent, Flags);
+}
+SIM_EXPORT(cuStreamWaitEvent)
+
+static gs_curesult sim_cuStreamWaitEvent_ptsz(gs_custream hStream, gs_cuevent hEvent,
+                                              unsigned int Flags)
+{
+    return stream_wait_event(hStream, hEvent, Flags);
+}
+SIM_EXPORT(cuStreamWaitEvent_ptsz)
+
+/* The work before the event's point completes; trim: the pools release
+ * what they may, as at any synchronize. */
+static gs_curesult event_complete(gs_cuevent hEvent, int trim)
+{
+    gs_curesult rc = GS_CUDA_SUCCESS;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    pthread_mutex_lock(&lock);
+    if (reg_index(&events, hEvent) < 0) {
+        rc = SIM_CUDA_ERROR_INVALID_HANDLE;
+    } else {
+        order_complete(&hEvent->clock);
+        if (trim)
+            trim_pools(hEvent->device);
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+static gs_curesult sim_cuEventSynchronize(gs_cuevent hEvent)
+{
+    return event_complete(hEvent, 1);
+}
+SIM_EXPORT(cuEventSynchronize)
+
+/* Work never waits on a device here: what an event follows is done as soon
+ * as the host asks. */
+static gs_curesult sim_cuEventQuery(gs_cuevent hEvent)
+{
+    return event_complete(hEvent, 0);
+}
+SIM_EXPORT(cuEventQuery)
+
+/* Test-only, not a CUDA function: the allocation holding ptr is in use by
+ * stream's work from now until that work completes (a synchronize of the
+ * stream or its device, or of an event after it), as if a kernel launched
+ * on stream read it. An allocation that hands out any of it to a stream
+ * not ordered after that use before then is a reuse hazard. */
+__attribute__((visibility("default"))) gs_curesult simcuda_use(gs_custream stream,
+                                                               gs_cudeviceptr ptr)
+{
+    int dev, o;
+    uint64_t pos;
+    struct live *e;
+    struct use *v;
+    gs_curesult rc = stream_device(stream, &dev);
+
+    if (rc != GS_CUDA_SUCCESS)
+        return rc;
+    pthread_mutex_lock(&lock);
+    e = table_containing(ptr);
+    if (!e || (o = order_of(stream, dev)) < 0)
+        rc = GS_CUDA_ERROR_INVALID_VALUE;
+    else if (!(pos = order_next(o)) || !(v = grow(uses, &uses_cap, nuses + 1, sizeof *v)))
+        rc = GS_CUDA_ERROR_OUT_OF_MEMORY;
+    else
+        (uses = v)[nuses++] = (struct use){e->addr, e->size, o, pos};
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+/* Test-only: the reuse hazards so far. */
+__attribute__((visibility("default"))) unsigned long simcuda_hazards(void)
+{
+    unsigned long n;
+
+    pthread_mutex_lock(&lock);
+    n = hazards;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
 /* ---- memory ------------------------------------------------------------- */
 
 static gs_curesult sim_cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
@@ -1453,7 +1994,7 @@ static gs_curesult sim_cuMemFree_v2(gs_cudeviceptr dptr)
 {
     int dev = current_device();
 
-    return dev < 0 ? -dev : sim_free("cuMemFree_v2", dptr);
+    return dev < 0 ? -dev : sim_free("cuMemFree_v2", dptr, 0, NULL, dev);
 }
 SIM_EXPORT(cuMemFree_v2)
 
@@ -1503,7 +2044,8 @@ static gs_curesult alloc_async(const char *api, gs_cudeviceptr *dptr, size_t byt
 
     if (rc != GS_CUDA_SUCCESS)
         return rc;
-    return sim_alloc(api, (struct charge){.dev = dev, .pooled = 1}, dptr, bytesize);
+    return sim_alloc(api, (struct charge){.dev = dev, .pooled = 1, .ordered = 1, .stream = hStream},
+                     dptr, bytesize);
 }
 
 static gs_curesult free_async(const char *api, gs_cudeviceptr dptr, gs_custream hStream)
@@ -1511,7 +2053,7 @@ static gs_curesult free_async(const char *api, gs_cudeviceptr dptr, gs_custream 
     int dev;
     gs_curesult rc = stream_device(hStream, &dev);
 
-    return rc != GS_CUDA_SUCCESS ? rc : sim_free(api, dptr);
+    return rc != GS_CUDA_SUCCESS ? rc : sim_free(api, dptr, 1, hStream, dev);
 }
 
 /* From a given pool, whatever device the stream is on. */
@@ -1525,8 +2067,10 @@ static gs_curesult alloc_from_pool(const char *api, gs_cudeviceptr *dptr, size_t
         return rc;
     if (!pool)
         return GS_CUDA_ERROR_INVALID_VALUE;
-    return sim_alloc(api, (struct charge){.dev = dev, .pooled = 1, .given = pool}, dptr,
-                     bytesize);
+    return sim_alloc(api,
+                     (struct charge){.dev = dev, .pooled = 1, .given = pool, .ordered = 1,
+                                     .stream = hStream},
+                     dptr, bytesize);
 }
 
 static gs_curesult sim_cuMemAllocAsync(gs_cudeviceptr *dptr, size_t bytesize,
@@ -2950,6 +3494,12 @@ static const struct proc {
     {"cuStreamGetDevice", 12080, FN(sim_cuStreamGetDevice), FN(sim_cuStreamGetDevice_ptsz)},
     {"cuStreamGetCtx", 12050, FN(sim_cuStreamGetCtx_v2), FN(sim_cuStreamGetCtx_v2_ptsz)},
     {"cuStreamGetCtx", 9020, FN(sim_cuStreamGetCtx), FN(sim_cuStreamGetCtx_ptsz)},
+    {"cuEventCreate", 2000, FN(sim_cuEventCreate), NULL},
+    {"cuEventDestroy", 4000, FN(sim_cuEventDestroy_v2), NULL},
+    {"cuEventRecord", 2000, FN(sim_cuEventRecord), FN(sim_cuEventRecord_ptsz)},
+    {"cuStreamWaitEvent", 3020, FN(sim_cuStreamWaitEvent), FN(sim_cuStreamWaitEvent_ptsz)},
+    {"cuEventSynchronize", 2000, FN(sim_cuEventSynchronize), NULL},
+    {"cuEventQuery", 2000, FN(sim_cuEventQuery), NULL},
     {"cuMemGetInfo", 3020, FN(sim_cuMemGetInfo_v2), NULL},
     {"cuMemAlloc", 3020, FN(entry_cuMemAlloc_v2), NULL},
     {"cuMemFree", 3020, FN(entry_cuMemFree_v2), NULL},

@@ -29,7 +29,11 @@
  *     element size 4: pitch is the width rounded up to 512),
  *     cudaMallocArray -> cuArrayCreate_v2 (flags 0) or cuArray3DCreate_v2
  *     (other flags, depth 0), cudaMalloc3DArray -> cuArray3DCreate_v2,
- *     cudaMallocFromPoolAsync -> cuMemAllocFromPoolAsync[_ptsz]. A channel
+ *     cudaMallocFromPoolAsync -> cuMemAllocFromPoolAsync[_ptsz],
+ *     cudaEvent{Create[WithFlags],Record,Synchronize,Destroy} and
+ *     cudaStreamWaitEvent -> cuEvent* and cuStreamWaitEvent (the flags have
+ *     the driver's values), cudaMemPool{Set,Get}Attribute and
+ *     cudaMemPoolTrimTo -> cuMemPool*. A channel
  *     descriptor becomes a CUarray_format and a channel count (its non-zero
  *     sizes, all equal: 8/16/32 bits signed or unsigned, 16/32 float).
  *   - A zero-byte cudaMalloc, cudaMallocHost, cudaHostAlloc or cudaMalloc3D
@@ -40,8 +44,8 @@
  *     getter; a version above the driver's is cudaErrorInvalidValue.
  *
  * Environment
- *   SIMCUDART_PTDS  1: cudaMallocAsync, cudaFreeAsync and
- *                   cudaStreamSynchronize use the driver's
+ *   SIMCUDART_PTDS  1: cudaMallocAsync, cudaFreeAsync, cudaEventRecord,
+ *                   cudaStreamWaitEvent and cudaStreamSynchronize use the driver's
  *                   per-thread-default-stream (_ptsz) variants, as a program
  *                   built with --default-stream per-thread would.
  */
@@ -96,6 +100,7 @@ typedef gs_curesult (*pfn_cuStream)(gs_custream stream); /* Destroy, Synchronize
 typedef gs_curesult (*pfn_cuDeviceGetDefaultMemPool)(gs_cumempool *pool, gs_cudevice dev);
 typedef gs_curesult (*pfn_cuDeviceGetName)(char *name, int len, gs_cudevice dev);
 typedef gs_curesult (*pfn_cuDeviceTotalMem)(size_t *bytes, gs_cudevice dev);
+typedef gs_curesult (*pfn_cuEvent)(gs_cuevent event); /* Synchronize */
 
 /* The driver functions the runtime looks up (all of them must be found):
  * field, base name, type, cuGetProcAddress flags. `async` is the flag that
@@ -123,7 +128,6 @@ typedef gs_curesult (*pfn_cuDeviceTotalMem)(size_t *bytes, gs_cudevice dev);
     X(pool_create, "cuMemPoolCreate", gs_pfn_cuMemPoolCreate, 0)                   \
     X(pool_destroy, "cuMemPoolDestroy", gs_pfn_cuMemPoolDestroy, 0)                \
     X(pool_get, "cuMemPoolGetAttribute", gs_pfn_cuMemPoolGetAttribute, 0)          \
-    X(pool_set, "cuMemPoolSetAttribute", gs_pfn_cuMemPoolGetAttribute, 0)          \
     X(default_pool, "cuDeviceGetDefaultMemPool", pfn_cuDeviceGetDefaultMemPool, 0) \
     X(host_alloc, "cuMemHostAlloc", gs_pfn_cuMemHostAlloc, 0)                      \
     X(alloc_host, "cuMemAllocHost", gs_pfn_cuMemAllocHost_v2, 0)                   \
@@ -135,7 +139,18 @@ typedef gs_curesult (*pfn_cuDeviceTotalMem)(size_t *bytes, gs_cudevice dev);
     X(array_destroy, "cuArrayDestroy", gs_pfn_cuArrayDestroy, 0)                   \
     X(stream_create, "cuStreamCreate", pfn_cuStreamCreate, 0)                      \
     X(stream_destroy, "cuStreamDestroy", pfn_cuStream, 0)                          \
-    X(stream_sync, "cuStreamSynchronize", pfn_cuStream, async)
+    X(stream_sync, "cuStreamSynchronize", pfn_cuStream, async)                     \
+    SIM_DRIVER_EVENTS(X)
+
+/* Events and pool settings (cudaMallocAsync's users: PyTorch's backend). */
+#define SIM_DRIVER_EVENTS(X)                                                       \
+    X(event_create, "cuEventCreate", gs_pfn_cuEventCreate, 0)                      \
+    X(event_record, "cuEventRecord", gs_pfn_cuEventRecord, async)                  \
+    X(event_destroy, "cuEventDestroy", gs_pfn_cuEventDestroy_v2, 0)                \
+    X(event_sync, "cuEventSynchronize", pfn_cuEvent, 0)                            \
+    X(stream_wait, "cuStreamWaitEvent", gs_pfn_cuStreamWaitEvent, async)           \
+    X(pool_set, "cuMemPoolSetAttribute", gs_pfn_cuMemPoolSetAttribute, 0)          \
+    X(pool_trim, "cuMemPoolTrimTo", gs_pfn_cuMemPoolTrimTo, 0)
 
 static struct {
     gs_pfn_cuGetProcAddress get4;
@@ -604,7 +619,8 @@ SIM_EXPORT gs_cudaerror cudaMemPoolGetAttribute(gs_cumempool memPool, gs_cumempo
     return done(err != GS_cudaSuccess ? err : from_driver(drv.pool_get(memPool, attr, value)));
 }
 
-/* The same signature as the getter (NCCL's commAlloc sets the release threshold). */
+/* The same signature as the getter; enum cudaMemPoolAttr has the driver's values (NCCL's
+ * commAlloc and PyTorch's lazy_init_device set the release threshold). */
 SIM_EXPORT gs_cudaerror cudaMemPoolSetAttribute(gs_cumempool memPool, gs_cumempoolattr attr,
                                                 void *value)
 {
@@ -649,6 +665,61 @@ SIM_EXPORT gs_cudaerror cudaStreamSynchronize(gs_custream stream)
     gs_cudaerror err = bind_context();
 
     return done(err != GS_cudaSuccess ? err : from_driver(drv.stream_sync(stream)));
+}
+
+/* ---- events and pool settings --------------------------------------------- */
+
+/* Flags: cudaEventDefault 0, BlockingSync 1, DisableTiming 2, Interprocess
+ * 4, as the driver's CU_EVENT_*. */
+SIM_EXPORT gs_cudaerror cudaEventCreateWithFlags(gs_cuevent *event, unsigned int flags)
+{
+    gs_cudaerror err = bind_context();
+
+    return done(err != GS_cudaSuccess ? err : from_driver(drv.event_create(event, flags)));
+}
+
+SIM_EXPORT gs_cudaerror cudaEventCreate(gs_cuevent *event)
+{
+    return cudaEventCreateWithFlags(event, 0);
+}
+
+SIM_EXPORT gs_cudaerror cudaEventRecord(gs_cuevent event, gs_custream stream)
+{
+    gs_cudaerror err = bind_context();
+
+    return done(err != GS_cudaSuccess ? err : from_driver(drv.event_record(event, stream)));
+}
+
+SIM_EXPORT gs_cudaerror cudaEventDestroy(gs_cuevent event)
+{
+    gs_cudaerror err = driver_ready();
+
+    return done(err != GS_cudaSuccess ? err : from_driver(drv.event_destroy(event)));
+}
+
+SIM_EXPORT gs_cudaerror cudaEventSynchronize(gs_cuevent event)
+{
+    gs_cudaerror err = driver_ready();
+
+    return done(err != GS_cudaSuccess ? err : from_driver(drv.event_sync(event)));
+}
+
+/* Flags: cudaEventWaitDefault 0 or cudaEventWaitExternal 1. */
+SIM_EXPORT gs_cudaerror cudaStreamWaitEvent(gs_custream stream, gs_cuevent event,
+                                            unsigned int flags)
+{
+    gs_cudaerror err = bind_context();
+
+    return done(err != GS_cudaSuccess ? err
+                                      : from_driver(drv.stream_wait(stream, event, flags)));
+}
+
+SIM_EXPORT gs_cudaerror cudaMemPoolTrimTo(gs_cumempool memPool, size_t minBytesToKeep)
+{
+    gs_cudaerror err = bind_context();
+
+    return done(err != GS_cudaSuccess ? err
+                                      : from_driver(drv.pool_trim(memPool, minBytesToKeep)));
 }
 
 /* ---- pinned host memory -------------------------------------------------- */
