@@ -106,7 +106,7 @@ struct gs_rpycode {
 
 struct gs_revent {
     enum gs_record_type type; /* ALLOC, FREE, FREE_FAILED, ALLOC_FAILED, REF, POOL,
-                               * MARK, BLOCK_ALLOC, BLOCK_FREE */
+                               * MARK, BLOCK_ALLOC, BLOCK_FREE, GRAPH_NODE, GRAPH */
     uint64_t time_ns;         /* since the trace's start */
     uint32_t tid;
     uint32_t api;
@@ -119,6 +119,11 @@ struct gs_revent {
     uint64_t free_bytes, total_bytes;
     uint64_t pool, reserved, used; /* POOL */
     uint64_t parent;               /* ALLOC of a mapping: the handle it maps */
+    /* GRAPH_NODE (op: what), GRAPH (op: enum gs_graph_op; reserved, used:
+     * the graph pool's, when sampled) */
+    uint64_t graph, exec, flags;
+    uint32_t op;
+    int sampled;
     const char *label;             /* MARK: its label's bytes (not NUL-terminated, any
                                     * bytes), valid during the callback */
     size_t label_len;
