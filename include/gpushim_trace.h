@@ -235,16 +235,18 @@ enum gs_record_type {
                                * varint bytes of graph allocations live, varint
                                * sampled reserved, varint sampled used, varint
                                * samples, varint peak reserved, varint launches,
-                               * varint launches failed; 1, a graph, an executable or
+                               * varint launches failed, varint stack id and varint
+                               * api of the call that last grew it, varint reserved
+                               * bytes then; 1, a graph, an executable or
                                * a capture: varint which (0 graph, 1 executable, 2 a
                                * capture under way), varint handle (the stream of a
                                * capture), varint graph (of an executable), varint
                                * flags, zz device, varint launches, varint n, n x
                                * (varint what, varint addr, varint size, varint stack
                                * id, varint api, zz device): its memory nodes in
-                               * order; 2, a graph allocation live: varint addr,
-                               * varint size, zz device (analyzer/graphs.c). Older
-                               * readers skip it */
+                               * order; 2, a graph allocation live (after the
+                               * CKPT_ALLOC of it): varint addr, zz device
+                               * (analyzer/graphs.c). Older readers skip it */
 
     /* Python stacks (types 48..51; 49..51 are reserved for them) */
     GS_REC_PYCODE = 48,       /* varint code id (1..GS_PY_MAX_CODE), string file,
