@@ -486,6 +486,13 @@ static void write_graphs(struct out *o, const struct gs_replay *r)
         }
         emit(o, GS_REC_CKPT_GRAPH);
     }
+    if (g->pending) { /* a launch that failed for memory, its failure still to come */
+        begin(o);
+        put_u(o, 3);
+        put_u(o, g->pending_tid);
+        put_u(o, g->pending_exec);
+        emit(o, GS_REC_CKPT_GRAPH);
+    }
     for (size_t i = 0; i < r->nallocs && !o->failed; i++) {
         const struct gs_live_alloc *a = &r->allocs[i];
         uint64_t v;

@@ -429,5 +429,14 @@ int gs_graphs_load(struct gs_replay *r, struct gs_cursor *c)
             return -1;
         return gs_idmap_put(r->graphs.live, addr, (uint64_t)(d + 1));
     }
+    if (what == 3) {
+        uint64_t tid = u(c), exec = u(c);
+        if (c->bad || tid > UINT32_MAX)
+            return -1;
+        r->graphs.pending = 1;
+        r->graphs.pending_tid = (uint32_t)tid;
+        r->graphs.pending_exec = exec;
+        return 0;
+    }
     return 0; /* a newer writer's */
 }

@@ -245,8 +245,10 @@ enum gs_record_type {
                                * (varint what, varint addr, varint size, varint stack
                                * id, varint api, zz device): its memory nodes in
                                * order; 2, a graph allocation live (after the
-                               * CKPT_ALLOC of it): varint addr, zz device
-                               * (analyzer/graphs.c). Older readers skip it */
+                               * CKPT_ALLOC of it): varint addr, zz device; 3, a
+                               * launch that failed for memory whose failed
+                               * allocation is still to come: varint tid, varint
+                               * exec (analyzer/graphs.c). Older readers skip it */
 
     /* Python stacks (types 48..51; 49..51 are reserved for them) */
     GS_REC_PYCODE = 48,       /* varint code id (1..GS_PY_MAX_CODE), string file,
