@@ -445,6 +445,11 @@ static void write_graphs(struct out *o, const struct gs_replay *r)
     const struct gs_graphs *g = &r->graphs;
     if (!g->seen)
         return;
+    begin(o);
+    put_u(o, 4);
+    put_u(o, g->nodes);
+    put_u(o, g->execs_made);
+    emit(o, GS_REC_CKPT_GRAPH);
     for (int d = 0; d <= GS_MAX_DEVICES && !o->failed; d++) {
         const struct gs_graph_pool *p = &g->pools[d];
         if (!p->seen)

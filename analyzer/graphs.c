@@ -438,5 +438,13 @@ int gs_graphs_load(struct gs_replay *r, struct gs_cursor *c)
         r->graphs.pending_exec = exec;
         return 0;
     }
+    if (what == 4) {
+        uint64_t nodes = u(c), execs = u(c);
+        if (c->bad)
+            return -1;
+        r->graphs.nodes = nodes;
+        r->graphs.execs_made = execs;
+        return 0;
+    }
     return 0; /* a newer writer's */
 }

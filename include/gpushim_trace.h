@@ -248,7 +248,9 @@ enum gs_record_type {
                                * CKPT_ALLOC of it): varint addr, zz device; 3, a
                                * launch that failed for memory whose failed
                                * allocation is still to come: varint tid, varint
-                               * exec (analyzer/graphs.c). Older readers skip it */
+                               * exec; 4, the totals: varint memory nodes recorded,
+                               * varint executables instantiated
+                               * (analyzer/graphs.c). Older readers skip it */
 
     /* Python stacks (types 48..51; 49..51 are reserved for them) */
     GS_REC_PYCODE = 48,       /* varint code id (1..GS_PY_MAX_CODE), string file,

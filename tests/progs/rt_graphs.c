@@ -47,6 +47,12 @@
  *     destroyed; trim;
  *   native_private_pool: capture on s2 with a 2 MiB segment cudaMalloc'd
  *     under a relaxed guard; instantiate, replay, reset; the segment freed.
+ * An argument stops the program (exit 0, nothing freed) at that point:
+ * "captured" (after the first capture), "replayed" (after its replays),
+ * "kept" (after the node graph's launch). "churn" runs the whole schedule
+ * with 1.5 million cudaMallocAsync/cudaFreeAsync pairs of 512 bytes after the
+ * replays, while the executable and its output live (enough events for a
+ * trace bounded at 4 MiB to start over from a checkpoint).
  */
 #include <stdint.h>
 #include <string.h>
@@ -87,6 +93,14 @@ gs_cudaerror cudaDeviceGetGraphMemAttribute(int device, int attr, void *value);
 #define cudaErrorMemoryAllocation 2
 
 static gs_custream s, s2;
+static const char *stop;
+static int churn;
+
+static void stop_at(const char *where)
+{
+    if (stop && strcmp(stop, where) == 0)
+        exit(0);
+}
 
 /* The device's memory this process holds now, and the graph pool's. */
 static void expect_used(size_t bytes, uint64_t reserved, uint64_t used)
@@ -159,11 +173,16 @@ __attribute__((noinline)) static void async_backend_capture(void)
     void *out = async_backend_forward();
     gs_cugraphexec exec = capture_end(s);
     expect_used(8 * MiB, 0, 0); /* nothing allocated at capture */
+    stop_at("captured");
     EXPECT(cudaGraphUpload(exec, s), 0);
     expect_used(18 * MiB, 10 * MiB, 0); /* set aside: t2 and t3 at once */
     for (int i = 0; i < 3; i++)
         replay(exec, s);
+    for (int i = 0; churn && i < 1500000; i++)
+        free_async(malloc_async(512, s), s);
+    EXPECT(cudaStreamSynchronize(s), 0); /* the stream-ordered pool back to 8 */
     expect_used(18 * MiB, 10 * MiB, 2 * MiB); /* out lives on */
+    stop_at("replayed");
     free_async(out, s);
     EXPECT(cudaGraphExecDestroy(exec), 0);
     expect_used(18 * MiB, 10 * MiB, 0); /* the pool keeps it */
@@ -211,6 +230,7 @@ __attribute__((noinline)) static void node_graph(void)
     EXPECT(cudaGraphInstantiateWithFlags(&exec, graph, 0), 0);
     replay(exec, s);
     expect_used(24 * MiB, 16 * MiB, 4 * MiB);
+    stop_at("kept");
     EXPECT(cudaGraphLaunch(exec, s), 1); /* keep is live: cudaErrorInvalidValue */
     EXPECT(cudaFree(keep), 0);
     expect_used(24 * MiB, 16 * MiB, 0);
@@ -258,8 +278,10 @@ __attribute__((noinline)) static void native_private_pool(void)
     EXPECT(cudaFree(segment), 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    stop = argc > 1 ? argv[1] : NULL;
+    churn = stop && strcmp(stop, "churn") == 0;
     EXPECT(cudaStreamCreate(&s), 0);
     EXPECT(cudaStreamCreate(&s2), 0);
     void *weights = malloc_async(8 * MiB, s);

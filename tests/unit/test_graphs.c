@@ -243,6 +243,8 @@ static void agree(const struct gs_replay *x, const struct gs_replay *y, size_t c
     for (size_t i = 0; i < sizeof fa / sizeof fa[0]; i++)
         ASSERT_U64(fa[i], fb[i], "cut %zu: pool figure %zu", cut, i);
     ASSERT_U64(x->graphs.nobjs, y->graphs.nobjs, "cut %zu: graphs", cut);
+    ASSERT_U64(x->graphs.nodes, y->graphs.nodes, "cut %zu: nodes", cut);
+    ASSERT_U64(x->graphs.execs_made, y->graphs.execs_made, "cut %zu: instantiated", cut);
     ASSERT_U64(x->nfailures, y->nfailures, "cut %zu: failures", cut);
     for (size_t i = 0; i < x->nfailures; i++) {
         ASSERT_U64(x->failures[i].requested, y->failures[i].requested, "cut %zu", cut);
