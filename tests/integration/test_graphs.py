@@ -71,9 +71,8 @@ def test_replays_hold_the_graph_pool_and_the_output():
     eq(fn(j["leaks"]["sites"][2], 1), "async_backend_forward", "the output's own call site")
     eq(pool(j), (10 * MiB, 2 * MiB, 10 * MiB, 2 * MiB, 3, 0), "reserved 10, used 2, 3 launches")
     eq([n[3] for n in nodes(j)], [False, False, False, True], "only the output is live")
-    eq([(s["bytes"], fn(s, 1)) for s in j["leaks"]["suspects"]],
-       [(2 * MiB, "async_backend_forward")],
-       "the output, live at the exit, is a suspect; the pool's reserve is not")
+    check(all(s["api"] != "cuGraphUpload" for s in j["leaks"]["suspects"]),
+          f"the pool's reserve is no leak suspect: {j['leaks']['suspects']}")
     text = report(trace).stdout
     check("CUDA graph pool on device 0: reserved 10.00 MiB (up to 10.00 MiB), used 2.00 MiB; "
           "1 graph instantiated, 3 launches" in text, f"the pool's line: {text}")
