@@ -3,7 +3,9 @@
  *
  * Owns: devices, primary contexts, the thread's current context, streams,
  * memory pools, the device-memory allocator, virtual memory management,
- * pinned host memory, arrays, IPC handles and cuGetProcAddress. It lets
+ * pinned host memory, arrays, IPC handles, CUDA graphs (stream capture,
+ * graph memory nodes, the graph memory pool: the section "CUDA graphs")
+ * and cuGetProcAddress. It lets
  * gpushim's tests run where there is no GPU: it exports the real driver's
  * names with the real ABIs (the gs_ declarations of include/gpushim_cuda.h)
  * and behaves like the real driver wherever a memory profiler can tell.
