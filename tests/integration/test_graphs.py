@@ -8,6 +8,8 @@ its schedule's, on a 64 MiB device: nothing is allocated at capture; the
 graph pool holds what a launch uses at once (10 MiB for the captured graph,
 16 MiB for the node graph) until trimmed, and counts in the peak.
 """
+import os
+
 from harness import E, MiB, check, eq, one_trace, report, report_json, run
 
 ENV = {"SIMCUDA_MEMORY": "64M"}
@@ -118,6 +120,14 @@ def test_the_whole_schedule():
     text = report(trace).stdout
     check("cuGraphLaunch of 52.00 MiB on device 0: CUDA_ERROR_OUT_OF_MEMORY" in text,
           f"the failure in the text report: {text}")
+    html = os.path.join(os.path.dirname(trace), "r.html")
+    r = run([E.gpushim, "export", "--format=html", "-o", html, trace], shim=False)
+    eq(r.rc, 0, r.err)
+    page = open(html).read()
+    row = ('<tr><td class="num" data-v="0">0</td><td class="num" data-v="0">0 B</td>'
+           '<td class="num" data-v="16777216">16.00 MiB</td><td class="num" data-v="0">0 B</td>'
+           '<td class="num" data-v="5">5</td><td class="num" data-v="2">2</td></tr>')
+    check('id="graph-pools"' in page and row in page, "the HTML page's graph pool table")
 
 
 def test_a_bounded_trace_carries_the_graphs_over():
@@ -133,3 +143,44 @@ def test_a_bounded_trace_carries_the_graphs_over():
     eq(sites(j, "peak"), sites(whole, "peak"), "the same sites at the peak")
     eq(j["graphs"], whole["graphs"], "the same graphs figures")
     eq(j["events"]["allocations"], whole["events"]["allocations"] + 1_500_000, "and the churn")
+
+
+LOOKUPS = r'''
+import ctypes, sys
+drv, shim = ctypes.CDLL(sys.argv[1]), ctypes.CDLL(sys.argv[2])
+get = drv.cuGetProcAddress_v2
+def addr(f):
+    return ctypes.cast(f, ctypes.c_void_p).value
+for base, version, ptsz, name in [
+        ("cuStreamBeginCapture", 12000, 0, "cuStreamBeginCapture_v2"),
+        ("cuStreamBeginCapture", 12000, 2, "cuStreamBeginCapture_v2_ptsz"),
+        ("cuStreamEndCapture", 12000, 0, "cuStreamEndCapture"),
+        ("cuStreamEndCapture", 12000, 2, "cuStreamEndCapture_ptsz"),
+        ("cuGraphAddMemAllocNode", 12000, 0, "cuGraphAddMemAllocNode"),
+        ("cuGraphAddMemFreeNode", 12000, 0, "cuGraphAddMemFreeNode"),
+        ("cuGraphInstantiate", 12000, 0, "cuGraphInstantiateWithFlags"),
+        ("cuGraphInstantiateWithFlags", 12000, 0, "cuGraphInstantiateWithFlags"),
+        ("cuGraphUpload", 12000, 2, "cuGraphUpload_ptsz"),
+        ("cuGraphLaunch", 12000, 0, "cuGraphLaunch"),
+        ("cuGraphLaunch", 12000, 2, "cuGraphLaunch_ptsz"),
+        ("cuGraphExecDestroy", 12000, 0, "cuGraphExecDestroy"),
+        ("cuGraphDestroy", 12000, 0, "cuGraphDestroy"),
+        ("cuDeviceGraphMemTrim", 12000, 0, "cuDeviceGraphMemTrim")]:
+    p, status = ctypes.c_void_p(), ctypes.c_int()
+    rc = get(base.encode(), ctypes.byref(p), version, ctypes.c_uint64(ptsz), ctypes.byref(status))
+    ours = addr(getattr(shim, name))
+    print(name, rc == 0 and p.value == ours, addr(getattr(drv, name)) == ours)
+'''
+
+
+def test_every_graph_function_reaches_the_shim():
+    if E.sanitized or E.wrapper:
+        return "Python is not run under sanitizers or valgrind here"
+    import sys
+    r = run([sys.executable, "-c", LOOKUPS, os.path.join(E.build, "sim", "libcuda.so.1"),
+             E.shim])
+    eq(r.rc, 0, r.err)
+    lines = r.out.split("\n")[:-1]
+    eq(len(lines), 14, r.out)
+    eq([l for l in lines if not l.endswith(" True True")], [],
+       "cuGetProcAddress and dlsym both hand out the shim's wrapper")
