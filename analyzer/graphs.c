@@ -110,7 +110,8 @@ static int add_node(struct gs_graph_obj *o, const struct gs_graph_node *n)
 }
 
 /* What the pool holds beyond its live allocations, as the analyzer's own
- * allocation; at site (of stack_id) when it grows, else where it was. */
+ * allocation, at the call site of the call (stack_id, api; 0: none) that
+ * last grew the pool. */
 static void set_reserve(struct gs_replay *r, struct gs_graph_pool *p, uint32_t stack_id,
                         uint32_t api, uint64_t now)
 {
@@ -124,6 +125,10 @@ static void set_reserve(struct gs_replay *r, struct gs_graph_pool *p, uint32_t s
         p->api = api;
     }
     p->prev_reserved = p->reserved;
+    if (p->reserved > p->peak_reserved)
+        p->peak_reserved = p->reserved;
+    if (!held && !idle)
+        return;
     stack_id = p->stack_id;
     api = p->api;
     if (held && gs_replay_site(r, stack_id, GS_KIND_DEVICE, 0) == &r->sites[held->site]) {
@@ -136,11 +141,7 @@ static void set_reserve(struct gs_replay *r, struct gs_graph_pool *p, uint32_t s
             s->api = api;
         site = (uint32_t)(s - r->sites);
     }
-    if (!held && !idle)
-        return;
     gs_replay_set_held(r, GS_SPACE_GRAPH_POOL, key, idle, site, device, now);
-    if (p->reserved > p->peak_reserved)
-        p->peak_reserved = p->reserved;
 }
 
 /* The driver's figures after a call: what the pool holds. */
