@@ -50,7 +50,7 @@
  * An argument stops the program (exit 0, nothing freed) at that point:
  * "captured" (after the first capture), "replayed" (after its replays),
  * "kept" (after the node graph's launch). "churn" runs the whole schedule
- * with 1.5 million cudaMallocAsync/cudaFreeAsync pairs of 512 bytes after the
+ * with 4 million cudaMallocAsync/cudaFreeAsync pairs of 512 bytes after the
  * replays, while the executable and its output live (enough events for a
  * trace bounded at 4 MiB to start over from a checkpoint).
  */
@@ -178,7 +178,7 @@ __attribute__((noinline)) static void async_backend_capture(void)
     expect_used(18 * MiB, 10 * MiB, 0); /* set aside: t2 and t3 at once */
     for (int i = 0; i < 3; i++)
         replay(exec, s);
-    for (int i = 0; churn && i < 1500000; i++)
+    for (int i = 0; churn && i < 4000000; i++)
         free_async(malloc_async(512, s), s);
     EXPECT(cudaStreamSynchronize(s), 0); /* the stream-ordered pool back to 8 */
     expect_used(18 * MiB, 10 * MiB, 2 * MiB); /* out lives on */
