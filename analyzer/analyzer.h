@@ -106,7 +106,7 @@ struct gs_rpycode {
 
 struct gs_revent {
     enum gs_record_type type; /* ALLOC, FREE, FREE_FAILED, ALLOC_FAILED, REF, POOL,
-                               * MARK, BLOCK_ALLOC, BLOCK_FREE */
+                               * MARK, BLOCK_ALLOC, BLOCK_FREE, GRAPH_NODE, GRAPH */
     uint64_t time_ns;         /* since the trace's start */
     uint32_t tid;
     uint32_t api;
@@ -119,6 +119,11 @@ struct gs_revent {
     uint64_t free_bytes, total_bytes;
     uint64_t pool, reserved, used; /* POOL */
     uint64_t parent;               /* ALLOC of a mapping: the handle it maps */
+    /* GRAPH_NODE (op: what), GRAPH (op: enum gs_graph_op; reserved, used:
+     * the graph pool's, when sampled) */
+    uint64_t graph, exec, flags;
+    uint32_t op;
+    int sampled;
     const char *label;             /* MARK: its label's bytes (not NUL-terminated, any
                                     * bytes), valid during the callback */
     size_t label_len;
@@ -370,6 +375,52 @@ struct gs_pycode {
     uint32_t id;
     uint32_t first_line;
     char *file, *function;
+};
+
+/* ---- graphs.c: CUDA graphs (README.md "CUDA graphs") ---- */
+/* A memory node, as recorded. */
+struct gs_graph_node {
+    uint64_t addr, size; /* size: allocation nodes */
+    uint32_t stack_id, api;
+    int32_t device;
+    uint32_t is_free;
+};
+enum gs_graph_which { GS_GRAPH_OBJ_GRAPH = 0, GS_GRAPH_OBJ_EXEC, GS_GRAPH_OBJ_CAPTURE };
+/* A graph, an executable (with the nodes of its graph when instantiated) or
+ * a capture under way (by its stream). */
+struct gs_graph_obj {
+    uint32_t which;   /* enum gs_graph_which */
+    uint64_t handle;  /* CUgraph, CUgraphExec, or the capturing stream */
+    uint64_t graph;   /* an executable's graph */
+    uint64_t flags;   /* an executable's instantiation flags */
+    int32_t device;   /* of its first node (-1: none) */
+    uint64_t launches;
+    struct gs_graph_node *nodes;
+    size_t n, cap;
+};
+/* A device's graph memory pool (index GS_MAX_DEVICES: an unknown device). */
+struct gs_graph_pool {
+    int seen;
+    uint64_t reserved;    /* what it holds, as the replay follows it */
+    uint64_t live;        /* bytes of graph allocations live */
+    uint64_t sampled_reserved, sampled_used, samples; /* the driver's, at the last sample */
+    uint64_t peak_reserved;
+    uint64_t launches, launches_failed;
+    uint32_t stack_id, api; /* the call that last grew it (its reserve is held there) */
+    uint64_t prev_reserved; /* reserved when the reserve was last set */
+};
+struct gs_graphs {
+    int seen; /* any graph record */
+    struct gs_graph_obj *objs;
+    size_t nobjs, objs_cap;
+    struct gs_graph_pool pools[GS_MAX_DEVICES + 1];
+    struct gs_idmap *live; /* graph allocation address -> device + 1 */
+    uint64_t nodes;        /* memory nodes recorded */
+    uint64_t execs_made;   /* executables instantiated */
+    /* a launch that failed for memory, whose failed allocation comes next */
+    int pending;
+    uint32_t pending_tid;
+    uint64_t pending_exec;
 };
 
 /* A live allocation. */
@@ -634,6 +685,7 @@ struct gs_replay {
     struct gs_postmortem *postmortems; /* oom.c: one per failure, the first GS_POSTMORTEMS */
     struct gs_timeline *device_timelines[GS_MAX_DEVICES + 1]; /* the same per device, made
                                                               * on its first change */
+    struct gs_graphs graphs; /* graphs.c: CUDA graphs */
 };
 
 /* What the device's page size adds to an allocation of size bytes: the
@@ -799,6 +851,31 @@ const char *gs_outcome_name(uint32_t outcome);
 uint64_t gs_outcome_unrecovered(const struct gs_replay *r);
 /* The replay's own handling of an allocation (replay.c), for one held apart. */
 void gs_replay_apply_alloc(struct gs_replay *r, const struct gs_revent *e);
+/* And of a free (for a graph's free node). */
+void gs_replay_apply_free(struct gs_replay *r, const struct gs_revent *e);
+/* Sets the analyzer's own device allocation at (space, addr) to size bytes
+ * at site (0 bytes: ends it), counted in no allocation total: a graph
+ * pool's reserve beyond its live allocations. */
+void gs_replay_set_held(struct gs_replay *r, uint32_t space, uint64_t addr, uint64_t size,
+                        uint32_t site, int32_t device, uint64_t now);
+
+/* ---- graphs.c ---- */
+void gs_graphs_init(struct gs_graphs *g);
+void gs_graphs_free(struct gs_graphs *g);
+/* A GS_REC_GRAPH_NODE or GS_REC_GRAPH event. */
+void gs_graphs_event(struct gs_replay *r, const struct gs_revent *e);
+/* A failed allocation: that of a launch that failed for memory is tied to
+ * the graph's allocation node that did not fit (*out, returned), else e. */
+const struct gs_revent *gs_graphs_failure(struct gs_replay *r, const struct gs_revent *e,
+                                          struct gs_revent *out);
+/* Around a free of a device address: a graph allocation's bytes go back to
+ * its pool (taken before the free, returned after it). */
+int gs_graphs_take(struct gs_replay *r, uint64_t addr, int32_t *device);
+void gs_graphs_returned(struct gs_replay *r, int32_t device, uint64_t size, uint64_t now);
+/* A GS_REC_CKPT_GRAPH record (checkpoint.c writes them): 0, or -1 if bad. */
+int gs_graphs_load(struct gs_replay *r, struct gs_cursor *c);
+/* The number of graphs, executables alive. */
+size_t gs_graphs_count(const struct gs_graphs *g, enum gs_graph_which which);
 
 /* ---- pyframes.c: Python frames in call sites ---- */
 struct gs_symbolizer;

@@ -7,7 +7,8 @@
  * code object and stack, every thread's latest name (GS_REC_THREAD), then
  * the checkpoint records (include/gpushim_trace.h): totals,
  * devices, kinds, sites, live allocations, pools, failures with their
- * outcomes, the chains of retries still open (outcome.c) and the frees a
+ * outcomes, the chains of retries still open (outcome.c), CUDA graphs
+ * (graphs.c: their pools, graphs, executables, captures) and the frees a
  * FREE_FAILED may still undo; and, for a run that used the public API, its
  * mark labels, recent marks and steps, blocks, block sites and
  * fragmentation figures (marks.c, blocks.c). The analyzer loads them (gs_checkpoint_load,
@@ -437,6 +438,80 @@ static void write_pools(struct out *o, const struct gs_replay *r)
     }
 }
 
+/* CUDA graphs (graphs.c): after the live allocations, which the last part
+ * names. Written only for a run that used them. */
+static void write_graphs(struct out *o, const struct gs_replay *r)
+{
+    const struct gs_graphs *g = &r->graphs;
+    if (!g->seen)
+        return;
+    begin(o);
+    put_u(o, 4);
+    put_u(o, g->nodes);
+    put_u(o, g->execs_made);
+    emit(o, GS_REC_CKPT_GRAPH);
+    for (int d = 0; d <= GS_MAX_DEVICES && !o->failed; d++) {
+        const struct gs_graph_pool *p = &g->pools[d];
+        if (!p->seen)
+            continue;
+        begin(o);
+        put_u(o, 0);
+        put_s(o, d < GS_MAX_DEVICES ? d : GS_DEVICE_UNKNOWN);
+        put_u(o, p->reserved);
+        put_u(o, p->live);
+        put_u(o, p->sampled_reserved);
+        put_u(o, p->sampled_used);
+        put_u(o, p->samples);
+        put_u(o, p->peak_reserved);
+        put_u(o, p->launches);
+        put_u(o, p->launches_failed);
+        put_u(o, p->stack_id);
+        put_u(o, p->api);
+        put_u(o, p->prev_reserved);
+        emit(o, GS_REC_CKPT_GRAPH);
+    }
+    for (size_t i = 0; i < g->nobjs && !o->failed; i++) {
+        const struct gs_graph_obj *x = &g->objs[i];
+        begin(o);
+        put_u(o, 1);
+        put_u(o, x->which);
+        put_u(o, x->handle);
+        put_u(o, x->graph);
+        put_u(o, x->flags);
+        put_s(o, x->device);
+        put_u(o, x->launches);
+        put_u(o, x->n);
+        for (size_t k = 0; k < x->n; k++) {
+            put_u(o, x->nodes[k].is_free);
+            put_u(o, x->nodes[k].addr);
+            put_u(o, x->nodes[k].size);
+            put_u(o, x->nodes[k].stack_id);
+            put_u(o, x->nodes[k].api);
+            put_s(o, x->nodes[k].device);
+        }
+        emit(o, GS_REC_CKPT_GRAPH);
+    }
+    if (g->pending) { /* a launch that failed for memory, its failure still to come */
+        begin(o);
+        put_u(o, 3);
+        put_u(o, g->pending_tid);
+        put_u(o, g->pending_exec);
+        emit(o, GS_REC_CKPT_GRAPH);
+    }
+    for (size_t i = 0; i < r->nallocs && !o->failed; i++) {
+        const struct gs_live_alloc *a = &r->allocs[i];
+        uint64_t v;
+        if (a->space != GS_SPACE_ADDRESS || !gs_replay_slot_live(r, i) ||
+            gs_idmap_get(g->live, a->addr, &v) != 0)
+            continue;
+        begin(o);
+        put_u(o, 2);
+        put_u(o, a->addr);
+        put_s(o, (int64_t)v - 1);
+        emit(o, GS_REC_CKPT_GRAPH);
+    }
+}
+
 static void write_failures(struct out *o, const struct gs_replay *r)
 {
     for (size_t i = 0; i < r->nfailures && !o->failed; i++) {
@@ -636,6 +711,7 @@ int gs_checkpoint_write(const struct gs_replay *r,
     write_kinds(o, r);
     write_sites(o, r); /* before the allocations that name them */
     write_live(o, r);
+    write_graphs(o, r);
     write_pools(o, r);
     write_failures(o, r);
     write_chains(o, r);
@@ -1099,7 +1175,8 @@ int gs_checkpoint_load(struct gs_replay *r, uint8_t type, const uint8_t *payload
     if (type == GS_REC_CKPT_BEGIN)
         return load_begin(r, &c);
     int api = type >= GS_REC_CKPT_API_FIRST && type <= GS_REC_CKPT_API_LAST;
-    if (!api && (type < GS_REC_CKPT_FIRST || type > GS_REC_CKPT_CHAIN))
+    if (!api && (type < GS_REC_CKPT_FIRST ||
+                 (type > GS_REC_CKPT_CHAIN && type != GS_REC_CKPT_GRAPH)))
         return 0; /* a newer writer's: skipped, as unknown records are */
     if (!r->checkpoint.open)
         return -1; /* its BEGIN was lost, or it comes after the END or an event */
@@ -1117,6 +1194,7 @@ int gs_checkpoint_load(struct gs_replay *r, uint8_t type, const uint8_t *payload
     case GS_REC_CKPT_FAILURE: rc = load_failure(r, &c); break;
     case GS_REC_CKPT_RECENT_FREE: rc = load_recent(r, &c); break;
     case GS_REC_CKPT_CHAIN: rc = load_chain(r, &c); break;
+    case GS_REC_CKPT_GRAPH: rc = gs_graphs_load(r, &c); break;
     default: return load_end(r, &c);
     }
     if (rc == 0)

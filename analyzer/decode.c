@@ -42,7 +42,7 @@ static int event(struct gs_cursor *c, struct block_state *bs, uint8_t type, stru
     e->api = (uint32_t)u(c);
     e->device = device(c);
     uint64_t addr = bs->addr;
-    if (type != GS_REC_ALLOC_FAILED && type != GS_REC_POOL) {
+    if (type != GS_REC_ALLOC_FAILED && type != GS_REC_POOL && type != GS_REC_GRAPH) {
         addr += (uint64_t)s(c);
         e->addr = addr;
     }
@@ -69,6 +69,25 @@ static int event(struct gs_cursor *c, struct block_state *bs, uint8_t type, stru
         break;
     case GS_REC_POOL:
         e->pool = u(c);
+        e->reserved = u(c);
+        e->used = u(c);
+        break;
+    case GS_REC_GRAPH_NODE:
+        e->size = u(c);
+        e->stack_id = (uint32_t)u(c);
+        e->graph = u(c);
+        e->stream = u(c);
+        e->op = (uint32_t)u(c);
+        break;
+    case GS_REC_GRAPH:
+        e->op = (uint32_t)u(c);
+        e->graph = u(c);
+        e->exec = u(c);
+        e->stream = u(c);
+        e->flags = u(c);
+        e->result = (uint32_t)u(c);
+        e->stack_id = (uint32_t)u(c);
+        e->sampled = u(c) != 0;
         e->reserved = u(c);
         e->used = u(c);
         break;
@@ -221,6 +240,8 @@ uint64_t gs_decode_block(const uint8_t *raw, size_t len, const struct gs_reader_
         case GS_REC_ALLOC_FAILED:
         case GS_REC_REF:
         case GS_REC_POOL:
+        case GS_REC_GRAPH_NODE:
+        case GS_REC_GRAPH:
             bad = event(&c, &bs, type, &e);
             if (!bad && ops->event)
                 ops->event(ctx, &e);

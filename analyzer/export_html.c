@@ -483,6 +483,44 @@ static const char script[] =
     "  });\n"
     "});\n";
 
+/* Each device's CUDA graph pool (graphs.c), for a trace with graphs. */
+static const struct gs_html_col graph_pool_cols[] = {{"device", 1, NULL},
+                                                     {"reserved at the end", 1, NULL},
+                                                     {"reserved at most", 1, NULL},
+                                                     {"used by live graph allocations", 1, NULL},
+                                                     {"launches", 1, NULL},
+                                                     {"launches failed", 1, NULL}};
+
+static void graph_pool_cell(void *ctx, size_t row, size_t col, struct gs_html_cell *c)
+{
+    struct devices_ctx *s = ctx;
+    int d = s->index[row];
+    const struct gs_graph_pool *p = &s->r->graphs.pools[d];
+    const uint64_t v[] = {0, p->reserved, p->peak_reserved, p->live, p->launches,
+                          p->launches_failed};
+    c->text = s->text;
+    if (col == 0) {
+        device_cell(ctx, row, col, c);
+    } else if (col <= 3) {
+        key_u(c, v[col]);
+        gs_human_bytes(v[col], s->text, sizeof s->text);
+    } else {
+        key_u(c, v[col]);
+        snprintf(s->text, sizeof s->text, "%" PRIu64, v[col]);
+    }
+}
+
+static void graph_pools(FILE *out, struct devices_ctx *dc)
+{
+    size_t n = 0;
+    for (int d = 0; d <= GS_MAX_DEVICES; d++)
+        if (dc->r->graphs.pools[d].seen)
+            dc->index[n++] = d;
+    if (dc->r->graphs.seen)
+        gs_html_table(out, "graph-pools", "CUDA graph pools (graph memory, counted as device memory)",
+                      graph_pool_cols, 6, n, graph_pool_cell, dc);
+}
+
 void gs_export_html(FILE *out, const struct gs_report *rep)
 {
     const struct gs_replay *r = rep->replay;
@@ -530,6 +568,8 @@ void gs_export_html(FILE *out, const struct gs_report *rep)
     }
     if (!ndev)
         fputs("<p class=\"none\">no device memory was used</p>\n", out);
+    if (dc)
+        graph_pools(out, dc);
     free(dc);
 
     struct gs_suspect *sus = NULL;

@@ -100,6 +100,20 @@ static const char *const api_names[GS_API_COUNT] = {
     NAME(gpushim_torch_alloc),
     NAME(gpushim_torch_free),
     NAME(cuMulticastCreate),
+    NAME(cuStreamBeginCapture_v2),
+    NAME(cuStreamBeginCapture_v2_ptsz),
+    NAME(cuStreamEndCapture),
+    NAME(cuStreamEndCapture_ptsz),
+    NAME(cuGraphAddMemAllocNode),
+    NAME(cuGraphAddMemFreeNode),
+    NAME(cuGraphInstantiateWithFlags),
+    NAME(cuGraphUpload),
+    NAME(cuGraphUpload_ptsz),
+    NAME(cuGraphLaunch),
+    NAME(cuGraphLaunch_ptsz),
+    NAME(cuGraphExecDestroy),
+    NAME(cuGraphDestroy),
+    NAME(cuDeviceGraphMemTrim),
 #undef NAME
 };
 
@@ -153,6 +167,7 @@ static void init_state(struct gs_replay *r)
     r->free_slot = SIZE_MAX;
     gs_marks_init(&r->marks);
     gs_blocks_init(&r->blocks);
+    gs_graphs_init(&r->graphs);
 }
 
 static void free_state(struct gs_replay *r)
@@ -169,6 +184,7 @@ static void free_state(struct gs_replay *r)
     gs_idmap_free(r->sites_by_key);
     gs_marks_free(&r->marks);
     gs_blocks_free(&r->blocks);
+    gs_graphs_free(&r->graphs);
     gs_growth_free(&r->growth);
     free(r->postmortems);
     gs_timelines_free(r);
@@ -720,6 +736,12 @@ static void on_free(struct gs_replay *r, const struct gs_revent *e)
 {
     int found = -1;
     uint64_t before = r->live_bytes;
+    int32_t graph_device = 0; /* a graph allocation's: its pool keeps the bytes */
+    struct gs_live_alloc *graph_alloc =
+        e->space == GS_SPACE_ADDRESS && gs_graphs_take(r, e->addr, &graph_device)
+            ? find_live(r, GS_SPACE_ADDRESS, e->addr)
+            : NULL;
+    uint64_t graph_size = graph_alloc ? graph_alloc->size : 0;
     if (e->space == GS_SPACE_MAPPING && e->size)
         found = unmap_range(r, e->addr, e->size, e->tid);
     else if (e->space < GS_SPACE_COUNT)
@@ -732,6 +754,8 @@ static void on_free(struct gs_replay *r, const struct gs_revent *e)
     }
     if (r->nchains && r->live_bytes < before)
         gs_outcome_on_freed(r, e->tid, before - r->live_bytes);
+    if (graph_size)
+        gs_graphs_returned(r, graph_device, graph_size, e->time_ns);
 }
 
 static void on_free_failed(struct gs_replay *r, const struct gs_revent *e)
@@ -831,8 +855,31 @@ static void on_alloc_failed(struct gs_replay *r, const struct gs_revent *e)
 
 void gs_replay_apply_alloc(struct gs_replay *r, const struct gs_revent *e) { on_alloc(r, e); }
 
+void gs_replay_apply_free(struct gs_replay *r, const struct gs_revent *e) { on_free(r, e); }
+
+void gs_replay_set_held(struct gs_replay *r, uint32_t space, uint64_t addr, uint64_t size,
+                        uint32_t site, int32_t device, uint64_t now)
+{
+    struct gs_live_alloc old;
+    if (take(r, space, addr, &old) == 0)
+        remove_live(r, &old);
+    struct gs_live_alloc a = {.addr = addr,
+                              .size = size,
+                              .time_ns = now,
+                              .site = site,
+                              .device = device,
+                              .kind = GS_KIND_DEVICE,
+                              .space = space,
+                              .refs = 1};
+    if (size && gs_replay_insert(r, &a) == 0)
+        add_live(r, &a, now);
+}
+
 void gs_replay_event(struct gs_replay *r, const struct gs_revent *e)
 {
+    struct gs_revent launch_failure;
+    if (e->type == GS_REC_ALLOC_FAILED && r->graphs.pending)
+        e = gs_graphs_failure(r, e, &launch_failure);
     r->events++;
     r->checkpoint.open = 0; /* its records all come before any event */
     gs_growth_before_event(r, e->time_ns);
@@ -869,6 +916,10 @@ void gs_replay_event(struct gs_replay *r, const struct gs_revent *e)
         break;
     case GS_REC_BLOCK_FREE:
         gs_blocks_on_free(r, e);
+        break;
+    case GS_REC_GRAPH_NODE:
+    case GS_REC_GRAPH:
+        gs_graphs_event(r, e);
         break;
     default:
         break;

@@ -283,6 +283,66 @@ static void pools(struct gs_json *j, const struct gs_replay *r)
     gs_json_end_object(j);
 }
 
+/* CUDA graphs (graphs.c): each device's graph pool, and the allocation
+ * nodes of the graphs, executables and captures alive at the end. */
+static void graphs(struct gs_json *j, const struct gs_report *rep)
+{
+    const struct gs_graphs *g = &rep->replay->graphs;
+    static const char *const which[] = {"graph", "executable", "capture"};
+    if (!g->seen) {
+        gs_json_null(j, "graphs");
+        return;
+    }
+    gs_json_begin_object(j, "graphs");
+    gs_json_uint(j, "memory_nodes", g->nodes);
+    gs_json_uint(j, "executables_instantiated", g->execs_made);
+    gs_json_uint(j, "graphs_at_end", gs_graphs_count(g, GS_GRAPH_OBJ_GRAPH));
+    gs_json_uint(j, "executables_at_end", gs_graphs_count(g, GS_GRAPH_OBJ_EXEC));
+    gs_json_begin_array(j, "pools");
+    for (int d = 0; d <= GS_MAX_DEVICES; d++) {
+        const struct gs_graph_pool *p = &g->pools[d];
+        if (!p->seen)
+            continue;
+        gs_json_begin_object(j, NULL);
+        gs_json_int(j, "device", d < GS_MAX_DEVICES ? d : GS_DEVICE_UNKNOWN);
+        gs_json_uint(j, "reserved_bytes", p->reserved);
+        gs_json_uint(j, "live_bytes", p->live);
+        gs_json_uint(j, "peak_reserved_bytes", p->peak_reserved);
+        gs_json_uint(j, "sampled_reserved_bytes", p->sampled_reserved);
+        gs_json_uint(j, "sampled_used_bytes", p->sampled_used);
+        gs_json_uint(j, "samples", p->samples);
+        gs_json_uint(j, "launches", p->launches);
+        gs_json_uint(j, "launches_failed", p->launches_failed);
+        gs_json_end_object(j);
+    }
+    gs_json_end_array(j);
+    gs_json_begin_array(j, "allocation_nodes");
+    for (size_t i = 0; i < g->nobjs; i++) {
+        const struct gs_graph_obj *o = &g->objs[i];
+        for (size_t k = 0; k < o->n; k++) {
+            const struct gs_graph_node *n = &o->nodes[k];
+            char h[32], a[32];
+            if (n->is_free)
+                continue;
+            snprintf(h, sizeof h, "0x%" PRIx64, o->handle);
+            snprintf(a, sizeof a, "0x%" PRIx64, n->addr);
+            gs_json_begin_object(j, NULL);
+            gs_json_string(j, "in", o->which < 3 ? which[o->which] : "?");
+            gs_json_string(j, "handle", h);
+            gs_json_string(j, "address", a);
+            gs_json_uint(j, "bytes", n->size);
+            gs_json_int(j, "device", n->device);
+            gs_json_string(j, "api", gs_api_name(n->api));
+            gs_json_bool(j, "live",
+                         gs_replay_find_live(rep->replay, GS_SPACE_ADDRESS, n->addr) != NULL);
+            frames(j, rep, n->stack_id);
+            gs_json_end_object(j);
+        }
+    }
+    gs_json_end_array(j);
+    gs_json_end_object(j);
+}
+
 /* A raw site (index in gs_replay.sites) with a figure: the postmortem's lists. */
 static void raw_site(struct gs_json *j, const struct gs_report *rep, uint32_t site,
                      uint64_t bytes, const uint64_t *count)
@@ -731,6 +791,7 @@ void gs_report_json(FILE *out, const struct gs_report *rep)
     capacity(&j, r);
     categories(&j, r);
     pools(&j, r);
+    graphs(&j, rep);
     gs_json_begin_object(&j, "leaks");
     gs_json_uint(&j, "bytes", leaked);
     gs_json_uint(&j, "count", count);

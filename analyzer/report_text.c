@@ -387,6 +387,47 @@ static void devices(const struct gs_report *rep, FILE *out)
                 p->pool, p->device, gs_human_bytes(p->peak_reserved, a, sizeof a),
                 gs_human_bytes(p->peak_used, b, sizeof b), gs_human_bytes(p->peak_unused, c, sizeof c));
     }
+    for (int d = 0; d <= GS_MAX_DEVICES; d++) {
+        const struct gs_graph_pool *p = &r->graphs.pools[d];
+        char c[32];
+        if (!p->seen)
+            continue;
+        fprintf(out, "  CUDA graph pool on device %d: reserved %s (up to %s), used %s; "
+                     "%" PRIu64 " graph%s instantiated, %" PRIu64 " launch%s",
+                d < GS_MAX_DEVICES ? d : GS_DEVICE_UNKNOWN, gs_human_bytes(p->reserved, a, sizeof a),
+                gs_human_bytes(p->peak_reserved, c, sizeof c), gs_human_bytes(p->live, b, sizeof b),
+                r->graphs.execs_made, plural(r->graphs.execs_made), p->launches,
+                p->launches == 1 ? "" : "es");
+        if (p->launches_failed)
+            fprintf(out, " (%" PRIu64 " failed)", p->launches_failed);
+        fprintf(out, "\n");
+    }
+}
+
+/* The allocation nodes of the graphs and executables alive at the end:
+ * memory they take each time they run. */
+static void graph_nodes(const struct gs_report *rep, FILE *out)
+{
+    const struct gs_graphs *g = &rep->replay->graphs;
+    static const char *const which[] = {"graph", "executable", "capture (not ended)"};
+    int said = 0;
+    for (size_t i = 0; i < g->nobjs; i++) {
+        const struct gs_graph_obj *o = &g->objs[i];
+        for (size_t k = 0; k < o->n; k++) {
+            const struct gs_graph_node *n = &o->nodes[k];
+            char a[32];
+            if (n->is_free)
+                continue;
+            if (!said++)
+                fprintf(out, "\nCUDA graphs alive at the end: their allocation nodes (taken from "
+                             "the graph pool at each launch):\n");
+            fprintf(out, "  %10s at 0x%" PRIx64 " in %s 0x%" PRIx64 "%s  ",
+                    gs_human_bytes(n->size, a, sizeof a), n->addr,
+                    o->which < 3 ? which[o->which] : "?", o->handle,
+                    gs_replay_find_live(rep->replay, GS_SPACE_ADDRESS, n->addr) ? " (live)" : "");
+            print_stack(rep, out, n->stack_id, "          ", NULL);
+        }
+    }
 }
 
 static uint64_t frag_free(const struct gs_frag *f)
@@ -777,4 +818,5 @@ void gs_report_text(FILE *out, const struct gs_report *rep)
     free(sus);
     marks(rep, out);
     blocks(rep, out);
+    graph_nodes(rep, out);
 }

@@ -124,8 +124,8 @@ size_t gs_growth_suspects(const struct gs_replay *r, struct gs_symbolizer *sym,
     }
     for (size_t i = 0; i < r->nsites && i < g->nsites; i++) {
         const struct gs_site *site = &r->sites[i];
-        if (site->kind != GS_KIND_DEVICE)
-            continue;
+        if (site->kind != GS_KIND_DEVICE || !site->allocs)
+            continue; /* no allocation of its own: a CUDA graph pool's reserve (graphs.c) */
         uint64_t key = gs_site_key(r, sym, view, site->stack_id), idx;
         if (gs_idmap_get(by_key, key, &idx) != 0) {
             idx = nser++;

@@ -33,6 +33,12 @@ typedef int gs_cumemhandletype;             /* CUmemAllocationHandleType   */
 typedef int gs_cumempoolattr;               /* CUmemPool_attribute         */
 typedef struct gs_cudaarray_st *gs_cudaarray; /* cudaArray_t               */
 typedef int gs_cudaentrystatus;             /* cudaDriverEntryPointQueryResult */
+typedef struct gs_cugraph_st *gs_cugraph;   /* CUgraph, cudaGraph_t        */
+typedef struct gs_cugraphexec_st *gs_cugraphexec; /* CUgraphExec, cudaGraphExec_t */
+typedef struct gs_cugraphnode_st *gs_cugraphnode; /* CUgraphNode, cudaGraphNode_t */
+typedef int gs_custreamcapturemode;         /* CUstreamCaptureMode         */
+typedef int gs_custreamcapturestatus;       /* CUstreamCaptureStatus       */
+typedef int gs_cugraphmemattr;              /* CUgraphMem_attribute        */
 
 /* CUmemLocation, CUmemAllocationProp (cuMemCreate's properties) */
 typedef struct {
@@ -88,6 +94,16 @@ typedef struct {
     unsigned char reserved[54];
 } gs_cumempoolprops;
 typedef gs_cumempoolprops gs_cudamempoolprops; /* struct cudaMemPoolProps: the same layout */
+
+/* CUDA_MEM_ALLOC_NODE_PARAMS (cuGraphAddMemAllocNode; the runtime's struct
+ * cudaMemAllocNodeParams has the same layout): bytesize in, dptr out */
+typedef struct {
+    gs_cumempoolprops poolProps;
+    const void *accessDescs; /* const CUmemAccessDesc * */
+    size_t accessDescCount;
+    size_t bytesize;
+    gs_cudeviceptr dptr;
+} gs_cumemallocnodeparams;
 
 /* CUDA_ARRAY_DESCRIPTOR and CUDA_ARRAY3D_DESCRIPTOR (array sizes) */
 typedef struct {
@@ -269,6 +285,21 @@ typedef struct {
 #define GS_CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT 5
 #define GS_CU_MEMPOOL_ATTR_USED_MEM_CURRENT 7
 
+/* CUDA graphs: CUstreamCaptureMode, CUstreamCaptureStatus,
+ * CUgraphMem_attribute, CUgraphInstantiate_flags */
+#define GS_CU_STREAM_CAPTURE_MODE_GLOBAL 0
+#define GS_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
+#define GS_CU_STREAM_CAPTURE_MODE_RELAXED 2
+#define GS_CU_STREAM_CAPTURE_STATUS_NONE 0
+#define GS_CU_STREAM_CAPTURE_STATUS_ACTIVE 1
+#define GS_CU_STREAM_CAPTURE_STATUS_INVALIDATED 2
+#define GS_CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT 0
+#define GS_CU_GRAPH_MEM_ATTR_USED_MEM_HIGH 1
+#define GS_CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT 2
+#define GS_CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH 3
+#define GS_CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH 1
+#define GS_CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED 900
+
 /* CUarray_format: the bytes of one channel of each format */
 #define GS_CU_AD_FORMAT_UNSIGNED_INT8 0x01
 #define GS_CU_AD_FORMAT_UNSIGNED_INT16 0x02
@@ -333,7 +364,32 @@ typedef struct {
     X(cuMemPoolCreate, gs_curesult, (gs_cumempool * pool, const gs_cumempoolprops *poolProps)) \
     X(cuMemPoolDestroy, gs_curesult, (gs_cumempool pool))                           \
     X(cuMulticastCreate, gs_curesult,                                               \
-      (gs_cumemhandle * mcHandle, const gs_cumulticastobjectprop *prop))
+      (gs_cumemhandle * mcHandle, const gs_cumulticastobjectprop *prop))              \
+    GS_DRIVER_GRAPHS(X)
+
+/* CUDA graphs (shim/hooks_graphs.c): capture, memory nodes, their executables. */
+#define GS_DRIVER_GRAPHS(X)                                                        \
+    X(cuStreamBeginCapture_v2, gs_curesult,                                         \
+      (gs_custream hStream, gs_custreamcapturemode mode))                           \
+    X(cuStreamBeginCapture_v2_ptsz, gs_curesult,                                    \
+      (gs_custream hStream, gs_custreamcapturemode mode))                           \
+    X(cuStreamEndCapture, gs_curesult, (gs_custream hStream, gs_cugraph * phGraph)) \
+    X(cuStreamEndCapture_ptsz, gs_curesult, (gs_custream hStream, gs_cugraph * phGraph)) \
+    X(cuGraphAddMemAllocNode, gs_curesult,                                          \
+      (gs_cugraphnode * phGraphNode, gs_cugraph hGraph, const gs_cugraphnode *dependencies, \
+       size_t numDependencies, gs_cumemallocnodeparams *nodeParams))                \
+    X(cuGraphAddMemFreeNode, gs_curesult,                                           \
+      (gs_cugraphnode * phGraphNode, gs_cugraph hGraph, const gs_cugraphnode *dependencies, \
+       size_t numDependencies, gs_cudeviceptr dptr))                                \
+    X(cuGraphInstantiateWithFlags, gs_curesult,                                     \
+      (gs_cugraphexec * phGraphExec, gs_cugraph hGraph, unsigned long long flags))   \
+    X(cuGraphUpload, gs_curesult, (gs_cugraphexec hGraphExec, gs_custream hStream)) \
+    X(cuGraphUpload_ptsz, gs_curesult, (gs_cugraphexec hGraphExec, gs_custream hStream)) \
+    X(cuGraphLaunch, gs_curesult, (gs_cugraphexec hGraphExec, gs_custream hStream)) \
+    X(cuGraphLaunch_ptsz, gs_curesult, (gs_cugraphexec hGraphExec, gs_custream hStream)) \
+    X(cuGraphExecDestroy, gs_curesult, (gs_cugraphexec hGraphExec))                 \
+    X(cuGraphDestroy, gs_curesult, (gs_cugraph hGraph))                             \
+    X(cuDeviceGraphMemTrim, gs_curesult, (gs_cudevice device))
 
 /* The entry-point getter, in its two ABIs: the CUDA 11.3 one (4 arguments,
  * exported as "cuGetProcAddress") and the CUDA 12 one (5 arguments, exported
@@ -358,6 +414,10 @@ typedef struct {
     X(cuCtxGetCurrent, gs_curesult, (gs_cucontext * pctx))                          \
     X(cuCtxSetCurrent, gs_curesult, (gs_cucontext ctx))                             \
     X(cuDevicePrimaryCtxRetain, gs_curesult, (gs_cucontext * pctx, gs_cudevice dev)) \
+    X(cuStreamIsCapturing, gs_curesult,                                             \
+      (gs_custream hStream, gs_custreamcapturestatus * captureStatus))             \
+    X(cuDeviceGetGraphMemAttribute, gs_curesult,                                    \
+      (gs_cudevice device, gs_cugraphmemattr attr, void *value))                    \
     GS_DRIVER_USED_STREAMS(X)
 
 /* What the pluggable allocator (shim/torch_alloc.c) uses to free in stream

@@ -121,6 +121,25 @@ enum gs_record_type {
                                * follow are that thread's under this name. A checkpoint
                                * starts with one for every thread named so far. Old
                                * readers skip it */
+    GS_REC_GRAPH_NODE = 28,   /* zz dt, varint tid, varint api, zz device, zz addr delta,
+                               * varint size, varint stack id, varint graph, varint
+                               * stream, varint what (0: an allocation node of size
+                               * bytes at addr, 1: a free node of addr, size 0): a
+                               * CUDA graph's memory node, added to graph
+                               * (cuGraphAddMemAllocNode/FreeNode), or captured from
+                               * a stream-ordered allocation or free on stream while
+                               * it captured (graph 0: the one its capture ends in).
+                               * Nothing is allocated or freed then: the graph does
+                               * so each time it runs (README.md "CUDA graphs"). Old
+                               * readers skip it */
+    GS_REC_GRAPH = 29,        /* zz dt, varint tid, varint api, zz device, varint op
+                               * (enum gs_graph_op), varint graph, varint exec, varint
+                               * stream, varint flags, varint result, varint stack id,
+                               * varint sampled (0/1), varint graph pool reserved
+                               * bytes, varint graph pool used bytes: a CUDA graph
+                               * call, and after it (sampled 1) the device's graph
+                               * memory pool (CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT,
+                               * _USED_MEM_CURRENT). Old readers skip it */
 
     /* Checkpoint records (types GS_REC_CKPT_FIRST..GS_REC_CKPT_LAST; see the
      * note below the enum): the analyzer's replay state, in place of the
@@ -211,6 +230,27 @@ enum gs_record_type {
                                * varint parent, varint stream. A thread's chain of
                                * retries still open (analyzer/outcome.c). Older
                                * readers skip it */
+    GS_REC_CKPT_GRAPH = 42,   /* varint what, then: 0, a device's graph pool: zz device,
+                               * varint reserved bytes (as the replay holds them),
+                               * varint bytes of graph allocations live, varint
+                               * sampled reserved, varint sampled used, varint
+                               * samples, varint peak reserved, varint launches,
+                               * varint launches failed, varint stack id and varint
+                               * api of the call that last grew it, varint reserved
+                               * bytes then; 1, a graph, an executable or
+                               * a capture: varint which (0 graph, 1 executable, 2 a
+                               * capture under way), varint handle (the stream of a
+                               * capture), varint graph (of an executable), varint
+                               * flags, zz device, varint launches, varint n, n x
+                               * (varint what, varint addr, varint size, varint stack
+                               * id, varint api, zz device): its memory nodes in
+                               * order; 2, a graph allocation live (after the
+                               * CKPT_ALLOC of it): varint addr, zz device; 3, a
+                               * launch that failed for memory whose failed
+                               * allocation is still to come: varint tid, varint
+                               * exec; 4, the totals: varint memory nodes recorded,
+                               * varint executables instantiated
+                               * (analyzer/graphs.c). Older readers skip it */
 
     /* Python stacks (types 48..51; 49..51 are reserved for them) */
     GS_REC_PYCODE = 48,       /* varint code id (1..GS_PY_MAX_CODE), string file,
@@ -405,6 +445,20 @@ enum gs_api {
     GS_API_gpushim_torch_alloc, /* PyTorch's pluggable allocator, through the shim */
     GS_API_gpushim_torch_free,
     GS_API_cuMulticastCreate,
+    GS_API_cuStreamBeginCapture_v2,
+    GS_API_cuStreamBeginCapture_v2_ptsz,
+    GS_API_cuStreamEndCapture,
+    GS_API_cuStreamEndCapture_ptsz,
+    GS_API_cuGraphAddMemAllocNode,
+    GS_API_cuGraphAddMemFreeNode,
+    GS_API_cuGraphInstantiateWithFlags,
+    GS_API_cuGraphUpload,
+    GS_API_cuGraphUpload_ptsz,
+    GS_API_cuGraphLaunch,
+    GS_API_cuGraphLaunch_ptsz,
+    GS_API_cuGraphExecDestroy,
+    GS_API_cuGraphDestroy,
+    GS_API_cuDeviceGraphMemTrim,
     GS_API_COUNT
 };
 
@@ -435,7 +489,23 @@ enum gs_space {
     GS_SPACE_RESERVATION = 2, /* the start of a reserved address range */
     GS_SPACE_MAPPING = 3,     /* the start of a mapped range */
     GS_SPACE_ARRAY = 4,       /* a CUarray or CUmipmappedArray */
+    GS_SPACE_GRAPH_POOL = 5,  /* a device's CUDA graph memory pool, by device number:
+                               * what it holds beyond its graphs' live allocations
+                               * (the analyzer's own; no record carries it) */
     GS_SPACE_COUNT
+};
+
+/* What a GS_REC_GRAPH record says was done. */
+enum gs_graph_op {
+    GS_GRAPH_CAPTURE_BEGIN = 0, /* stream, flags: the capture mode */
+    GS_GRAPH_CAPTURE_END = 1,   /* stream, graph: the graph captured */
+    GS_GRAPH_INSTANTIATE = 2,   /* graph, exec, flags */
+    GS_GRAPH_LAUNCH = 3,        /* exec, stream */
+    GS_GRAPH_UPLOAD = 4,        /* exec, stream */
+    GS_GRAPH_EXEC_DESTROY = 5,  /* exec */
+    GS_GRAPH_DESTROY = 6,       /* graph */
+    GS_GRAPH_TRIM = 7,          /* device */
+    GS_GRAPH_OP_COUNT
 };
 
 #define GS_DEVICE_UNKNOWN (-1) /* also: host memory, address space */

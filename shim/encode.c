@@ -68,6 +68,25 @@ static uint8_t *encode_event(struct gs_encoder *e, const struct gs_ev *ev, uint8
         p = varint(p, ev->addr);
         p = varint(p, ev->size);
         return varint(p, ev->free_bytes);
+    case GS_REC_GRAPH_NODE: /* kind: what; parent: the graph */
+        p = addr_delta(e, ev->addr, p);
+        p = varint(p, ev->size);
+        p = varint(p, ev->stack_id);
+        p = varint(p, ev->parent);
+        p = varint(p, ev->stream);
+        return varint(p, ev->kind);
+    case GS_REC_GRAPH: /* kind: op; addr: graph; parent: exec; size: flags; space:
+                        * sampled; free_bytes, total_bytes: reserved, used */
+        p = varint(p, ev->kind);
+        p = varint(p, ev->addr);
+        p = varint(p, ev->parent);
+        p = varint(p, ev->stream);
+        p = varint(p, ev->size);
+        p = varint(p, (uint64_t)(uint32_t)ev->result);
+        p = varint(p, ev->stack_id);
+        p = varint(p, ev->space);
+        p = varint(p, ev->free_bytes);
+        return varint(p, ev->total_bytes);
     default: /* GS_REC_ALLOC_FAILED */
         p = varint(p, ev->size);
         p = varint(p, ev->stack_id);
@@ -154,6 +173,8 @@ static int well_formed(const uint8_t *body, uint32_t len)
     case GS_REC_ALLOC_FAILED:
     case GS_REC_REF:
     case GS_REC_POOL:
+    case GS_REC_GRAPH_NODE:
+    case GS_REC_GRAPH:
         return len == sizeof(struct gs_ev);
     case GS_REC_STACK: {
         const struct gs_stack_body *s = (const void *)body;

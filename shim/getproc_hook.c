@@ -14,8 +14,12 @@
  *   cuMemAllocFromPoolAsync                 per-thread flag -> the _ptsz ones
  *   cuGetProcAddress                        >= 12000 -> the 5-argument _v2,
  *                                           else the 4-argument one
- *   the rest (VMM, multicast, host, arrays, IPC, pools) from the version
- *                                           each appeared in
+ *   cuStreamBeginCapture                    >= 10010 -> cuStreamBeginCapture_v2
+ *   cuStreamBeginCapture, cuStreamEndCapture,
+ *   cuGraphLaunch, cuGraphUpload            per-thread flag -> the _ptsz ones
+ *   cuGraphInstantiate                      >= 12000 -> cuGraphInstantiateWithFlags
+ *   the rest (VMM, multicast, host, arrays, IPC, pools, graphs) from the
+ *                                           version each appeared in
  *
  * The getter returns itself too: the runtime asks for "cuGetProcAddress" at
  * 11030 (4 arguments) and at 12000 (5 arguments), one name with two ABIs.
@@ -82,6 +86,21 @@ static const struct getproc_rule rules[] = {
     SIMPLE("cuDeviceGetMemPool", 11020, cuDeviceGetMemPool),
     SIMPLE("cuMemPoolGetAttribute", 11020, cuMemPoolGetAttribute),
     SIMPLE("cuMemGetAddressRange", 3020, cuMemGetAddressRange_v2),
+    {"cuStreamBeginCapture", 10010, GS_FN_cuStreamBeginCapture_v2,
+     GS_FN_cuStreamBeginCapture_v2_ptsz, 0, GS_FN_cuStreamBeginCapture_v2},
+    {"cuStreamEndCapture", 10000, GS_FN_cuStreamEndCapture, GS_FN_cuStreamEndCapture_ptsz, 0,
+     GS_FN_cuStreamEndCapture},
+    {"cuGraphUpload", 11010, GS_FN_cuGraphUpload, GS_FN_cuGraphUpload_ptsz, 0, GS_FN_cuGraphUpload},
+    {"cuGraphLaunch", 10000, GS_FN_cuGraphLaunch, GS_FN_cuGraphLaunch_ptsz, 0, GS_FN_cuGraphLaunch},
+    SIMPLE("cuGraphAddMemAllocNode", 11040, cuGraphAddMemAllocNode),
+    SIMPLE("cuGraphAddMemFreeNode", 11040, cuGraphAddMemFreeNode),
+    SIMPLE("cuGraphInstantiateWithFlags", 11040, cuGraphInstantiateWithFlags),
+    SIMPLE("cuGraphInstantiate", 12000, cuGraphInstantiateWithFlags),
+    SIMPLE("cuGraphExecDestroy", 10000, cuGraphExecDestroy),
+    SIMPLE("cuGraphDestroy", 10000, cuGraphDestroy),
+    SIMPLE("cuDeviceGraphMemTrim", 11040, cuDeviceGraphMemTrim),
+    SIMPLE("cuStreamIsCapturing", 10000, cuStreamIsCapturing),
+    SIMPLE("cuDeviceGetGraphMemAttribute", 11040, cuDeviceGetGraphMemAttribute),
 #undef SIMPLE
 };
 

@@ -13,7 +13,9 @@
  *
  * The helpers every hook file uses (gs_missing, gs_after_alloc,
  * gs_after_free) live here; the other kinds of memory have files of their
- * own: hooks_vmm.c, hooks_host.c, hooks_arrays.c, hooks_pools.c.
+ * own: hooks_vmm.c, hooks_host.c, hooks_arrays.c, hooks_pools.c, and CUDA
+ * graphs hooks_graphs.c (a stream-ordered call on a stream that captures
+ * is a graph node, not memory).
  */
 #include <string.h>
 
@@ -49,6 +51,17 @@ static void after_alloc(enum gs_api api, enum gs_kind kind, int32_t device, gs_c
                         gs_cudeviceptr *dptr, uint64_t size, gs_custream stream)
 {
     gs_after_alloc(api, kind, GS_SPACE_ADDRESS, device, r, dptr, size, stream);
+}
+
+/* A stream-ordered allocation: on a stream that captures, a node of the
+ * graph (hooks_graphs.c), not memory. */
+static void after_async(enum gs_api api, enum gs_kind kind, int32_t device, gs_curesult r,
+                        gs_cudeviceptr *dptr, uint64_t size, gs_custream stream)
+{
+    if (r == GS_CUDA_SUCCESS && dptr && gs_graph_capturing(stream))
+        gs_record_graph_node(api, device, *dptr, size, stream, 0, 0);
+    else
+        after_alloc(api, kind, device, r, dptr, size, stream);
 }
 
 GS_EXPORT gs_curesult cuMemAlloc_v2(gs_cudeviceptr *dptr, size_t bytesize)
@@ -87,7 +100,7 @@ GS_EXPORT gs_curesult cuMemAllocAsync(gs_cudeviceptr *dptr, size_t bytesize, gs_
     gs_curesult r = real(dptr, bytesize, hStream);
     int32_t device = gs_stream_device(hStream);
     gs_pool_note(NULL, device, r != GS_CUDA_SUCCESS); /* first: the event sees the pool after it */
-    after_alloc(GS_API_cuMemAllocAsync, GS_KIND_DEVICE, device, r, dptr, bytesize, hStream);
+    after_async(GS_API_cuMemAllocAsync, GS_KIND_DEVICE, device, r, dptr, bytesize, hStream);
     return r;
 }
 
@@ -98,7 +111,7 @@ GS_EXPORT gs_curesult cuMemAllocAsync_ptsz(gs_cudeviceptr *dptr, size_t bytesize
     gs_curesult r = real(dptr, bytesize, hStream);
     int32_t device = gs_stream_device(hStream);
     gs_pool_note(NULL, device, r != GS_CUDA_SUCCESS); /* first: the event sees the pool after it */
-    after_alloc(GS_API_cuMemAllocAsync_ptsz, GS_KIND_DEVICE, device, r, dptr, bytesize, hStream);
+    after_async(GS_API_cuMemAllocAsync_ptsz, GS_KIND_DEVICE, device, r, dptr, bytesize, hStream);
     return r;
 }
 
@@ -110,7 +123,7 @@ GS_EXPORT gs_curesult cuMemAllocFromPoolAsync(gs_cudeviceptr *dptr, size_t bytes
     enum gs_kind kind;
     int32_t device = gs_pool_device(pool, hStream, &kind);
     gs_pool_note(pool, device, r != GS_CUDA_SUCCESS);
-    after_alloc(GS_API_cuMemAllocFromPoolAsync, kind, device, r, dptr, bytesize, hStream);
+    after_async(GS_API_cuMemAllocFromPoolAsync, kind, device, r, dptr, bytesize, hStream);
     return r;
 }
 
@@ -122,7 +135,7 @@ GS_EXPORT gs_curesult cuMemAllocFromPoolAsync_ptsz(gs_cudeviceptr *dptr, size_t 
     enum gs_kind kind;
     int32_t device = gs_pool_device(pool, hStream, &kind);
     gs_pool_note(pool, device, r != GS_CUDA_SUCCESS);
-    after_alloc(GS_API_cuMemAllocFromPoolAsync_ptsz, kind, device, r, dptr, bytesize, hStream);
+    after_async(GS_API_cuMemAllocFromPoolAsync_ptsz, kind, device, r, dptr, bytesize, hStream);
     return r;
 }
 
@@ -144,6 +157,12 @@ GS_EXPORT gs_curesult cuMemFree_v2(gs_cudeviceptr dptr)
 static gs_curesult free_async(enum gs_api api, gs_pfn_cuMemFreeAsync real, gs_cudeviceptr dptr,
                               gs_custream stream)
 {
+    if (dptr && gs_graph_capturing(stream)) { /* a free node: nothing is freed now */
+        gs_curesult r = real(dptr, stream);
+        if (r == GS_CUDA_SUCCESS)
+            gs_record_graph_node(api, gs_stream_device(stream), dptr, 0, stream, 0, 1);
+        return r;
+    }
     gs_record_free(api, GS_SPACE_ADDRESS, dptr, stream);
     gs_curesult r = real(dptr, stream);
     gs_after_free(api, GS_SPACE_ADDRESS, dptr, stream, r);

@@ -369,6 +369,53 @@ void gs_record_pool(enum gs_api api, int32_t device, gs_cumempool pool, uint64_t
     record(&ev, 0);
 }
 
+void gs_record_graph_node(enum gs_api api, int32_t device, uint64_t addr, uint64_t size,
+                          gs_custream stream, uint64_t graph, int is_free)
+{
+    struct gs_ev ev = {.type = GS_REC_GRAPH_NODE,
+                       .api = (uint8_t)gs_api_label(api),
+                       .kind = (uint8_t)(is_free != 0),
+                       .device = device,
+                       .addr = addr,
+                       .size = is_free ? 0 : size,
+                       .stream = (uint64_t)(uintptr_t)stream,
+                       .parent = graph};
+    if (addr)
+        record(&ev, 1);
+}
+
+void gs_record_graph(enum gs_api api, enum gs_graph_op op, int32_t device, uint64_t graph,
+                     uint64_t exec, gs_custream stream, uint64_t flags, gs_curesult result,
+                     int sample)
+{
+    struct gs_ev ev = {.type = GS_REC_GRAPH,
+                       .api = (uint8_t)gs_api_label(api),
+                       .kind = (uint8_t)op,
+                       .device = device,
+                       .addr = graph,
+                       .parent = exec,
+                       .stream = (uint64_t)(uintptr_t)stream,
+                       .size = flags,
+                       .result = result};
+    if (tls.busy)
+        return;
+    int saved = errno;
+    if (ev.device == GS_DEVICE_CURRENT)
+        ev.device = current_device();
+    gs_pfn_cuDeviceGetGraphMemAttribute get =
+        (gs_pfn_cuDeviceGetGraphMemAttribute)gs_real(GS_FN_cuDeviceGetGraphMemAttribute);
+    gs_cuuint64 reserved, used;
+    if (sample && ev.device >= 0 && get &&
+        get(ev.device, GS_CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved) == GS_CUDA_SUCCESS &&
+        get(ev.device, GS_CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &used) == GS_CUDA_SUCCESS) {
+        ev.space = 1;
+        ev.free_bytes = reserved;
+        ev.total_bytes = used;
+    }
+    errno = saved;
+    record(&ev, 1);
+}
+
 void gs_record_mark(const char *label, uint32_t len)
 {
     union {

@@ -4,6 +4,7 @@
  * The path of one event, and the file that owns each step:
  *
  *   hooks_driver.c / hooks_runtime.c   the program's call, forwarded to the real function
+ *   (hooks_vmm.c, _host.c, _arrays.c, _pools.c, _graphs.c: the other kinds of memory)
  *   record.c                           event assembly: device, stack id, time -> ring
  *   stacks.c, modules.c                stack capture and dedup; loaded modules
  *   python.c                           the Python frames (pyread.c, pylayout.c, pylines.c:
@@ -140,6 +141,10 @@ void gs_pools_lock(void);
 void gs_pools_unlock(void);
 void gs_pools_reset(void);
 
+/* ---- hooks_graphs.c: CUDA graphs ---- */
+/* Does stream capture now (its stream-ordered allocations are graph nodes)? */
+int gs_graph_capturing(gs_custream stream);
+
 /* ---- hooks_runtime.c: around fork, the table of call sites ---- */
 void gs_runtime_lock(void);
 void gs_runtime_unlock(void);
@@ -181,6 +186,14 @@ void gs_record_ref(enum gs_api api, enum gs_space space, uint64_t addr);
 /* A stream-ordered pool's reserved and used bytes. */
 void gs_record_pool(enum gs_api api, int32_t device, gs_cumempool pool, uint64_t reserved,
                     uint64_t used);
+/* CUDA graphs (hooks_graphs.c): a memory node added to graph (0: to the
+ * graph the capture on stream makes), and a graph call, with the device's
+ * graph pool after it when sample is set. */
+void gs_record_graph_node(enum gs_api api, int32_t device, uint64_t addr, uint64_t size,
+                          gs_custream stream, uint64_t graph, int is_free);
+void gs_record_graph(enum gs_api api, enum gs_graph_op op, int32_t device, uint64_t graph,
+                     uint64_t exec, gs_custream stream, uint64_t flags, gs_curesult result,
+                     int sample);
 /* The public API (api.c): a mark with its label (len bytes, cut at
  * GS_MAX_LABEL), and a block of the program's own allocator given out
  * (GS_REC_BLOCK_ALLOC, with the stack) or back (GS_REC_BLOCK_FREE). */

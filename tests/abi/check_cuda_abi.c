@@ -37,6 +37,13 @@ SAME_SIZE(gs_cumipmappedarray, CUmipmappedArray);
 SAME_SIZE(gs_cumemhandletype, CUmemAllocationHandleType);
 SAME_SIZE(gs_cumempoolattr, CUmemPool_attribute);
 SAME_SIZE(gs_cudaentrystatus, enum cudaDriverEntryPointQueryResult);
+SAME_SIZE(gs_cugraph, CUgraph);
+SAME_SIZE(gs_cugraph, cudaGraph_t);
+SAME_SIZE(gs_cugraphexec, CUgraphExec);
+SAME_SIZE(gs_cugraphnode, CUgraphNode);
+SAME_SIZE(gs_custreamcapturemode, CUstreamCaptureMode);
+SAME_SIZE(gs_custreamcapturestatus, CUstreamCaptureStatus);
+SAME_SIZE(gs_cugraphmemattr, CUgraphMem_attribute);
 
 /* Structures: size, and where each field the shim reads lies. */
 #define SAME_FIELD(ours, theirs, field)                                                           \
@@ -76,6 +83,28 @@ SAME_FIELD(gs_cudadeviceprop_head, struct cudaDeviceProp, luid);
 SAME_FIELD(gs_cudadeviceprop_head, struct cudaDeviceProp, luidDeviceNodeMask);
 SAME_FIELD(gs_cudadeviceprop_head, struct cudaDeviceProp, totalGlobalMem);
 _Static_assert(sizeof(gs_cudadeviceprop_head) <= sizeof(struct cudaDeviceProp), "a head");
+SAME_SIZE(gs_cumemallocnodeparams, CUDA_MEM_ALLOC_NODE_PARAMS);
+SAME_SIZE(gs_cumemallocnodeparams, struct cudaMemAllocNodeParams);
+SAME_FIELD(gs_cumemallocnodeparams, CUDA_MEM_ALLOC_NODE_PARAMS, poolProps);
+SAME_FIELD(gs_cumemallocnodeparams, CUDA_MEM_ALLOC_NODE_PARAMS, accessDescs);
+SAME_FIELD(gs_cumemallocnodeparams, CUDA_MEM_ALLOC_NODE_PARAMS, accessDescCount);
+SAME_FIELD(gs_cumemallocnodeparams, CUDA_MEM_ALLOC_NODE_PARAMS, bytesize);
+SAME_FIELD(gs_cumemallocnodeparams, CUDA_MEM_ALLOC_NODE_PARAMS, dptr);
+SAME_VALUE(GS_CU_STREAM_CAPTURE_MODE_GLOBAL, CU_STREAM_CAPTURE_MODE_GLOBAL);
+SAME_VALUE(GS_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+SAME_VALUE(GS_CU_STREAM_CAPTURE_MODE_RELAXED, CU_STREAM_CAPTURE_MODE_RELAXED);
+SAME_VALUE(GS_CU_STREAM_CAPTURE_STATUS_NONE, CU_STREAM_CAPTURE_STATUS_NONE);
+SAME_VALUE(GS_CU_STREAM_CAPTURE_STATUS_ACTIVE, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+SAME_VALUE(GS_CU_STREAM_CAPTURE_STATUS_INVALIDATED, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+SAME_VALUE(GS_CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT);
+SAME_VALUE(GS_CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH);
+SAME_VALUE(GS_CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT);
+SAME_VALUE(GS_CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH, CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH);
+SAME_VALUE(GS_CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH,
+           CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH);
+SAME_VALUE(GS_CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH,
+           cudaGraphInstantiateFlagAutoFreeOnLaunch);
+SAME_VALUE(GS_CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
 
 SAME_VALUE(GS_CUDA_SUCCESS, CUDA_SUCCESS);
 SAME_VALUE(GS_CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_INVALID_VALUE);
@@ -151,6 +180,13 @@ SAME_VALUE(GS_CU_AD_FORMAT_FLOAT, CU_AD_FORMAT_FLOAT);
 #define gs_cudaextent struct cudaExtent
 #define gs_cudapitchedptr struct cudaPitchedPtr
 #define gs_cudachannelformatdesc struct cudaChannelFormatDesc
+#define gs_cugraph CUgraph
+#define gs_cugraphexec CUgraphExec
+#define gs_cugraphnode CUgraphNode
+#define gs_custreamcapturemode CUstreamCaptureMode
+#define gs_custreamcapturestatus CUstreamCaptureStatus
+#define gs_cugraphmemattr CUgraphMem_attribute
+#define gs_cumemallocnodeparams CUDA_MEM_ALLOC_NODE_PARAMS
 #define AS_NVIDIA(name, ret, params) typedef ret(*nv_##name) params;
 GS_DRIVER_HOOKED(AS_NVIDIA)
 GS_DRIVER_GETTERS(AS_NVIDIA)
@@ -206,6 +242,22 @@ SAME_TYPE(nv_cuMulticastCreate, __typeof__(&cuMulticastCreate));
 SAME_TYPE(nv_cuStreamGetDevice, __typeof__(&cuStreamGetDevice));
 SAME_TYPE(nv_cuDeviceGetMemPool, __typeof__(&cuDeviceGetMemPool));
 SAME_TYPE(nv_cuMemPoolGetAttribute, __typeof__(&cuMemPoolGetAttribute));
+SAME_TYPE(nv_cuStreamBeginCapture_v2, __typeof__(&cuStreamBeginCapture_v2));
+SAME_TYPE(nv_cuStreamBeginCapture_v2_ptsz, __typeof__(&cuStreamBeginCapture_v2));
+SAME_TYPE(nv_cuStreamEndCapture, __typeof__(&cuStreamEndCapture));
+SAME_TYPE(nv_cuStreamEndCapture_ptsz, __typeof__(&cuStreamEndCapture));
+SAME_TYPE(nv_cuGraphAddMemAllocNode, __typeof__(&cuGraphAddMemAllocNode));
+SAME_TYPE(nv_cuGraphAddMemFreeNode, __typeof__(&cuGraphAddMemFreeNode));
+SAME_TYPE(nv_cuGraphInstantiateWithFlags, __typeof__(&cuGraphInstantiateWithFlags));
+SAME_TYPE(nv_cuGraphUpload, __typeof__(&cuGraphUpload));
+SAME_TYPE(nv_cuGraphUpload_ptsz, __typeof__(&cuGraphUpload));
+SAME_TYPE(nv_cuGraphLaunch, __typeof__(&cuGraphLaunch));
+SAME_TYPE(nv_cuGraphLaunch_ptsz, __typeof__(&cuGraphLaunch));
+SAME_TYPE(nv_cuGraphExecDestroy, __typeof__(&cuGraphExecDestroy));
+SAME_TYPE(nv_cuGraphDestroy, __typeof__(&cuGraphDestroy));
+SAME_TYPE(nv_cuDeviceGraphMemTrim, __typeof__(&cuDeviceGraphMemTrim));
+SAME_TYPE(nv_cuStreamIsCapturing, __typeof__(&cuStreamIsCapturing));
+SAME_TYPE(nv_cuDeviceGetGraphMemAttribute, __typeof__(&cuDeviceGetGraphMemAttribute));
 SAME_TYPE(nv_cuMemGetAddressRange_v2, __typeof__(&cuMemGetAddressRange_v2));
 SAME_TYPE(nv_cuCtxGetCurrent, __typeof__(&cuCtxGetCurrent));
 SAME_TYPE(nv_cuCtxSetCurrent, __typeof__(&cuCtxSetCurrent));

@@ -3,7 +3,9 @@
  *
  * Owns: devices, primary contexts, the thread's current context, streams,
  * stream order and events, memory pools, the device-memory allocator, virtual memory management,
- * pinned host memory, arrays, IPC handles and cuGetProcAddress. It lets
+ * pinned host memory, arrays, IPC handles, CUDA graphs (stream capture,
+ * graph memory nodes, the graph memory pool: the section "CUDA graphs")
+ * and cuGetProcAddress. It lets
  * gpushim's tests run where there is no GPU: it exports the real driver's
  * names with the real ABIs (the gs_ declarations of include/gpushim_cuda.h)
  * and behaves like the real driver wherever a memory profiler can tell.
@@ -202,10 +204,14 @@ struct gs_cupool_st {
     int reuse[3];     /* the REUSE_* attributes, by value - 1 */
 };
 
+struct sim_graph;
+
 struct gs_custream_st {
     int device;
     unsigned int flags;
     int order; /* its index in orders (stream order, below) */
+    struct sim_graph *capture; /* the graph its capture under way makes; NULL: none */
+    int capture_mode;          /* that capture's CUstreamCaptureMode */
 };
 
 /* What CUarray and CUmipmappedArray handles point to. */
@@ -346,6 +352,13 @@ static struct ipc_open *ipc_opens;
 static size_t nipc_opens, ipc_opens_cap;
 static struct reg pools, arrays, mip_arrays, streams;
 static uint64_t next_serial = 1;
+
+/* CUDA graphs: the section "CUDA graphs" near the end (lock held for each). */
+static int capture_prohibits(void);
+static gs_curesult capture_alloc_locked(struct gs_custream_st *s, uint64_t size,
+                                        gs_cudeviceptr *dptr);
+static gs_curesult capture_free_locked(struct gs_custream_st *s, gs_cudeviceptr dptr);
+static int graph_free_locked(gs_cudeviceptr dptr);
 
 /* ---- configuration and logging ---------------------------------------- */
 
@@ -1288,10 +1301,11 @@ static gs_curesult sim_free(const char *api, gs_cudeviceptr dptr, int ordered, g
         }
         table_remove((size_t)(e - table));
     }
+    int graph = !e && graph_free_locked(dptr); /* a graph's allocation */
     pthread_mutex_unlock(&lock);
     free(gone.host);
-    sim_log("%s(0x%llx) -> %d", api, dptr, e ? 0 : GS_CUDA_ERROR_INVALID_VALUE);
-    return e ? GS_CUDA_SUCCESS : GS_CUDA_ERROR_INVALID_VALUE;
+    sim_log("%s(0x%llx) -> %d", api, dptr, e || graph ? 0 : GS_CUDA_ERROR_INVALID_VALUE);
+    return e || graph ? GS_CUDA_SUCCESS : GS_CUDA_ERROR_INVALID_VALUE;
 }
 
 /* ---- initialization, versions, errors --------------------------------- */
@@ -1635,7 +1649,7 @@ static gs_curesult sim_cuStreamCreate(gs_custream *phStream, unsigned int Flags)
     s = malloc(sizeof *s);
     if (!s)
         return GS_CUDA_ERROR_OUT_OF_MEMORY;
-    *s = (struct gs_custream_st){dev, Flags, -1};
+    *s = (struct gs_custream_st){dev, Flags, -1, NULL, 0};
     pthread_mutex_lock(&lock);
     bad = orders_ready() != 0 ||
           (s->order = order_add(dev, !(Flags & SIM_CU_STREAM_NON_BLOCKING))) < 0 ||
@@ -1981,10 +1995,14 @@ static gs_curesult sim_cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 }
 SIM_EXPORT(cuMemGetInfo_v2)
 
+/* cuMemAlloc and cuMemFree are "potentially unsafe" during a capture
+ * (CUDA graphs section): refused unless the thread's mode allows them. */
 static gs_curesult sim_cuMemAlloc_v2(gs_cudeviceptr *dptr, size_t bytesize)
 {
     int dev = current_device();
 
+    if (dev >= 0 && capture_prohibits())
+        return GS_CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     return dev < 0 ? -dev
                    : sim_alloc("cuMemAlloc_v2", (struct charge){.dev = dev}, dptr, bytesize);
 }
@@ -1994,6 +2012,8 @@ static gs_curesult sim_cuMemFree_v2(gs_cudeviceptr dptr)
 {
     int dev = current_device();
 
+    if (dev >= 0 && capture_prohibits())
+        return GS_CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     return dev < 0 ? -dev : sim_free("cuMemFree_v2", dptr, 0, NULL, dev);
 }
 SIM_EXPORT(cuMemFree_v2)
@@ -2036,13 +2056,38 @@ static gs_curesult sim_cuMemAllocManaged(gs_cudeviceptr *dptr, size_t bytesize,
 SIM_EXPORT(cuMemAllocManaged)
 
 /* Stream-ordered allocation from the current pool of the stream's device. */
+/* On a stream that captures, an allocation node of the graph instead
+ * (CUDA graphs section): *captured says so. */
+static gs_curesult captured_alloc(gs_cudeviceptr *dptr, size_t bytesize, gs_custream hStream,
+                                  int *captured)
+{
+    gs_curesult rc = GS_CUDA_SUCCESS;
+    long i;
+
+    *captured = 0;
+    if (!hStream || hStream == SIM_CU_STREAM_LEGACY || hStream == SIM_CU_STREAM_PER_THREAD)
+        return rc;
+    pthread_mutex_lock(&lock);
+    i = reg_index(&streams, hStream);
+    if (i >= 0 && hStream->capture) {
+        *captured = 1;
+        rc = !dptr || !bytesize ? GS_CUDA_ERROR_INVALID_VALUE
+                                : capture_alloc_locked(hStream, bytesize, dptr);
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
 static gs_curesult alloc_async(const char *api, gs_cudeviceptr *dptr, size_t bytesize,
                                gs_custream hStream)
 {
-    int dev;
+    int dev, captured;
     gs_curesult rc = stream_device(hStream, &dev);
 
     if (rc != GS_CUDA_SUCCESS)
+        return rc;
+    rc = captured_alloc(dptr, bytesize, hStream, &captured);
+    if (captured)
         return rc;
     return sim_alloc(api, (struct charge){.dev = dev, .pooled = 1, .ordered = 1, .stream = hStream},
                      dptr, bytesize);
@@ -2053,7 +2098,18 @@ static gs_curesult free_async(const char *api, gs_cudeviceptr dptr, gs_custream 
     int dev;
     gs_curesult rc = stream_device(hStream, &dev);
 
-    return rc != GS_CUDA_SUCCESS ? rc : sim_free(api, dptr, 1, hStream, dev);
+    if (rc != GS_CUDA_SUCCESS)
+        return rc;
+    if (hStream && hStream != SIM_CU_STREAM_LEGACY && hStream != SIM_CU_STREAM_PER_THREAD) {
+        pthread_mutex_lock(&lock);
+        int captured = hStream->capture != NULL;
+        if (captured) /* a free node of the graph */
+            rc = capture_free_locked(hStream, dptr);
+        pthread_mutex_unlock(&lock);
+        if (captured)
+            return rc;
+    }
+    return sim_free(api, dptr, 1, hStream, dev);
 }
 
 /* From a given pool, whatever device the stream is on. */
@@ -2067,6 +2123,10 @@ static gs_curesult alloc_from_pool(const char *api, gs_cudeviceptr *dptr, size_t
         return rc;
     if (!pool)
         return GS_CUDA_ERROR_INVALID_VALUE;
+    int captured;
+    rc = captured_alloc(dptr, bytesize, hStream, &captured);
+    if (captured)
+        return rc;
     return sim_alloc(api,
                      (struct charge){.dev = dev, .pooled = 1, .given = pool, .ordered = 1,
                                      .stream = hStream},
@@ -3431,6 +3491,735 @@ static gs_curesult sim_cuMemGetAddressRange_v2(gs_cudeviceptr *pbase, size_t *ps
 }
 SIM_EXPORT(cuMemGetAddressRange_v2)
 
+/* ---- CUDA graphs -------------------------------------------------------- */
+
+/* Stream capture and graph memory nodes, as NVIDIA documents them (CUDA
+ * Programming Guide, "Graph Memory Nodes"; Driver API reference of
+ * cuStreamBeginCapture_v2, cuThreadExchangeStreamCaptureMode,
+ * cuGraphAddMemAllocNode, cuGraphInstantiateWithFlags, cuGraphLaunch,
+ * cuDeviceGraphMemTrim, cuDeviceGetGraphMemAttribute):
+ *   - A stream captures from cuStreamBeginCapture_v2 to cuStreamEndCapture,
+ *     which hands back the graph. cuMemAllocAsync, cuMemAllocFromPoolAsync
+ *     and cuMemFreeAsync on it add allocation and free nodes instead of
+ *     running: nothing is allocated or freed then. The NULL, legacy and
+ *     per-thread streams cannot capture (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED).
+ *   - Potentially unsafe calls (here cuMemAlloc and cuMemFree) fail with
+ *     CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED when the calling thread's mode
+ *     (cuThreadExchangeStreamCaptureMode; GLOBAL by default) is not RELAXED
+ *     and the thread has a capture under way not begun RELAXED, or the mode
+ *     is GLOBAL and another thread has a GLOBAL capture under way. (The
+ *     real driver also invalidates the capture; the sim does not.)
+ *   - An allocation node's address is chosen when the node is made and stays
+ *     the graph's while the node exists (in the graph or an executable made
+ *     of it), and while the allocation is live after it. The sim gives each node an address of its own (the driver
+ *     may reuse one within a graph for allocations whose lifetimes do not
+ *     overlap; the sim does not).
+ *   - A free node frees a graph allocation: one of the same graph (at most
+ *     once), or one another graph left live. Other addresses are refused
+ *     with CUDA_ERROR_INVALID_VALUE.
+ *   - The memory comes from the device's graph pool when the graph runs
+ *     (cuGraphLaunch), or is set aside for it by cuGraphUpload: the nodes
+ *     run in the order they were added, an allocation's bytes are used from
+ *     the allocation node to its free (so allocations whose lifetimes do not
+ *     overlap share physical memory), and the pool grows in 2 MiB chunks,
+ *     charged to the device (cuMemGetInfo sees them), to cover what the run
+ *     uses at once. A launch that cannot grow the pool enough fails with
+ *     CUDA_ERROR_OUT_OF_MEMORY and runs nothing (the documentation does not
+ *     say what a launch does without memory; this is the sim's choice).
+ *     Everything completes at once, as the rest of the sim's stream work.
+ *   - Freed graph memory (a free node, cuMemFreeAsync, cuMemFree) goes back
+ *     to the pool, which keeps it (cuStreamSynchronize does not shrink it)
+ *     until cuDeviceGraphMemTrim gives back the chunks no live graph
+ *     allocation needs.
+ *   - A graph allocation not freed in its graph stays live after the launch
+ *     until freed; launching that executable again before is
+ *     CUDA_ERROR_INVALID_VALUE, unless it was instantiated with
+ *     CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH, which frees them first.
+ *     Destroying the graph or the executable frees nothing.
+ *   - A graph with memory nodes has at most one executable at a time.
+ *   - CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT is the bytes of live graph
+ *     allocations, RESERVED_MEM_CURRENT what the pool holds; the two HIGH
+ *     attributes their largest values, reset (cuDeviceSetGraphMemAttribute,
+ *     value 0 only) to the current ones.
+ */
+#define SIM_CUDA_ERROR_ILLEGAL_STATE 401
+#define SIM_CU_GRAPH_INSTANTIATE_FLAGS_ALL 0xfull /* AUTO_FREE_ON_LAUNCH ... USE_NODE_PRIORITY */
+
+/* A memory node; a CUgraphNode is the address of one. */
+struct sim_gnode {
+    int is_free;
+    int dev;
+    uint64_t addr, size; /* size: allocation nodes only */
+};
+
+struct sim_graph {
+    struct sim_gnode **nodes;
+    size_t n, cap;
+    int execs; /* its executables alive */
+};
+
+/* A CUgraphExec: the nodes as they were at instantiation. */
+struct sim_gexec {
+    struct sim_graph *graph; /* NULL once the graph is destroyed */
+    struct sim_gnode *nodes;
+    size_t n;
+    unsigned long long flags;
+};
+
+/* A graph allocation's address, reserved while its node exists or it is live. */
+struct sim_galloc {
+    uint64_t addr, size;
+    int dev;
+    int node; /* its allocation node and the executables' copies of it that exist */
+    int live; /* allocated by a run and not yet freed */
+};
+
+static struct reg graphs, gexecs;
+static struct sim_galloc *gallocs;
+static size_t ngallocs, gallocs_cap;
+static struct {
+    uint64_t used, reserved, used_high, reserved_high;
+} gpool[SIM_MAX_DEVICES];
+static int global_captures;             /* GLOBAL captures under way, all threads */
+static __thread int thread_captures;    /* this thread's captures not begun RELAXED */
+static __thread int thread_global;      /* ... of which GLOBAL */
+static __thread int thread_capture_mode; /* GS_CU_STREAM_CAPTURE_MODE_GLOBAL (0) */
+
+static int capture_prohibits(void)
+{
+    int mode = thread_capture_mode, no;
+
+    if (mode == GS_CU_STREAM_CAPTURE_MODE_RELAXED)
+        return 0;
+    pthread_mutex_lock(&lock);
+    no = thread_captures > 0 ||
+         (mode == GS_CU_STREAM_CAPTURE_MODE_GLOBAL && global_captures > thread_global);
+    pthread_mutex_unlock(&lock);
+    return no;
+}
+
+static struct sim_galloc *galloc_find(uint64_t addr)
+{
+    for (size_t i = 0; i < ngallocs; i++)
+        if (gallocs[i].addr == addr)
+            return &gallocs[i];
+    return NULL;
+}
+
+/* Gives back a graph allocation's address once nothing holds it. */
+static void galloc_reap(struct sim_galloc *g)
+{
+    if (g->node || g->live)
+        return;
+    space_put(&devices[g->dev].space, g->addr, g->size);
+    *g = gallocs[--ngallocs];
+}
+
+static void gpool_use(int dev, uint64_t size)
+{
+    gpool[dev].used += size;
+    if (gpool[dev].used > gpool[dev].used_high)
+        gpool[dev].used_high = gpool[dev].used;
+}
+
+static void gpool_reserve(int dev, uint64_t reserved)
+{
+    if (reserved <= gpool[dev].reserved)
+        return;
+    devices[dev].used += reserved - gpool[dev].reserved;
+    gpool[dev].reserved = reserved;
+    if (reserved > gpool[dev].reserved_high)
+        gpool[dev].reserved_high = reserved;
+}
+
+/* A live graph allocation freed: its bytes go back to the graph pool. */
+static void galloc_end(struct sim_galloc *g)
+{
+    g->live = 0;
+    gpool[g->dev].used -= g->size;
+    galloc_reap(g);
+}
+
+static int graph_free_locked(gs_cudeviceptr dptr)
+{
+    struct sim_galloc *g = galloc_find(dptr);
+
+    if (!g || !g->live)
+        return 0;
+    galloc_end(g);
+    return 1;
+}
+
+static struct sim_graph *graph_of(const void *p)
+{
+    long i = reg_index(&graphs, p);
+    return i < 0 ? NULL : graphs.v[i];
+}
+
+static struct sim_gexec *gexec_of(const void *p)
+{
+    long i = reg_index(&gexecs, p);
+    return i < 0 ? NULL : gexecs.v[i];
+}
+
+static gs_curesult node_add(struct sim_graph *g, int is_free, int dev, uint64_t addr,
+                            uint64_t size, struct sim_gnode **out)
+{
+    struct sim_gnode *n = malloc(sizeof *n);
+    struct sim_gnode **v = grow(g->nodes, &g->cap, g->n + 1, sizeof *v);
+
+    if (!n || !v) {
+        free(n);
+        return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    g->nodes = v;
+    *n = (struct sim_gnode){is_free, dev, addr, size};
+    g->nodes[g->n++] = n;
+    if (out)
+        *out = n;
+    return GS_CUDA_SUCCESS;
+}
+
+static gs_curesult alloc_node_locked(struct sim_graph *g, int dev, uint64_t bytesize,
+                                     gs_cudeviceptr *dptr, struct sim_gnode **node)
+{
+    uint64_t size = round_up(bytesize, SIM_ALIGN), addr;
+    struct sim_galloc *v = grow(gallocs, &gallocs_cap, ngallocs + 1, sizeof *v);
+
+    if (!v || bytesize > SIM_SPAN)
+        return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    gallocs = v;
+    if (space_take(&devices[dev].space, size, SIM_ALIGN, &addr) != 0)
+        return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    if (node_add(g, 0, dev, addr, size, node) != GS_CUDA_SUCCESS) {
+        space_put(&devices[dev].space, addr, size);
+        return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    gallocs[ngallocs++] = (struct sim_galloc){addr, size, dev, 1, 0};
+    *dptr = addr;
+    return GS_CUDA_SUCCESS;
+}
+
+static gs_curesult free_node_locked(struct sim_graph *g, gs_cudeviceptr dptr,
+                                    struct sim_gnode **node)
+{
+    struct sim_galloc *a = galloc_find(dptr);
+
+    if (!a)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < g->n; i++)
+        if (g->nodes[i]->is_free && g->nodes[i]->addr == dptr)
+            return GS_CUDA_ERROR_INVALID_VALUE; /* freed once in a graph */
+    return node_add(g, 1, a->dev, dptr, 0, node);
+}
+
+static gs_curesult capture_alloc_locked(struct gs_custream_st *s, uint64_t size,
+                                        gs_cudeviceptr *dptr)
+{
+    return alloc_node_locked(s->capture, s->device, size, dptr, NULL);
+}
+
+static gs_curesult capture_free_locked(struct gs_custream_st *s, gs_cudeviceptr dptr)
+{
+    return free_node_locked(s->capture, dptr, NULL);
+}
+
+/* A captured stream: a created one, or CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
+static gs_curesult capture_stream(gs_custream hStream)
+{
+    int dev;
+    gs_curesult rc = stream_device(hStream, &dev);
+
+    if (rc != GS_CUDA_SUCCESS)
+        return rc;
+    return !hStream || hStream == SIM_CU_STREAM_LEGACY || hStream == SIM_CU_STREAM_PER_THREAD
+               ? GS_CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+               : GS_CUDA_SUCCESS;
+}
+
+static gs_curesult begin_capture(gs_custream hStream, gs_custreamcapturemode mode)
+{
+    gs_curesult rc = capture_stream(hStream);
+    struct sim_graph *g;
+
+    if (rc != GS_CUDA_SUCCESS)
+        return rc;
+    if (mode < GS_CU_STREAM_CAPTURE_MODE_GLOBAL || mode > GS_CU_STREAM_CAPTURE_MODE_RELAXED)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    g = calloc(1, sizeof *g);
+    if (!g)
+        return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&lock);
+    if (hStream->capture)
+        rc = SIM_CUDA_ERROR_ILLEGAL_STATE;
+    else if (reg_add(&graphs, g) != 0)
+        rc = GS_CUDA_ERROR_OUT_OF_MEMORY;
+    if (rc == GS_CUDA_SUCCESS) {
+        hStream->capture = g;
+        hStream->capture_mode = mode;
+        thread_captures += mode != GS_CU_STREAM_CAPTURE_MODE_RELAXED;
+        thread_global += mode == GS_CU_STREAM_CAPTURE_MODE_GLOBAL;
+        global_captures += mode == GS_CU_STREAM_CAPTURE_MODE_GLOBAL;
+    }
+    pthread_mutex_unlock(&lock);
+    if (rc != GS_CUDA_SUCCESS)
+        free(g);
+    sim_log("cuStreamBeginCapture_v2(%p, %d) -> %d", (void *)hStream, mode, rc);
+    return rc;
+}
+
+static gs_curesult sim_cuStreamBeginCapture_v2(gs_custream hStream, gs_custreamcapturemode mode)
+{
+    return begin_capture(hStream, mode);
+}
+SIM_EXPORT(cuStreamBeginCapture_v2)
+
+static gs_curesult sim_cuStreamBeginCapture_v2_ptsz(gs_custream hStream,
+                                                    gs_custreamcapturemode mode)
+{
+    return begin_capture(hStream, mode);
+}
+SIM_EXPORT(cuStreamBeginCapture_v2_ptsz)
+
+static gs_curesult end_capture(gs_custream hStream, gs_cugraph *phGraph)
+{
+    gs_curesult rc = capture_stream(hStream);
+
+    if (rc != GS_CUDA_SUCCESS)
+        return rc;
+    if (!phGraph)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    if (!hStream->capture) {
+        rc = SIM_CUDA_ERROR_ILLEGAL_STATE;
+    } else {
+        int mode = hStream->capture_mode;
+        *phGraph = (gs_cugraph)hStream->capture;
+        hStream->capture = NULL;
+        thread_captures -= mode != GS_CU_STREAM_CAPTURE_MODE_RELAXED;
+        thread_global -= mode == GS_CU_STREAM_CAPTURE_MODE_GLOBAL;
+        global_captures -= mode == GS_CU_STREAM_CAPTURE_MODE_GLOBAL;
+    }
+    pthread_mutex_unlock(&lock);
+    sim_log("cuStreamEndCapture(%p) -> %d", (void *)hStream, rc);
+    return rc;
+}
+
+static gs_curesult sim_cuStreamEndCapture(gs_custream hStream, gs_cugraph *phGraph)
+{
+    return end_capture(hStream, phGraph);
+}
+SIM_EXPORT(cuStreamEndCapture)
+
+static gs_curesult sim_cuStreamEndCapture_ptsz(gs_custream hStream, gs_cugraph *phGraph)
+{
+    return end_capture(hStream, phGraph);
+}
+SIM_EXPORT(cuStreamEndCapture_ptsz)
+
+static gs_curesult is_capturing(gs_custream hStream, gs_custreamcapturestatus *status)
+{
+    int dev;
+    gs_curesult rc = stream_device(hStream, &dev);
+
+    if (rc != GS_CUDA_SUCCESS)
+        return rc;
+    if (!status)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    *status = GS_CU_STREAM_CAPTURE_STATUS_NONE;
+    if (hStream && hStream != SIM_CU_STREAM_LEGACY && hStream != SIM_CU_STREAM_PER_THREAD) {
+        pthread_mutex_lock(&lock);
+        if (hStream->capture)
+            *status = GS_CU_STREAM_CAPTURE_STATUS_ACTIVE;
+        pthread_mutex_unlock(&lock);
+    }
+    return GS_CUDA_SUCCESS;
+}
+
+static gs_curesult sim_cuStreamIsCapturing(gs_custream hStream,
+                                           gs_custreamcapturestatus *captureStatus)
+{
+    return is_capturing(hStream, captureStatus);
+}
+SIM_EXPORT(cuStreamIsCapturing)
+
+static gs_curesult sim_cuStreamIsCapturing_ptsz(gs_custream hStream,
+                                                gs_custreamcapturestatus *captureStatus)
+{
+    return is_capturing(hStream, captureStatus);
+}
+SIM_EXPORT(cuStreamIsCapturing_ptsz)
+
+static gs_curesult sim_cuThreadExchangeStreamCaptureMode(gs_custreamcapturemode *mode)
+{
+    int old;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    if (!mode || *mode < GS_CU_STREAM_CAPTURE_MODE_GLOBAL ||
+        *mode > GS_CU_STREAM_CAPTURE_MODE_RELAXED)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    old = thread_capture_mode;
+    thread_capture_mode = *mode;
+    *mode = old;
+    return GS_CUDA_SUCCESS;
+}
+SIM_EXPORT(cuThreadExchangeStreamCaptureMode)
+
+static gs_curesult sim_cuGraphCreate(gs_cugraph *phGraph, unsigned int flags)
+{
+    struct sim_graph *g;
+    int bad;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    if (!phGraph || flags)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    g = calloc(1, sizeof *g);
+    if (!g)
+        return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&lock);
+    bad = reg_add(&graphs, g);
+    pthread_mutex_unlock(&lock);
+    if (bad) {
+        free(g);
+        return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *phGraph = (gs_cugraph)g;
+    return GS_CUDA_SUCCESS;
+}
+SIM_EXPORT(cuGraphCreate)
+
+/* Dependencies are not checked: the nodes run in the order they were added. */
+static gs_curesult sim_cuGraphAddMemAllocNode(gs_cugraphnode *phGraphNode, gs_cugraph hGraph,
+                                              const gs_cugraphnode *dependencies,
+                                              size_t numDependencies,
+                                              gs_cumemallocnodeparams *nodeParams)
+{
+    struct sim_graph *g;
+    struct sim_gnode *node = NULL;
+    gs_curesult rc = GS_CUDA_ERROR_INVALID_VALUE;
+    int dev;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    if (!phGraphNode || !nodeParams || !nodeParams->bytesize || (numDependencies && !dependencies))
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    dev = nodeParams->poolProps.location.id;
+    if (nodeParams->poolProps.location.type != GS_CU_MEM_LOCATION_TYPE_DEVICE || !valid_device(dev))
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    g = graph_of(hGraph);
+    if (g)
+        rc = alloc_node_locked(g, dev, nodeParams->bytesize, &nodeParams->dptr, &node);
+    pthread_mutex_unlock(&lock);
+    if (rc == GS_CUDA_SUCCESS)
+        *phGraphNode = (gs_cugraphnode)node;
+    sim_log("cuGraphAddMemAllocNode(%zu) dev %d -> %d 0x%llx", nodeParams->bytesize, dev, rc,
+            rc == GS_CUDA_SUCCESS ? nodeParams->dptr : 0);
+    return rc;
+}
+SIM_EXPORT(cuGraphAddMemAllocNode)
+
+static gs_curesult sim_cuGraphAddMemFreeNode(gs_cugraphnode *phGraphNode, gs_cugraph hGraph,
+                                             const gs_cugraphnode *dependencies,
+                                             size_t numDependencies, gs_cudeviceptr dptr)
+{
+    struct sim_graph *g;
+    struct sim_gnode *node = NULL;
+    gs_curesult rc = GS_CUDA_ERROR_INVALID_VALUE;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    if (!phGraphNode || (numDependencies && !dependencies))
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    g = graph_of(hGraph);
+    if (g)
+        rc = free_node_locked(g, dptr, &node);
+    pthread_mutex_unlock(&lock);
+    if (rc == GS_CUDA_SUCCESS)
+        *phGraphNode = (gs_cugraphnode)node;
+    return rc;
+}
+SIM_EXPORT(cuGraphAddMemFreeNode)
+
+static gs_curesult sim_cuGraphInstantiateWithFlags(gs_cugraphexec *phGraphExec, gs_cugraph hGraph,
+                                                   unsigned long long flags)
+{
+    struct sim_graph *g;
+    struct sim_gexec *x;
+    gs_curesult rc = GS_CUDA_SUCCESS;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    if (!phGraphExec || (flags & ~SIM_CU_GRAPH_INSTANTIATE_FLAGS_ALL))
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    x = calloc(1, sizeof *x);
+    if (!x)
+        return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&lock);
+    g = graph_of(hGraph);
+    if (!g || (g->n && g->execs))
+        rc = GS_CUDA_ERROR_INVALID_VALUE; /* one executable of a graph with memory nodes */
+    else if (g->n && !(x->nodes = malloc(g->n * sizeof *x->nodes)))
+        rc = GS_CUDA_ERROR_OUT_OF_MEMORY;
+    else if (reg_add(&gexecs, x) != 0)
+        rc = GS_CUDA_ERROR_OUT_OF_MEMORY;
+    if (rc == GS_CUDA_SUCCESS) {
+        for (size_t i = 0; i < g->n; i++) {
+            struct sim_galloc *a = g->nodes[i]->is_free ? NULL : galloc_find(g->nodes[i]->addr);
+            x->nodes[i] = *g->nodes[i];
+            if (a)
+                a->node++;
+        }
+        x->n = g->n;
+        x->graph = g;
+        x->flags = flags;
+        g->execs++;
+    }
+    pthread_mutex_unlock(&lock);
+    if (rc != GS_CUDA_SUCCESS) {
+        free(x->nodes);
+        free(x);
+        return rc;
+    }
+    *phGraphExec = (gs_cugraphexec)x;
+    return rc;
+}
+SIM_EXPORT(cuGraphInstantiateWithFlags)
+
+/* The bytes a run of x adds to the pools' use at its height, per device,
+ * counting from the use before it (auto: its own allocations still live
+ * are freed first); and whether it may run. Lock held. */
+static gs_curesult run_needs(const struct sim_gexec *x, int autofree, uint64_t *need)
+{
+    uint64_t use[SIM_MAX_DEVICES];
+
+    for (int d = 0; d < cfg.ndevices; d++)
+        use[d] = need[d] = gpool[d].used;
+    for (size_t i = 0; i < x->n; i++) {
+        const struct sim_gnode *n = &x->nodes[i];
+        struct sim_galloc *a = galloc_find(n->addr);
+        if (n->is_free || !a || !a->live)
+            continue;
+        if (!autofree)
+            return GS_CUDA_ERROR_INVALID_VALUE; /* left live by its last launch */
+        use[a->dev] -= a->size;
+        need[a->dev] -= a->size;
+    }
+    for (size_t i = 0; i < x->n; i++) {
+        const struct sim_gnode *n = &x->nodes[i];
+        if (!n->is_free) {
+            use[n->dev] += n->size;
+            if (use[n->dev] > need[n->dev])
+                need[n->dev] = use[n->dev];
+        } else {
+            struct sim_galloc *a = galloc_find(n->addr);
+            int own = 0; /* allocated earlier in this run */
+            for (size_t j = 0; j < i; j++)
+                own |= !x->nodes[j].is_free && x->nodes[j].addr == n->addr;
+            if (a && (own || a->live))
+                use[n->dev] -= a->size;
+        }
+    }
+    for (int d = 0; d < cfg.ndevices; d++) {
+        uint64_t want = round_up(need[d], SIM_GRANULE);
+        need[d] = want > gpool[d].reserved ? want : gpool[d].reserved;
+        if (need[d] - gpool[d].reserved > devices[d].capacity - devices[d].used)
+            return GS_CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    return GS_CUDA_SUCCESS;
+}
+
+static gs_curesult graph_run(const char *api, gs_cugraphexec hGraphExec, gs_custream hStream,
+                             int launch)
+{
+    int dev;
+    gs_curesult rc = stream_device(hStream, &dev);
+    uint64_t need[SIM_MAX_DEVICES];
+    struct sim_gexec *x;
+
+    if (rc != GS_CUDA_SUCCESS)
+        return rc;
+    pthread_mutex_lock(&lock);
+    x = gexec_of(hGraphExec);
+    rc = x ? run_needs(x, (x->flags & GS_CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) != 0,
+                       need)
+           : SIM_CUDA_ERROR_INVALID_HANDLE;
+    if (rc == GS_CUDA_SUCCESS) {
+        for (int d = 0; d < cfg.ndevices; d++)
+            gpool_reserve(d, need[d]);
+        for (size_t i = 0; launch && i < x->n; i++) { /* the auto-free, then the run */
+            struct sim_galloc *a = x->nodes[i].is_free ? NULL : galloc_find(x->nodes[i].addr);
+            if (a && a->live)
+                galloc_end(a);
+        }
+        for (size_t i = 0; launch && i < x->n; i++) {
+            struct sim_gnode *n = &x->nodes[i];
+            struct sim_galloc *a = galloc_find(n->addr);
+            if (!a)
+                continue;
+            if (!n->is_free && !a->live) {
+                a->live = 1;
+                gpool_use(a->dev, a->size);
+            } else if (n->is_free && a->live) {
+                galloc_end(a);
+            }
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    sim_log("%s(%p) -> %d", api, (void *)hGraphExec, rc);
+    return rc;
+}
+
+static gs_curesult sim_cuGraphLaunch(gs_cugraphexec hGraphExec, gs_custream hStream)
+{
+    return graph_run("cuGraphLaunch", hGraphExec, hStream, 1);
+}
+SIM_EXPORT(cuGraphLaunch)
+
+static gs_curesult sim_cuGraphLaunch_ptsz(gs_cugraphexec hGraphExec, gs_custream hStream)
+{
+    return graph_run("cuGraphLaunch_ptsz", hGraphExec, hStream, 1);
+}
+SIM_EXPORT(cuGraphLaunch_ptsz)
+
+static gs_curesult sim_cuGraphUpload(gs_cugraphexec hGraphExec, gs_custream hStream)
+{
+    return graph_run("cuGraphUpload", hGraphExec, hStream, 0);
+}
+SIM_EXPORT(cuGraphUpload)
+
+static gs_curesult sim_cuGraphUpload_ptsz(gs_cugraphexec hGraphExec, gs_custream hStream)
+{
+    return graph_run("cuGraphUpload_ptsz", hGraphExec, hStream, 0);
+}
+SIM_EXPORT(cuGraphUpload_ptsz)
+
+static gs_curesult sim_cuGraphExecDestroy(gs_cugraphexec hGraphExec)
+{
+    struct sim_gexec *x;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    pthread_mutex_lock(&lock);
+    x = gexec_of(hGraphExec);
+    if (x) {
+        reg_del(&gexecs, (size_t)reg_index(&gexecs, x));
+        if (x->graph)
+            x->graph->execs--;
+        for (size_t i = 0; i < x->n; i++) {
+            struct sim_galloc *a = x->nodes[i].is_free ? NULL : galloc_find(x->nodes[i].addr);
+            if (a) {
+                a->node--;
+                galloc_reap(a);
+            }
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    if (!x)
+        return SIM_CUDA_ERROR_INVALID_HANDLE;
+    free(x->nodes);
+    free(x);
+    return GS_CUDA_SUCCESS;
+}
+SIM_EXPORT(cuGraphExecDestroy)
+
+static gs_curesult sim_cuGraphDestroy(gs_cugraph hGraph)
+{
+    struct sim_graph *g;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    pthread_mutex_lock(&lock);
+    g = graph_of(hGraph);
+    if (g) {
+        reg_del(&graphs, (size_t)reg_index(&graphs, g));
+        for (size_t i = 0; i < gexecs.n; i++)
+            if (((struct sim_gexec *)gexecs.v[i])->graph == g)
+                ((struct sim_gexec *)gexecs.v[i])->graph = NULL;
+        for (size_t i = 0; i < g->n; i++) {
+            struct sim_galloc *a = g->nodes[i]->is_free ? NULL : galloc_find(g->nodes[i]->addr);
+            if (a) {
+                a->node--;
+                galloc_reap(a);
+            }
+            free(g->nodes[i]);
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    if (!g)
+        return SIM_CUDA_ERROR_INVALID_HANDLE;
+    free(g->nodes);
+    free(g);
+    return GS_CUDA_SUCCESS;
+}
+SIM_EXPORT(cuGraphDestroy)
+
+static gs_curesult sim_cuDeviceGraphMemTrim(gs_cudevice device)
+{
+    uint64_t keep;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    if (!valid_device(device))
+        return GS_CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&lock);
+    keep = round_up(gpool[device].used, SIM_GRANULE);
+    if (keep < gpool[device].reserved) {
+        devices[device].used -= gpool[device].reserved - keep;
+        gpool[device].reserved = keep;
+    }
+    pthread_mutex_unlock(&lock);
+    return GS_CUDA_SUCCESS;
+}
+SIM_EXPORT(cuDeviceGraphMemTrim)
+
+static gs_curesult graph_mem_attr(gs_cudevice device, gs_cugraphmemattr attr, void *value,
+                                  int set)
+{
+    uint64_t *v;
+    gs_curesult rc = GS_CUDA_SUCCESS;
+
+    if (!is_initialized())
+        return GS_CUDA_ERROR_NOT_INITIALIZED;
+    if (!valid_device(device))
+        return GS_CUDA_ERROR_INVALID_DEVICE;
+    if (!value || attr < GS_CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT ||
+        attr > GS_CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH)
+        return GS_CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    v = attr == GS_CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT       ? &gpool[device].used
+        : attr == GS_CU_GRAPH_MEM_ATTR_USED_MEM_HIGH        ? &gpool[device].used_high
+        : attr == GS_CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT ? &gpool[device].reserved
+                                                            : &gpool[device].reserved_high;
+    if (!set)
+        memcpy(value, v, sizeof *v);
+    else if (attr == GS_CU_GRAPH_MEM_ATTR_USED_MEM_HIGH && !*(uint64_t *)value)
+        *v = gpool[device].used;
+    else if (attr == GS_CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH && !*(uint64_t *)value)
+        *v = gpool[device].reserved;
+    else
+        rc = GS_CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+static gs_curesult sim_cuDeviceGetGraphMemAttribute(gs_cudevice device, gs_cugraphmemattr attr,
+                                                    void *value)
+{
+    return graph_mem_attr(device, attr, value, 0);
+}
+SIM_EXPORT(cuDeviceGetGraphMemAttribute)
+
+static gs_curesult sim_cuDeviceSetGraphMemAttribute(gs_cudevice device, gs_cugraphmemattr attr,
+                                                    void *value)
+{
+    return graph_mem_attr(device, attr, value, 1);
+}
+SIM_EXPORT(cuDeviceSetGraphMemAttribute)
+
 /* ---- cuGetProcAddress --------------------------------------------------- */
 
 typedef void (*sim_fn)(void);
@@ -3551,6 +4340,23 @@ static const struct proc {
     {"cuIpcCloseMemHandle", 4010, FN(sim_cuIpcCloseMemHandle), NULL},
     {"cuPointerGetAttribute", 4000, FN(sim_cuPointerGetAttribute), NULL},
     {"cuMemGetAddressRange", 3020, FN(sim_cuMemGetAddressRange_v2), NULL},
+    {"cuStreamBeginCapture", 10010, FN(sim_cuStreamBeginCapture_v2),
+     FN(sim_cuStreamBeginCapture_v2_ptsz)},
+    {"cuStreamEndCapture", 10000, FN(sim_cuStreamEndCapture), FN(sim_cuStreamEndCapture_ptsz)},
+    {"cuStreamIsCapturing", 10000, FN(sim_cuStreamIsCapturing), FN(sim_cuStreamIsCapturing_ptsz)},
+    {"cuThreadExchangeStreamCaptureMode", 10010, FN(sim_cuThreadExchangeStreamCaptureMode), NULL},
+    {"cuGraphCreate", 10000, FN(sim_cuGraphCreate), NULL},
+    {"cuGraphAddMemAllocNode", 11040, FN(sim_cuGraphAddMemAllocNode), NULL},
+    {"cuGraphAddMemFreeNode", 11040, FN(sim_cuGraphAddMemFreeNode), NULL},
+    {"cuGraphInstantiateWithFlags", 11040, FN(sim_cuGraphInstantiateWithFlags), NULL},
+    {"cuGraphInstantiate", 12000, FN(sim_cuGraphInstantiateWithFlags), NULL},
+    {"cuGraphUpload", 11010, FN(sim_cuGraphUpload), FN(sim_cuGraphUpload_ptsz)},
+    {"cuGraphLaunch", 10000, FN(sim_cuGraphLaunch), FN(sim_cuGraphLaunch_ptsz)},
+    {"cuGraphExecDestroy", 10000, FN(sim_cuGraphExecDestroy), NULL},
+    {"cuGraphDestroy", 10000, FN(sim_cuGraphDestroy), NULL},
+    {"cuDeviceGraphMemTrim", 11040, FN(sim_cuDeviceGraphMemTrim), NULL},
+    {"cuDeviceGetGraphMemAttribute", 11040, FN(sim_cuDeviceGetGraphMemAttribute), NULL},
+    {"cuDeviceSetGraphMemAttribute", 11040, FN(sim_cuDeviceSetGraphMemAttribute), NULL},
     {"cuGetProcAddress", 12000, FN(sim_cuGetProcAddress_v2), NULL},
     {"cuGetProcAddress", 11030, FN(sim_cuGetProcAddress), NULL},
 };

@@ -70,11 +70,14 @@
 #define SIM_cudaErrorHostMemoryAlreadyRegistered 712
 #define SIM_cudaErrorHostMemoryNotRegistered 713
 #define SIM_cudaErrorUnknown 999
+#define SIM_cudaErrorIllegalState 401
+#define SIM_cudaErrorStreamCaptureUnsupported 900
 
 /* CUresult values that gpushim_cuda.h does not carry */
 #define SIM_CUDA_ERROR_INVALID_HANDLE 400
 #define SIM_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED 712
 #define SIM_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED 713
+#define SIM_CUDA_ERROR_ILLEGAL_STATE 401
 
 /* enum cudaChannelFormatKind */
 #define SIM_cudaChannelFormatKindSigned 0
@@ -101,6 +104,10 @@ typedef gs_curesult (*pfn_cuDeviceGetDefaultMemPool)(gs_cumempool *pool, gs_cude
 typedef gs_curesult (*pfn_cuDeviceGetName)(char *name, int len, gs_cudevice dev);
 typedef gs_curesult (*pfn_cuDeviceTotalMem)(size_t *bytes, gs_cudevice dev);
 typedef gs_curesult (*pfn_cuEvent)(gs_cuevent event); /* Synchronize */
+typedef gs_curesult (*pfn_cuThreadExchangeStreamCaptureMode)(gs_custreamcapturemode *mode);
+typedef gs_curesult (*pfn_cuGraphCreate)(gs_cugraph *graph, unsigned int flags);
+typedef gs_curesult (*pfn_cuDeviceSetGraphMemAttribute)(gs_cudevice dev, gs_cugraphmemattr attr,
+                                                        void *value);
 
 /* The driver functions the runtime looks up (all of them must be found):
  * field, base name, type, cuGetProcAddress flags. `async` is the flag that
@@ -140,6 +147,22 @@ typedef gs_curesult (*pfn_cuEvent)(gs_cuevent event); /* Synchronize */
     X(stream_create, "cuStreamCreate", pfn_cuStreamCreate, 0)                      \
     X(stream_destroy, "cuStreamDestroy", pfn_cuStream, 0)                          \
     X(stream_sync, "cuStreamSynchronize", pfn_cuStream, async)                     \
+    X(begin_capture, "cuStreamBeginCapture", gs_pfn_cuStreamBeginCapture_v2, async) \
+    X(end_capture, "cuStreamEndCapture", gs_pfn_cuStreamEndCapture, async)         \
+    X(is_capturing, "cuStreamIsCapturing", gs_pfn_cuStreamIsCapturing, async)      \
+    X(exchange_mode, "cuThreadExchangeStreamCaptureMode",                          \
+      pfn_cuThreadExchangeStreamCaptureMode, 0)                                    \
+    X(graph_create, "cuGraphCreate", pfn_cuGraphCreate, 0)                         \
+    X(alloc_node, "cuGraphAddMemAllocNode", gs_pfn_cuGraphAddMemAllocNode, 0)      \
+    X(free_node, "cuGraphAddMemFreeNode", gs_pfn_cuGraphAddMemFreeNode, 0)         \
+    X(instantiate, "cuGraphInstantiate", gs_pfn_cuGraphInstantiateWithFlags, 0)    \
+    X(upload, "cuGraphUpload", gs_pfn_cuGraphUpload, async)                        \
+    X(launch, "cuGraphLaunch", gs_pfn_cuGraphLaunch, async)                        \
+    X(exec_destroy, "cuGraphExecDestroy", gs_pfn_cuGraphExecDestroy, 0)            \
+    X(graph_destroy, "cuGraphDestroy", gs_pfn_cuGraphDestroy, 0)                   \
+    X(graph_trim, "cuDeviceGraphMemTrim", gs_pfn_cuDeviceGraphMemTrim, 0)          \
+    X(graph_get, "cuDeviceGetGraphMemAttribute", gs_pfn_cuDeviceGetGraphMemAttribute, 0) \
+    X(graph_set, "cuDeviceSetGraphMemAttribute", pfn_cuDeviceSetGraphMemAttribute, 0) \
     SIM_DRIVER_EVENTS(X)
 
 /* Events and pool settings (cudaMallocAsync's users: PyTorch's backend). */
@@ -209,6 +232,10 @@ static gs_cudaerror from_driver(gs_curesult rc)
         return SIM_cudaErrorHostMemoryAlreadyRegistered;
     case SIM_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED:
         return SIM_cudaErrorHostMemoryNotRegistered;
+    case SIM_CUDA_ERROR_ILLEGAL_STATE:
+        return SIM_cudaErrorIllegalState;
+    case GS_CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED:
+        return SIM_cudaErrorStreamCaptureUnsupported;
     default:
         return SIM_cudaErrorUnknown;
     }
@@ -247,6 +274,10 @@ SIM_EXPORT const char *cudaGetErrorString(gs_cudaerror error)
         return "part or all of the requested memory range is already mapped";
     case SIM_cudaErrorHostMemoryNotRegistered:
         return "pointer does not correspond to a registered memory region";
+    case SIM_cudaErrorIllegalState:
+        return "the operation cannot be performed in the present state";
+    case SIM_cudaErrorStreamCaptureUnsupported:
+        return "operation not permitted when stream is capturing";
     case SIM_cudaErrorUnknown:
         return "unknown error";
     default:
@@ -720,6 +751,143 @@ SIM_EXPORT gs_cudaerror cudaMemPoolTrimTo(gs_cumempool memPool, size_t minBytesT
 
     return done(err != GS_cudaSuccess ? err
                                       : from_driver(drv.pool_trim(memPool, minBytesToKeep)));
+}
+
+/* ---- CUDA graphs ----------------------------------------------------------- */
+
+/* Each maps onto the driver call of the same name; the runtime's enums
+ * (cudaStreamCaptureMode, cudaGraphMemAttributeType, cudaGraphInstantiateFlags)
+ * and struct cudaMemAllocNodeParams have the driver's values and layout. */
+SIM_EXPORT gs_cudaerror cudaStreamBeginCapture(gs_custream stream, int mode)
+{
+    gs_cudaerror err = bind_context();
+
+    return done(err != GS_cudaSuccess ? err : from_driver(drv.begin_capture(stream, mode)));
+}
+
+SIM_EXPORT gs_cudaerror cudaStreamEndCapture(gs_custream stream, gs_cugraph *pGraph)
+{
+    gs_cudaerror err = bind_context();
+
+    return done(err != GS_cudaSuccess ? err : from_driver(drv.end_capture(stream, pGraph)));
+}
+
+SIM_EXPORT gs_cudaerror cudaStreamIsCapturing(gs_custream stream, int *pCaptureStatus)
+{
+    gs_cudaerror err = bind_context();
+
+    return done(err != GS_cudaSuccess ? err
+                                      : from_driver(drv.is_capturing(stream, pCaptureStatus)));
+}
+
+SIM_EXPORT gs_cudaerror cudaThreadExchangeStreamCaptureMode(int *mode)
+{
+    gs_cudaerror err = driver_ready();
+
+    return done(err != GS_cudaSuccess ? err : from_driver(drv.exchange_mode(mode)));
+}
+
+SIM_EXPORT gs_cudaerror cudaGraphCreate(gs_cugraph *pGraph, unsigned int flags)
+{
+    gs_cudaerror err = driver_ready();
+
+    return done(err != GS_cudaSuccess ? err : from_driver(drv.graph_create(pGraph, flags)));
+}
+
+SIM_EXPORT gs_cudaerror cudaGraphAddMemAllocNode(gs_cugraphnode *pGraphNode, gs_cugraph graph,
+                                                 const gs_cugraphnode *pDependencies,
+                                                 size_t numDependencies,
+                                                 gs_cumemallocnodeparams *nodeParams)
+{
+    gs_cudaerror err = bind_context();
+
+    return done(err != GS_cudaSuccess
+                    ? err
+                    : from_driver(drv.alloc_node(pGraphNode, graph, pDependencies,
+                                                 numDependencies, nodeParams)));
+}
+
+SIM_EXPORT gs_cudaerror cudaGraphAddMemFreeNode(gs_cugraphnode *pGraphNode, gs_cugraph graph,
+                                                const gs_cugraphnode *pDependencies,
+                                                size_t numDependencies, void *dptr)
+{
+    gs_cudaerror err = bind_context();
+
+    return done(err != GS_cudaSuccess
+                    ? err
+                    : from_driver(drv.free_node(pGraphNode, graph, pDependencies,
+                                                numDependencies,
+                                                (gs_cudeviceptr)(uintptr_t)dptr)));
+}
+
+SIM_EXPORT gs_cudaerror cudaGraphInstantiateWithFlags(gs_cugraphexec *pGraphExec, gs_cugraph graph,
+                                                      unsigned long long flags)
+{
+    gs_cudaerror err = bind_context();
+
+    return done(err != GS_cudaSuccess ? err
+                                      : from_driver(drv.instantiate(pGraphExec, graph, flags)));
+}
+
+SIM_EXPORT gs_cudaerror cudaGraphUpload(gs_cugraphexec graphExec, gs_custream stream)
+{
+    gs_cudaerror err = bind_context();
+
+    return done(err != GS_cudaSuccess ? err : from_driver(drv.upload(graphExec, stream)));
+}
+
+SIM_EXPORT gs_cudaerror cudaGraphLaunch(gs_cugraphexec graphExec, gs_custream stream)
+{
+    gs_cudaerror err = bind_context();
+
+    return done(err != GS_cudaSuccess ? err : from_driver(drv.launch(graphExec, stream)));
+}
+
+SIM_EXPORT gs_cudaerror cudaGraphExecDestroy(gs_cugraphexec graphExec)
+{
+    gs_cudaerror err = driver_ready();
+
+    return done(err != GS_cudaSuccess ? err : from_driver(drv.exec_destroy(graphExec)));
+}
+
+SIM_EXPORT gs_cudaerror cudaGraphDestroy(gs_cugraph graph)
+{
+    gs_cudaerror err = driver_ready();
+
+    return done(err != GS_cudaSuccess ? err : from_driver(drv.graph_destroy(graph)));
+}
+
+SIM_EXPORT gs_cudaerror cudaDeviceGraphMemTrim(int device)
+{
+    gs_cudaerror err = driver_ready();
+
+    if (err != GS_cudaSuccess)
+        return done(err);
+    if (device < 0 || device >= device_count)
+        return done(SIM_cudaErrorInvalidDevice);
+    return done(from_driver(drv.graph_trim(device)));
+}
+
+SIM_EXPORT gs_cudaerror cudaDeviceGetGraphMemAttribute(int device, int attr, void *value)
+{
+    gs_cudaerror err = driver_ready();
+
+    if (err != GS_cudaSuccess)
+        return done(err);
+    if (device < 0 || device >= device_count)
+        return done(SIM_cudaErrorInvalidDevice);
+    return done(from_driver(drv.graph_get(device, attr, value)));
+}
+
+SIM_EXPORT gs_cudaerror cudaDeviceSetGraphMemAttribute(int device, int attr, void *value)
+{
+    gs_cudaerror err = driver_ready();
+
+    if (err != GS_cudaSuccess)
+        return done(err);
+    if (device < 0 || device >= device_count)
+        return done(SIM_cudaErrorInvalidDevice);
+    return done(from_driver(drv.graph_set(device, attr, value)));
 }
 
 /* ---- pinned host memory -------------------------------------------------- */
