@@ -29,6 +29,20 @@ The jobs, and what each check compares:
   autograd  backward on the engine's threads: an allocation made by
             MulBackward0 on pt_autograd_0 is labelled with the thread and
             "backward of mul".
+  graphs    torch.cuda.graph under backend:cudaMallocAsync (gpushim run
+            --per-tensor): the tensors made under capture are graph
+            allocation nodes; the launches gpushim counts are the replays,
+            and the graph pool's reserved bytes it reports are the driver's
+            (cudaDeviceGetGraphMemAttribute, read by the job through ctypes).
+  graphnat  torch.cuda.graph with the default caching allocator: its private
+            pool's segments are ordinary device memory (cudaMalloc under
+            relaxed capture), so the device peak is reserved_bytes.all.peak.
+  streams   the pluggable allocator with gpushim_torch_record_stream and
+            gpushim_torch_empty_cache installed (README "PyTorch pluggable
+            allocator"): a tensor used on a side stream and recorded there,
+            freed, and its memory asked for again on the first stream; the
+            side stream's result is right, and every tensor is one
+            allocation gpushim recorded.
 """
 import argparse
 import json
@@ -92,6 +106,71 @@ for _ in range(3):
     (w * w).sum().backward()
 torch.cuda.synchronize()
 print("stats: " + json.dumps({}))
+''',
+    "graphs": r'''
+import ctypes, json, torch
+x = torch.randn(1 << 20, device="cuda")
+s = torch.cuda.Stream()
+s.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(s):  # warm-up, as torch.cuda.graph's documentation asks
+    y = x * 2
+torch.cuda.current_stream().wait_stream(s)
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g):
+    t = x * 3  # made under capture: a graph allocation node
+    y = t + 1
+for _ in range(5):
+    g.replay()
+torch.cuda.synchronize()
+rt = ctypes.CDLL("libcudart.so.13")
+v = ctypes.c_uint64()
+rt.cudaDeviceGetGraphMemAttribute(0, 2, ctypes.byref(v))  # cudaGraphMemAttrReservedMemCurrent
+print("stats: " + json.dumps({"replays": 5, "graph_reserved": v.value}))
+''',
+    "graphnat": r'''
+import json, torch
+x = torch.randn(1 << 22, device="cuda")
+s = torch.cuda.Stream()
+s.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(s):
+    y = x * 2
+torch.cuda.current_stream().wait_stream(s)
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g):
+    y = x * 3 + 1
+for _ in range(3):
+    g.replay()
+torch.cuda.synchronize()
+st = torch.cuda.memory_stats()
+print("stats: " + json.dumps({"reserved_bytes.all.peak": st["reserved_bytes.all.peak"]}))
+''',
+    "streams": r'''
+import ctypes, json, os, torch
+path = os.environ["GPUSHIM_LIB"]
+alloc = torch.cuda.memory.CUDAPluggableAllocator(path, "gpushim_torch_alloc", "gpushim_torch_free")
+lib = ctypes.CDLL(path)
+fn = lambda name: ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+alloc.allocator().set_record_stream_fn(fn("gpushim_torch_record_stream"))
+alloc.allocator().set_reset_fn(fn("gpushim_torch_empty_cache"))
+torch.cuda.memory.change_current_allocator(alloc)
+side = torch.cuda.Stream()
+made = 0
+ok = True
+for i in range(10):
+    a = torch.full((1 << 22,), float(i), device="cuda"); made += 1
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(1000000)  # the side stream is still busy when a is freed
+        b = a * 2; made += 1
+    a.record_stream(side)
+    del a
+    c = torch.zeros(1 << 22, device="cuda"); made += 1  # may reuse a's memory only after side
+    torch.cuda.current_stream().wait_stream(side)
+    ok = ok and bool((b == 2.0 * i).all().item())
+    del b, c
+torch.cuda.synchronize()
+torch.cuda.empty_cache()
+print("stats: " + json.dumps({"correct": ok, "tensors": made}))
 ''',
 }
 
@@ -206,6 +285,33 @@ def main():
               any(b == "mul" for _, b in labels), True)
     else:
         check("autograd", "the job ran", rc, 0)
+
+    rc, s, d, _ = run_job("graphs", build, a.out, {}, per_tensor=True)
+    if d and s and d.get("graphs"):
+        pools = d["graphs"]["pools"]
+        check("graphs", "launches = the replays", sum(p["launches"] for p in pools), s["replays"])
+        check("graphs", "graph pool reserved = the driver's",
+              sum(p["sampled_reserved_bytes"] for p in pools), s["graph_reserved"])
+        check("graphs", "allocation nodes recorded", d["graphs"]["memory_nodes"] > 0, True)
+    else:
+        check("graphs", "the job ran and recorded graphs", (rc, bool(d and d.get("graphs"))),
+              (0, True))
+
+    rc, s, d, _ = run_job("graphnat", build, a.out, {})
+    if d and s:
+        check("graphnat", "device peak = reserved_bytes.all.peak", d["peak"]["bytes"],
+              s["reserved_bytes.all.peak"])
+    else:
+        check("graphnat", "the job ran", rc, 0)
+
+    rc, s, d, _ = run_job("streams", build, a.out,
+                          {"GPUSHIM_LIB": os.path.join(build, "libgpushim.so")})
+    if d and s:
+        check("streams", "the side stream's results are right", s["correct"], True)
+        check("streams", "every tensor one allocation",
+              d["events"]["allocations"] >= s["tensors"], True)
+    else:
+        check("streams", "the job ran", rc, 0)
 
     passed = sum(results)
     print(f"{passed} passed, {len(results) - passed} failed (traces and reports in {a.out})")
