@@ -119,6 +119,8 @@ struct gs_revent {
     uint64_t free_bytes, total_bytes;
     uint64_t pool, reserved, used; /* POOL */
     uint64_t parent;               /* ALLOC of a mapping: the handle it maps */
+    int all_free;                  /* ALLOC: it asked for all the free memory its thread's
+                                    * last cuMemGetInfo answered (a probe's first guess) */
     /* GRAPH_NODE (op: what), GRAPH (op: enum gs_graph_op; reserved, used:
      * the graph pool's, when sampled) */
     uint64_t graph, exec, flags;

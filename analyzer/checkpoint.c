@@ -957,7 +957,8 @@ static int load_chain(struct gs_replay *r, struct gs_cursor *c)
     for (size_t i = 0; i < r->nchains; i++)
         if (r->chains[i].tid == ch.tid)
             c->bad = 1; /* a thread's chain twice */
-    if (c->bad || ch.state > GS_CHAIN_HELD || ch.probe > 1 || !ch.failures ||
+    if (c->bad || ch.state > GS_CHAIN_HELD || ch.probe > 1 ||
+        (!ch.failures && ch.state != GS_CHAIN_HELD) || /* held with none: a first guess */
         ch.last > r->nfailures ||
         (ch.last && r->failures[ch.last - 1].outcome != GS_OUTCOME_PENDING) ||
         (ch.state == GS_CHAIN_HELD &&

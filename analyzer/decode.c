@@ -54,6 +54,7 @@ static int event(struct gs_cursor *c, struct block_state *bs, uint8_t type, stru
         e->kind = (uint32_t)u(c);
         e->space = (uint32_t)u(c);
         e->parent = u(c);
+        e->all_free = c->p < c->end && u(c) == 1; /* appended later: absent in old traces */
         break;
     case GS_REC_FREE:
         e->stream = u(c);

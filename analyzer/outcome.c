@@ -36,6 +36,13 @@
  * release_cached_blocks; XLA's BFC Extend calls its sub-allocator again in
  * its backpedal loop).
  *
+ * A probe whose first guess fits fails nothing: the shim marks an
+ * allocation that asked for exactly the free memory its thread's last
+ * cuMemGetInfo answered (all_free; cacheInfo asks cudaMemGetInfo first), and
+ * such an allocation, with no chain open on its thread, opens one already
+ * held, without failures: a probe if its thread's next event frees it,
+ * else an allocation like any other (no retry counted).
+ *
  * The allocation that ends a probe chain is held apart: the replay does not
  * apply it until the thread's next event. If that event frees it, neither
  * is applied (the probe never joins the peak, the leaks or the fit, and is
@@ -129,7 +136,7 @@ static void decide(struct gs_replay *r, struct gs_chain *c, enum gs_outcome o, u
     }
     struct gs_outcomes *out = &r->outcomes;
     out->count[o] += c->failures;
-    if (o == GS_OUTCOME_RECOVERED) {
+    if (o == GS_OUTCOME_RECOVERED && c->failures) { /* none: a first guess kept */
         out->retries++;
         out->retry_ns += when > c->first_ns ? when - c->first_ns : 0;
         out->retry_freed_bytes += c->freed_bytes;
@@ -161,8 +168,39 @@ static int continues(const struct gs_replay *r, const struct gs_chain *c,
            gs_outcome_same_site(r, c->stack_id, e->stack_id);
 }
 
+/* Holds e apart: the allocation that ends a probe chain, or a first guess
+ * (a chain of its own, without failures). */
+static void hold(struct gs_chain *c, const struct gs_revent *e)
+{
+    c->state = GS_CHAIN_HELD;
+    c->held = *e;
+    c->held.label = NULL;
+    c->held.label_len = 0;
+}
+
+/* e asked for all free memory and its thread has no chain: held apart as a
+ * probe's first guess that fit. 0: not held (no room for a chain). */
+static int first_guess(struct gs_replay *r, const struct gs_revent *e)
+{
+    if (e->space >= GS_SPACE_COUNT || r->nchains >= GS_MAX_CHAINS ||
+        gs_reserve((void **)&r->chains, &r->chains_cap, r->nchains, sizeof *r->chains) != 0)
+        return 0;
+    struct gs_chain *c = &r->chains[r->nchains++];
+    memset(c, 0, sizeof *c);
+    c->tid = e->tid;
+    c->device = e->device;
+    c->stack_id = e->stack_id;
+    c->probe = 1;
+    c->last_size = e->size;
+    c->first_ns = e->time_ns;
+    hold(c, e);
+    return 1;
+}
+
 int gs_outcome_event(struct gs_replay *r, const struct gs_revent *e)
 {
+    if (e->type == GS_REC_ALLOC && e->all_free && !chain_of(r, e->tid))
+        return first_guess(r, e);
     if (!r->nchains || e->type == GS_REC_POOL) /* pool samples are the shim's, not the thread's */
         return 0;
     struct gs_chain *c = chain_of(r, e->tid);
@@ -185,10 +223,7 @@ int gs_outcome_event(struct gs_replay *r, const struct gs_revent *e)
     if (e->type == GS_REC_ALLOC_FAILED)
         return 0; /* a link more: gs_outcome_on_failure */
     if (c->probe && e->size <= c->last_size / 2 && e->space < GS_SPACE_COUNT) {
-        c->state = GS_CHAIN_HELD;
-        c->held = *e;
-        c->held.label = NULL;
-        c->held.label_len = 0;
+        hold(c, e);
         return 1;
     }
     decide(r, c, GS_OUTCOME_RECOVERED, e->time_ns, e->size);

@@ -310,7 +310,9 @@ typedef struct {
 #define GS_CU_AD_FORMAT_HALF 0x10
 #define GS_CU_AD_FORMAT_FLOAT 0x20
 
-/* Driver functions gpushim intercepts. */
+/* Driver functions gpushim intercepts (cuMemGetInfo_v2: what it answered a
+ * thread tells whether the thread's next allocation asks for all free
+ * memory, as a probe does; shim/record.c). */
 #define GS_DRIVER_HOOKED(X)                                                        \
     X(cuMemAlloc_v2, gs_curesult, (gs_cudeviceptr * dptr, size_t bytesize))         \
     X(cuMemFree_v2, gs_curesult, (gs_cudeviceptr dptr))                             \
@@ -363,8 +365,10 @@ typedef struct {
     X(cuIpcCloseMemHandle, gs_curesult, (gs_cudeviceptr dptr))                      \
     X(cuMemPoolCreate, gs_curesult, (gs_cumempool * pool, const gs_cumempoolprops *poolProps)) \
     X(cuMemPoolDestroy, gs_curesult, (gs_cumempool pool))                           \
+    X(cuMemPoolTrimTo, gs_curesult, (gs_cumempool pool, size_t minBytesToKeep))     \
     X(cuMulticastCreate, gs_curesult,                                               \
-      (gs_cumemhandle * mcHandle, const gs_cumulticastobjectprop *prop))              \
+      (gs_cumemhandle * mcHandle, const gs_cumulticastobjectprop *prop))             \
+    X(cuMemGetInfo_v2, gs_curesult, (size_t * free, size_t *total))                 \
     GS_DRIVER_GRAPHS(X)
 
 /* CUDA graphs (shim/hooks_graphs.c): capture, memory nodes, their executables. */
@@ -403,7 +407,6 @@ typedef struct {
 
 /* Driver functions the shim calls for itself (never recorded). */
 #define GS_DRIVER_USED(X)                                                          \
-    X(cuMemGetInfo_v2, gs_curesult, (size_t * free, size_t *total))                 \
     X(cuCtxGetDevice, gs_curesult, (gs_cudevice * device))                          \
     X(cuStreamGetDevice, gs_curesult, (gs_custream hStream, gs_cudevice *device))   \
     X(cuDeviceGetMemPool, gs_curesult, (gs_cumempool * pool, gs_cudevice dev))      \
@@ -432,8 +435,7 @@ typedef struct {
     X(cuCtxSynchronize, gs_curesult, (void))                                        \
     X(cuDeviceGetDefaultMemPool, gs_curesult, (gs_cumempool * pool_out, gs_cudevice dev)) \
     X(cuMemPoolSetAttribute, gs_curesult,                                           \
-      (gs_cumempool pool, gs_cumempoolattr attr, void *value))                     \
-    X(cuMemPoolTrimTo, gs_curesult, (gs_cumempool pool, size_t minBytesToKeep))
+      (gs_cumempool pool, gs_cumempoolattr attr, void *value))
 
 /* Runtime functions whose calls label the driver event they cause. */
 #define GS_RUNTIME_HOOKED(X)                                                       \

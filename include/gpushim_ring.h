@@ -60,7 +60,8 @@ struct gs_ev {
     uint64_t addr; /* POOL: the pool */
     uint64_t size; /* POOL: its reserved bytes */
     uint64_t stream;
-    uint64_t free_bytes;  /* ALLOC_FAILED; POOL: its used bytes */
+    uint64_t free_bytes;  /* ALLOC_FAILED; POOL: its used bytes; ALLOC: 1 when it asked for
+                           * all free memory (gs_note_free_memory), else 0 */
     uint64_t total_bytes; /* ALLOC_FAILED */
     uint64_t parent;      /* ALLOC of a mapping: the physical memory's handle */
 };

@@ -86,7 +86,10 @@ enum gs_record_type {
                          * varint size, varint stack id, varint stream, varint kind,
                          * varint space, varint parent (for a mapping: the handle
                          * of the physical memory it maps, which it holds a
-                         * reference to; else 0) */
+                         * reference to; else 0), then, only when 1, varint
+                         * all_free: it asked for exactly the free memory the
+                         * thread's last cuMemGetInfo answered, with no attempt
+                         * between (a probe's first guess) */
     GS_REC_FREE = 19,   /* zz dt, varint tid, varint api, zz device, zz addr delta,
                          * varint stream, varint space, varint size: one reference
                          * dropped (an allocation has one unless GS_REC_REF or a

@@ -51,7 +51,8 @@ static uint8_t *encode_event(struct gs_encoder *e, const struct gs_ev *ev, uint8
         p = varint(p, ev->stream);
         p = varint(p, ev->kind);
         p = varint(p, ev->space);
-        return varint(p, ev->parent);
+        p = varint(p, ev->parent);
+        return ev->free_bytes ? varint(p, 1) : p; /* appended: absent when 0 */
     case GS_REC_FREE:
         p = addr_delta(e, ev->addr, p);
         p = varint(p, ev->stream);

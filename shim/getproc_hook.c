@@ -81,6 +81,7 @@ static const struct getproc_rule rules[] = {
     SIMPLE("cuIpcCloseMemHandle", 4010, cuIpcCloseMemHandle),
     SIMPLE("cuMemPoolCreate", 11020, cuMemPoolCreate),
     SIMPLE("cuMemPoolDestroy", 11020, cuMemPoolDestroy),
+    SIMPLE("cuMemPoolTrimTo", 11020, cuMemPoolTrimTo),
     SIMPLE("cuMulticastCreate", 12010, cuMulticastCreate),
     SIMPLE("cuStreamGetDevice", 12080, cuStreamGetDevice),
     SIMPLE("cuDeviceGetMemPool", 11020, cuDeviceGetMemPool),

@@ -64,6 +64,17 @@ static void after_async(enum gs_api api, enum gs_kind kind, int32_t device, gs_c
         after_alloc(api, kind, device, r, dptr, size, stream);
 }
 
+/* Not an allocation: what it answers is noted, for the thread's next one
+ * (gs_note_free_memory). */
+GS_EXPORT gs_curesult cuMemGetInfo_v2(size_t *free, size_t *total)
+{
+    GS_REAL_OR_MISSING(cuMemGetInfo_v2);
+    gs_curesult r = real(free, total);
+    if (r == GS_CUDA_SUCCESS && free)
+        gs_note_free_memory(*free);
+    return r;
+}
+
 GS_EXPORT gs_curesult cuMemAlloc_v2(gs_cudeviceptr *dptr, size_t bytesize)
 {
     GS_REAL_OR_MISSING(cuMemAlloc_v2);

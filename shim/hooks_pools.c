@@ -177,6 +177,20 @@ GS_EXPORT gs_curesult cuMemPoolDestroy(gs_cumempool pool)
     return r;
 }
 
+GS_EXPORT gs_curesult cuMemPoolTrimTo(gs_cumempool pool, size_t minBytesToKeep)
+{
+    GS_REAL_OR_MISSING(cuMemPoolTrimTo);
+    gs_curesult r = real(pool, minBytesToKeep);
+    if (r != GS_CUDA_SUCCESS || !pool)
+        return r;
+    pthread_mutex_lock(&pools_lock);
+    struct pool *p = slot(pool, 0);
+    int32_t device = p ? p->device : GS_DEVICE_CURRENT;
+    pthread_mutex_unlock(&pools_lock);
+    gs_pool_note(pool, device, 1); /* keeps errno */
+    return r;
+}
+
 void gs_pools_lock(void) { pthread_mutex_lock(&pools_lock); }
 void gs_pools_unlock(void) { pthread_mutex_unlock(&pools_lock); }
 

@@ -47,6 +47,8 @@ static __thread struct {
     uint32_t tid;
     uint32_t name_gen; /* renames when the name was last read (0: never read) */
     char name[16];
+    uint8_t free_told;    /* cuMemGetInfo answered, no allocation attempt since */
+    uint64_t free_answer; /* what it answered: the free device memory */
 } tls;
 
 /* Renames of threads counted by the hooks; never 0, which a thread's
@@ -253,6 +255,21 @@ static void record_body(struct gs_ev *ev, uint32_t len, int with_stack)
 
 static void record(struct gs_ev *ev, int with_stack) { record_body(ev, sizeof *ev, with_stack); }
 
+void gs_note_free_memory(uint64_t free_bytes)
+{
+    tls.free_answer = free_bytes;
+    tls.free_told = 1;
+}
+
+/* Did the thread's last cuMemGetInfo, with no attempt since, answer size?
+ * Ends what it answered: it speaks of the next attempt only. */
+static int asks_all_free(uint64_t size)
+{
+    int all = tls.free_told && tls.free_answer == size;
+    tls.free_told = 0;
+    return all;
+}
+
 void gs_record_alloc(enum gs_api api, enum gs_kind kind, enum gs_space space, int32_t device,
                      uint64_t addr, uint64_t size, gs_custream stream)
 {
@@ -264,6 +281,8 @@ void gs_record_alloc(enum gs_api api, enum gs_kind kind, enum gs_space space, in
                        .addr = addr,
                        .size = size,
                        .stream = (uint64_t)(uintptr_t)stream};
+    if (kind != GS_KIND_ADDRESS_SPACE && kind != GS_KIND_MAPPED)
+        ev.free_bytes = (uint64_t)asks_all_free(size);
     record(&ev, 1);
 }
 
@@ -278,6 +297,7 @@ void gs_record_alloc_failed(enum gs_api api, int32_t device, uint64_t size, gs_c
                        .result = result,
                        .free_bytes = UINT64_MAX,
                        .total_bytes = UINT64_MAX};
+    tls.free_told = 0; /* an attempt: what cuMemGetInfo answered is about it at most */
     if (tls.busy)
         return;
     int saved = errno;

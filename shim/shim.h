@@ -171,6 +171,11 @@ int32_t gs_stream_device(gs_custream stream);
 void gs_record_alloc(enum gs_api api, enum gs_kind kind, enum gs_space space, int32_t device,
                      uint64_t addr, uint64_t size, gs_custream stream);
 /* A failed allocation, with the device's free and total memory now. */
+/* The free device memory cuMemGetInfo just told the calling thread: if its
+ * next allocation asks for exactly that much, the allocation is marked as a
+ * request for all free memory (a probe's first guess: PyTorch's
+ * cudaMallocAsync backend in cacheInfo). */
+void gs_note_free_memory(uint64_t free_bytes);
 void gs_record_alloc_failed(enum gs_api api, int32_t device, uint64_t size, gs_custream stream,
                             gs_curesult result);
 /* Recorded before the real call; followed by gs_record_free_failed if it fails. */

@@ -88,3 +88,26 @@ def test_the_cuda_malloc_async_backend():
     eq((d["pools"]["reserved_bytes_at_peak"], d["pools"]["used_bytes_at_peak"]),
        (38 * MiB, 20 * MiB), "the pool at the device peak, before emptyCache")
     eq((d["leaks"]["bytes"], d["leaks"]["count"]), (8 * MiB, 1), "the weights stay")
+
+
+def test_a_first_guess_that_fits_is_a_probe():
+    # rt_torch_async again: a later cacheInfo, with 8 MiB cached in the pool,
+    # asks for all the free memory cudaMemGetInfo said (47 MiB) and gets it at
+    # once. The shim marks the request (all_free), and the analyzer holds it
+    # apart as a probe that failed nothing: without that, the job's peak
+    # would be 55 MiB, all of the device it could have.
+    env = {"SIMCUDA_MEMORY": "64M", "SIMCUDA_OTHER": "1M", "GPUSHIM_POOL_SAMPLE_MS": "0"}
+    r = run([E.prog("rt_torch_async"), "again"], env=env)
+    eq((r.rc, r.out, r.err), (0, "async backend done, 0 hazards\n", ""),
+       "the program's own checks: 47 MiB fit at once, the pool 56 MiB, then 8 MiB")
+    d = report_json(one_trace(r))
+    eq(d["events"], {"allocations": 5, "frees": 4, "failed": 1, "frees_unknown": 0,
+                     "references": 0}, "events (both probes' allocations held apart)")
+    eq(d["peak"]["bytes"], 20 * MiB, "the peak is the first step's, not the probe's 55 MiB")
+    eq([f["outcome"] for f in d["failures"]], ["probe"], "only the first cacheInfo failed")
+    probes = d["failure_outcomes"]["probes"]
+    eq((probes["allocations"], probes["bytes"], probes["largest_bytes"]),
+       (2, 51 * MiB // 2 + 47 * MiB, 47 * MiB), "two probe allocations: 25.5 and 47 MiB")
+    eq(pool_of(d), (0, 56 * MiB, 55 * MiB, 8 * MiB, 8 * MiB),
+       "the pool did hold 56 MiB for the probe's instant, and 8 MiB after emptyCache")
+    eq((d["leaks"]["bytes"], d["leaks"]["count"]), (8 * MiB, 1), "the weights stay, alone")

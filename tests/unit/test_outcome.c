@@ -5,7 +5,8 @@
  * benchmark halving its workspace (recovered), PyTorch's cudaMallocAsync
  * cacheInfo asking for all free memory and halving (a probe, whose
  * allocation never joins the peak), a FABRIC handle type refused, and
- * failures nothing followed (unrecovered). Also what "the same call site"
+ * failures nothing followed (unrecovered), and cacheInfo's first guess
+ * fitting at once (a probe that failed nothing). Also what "the same call site"
  * is, the end of a trace, post-mortem slots given back, the chains' cap,
  * and checkpoint records of older writers and hostile ones.
  */
@@ -186,6 +187,69 @@ Test(outcome, a_probe_is_freed_before_its_thread_does_anything_else)
     ASSERT_U64(r.peak_bytes, 30 * MB, "and it joined the live set");
     ASSERT_U64(r.frees, 1, "its free is a free");
     ASSERT_U64(r.outcomes.probes, 0, "no probe");
+}
+
+/* An allocation the shim marked: it asked for exactly the free memory its
+ * thread's cuMemGetInfo had just answered. */
+static void alloc_all_free(uint32_t tid, uint64_t addr, uint64_t size, uint32_t stack)
+{
+    struct gs_revent e = {.type = GS_REC_ALLOC, .time_ns = now += 1000, .tid = tid,
+                          .api = GS_API_cuMemAllocAsync, .addr = addr, .size = size,
+                          .stack_id = stack, .kind = GS_KIND_DEVICE, .all_free = 1};
+    gs_replay_event(&r, &e);
+}
+
+Test(outcome, a_first_guess_that_fits_is_a_probe_without_failures)
+{
+    /* cacheInfo with memory cached in the pool: cudaMemGetInfo, then all of
+     * it asked for, which fits at once, freed at once */
+    alloc(1, 0x1000, 8 * MB, 3);
+    alloc_all_free(1, 0x2000, 47 * MB, 1);
+    ASSERT_U64(r.nchains, 1, "held apart, awaiting its thread's next event");
+    cr_assert_null(gs_replay_find_live(&r, GS_SPACE_ADDRESS, 0x2000), "not live");
+    alloc(2, 0x5000, 1 * MB, 3); /* another thread meanwhile */
+    release(1, 0x2000);
+    ASSERT_U64(r.nchains, 0, "decided");
+    ASSERT_U64(r.peak_bytes, 9 * MB, "the peak without the probe");
+    ASSERT_U64(r.allocations, 2, "the probe is no allocation of the job's");
+    ASSERT_U64(r.frees, 0, "nor its free");
+    ASSERT_U64(r.frees_unknown, 0, "which is no unknown free either");
+    ASSERT_U64(r.outcomes.probes, 1, "one probe allocation");
+    ASSERT_U64(r.outcomes.probe_bytes, 47 * MB, "of 47 MB");
+    ASSERT_U64(r.nfailures, 0, "nothing failed");
+    ASSERT_U64(r.outcomes.count[GS_OUTCOME_PROBE], 0, "no probe failure");
+}
+
+Test(outcome, all_free_memory_kept_is_an_allocation_like_any)
+{
+    alloc_all_free(1, 0x2000, 47 * MB, 1);
+    alloc(1, 0x3000, 1 * MB, 2); /* its thread's next event is no free of it */
+    release(1, 0x2000);
+    ASSERT_U64(r.peak_bytes, 48 * MB, "it joined the live set before the next event");
+    ASSERT_U64(r.allocations, 2, "two allocations");
+    ASSERT_U64(r.frees, 1, "and its free is a free");
+    ASSERT_U64(r.outcomes.probes, 0, "no probe");
+    ASSERT_U64(r.outcomes.retries, 0, "and no retry: nothing had failed");
+}
+
+Test(outcome, a_first_guess_held_at_a_checkpoint)
+{
+    alloc(1, 0x1000, 8 * MB, 3);
+    alloc_all_free(1, 0x2000, 47 * MB, 1);
+    struct buf b = checkpoint(&r);
+    struct gs_replay loaded;
+    gs_replay_init(&loaded);
+    ASSERT_U64(damaged(&loaded, b.p, b.n), 0, "a held chain without failures loads");
+    ASSERT_U64(loaded.nchains, 1, "the chain");
+    struct gs_replay whole = r;
+    r = loaded;
+    release(1, 0x2000);
+    ASSERT_U64(r.outcomes.probes, 1, "decided after the checkpoint as before it");
+    ASSERT_U64(r.peak_bytes, 8 * MB, "without the probe");
+    loaded = r;
+    r = whole;
+    gs_replay_free(&loaded);
+    free(b.p);
 }
 
 Test(outcome, a_probe_asks_for_all_free_memory_and_halves)
