@@ -109,9 +109,9 @@ $(BUILD)/gpushim: $(ANALYZER_OBJ)
 
 # ---- the simulated CUDA driver and runtime (tests/sim) ----
 sim: $(SIM)
-$(BUILD)/sim/libcuda.so.1: $(BUILD)/obj/pic/tests/sim/driver.o
+$(BUILD)/sim/libcuda.so.1: $(patsubst %.c,$(BUILD)/obj/pic/%.o,$(wildcard tests/sim/driver/*.c))
 	@mkdir -p $(@D)
-	$(CC) -shared -o $@ $< $(LDFLAGS) -Wl,-soname,libcuda.so.1 -ldl -lpthread
+	$(CC) -shared -o $@ $^ $(LDFLAGS) -Wl,-soname,libcuda.so.1 -ldl -lpthread
 	ln -sf libcuda.so.1 $(BUILD)/sim/libcuda.so
 $(BUILD)/sim/libcudart.so.13: $(BUILD)/obj/pic/tests/sim/runtime.o tests/sim/runtime.map
 	@mkdir -p $(@D)

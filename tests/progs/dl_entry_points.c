@@ -4,7 +4,7 @@
  * driver's handle (older PyTorch, XLA) and cuGetProcAddress (the CUDA
  * runtime, NCCL through a static runtime's cudaGetDriverEntryPoint). The
  * driver may hand out internal entry points from cuGetProcAddress whose
- * addresses are not dlsym's (the simulated one does: tests/sim/driver.c,
+ * addresses are not dlsym's (the simulated one does: tests/sim/driver/getproc.c,
  * "Internal entry points"); every call must be recorded whatever the address.
  *
  * With the argument "addresses" it prints only whether the two lookups gave
