@@ -266,8 +266,8 @@ struct gs_site {
     uint64_t other_thread_allocs;
 };
 
-/* What became of a failed allocation (outcome.c, README.md "Failed
- * allocations: what became of each"). */
+/* What became of a failed allocation (outcome.c, docs/commands.md
+ * "Failed allocations: what became of each"). */
 enum gs_outcome {
     GS_OUTCOME_PENDING = 0, /* not decided yet: its thread may still retry */
     GS_OUTCOME_UNRECOVERED, /* nothing like it succeeded afterwards */
@@ -379,7 +379,7 @@ struct gs_pycode {
     char *file, *function;
 };
 
-/* ---- graphs.c: CUDA graphs (README.md "CUDA graphs") ---- */
+/* ---- graphs.c: CUDA graphs (docs/design.md "CUDA graphs") ---- */
 /* A memory node, as recorded. */
 struct gs_graph_node {
     uint64_t addr, size; /* size: allocation nodes */
@@ -501,7 +501,7 @@ struct gs_marks {
 
 /* ---- blocks.c: the program's own allocator's blocks, and fragmentation ---- */
 
-/* Fragmentation inside driver allocations at one moment (README.md
+/* Fragmentation inside driver allocations at one moment (docs/api.md
  * "Fragmentation"). A segment is a live device allocation at an address
  * (cuMemAlloc*, stream-ordered, the pluggable allocator's); a block is in
  * the segment that holds its first byte. */
@@ -692,7 +692,7 @@ struct gs_replay {
 
 /* What the device's page size adds to an allocation of size bytes: the
  * driver maps device memory in 2 MiB pages, so one of 2 MiB or more takes
- * whole pages; smaller ones share pages and count nothing (README.md,
+ * whole pages; smaller ones share pages and count nothing (docs/api.md,
  * "Fragmentation"). */
 #define GS_DEVICE_PAGE (2ull << 20)
 static inline uint64_t gs_rounding_waste(uint64_t size)

@@ -8,7 +8,7 @@
  * site per call stack of gpushim_block_alloc with its totals, and what each
  * site held at the blocks' own peak (peak epochs, as replay.c explains).
  *
- * Fragmentation (README.md "Fragmentation"). A segment is a live device
+ * Fragmentation (docs/api.md "Fragmentation"). A segment is a live device
  * allocation at an address (cuMemAlloc*, stream-ordered ones, the pluggable
  * allocator's), or a run of mapped ranges of device memory that touch (a
  * "run": PyTorch's expandable segments map their pages one by one, and its

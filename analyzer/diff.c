@@ -31,7 +31,7 @@ static const char usage_diff[] =
     "the peak, largest first; a site in one run only is new (B) or gone (A).\n"
     "\n"
     "options:\n"
-    "  --json         print one JSON object (schema in README.md) instead of text\n"
+    "  --json         print one JSON object (schema in docs/json.md) instead of text\n"
     "  --top N        call sites listed (default 10 for text, all for JSON)\n"
     "  --frames N     stack frames shown per call site in text (default 6)\n"
     "  --native       native stacks alone: sites matched by their native frames\n"

@@ -1,5 +1,5 @@
 /*
- * graphs.c - CUDA graphs in the replay (README.md "CUDA graphs").
+ * graphs.c - CUDA graphs in the replay (docs/design.md "CUDA graphs").
  *
  * A graph's memory is accounted as the driver holds it:
  *   - at capture or when a node is added, nothing: the node (address, size,

@@ -1,6 +1,6 @@
 /*
- * outcome.c - what became of each failed allocation (README.md "Failed
- * allocations: what became of each"), decided in the replay's one pass as
+ * outcome.c - what became of each failed allocation (docs/commands.md
+ * "Failed allocations: what became of each"), decided in the replay's one pass as
  * later events show it, and the probes' allocations kept apart from the
  * live set.
  *

@@ -1,6 +1,6 @@
 /*
  * report_json.c - the report for programs: one JSON object, the schema of
- * which README.md documents ("JSON output"). Fields are only ever added.
+ * which docs/json.md documents. Fields are only ever added.
  */
 #include <inttypes.h>
 #include <stdio.h>

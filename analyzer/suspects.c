@@ -8,7 +8,7 @@
  * least half of the second half's intervals and reached above the most it
  * held in the first half: still rising, not levelling off as weights,
  * optimizer state or a cache that fills do. Up to its most, not to the
- * end, so that a leak the program's teardown frees is still one (README.md,
+ * end, so that a leak the program's teardown frees is still one (docs/commands.md,
  * "Leak suspects"). Sites are judged as the report merges them (sites.c),
  * their samples summed.
  */

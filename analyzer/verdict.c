@@ -1,6 +1,6 @@
 /*
  * verdict.c - why an allocation failed, in one sentence with its evidence
- * (README.md, "Out of memory"): from what oom.c took at the failure, the
+ * (docs/commands.md, "Out of memory"): from what oom.c took at the failure, the
  * fragmentation blocks.c took then, and the leak suspects (suspects.c).
  * The verdict is the first cause that explains the shortfall (the request
  * less the device's free memory):

@@ -38,8 +38,8 @@ The jobs, and what each check compares:
             pool's segments are ordinary device memory (cudaMalloc under
             relaxed capture), so the device peak is reserved_bytes.all.peak.
   streams   the pluggable allocator with gpushim_torch_record_stream and
-            gpushim_torch_empty_cache installed (README "PyTorch pluggable
-            allocator"): a tensor used on a side stream and recorded there,
+            gpushim_torch_empty_cache installed (docs/api.md "PyTorch
+            pluggable allocator"): a tensor used on a side stream and recorded there,
             freed, and its memory asked for again on the first stream; the
             side stream's result is right, and every tensor is one
             allocation gpushim recorded.

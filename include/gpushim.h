@@ -28,7 +28,7 @@
  * empty label, labels are cut at GPUSHIM_MAX_LABEL bytes, and a NULL block
  * is ignored. The functions keep errno and are thread-safe, but not
  * async-signal-safe (do not call them from a signal handler). From C, C++
- * (extern "C" inside) or, through ctypes, Python: README.md "Public API".
+ * (extern "C" inside) or, through ctypes, Python: docs/api.md.
  */
 #ifndef GPUSHIM_H
 #define GPUSHIM_H

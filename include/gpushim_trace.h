@@ -1,7 +1,7 @@
 /*
  * gpushim_trace.h - the trace file format: the one contract between the
- * recorder (shim/) and the analyzer (analyzer/). README.md "Trace format"
- * says the same in prose; change both together and bump GS_TRACE_VERSION
+ * recorder (shim/) and the analyzer (analyzer/). docs/trace-format.md is
+ * the overview in prose; change both together and bump GS_TRACE_VERSION
  * when an old reader could no longer read what a new writer writes.
  *
  * All integers in fixed-size fields are little-endian.
@@ -73,8 +73,10 @@ enum gs_record_type {
     GS_REC_JOB = 7,     /* varint rank + 1, varint local rank + 1, varint world size:
                          * where the process stands in a distributed job, from the
                          * environment when the trace began (include/
-                         * gpushim_naming.h); 0 for each means unknown. Old
-                         * readers skip it, as any unknown header record */
+                         * gpushim_naming.h); 0 for each means unknown. Written
+                         * by every trace, and again into TRACE.next when a
+                         * bounded trace is rotated. Old readers skip it, as
+                         * any unknown header record */
 
     /* block records */
     GS_REC_MODULE = 16, /* varint id, varint bias, varint lo, varint span (image
@@ -133,7 +135,7 @@ enum gs_record_type {
                                * a stream-ordered allocation or free on stream while
                                * it captured (graph 0: the one its capture ends in).
                                * Nothing is allocated or freed then: the graph does
-                               * so each time it runs (README.md "CUDA graphs"). Old
+                               * so each time it runs (docs/design.md "CUDA graphs"). Old
                                * readers skip it */
     GS_REC_GRAPH = 29,        /* zz dt, varint tid, varint api, zz device, varint op
                                * (enum gs_graph_op), varint graph, varint exec, varint
@@ -317,7 +319,7 @@ enum gs_record_type {
                                   * varint failure fragmentations, varint block sites,
                                   * varint blocks.
                                   *
-                                  * A fragmentation (README.md "Fragmentation"):
+                                  * A fragmentation (docs/api.md "Fragmentation"):
                                   * varint present (0/1), varint time, zz device (-1:
                                   * all), varint segments holding blocks, varint their
                                   * bytes, varint bytes of them in blocks, varint the

@@ -1,7 +1,8 @@
 /*
  * hooks_driver.c - the driver's allocation functions, as the program sees them.
  *
- * Every allocation path of every framework ends in one of these (DESIGN.md).
+ * Every allocation path of every framework ends in one of these (docs/design.md,
+ * "Interception at the driver").
  * Each wrapper calls the real function with the caller's arguments and
  * returns exactly what it returned; recording happens around the call and
  * keeps errno.

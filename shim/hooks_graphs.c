@@ -1,6 +1,6 @@
 /*
  * hooks_graphs.c - CUDA graphs: stream capture, graph memory nodes, and the
- * executables that run them (README.md "CUDA graphs").
+ * executables that run them (docs/design.md "CUDA graphs").
  *
  * While a stream captures, cuMemAllocAsync and cuMemFreeAsync on it allocate
  * and free nothing: they add allocation and free nodes to the graph the

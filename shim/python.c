@@ -133,7 +133,7 @@ static void direct_init(int minor, const char *version)
                    direct.version, why);
         return;
     }
-    /* For the tests of a layout that does not check out (README, Developing):
+    /* For the tests of a layout that does not check out (docs/developing.md, Tests):
      * 1 misplaces the first line (the frames read, wrong lines), 2 the file
      * name (a str that is not one). */
     const char *b = getenv("GPUSHIM_TEST_BREAK_PYLAYOUT");

@@ -2,7 +2,8 @@
  * real.c - the real CUDA functions behind the hooks, and which wrapper the
  * shim hands out for each.
  *
- * A program reaches a driver function in three ways (DESIGN.md): by symbol,
+ * A program reaches a driver function in three ways (docs/design.md,
+ * "Interception at the driver"): by symbol,
  * by dlsym, or through cuGetProcAddress. The last two give us the real
  * pointer the program asked for, and we keep it: it is what our wrapper must
  * call. For callers that bound to our exported symbol directly we look the

@@ -2,7 +2,7 @@
  * torch_alloc.c - PyTorch's pluggable allocator, served and recorded.
  *
  * PyTorch can take its device memory from two functions in a shared object
- * (torch.cuda.memory.CUDAPluggableAllocator, README.md "PyTorch pluggable
+ * (torch.cuda.memory.CUDAPluggableAllocator, docs/api.md "PyTorch pluggable
  * allocator"): libgpushim.so exports them, so that every tensor storage is
  * one driver allocation, recorded with its own api label and the stack of
  * the code that made it, where PyTorch's caching allocator would show
@@ -34,7 +34,7 @@
  *     function with the stream the tensor was allocated on, and tells the
  *     allocator of the other streams that use it only through the optional
  *     record_stream function, which a library installs from Python
- *     (CUDAPluggableAllocator.allocator().set_record_stream_fn, README.md).
+ *     (CUDAPluggableAllocator.allocator().set_record_stream_fn, docs/api.md).
  *     gpushim_torch_record_stream remembers (pointer, stream) pairs; a free
  *     of a pointer with pairs makes a per-device "unifying" stream (created
  *     on first need, non-blocking) wait on events recorded on the

@@ -99,7 +99,7 @@ def counters(events):
 def coalesced(changes):
     """The samples perfetto writes for [(time_us, bytes after)]: per
     microsecond, its highest value when above both the one before and its
-    last, then its last (README.md, export formats)."""
+    last, then its last (docs/export.md, perfetto)."""
     out, before, i = [], 0, 0
     while i < len(changes):
         j = i

@@ -4,8 +4,8 @@
  * phase named on the command line follows one framework's code, read in
  * pytorch/pytorch (the functions and statements are quoted below, so that
  * they can be found again in any recent version); they share one process
- * only so that one report holds every outcome (README.md "Failed
- * allocations: what became of each"). A real process would use one
+ * only so that one report holds every outcome (docs/commands.md
+ * "Failed allocations: what became of each"). A real process would use one
  * PyTorch allocator backend, not both.
  *
  *   retry   c10/cuda/CUDACachingAllocator.cpp, the native caching allocator

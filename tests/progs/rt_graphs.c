@@ -1,7 +1,7 @@
 /*
  * rt_graphs.c - CUDA graphs as PyTorch makes and replays them, through the
- * runtime (the simulated libcudart), on a 64 MiB device (README.md "CUDA
- * graphs"; tests/integration/test_graphs.py checks the figures). The code
+ * runtime (the simulated libcudart), on a 64 MiB device (docs/design.md
+ * "CUDA graphs"; tests/integration/test_graphs.py checks the figures). The code
  * followed is pytorch/pytorch's, read for this program:
  *
  *   aten/src/ATen/cuda/CUDAGraph.cpp
