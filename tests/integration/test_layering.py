@@ -60,11 +60,8 @@ libgpushim.so holds gs_growth_free
 libgpushim.so holds gs_growth_on_alloc
 libgpushim.so holds gs_growth_on_mark
 libgpushim.so holds gs_oom_on_failure
-analyzer/verdict.c calls analyzer/report_text.c
 gpushim: a cycle of 8 files: analyzer/blocks.c analyzer/checkpoint.c analyzer/graphs.c \
 analyzer/growth.c analyzer/marks.c analyzer/oom.c analyzer/outcome.c analyzer/replay.c
-gpushim: a cycle of 2 files: analyzer/report_text.c analyzer/verdict.c
-gpushim: a cycle of 2 files: analyzer/export_html.c analyzer/svg.c
 """.replace("\\\n", "").strip().split("\n")
 
 

@@ -41,7 +41,8 @@ LAYERS = [
     ("include", 0, "public", ["include/"]),
     ("analyzer/util", 1, "shared", [
         "analyzer/idmap.c", "analyzer/ordmap.c", "analyzer/json.c", "analyzer/protobuf.c",
-        "analyzer/pickle.c"]),
+        "analyzer/pickle.c", "analyzer/names.c", "analyzer/reserve.c", "analyzer/bytes.c",
+        "analyzer/escape.c"]),
     ("analyzer/trace", 2, "shared", ["shim/encode.c", "analyzer/decode.c"]),
     ("analyzer/model", 3, "shared", [
         "analyzer/replay.c", "analyzer/marks.c", "analyzer/blocks.c", "analyzer/outcome.c",
