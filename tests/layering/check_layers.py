@@ -132,11 +132,14 @@ def may_use(src, dst):
 
 
 def why_not(src, dst):
-    if dst[1] >= src[1]:
-        return "a layer above its own" if dst[1] > src[1] else "a layer beside its own"
+    """Why a file of layer src may not use layer dst, in words."""
     if dst[2] not in ("public", "shared", src[2]):
-        return "the other side"
-    return "a seam only " + ", ".join(sorted(SEAMS[dst[0]][src[2]])) + " may use"
+        return (f"{src[0]} is {'shared' if src[2] == 'shared' else 'on the ' + src[2] + ' side'}"
+                f": it may not use the {dst[2]} side's {dst[0]}")
+    if dst[1] >= src[1]:
+        return f"{dst[0]} is {'above' if dst[1] > src[1] else 'beside'} {src[0]}"
+    return (f"of the {src[2]} side only {', '.join(sorted(SEAMS[dst[0]][src[2]]))} "
+            f"may use {dst[0]}")
 
 
 def files(root):
@@ -224,8 +227,7 @@ def check_includes(root):
                 continue
             dst = layer_of(h)
             if dst and not may_use(src, dst):
-                problem(f"{at}: includes {h} ({dst[0]}: {why_not(src, dst)}; "
-                        f"{f} is in {src[0]})")
+                problem(f"{at}: includes {h} ({why_not(src, dst)})")
     for c in scc(set(graph), graph):
         problem("headers include each other: " + " ".join(c))
 
@@ -310,7 +312,7 @@ def check_symbols(root, build):
                 b = layer_of(dst)
                 if a and b and not may_use(a, b):
                     problem(f"{src} calls {dst} ({', '.join(sorted(syms)[:4])}: "
-                            f"{b[0]} is {why_not(a, b)}, {a[0]})")
+                            f"{why_not(a, b)})")
         for c in scc(set(objs), edges):
             problem(f"{unit}: a cycle of {len(c)} files: {' '.join(c)} "
                     f"(one way round: {cycle_text(c, edges)})")
