@@ -28,6 +28,8 @@
  *   ranks.c         gpushim report over several traces: the ranks of a job
  *   plan.c          gpushim plan: memory against batch size, the largest that fits
  *   multi.c         what the commands over several traces share
+ *   names.c, reserve.c, bytes.c, escape.c   helpers the others share: the names
+ *                   of APIs, kinds and results; growing arrays; "1.50 GiB"; HTML text
  */
 #ifndef GPUSHIM_ANALYZER_H
 #define GPUSHIM_ANALYZER_H
@@ -86,6 +88,24 @@ static inline void gs_cursor_text(struct gs_cursor *c, char *out, size_t outsz)
     const uint8_t *b = gs_cursor_bytes(c, &len);
     gs_text_copy(out, outsz, b, b ? len : 0);
 }
+
+/* ---- names.c ---- */
+const char *gs_api_name(uint32_t api);     /* "cuMemAlloc_v2"; "unknown" */
+const char *gs_kind_name(uint32_t kind);   /* "device", "host_pinned"; "?" */
+const char *gs_result_name(uint32_t result); /* "CUDA_ERROR_OUT_OF_MEMORY" */
+
+/* ---- reserve.c ---- */
+/* Grows an array of n elements of size sz to hold one more: 0, or -1. */
+int gs_reserve(void **arr, size_t *cap, size_t n, size_t sz);
+
+/* ---- bytes.c ---- */
+/* "1.50 GiB", "512 B" */
+const char *gs_human_bytes(uint64_t b, char *buf, size_t sz);
+
+/* ---- escape.c ---- */
+/* Writes s (untrusted: from the trace) as HTML text or attribute value:
+ * & < > " ' as references, control bytes but tab and newline as '?'. */
+void gs_html_escape(FILE *out, const char *s);
 
 /* ---- reader.c ---- */
 struct gs_rmodule {
@@ -725,9 +745,6 @@ uint32_t gs_replay_thread_intern(struct gs_replay *r, const char *text);
 void gs_replay_thread_named(struct gs_replay *r, uint32_t tid, const char *text);
 /* One more allocation at site s by a thread of that name (0: ignored). */
 void gs_site_count_thread(struct gs_site *s, uint32_t name);
-const char *gs_api_name(uint32_t api);
-const char *gs_kind_name(uint32_t kind);
-const char *gs_result_name(uint32_t result);
 
 /* The parts of replay.c that checkpoint.c builds a replay state with. */
 /* Forgets the live set, the sites, the totals, pools, failures and recent
@@ -746,8 +763,6 @@ int gs_replay_insert(struct gs_replay *r, const struct gs_live_alloc *a);
 /* The pool with this id; made (zeroed but for its id and device) when make
  * is set and there is none. NULL: none, or no memory. */
 struct gs_pool_usage *gs_replay_pool(struct gs_replay *r, uint64_t pool, int32_t device, int make);
-/* Grows an array of n elements of size sz to hold one more: 0, or -1. */
-int gs_reserve(void **arr, size_t *cap, size_t n, size_t sz);
 
 /* Takes what a report reads that is still pending (the fragmentation at
  * the device peak): call once the last event is in, before reporting. */
@@ -1016,8 +1031,6 @@ void gs_report_text(FILE *out, const struct gs_report *rep);
  * 2 recovered, 1 probe"), when they were not all unrecovered: 1 and the
  * words in buf (report_text.c), else 0 and "". */
 int gs_report_outcomes(const struct gs_replay *r, char *buf, size_t sz);
-/* "1.50 GiB", "512 B" (report_text.c) */
-const char *gs_human_bytes(uint64_t b, char *buf, size_t sz);
 
 /* ---- suspects.c ---- */
 /* A reported site whose live device bytes keep rising. */
@@ -1189,9 +1202,6 @@ void gs_timeline_aligned(const struct gs_timeline *src, uint64_t width_ns, unsig
 
 /* ---- export_html.c: gpushim export --format=html ---- */
 void gs_export_html(FILE *out, const struct gs_report *rep);
-/* Writes s (untrusted: from the trace) as HTML text or attribute value:
- * & < > " ' as references, control bytes but tab and newline as '?'. */
-void gs_html_escape(FILE *out, const char *s);
 /* A sortable table: a header per column, a row per call of cell for each
  * column. A numeric column sorts by the cells' key (an integer, written
  * exactly as data-v); the others by their text. At most 1000 rows are

@@ -24,27 +24,6 @@
 #define HTML_ROWS 1000   /* the most rows a table lists */
 #define HTML_FRAMES 6    /* frames shown per call site */
 
-void gs_html_escape(FILE *out, const char *s)
-{
-    if (!s)
-        return;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
-        case '&': fputs("&amp;", out); break;
-        case '<': fputs("&lt;", out); break;
-        case '>': fputs("&gt;", out); break;
-        case '"': fputs("&quot;", out); break;
-        case '\'': fputs("&#39;", out); break;
-        default:
-            if (*p < 0x20 && *p != '\n' && *p != '\t')
-                fputc('?', out);
-            else
-                fputc(*p, out);
-        }
-    }
-}
-
-
 void gs_html_table(FILE *out, const char *id, const char *title, const struct gs_html_col *cols,
                    size_t ncols, size_t nrows, gs_html_cell_fn cell, void *ctx)
 {

@@ -45,22 +45,6 @@ int gs_report_outcomes(const struct gs_replay *r, char *buf, size_t sz)
     return 1;
 }
 
-const char *gs_human_bytes(uint64_t b, char *buf, size_t sz)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)b;
-    int u = 0;
-    while (v >= 1024 && u < 4) {
-        v /= 1024;
-        u++;
-    }
-    if (u == 0)
-        snprintf(buf, sz, "%" PRIu64 " B", b);
-    else
-        snprintf(buf, sz, "%.2f %s", v, units[u]);
-    return buf;
-}
-
 static double seconds(uint64_t ns) { return (double)ns / 1e9; }
 
 static const char *plural(uint64_t n) { return n == 1 ? "" : "s"; }

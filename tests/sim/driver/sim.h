@@ -5,6 +5,8 @@
  * of the CUDA Driver API reference (its top comment says which); state.c, support.c,
  * alloc.c and order.c hold what the sections share.
  *
+ * Included by: the files of tests/sim/driver/ alone.
+ *
  * The driver lets gpushim's tests run where there is no GPU: it exports the real driver's
  * names with the real ABIs (the gs_ declarations of include/gpushim_cuda.h) and behaves
  * like the real driver wherever a memory profiler can tell.

@@ -1,0 +1,373 @@
+#!/usr/bin/env python3
+"""check_layers.py - the project's layers, checked (make layering; part of make check).
+
+Issue 16 asks for one-way layers: every include and every call goes down.
+This script owns the layer table (LAYERS: which files are in which layer)
+and reports, one line each:
+  - a file under shim/, analyzer/, include/ or tests/ that is in no layer;
+  - an #include "..." that goes up a layer, to the other side (shim or
+    analyzer), or to the other side's umbrella header, or that is not in
+    the project; headers that include each other;
+  - a project header longer than MAX_HEADER_LINES (but ALLOW_LONG), or one
+    outside include/ whose first comment does not say "Included by:";
+  - in each link unit (UNITS), a call between objects (nm: a U symbol
+    defined by another object of the unit) that goes up or across, and the
+    files that call each other round in a cycle;
+  - a symbol in libgpushim.so that only the analyzer's objects define, or
+    one named like the analyzer's alone (DENY_IN_SHIM: the checkpoint
+    loader, the findings, ...).
+Then "layering: N problem(s)". Exit status 1 on any problem, 0 with --warn
+(while issue 16's steps land: the tree breaks these rules today).
+
+The layers are those of the planned folders (analyzer/util, analyzer/trace,
+... shim/base, ... shim/entry); until the files move there, each layer lists
+today's files by name. A file may use (include, call) its own layer, and a
+layer of lower rank whose side is "public", "shared" or its own; of the shim,
+only shim/bound may use analyzer/model (SEAMS). Tests may use anything.
+
+Usage: check_layers.py [--root DIR] [--build DIR] [--no-objects] [--warn]
+(--build: where make put build/obj and libgpushim.so; --no-objects: includes
+and headers only.) Standard library and binutils' nm.
+"""
+import argparse
+import collections
+import os
+import re
+import subprocess
+import sys
+
+# (layer, rank, side, the paths in it: folders end in "/", the rest are files)
+LAYERS = [
+    ("include", 0, "public", ["include/"]),
+    ("analyzer/util", 1, "shared", [
+        "analyzer/idmap.c", "analyzer/ordmap.c", "analyzer/json.c", "analyzer/protobuf.c",
+        "analyzer/pickle.c", "analyzer/names.c", "analyzer/reserve.c", "analyzer/bytes.c",
+        "analyzer/escape.c"]),
+    ("analyzer/trace", 2, "shared", ["shim/encode.c", "analyzer/decode.c"]),
+    ("analyzer/model", 3, "shared", [
+        "analyzer/replay.c", "analyzer/marks.c", "analyzer/blocks.c", "analyzer/outcome.c",
+        "analyzer/timeline.c", "analyzer/checkpoint.c", "analyzer/graphs.c"]),
+    ("shim/base", 4, "shim", ["shim/config.c", "shim/real.c"]),
+    ("shim/file", 5, "shim", ["shim/tracefile.c", "shim/ring.c"]),
+    ("shim/bound", 6, "shim", ["shim/bound.c"]),
+    ("shim/writer", 7, "shim", ["shim/writer.c"]),
+    ("shim/record", 8, "shim", [
+        "shim/record.c", "shim/stacks.c", "shim/unwind.c", "shim/modules.c", "shim/python.c",
+        "shim/pyread.c", "shim/pylines.c", "shim/pylayout.c", "shim/pyread.h"]),
+    ("shim/hooks", 9, "shim", [
+        "shim/hooks_driver.c", "shim/hooks_runtime.c", "shim/hooks_vmm.c",
+        "shim/hooks_arrays.c", "shim/hooks_host.c", "shim/hooks_pools.c",
+        "shim/hooks_threads.c", "shim/hooks_graphs.c", "shim/torch_alloc.c", "shim/api.c"]),
+    ("shim/entry", 10, "shim", ["shim/getproc_hook.c", "shim/dlsym_hook.c",
+                                "shim/hooks_process.c"]),
+    ("analyzer/read", 4, "analyzer", ["analyzer/reader.c", "analyzer/recover.c"]),
+    ("analyzer/symbols", 5, "analyzer", [
+        "analyzer/symbolize.c", "analyzer/symbolize.h", "analyzer/sites.c",
+        "analyzer/pyframes.c", "analyzer/autograd.c"]),
+    ("analyzer/findings", 6, "analyzer", [
+        "analyzer/growth.c", "analyzer/oom.c", "analyzer/suspects.c", "analyzer/verdict.c",
+        "analyzer/capacity.c", "analyzer/modes.c"]),
+    ("analyzer/report", 7, "analyzer", ["analyzer/load.c", "analyzer/report_text.c",
+                                        "analyzer/report_json.c"]),
+    ("analyzer/export", 8, "analyzer", [
+        "analyzer/export.c", "analyzer/export_html.c", "analyzer/svg.c",
+        "analyzer/export_pprof.c", "analyzer/perfetto.c", "analyzer/torch_snapshot.c"]),
+    ("analyzer/cmd", 9, "analyzer", ["analyzer/run.c", "analyzer/diff.c", "analyzer/plan.c",
+                                     "analyzer/ranks.c", "analyzer/multi.c"]),
+    ("analyzer/main", 10, "analyzer", ["analyzer/main.c"]),
+    ("tests/sim", 1, "sim", ["tests/sim/"]),
+    ("tests", 99, "tests", ["tests/"]),
+]
+# Headers that declare a whole side, until issue 16 splits them: any file of
+# these sides may include them (they include what their side may).
+UMBRELLAS = {"shim/shim.h": ("shim",), "analyzer/analyzer.h": ("analyzer", "shared")}
+# Of one side, only these layers may use this shared layer.
+SEAMS = {"analyzer/model": {"shim": {"shim/bound"}}}
+# Include search paths besides the including file's folder, include/ and the
+# root (the Makefile's -I flags).
+INCLUDE_PATH = {"tests/fuzz/": ["analyzer"]}
+# Link units: (objects under build/obj/VARIANT, the sources they are built from).
+UNITS = {
+    "libgpushim.so": ("pic", ["shim/", "analyzer/"]),
+    "gpushim": ("", ["analyzer/", "shim/encode.c"]),
+    "libcuda.so.1": ("pic", ["tests/sim/driver"]),
+}
+DENY_IN_SHIM = re.compile(r"^gs_(checkpoint_load|growth_|oom_|failure_postmortem|findings_|"
+                          r"suspects|read_trace|load|load_watch|sym_|rank_|report_|export_|cmd_)")
+# Sanity: the library read is the shim, with a symbol table.
+REQUIRED_IN_SHIM = ["gs_emit", "gs_replay_init", "gs_checkpoint_write", "gs_decode_block"]
+MAX_HEADER_LINES = 300
+ALLOW_LONG = {"include/gpushim_trace.h": "the trace format, defined once",
+              "include/gpushim_cuda.h": "the CUDA ABI, checked against cuda.h by tests/abi"}
+SOURCE_DIRS = ["include", "shim", "analyzer", "tests/sim", "tests/unit", "tests/fuzz"]
+INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+DEFINED = "TDBRCVWGSI"
+
+problems = []
+
+
+def problem(msg):
+    if msg not in problems:  # the shared layers are in two link units
+        problems.append(msg)
+
+
+def layer_of(path):
+    """(layer, rank, side) of a file, or None."""
+    best, length = None, -1
+    for name, rank, side, paths in LAYERS:
+        for p in paths:
+            if (path == p or (p.endswith("/") and path.startswith(p))) and len(p) > length:
+                best, length = (name, rank, side), len(p)
+    return best
+
+
+def may_use(src, dst):
+    """May a file of layer src use (include, call) layer dst?"""
+    if src[0] == dst[0] or src[2] == "tests":
+        return True
+    if dst[2] == "tests" or dst[1] >= src[1] or dst[2] not in ("public", "shared", src[2]):
+        return False
+    seam = SEAMS.get(dst[0], {}).get(src[2])
+    return seam is None or src[0] in seam
+
+
+def why_not(src, dst):
+    """Why a file of layer src may not use layer dst, in words."""
+    if dst[2] not in ("public", "shared", src[2]):
+        return (f"{src[0]} is {'shared' if src[2] == 'shared' else 'on the ' + src[2] + ' side'}"
+                f": it may not use the {dst[2]} side's {dst[0]}")
+    if dst[1] >= src[1]:
+        return f"{dst[0]} is {'above' if dst[1] > src[1] else 'beside'} {src[0]}"
+    return (f"of the {src[2]} side only {', '.join(sorted(SEAMS[dst[0]][src[2]]))} "
+            f"may use {dst[0]}")
+
+
+def files(root):
+    for d in SOURCE_DIRS:
+        for dirpath, dirs, names in os.walk(os.path.join(root, d)):
+            dirs.sort()
+            for n in sorted(names):
+                if n.endswith((".c", ".h")):
+                    yield os.path.relpath(os.path.join(dirpath, n), root)
+
+
+def resolve(root, src, name):
+    extra = [d for prefix, ds in INCLUDE_PATH.items() if src.startswith(prefix) for d in ds]
+    for base in [os.path.dirname(src), "include", "."] + extra:
+        p = os.path.normpath(os.path.join(base, name))
+        if os.path.isfile(os.path.join(root, p)):
+            return p
+    return None
+
+
+def scc(nodes, edges):
+    """The strongly connected components of more than one node (Tarjan)."""
+    index, low, stack, on, out, n = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = n[0]
+        n[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            out.append(sorted(comp))
+    sys.setrecursionlimit(max(1000, 10 * len(nodes)))
+    for v in sorted(nodes):
+        if v not in index:
+            visit(v)
+    return [c for c in out if len(c) > 1]
+
+
+def check_header(f, text):
+    n = text.count("\n")
+    if n > MAX_HEADER_LINES and f not in ALLOW_LONG:
+        problem(f"{f}: longer than {MAX_HEADER_LINES} lines ({n})")
+    first = re.match(r"\s*/\*.*?\*/", text, re.S)
+    if not f.startswith("include/") and not (first and "Included by" in first.group(0)):
+        problem(f"{f}: its first comment does not say \"Included by:\"")
+
+
+def check_includes(root):
+    graph = collections.defaultdict(set)
+    for f in files(root):
+        src = UMBRELLAS.get(f) and (f, 11, "umbrella") or layer_of(f)
+        if src is None:
+            problem(f"{f}: in no layer (add it to LAYERS in tests/layering/check_layers.py)")
+            continue
+        with open(os.path.join(root, f), errors="replace") as fh:
+            text = fh.read()
+        if f.endswith(".h") and src[2] != "tests":
+            check_header(f, text)
+        for m in INCLUDE_RE.finditer(text):
+            h = resolve(root, f, m.group(1))
+            at = f"{f}:{text.count(chr(10), 0, m.start()) + 1}"
+            if h is None:
+                problem(f"{at}: includes \"{m.group(1)}\" (not in the project)")
+                continue
+            graph[f].add(h)
+            if src[2] in ("umbrella", "tests"):
+                continue
+            if h in UMBRELLAS:
+                if src[2] not in UMBRELLAS[h]:
+                    problem(f"{at}: includes {h} (the umbrella header of "
+                            f"{' and '.join(UMBRELLAS[h])}; {f} is in {src[0]})")
+                continue
+            dst = layer_of(h)
+            if dst and not may_use(src, dst):
+                problem(f"{at}: includes {h} ({why_not(src, dst)})")
+    for c in scc(set(graph), graph):
+        problem("headers include each other: " + " ".join(c))
+
+
+def nm(paths, defined_only=False):
+    """{path: [the fields of each symbol line]} for these files, one nm run."""
+    out = {p: [] for p in paths}
+    if paths:
+        args = ["nm", "-A"] + (["--defined-only"] if defined_only else []) + list(paths)
+        for line in subprocess.run(args, capture_output=True, text=True).stdout.splitlines():
+            path, _, rest = line.partition(":")
+            if path in out:
+                out[path].append(rest.split())
+    return out
+
+
+def objects(root, build, variant, sources):
+    """{source: object} of the objects under build/obj[/variant] made from
+    these sources (folders or files) that are still in the tree."""
+    base = os.path.join(build, "obj", variant)
+    out = {}
+    for s in sources:
+        top = s if s.endswith("/") else os.path.dirname(s) + "/"
+        for dirpath, _, names in os.walk(os.path.join(base, top)):
+            for n in sorted(names):
+                o = os.path.join(dirpath, n)
+                src = os.path.relpath(o, base)[:-2] + ".c"
+                if n.endswith(".o") and src.startswith(s) and \
+                        os.path.isfile(os.path.join(root, src)):
+                    out[src] = o
+    return out
+
+
+def cycle_text(comp, edges):
+    """One way round the component: a [symbols] -> b [symbols] -> ... -> a."""
+    members, start = set(comp), comp[0]
+    path = [start]
+
+    def walk(v):
+        for w in sorted(edges.get(v, ())):
+            if w == start and len(path) > 1:
+                return True
+            if w in members and w not in path:
+                path.append(w)
+                if walk(w):
+                    return True
+                path.pop()
+        return False
+    walk(start)
+    path.append(start)
+    return " -> ".join(f"{a} [{', '.join(sorted(edges[a][b])[:3])}]"
+                       for a, b in zip(path, path[1:])) + f" -> {start}"
+
+
+def check_symbols(root, build):
+    tree = list(files(root))
+    for unit, (variant, sources) in UNITS.items():
+        if not any(f.startswith(s) for f in tree for s in sources):
+            continue
+        objs = objects(root, build, variant, sources)
+        if not objs:
+            problem(f"{unit}: no objects under {build}/obj (build first: make all sim)")
+            continue
+        defs, undef = {}, {}
+        syms = nm(sorted(objs.values()))
+        for src, o in sorted(objs.items()):
+            undef[src] = set()
+            for p in syms[o]:
+                if len(p) == 2 and p[0] == "U":
+                    undef[src].add(p[1])
+                elif len(p) == 3 and p[1] in DEFINED:
+                    defs.setdefault(p[2], src)
+        edges = collections.defaultdict(dict)
+        for src, us in undef.items():
+            for s in us:
+                d = defs.get(s)
+                if d and d != src:
+                    edges[src].setdefault(d, set()).add(s)
+        for src in sorted(edges):
+            a = layer_of(src)
+            for dst, syms in sorted(edges[src].items()):
+                b = layer_of(dst)
+                if a and b and not may_use(a, b):
+                    problem(f"{src} calls {dst} ({', '.join(sorted(syms)[:4])}: "
+                            f"{why_not(a, b)})")
+        for c in scc(set(objs), edges):
+            problem(f"{unit}: a cycle of {len(c)} files: {' '.join(c)} "
+                    f"(one way round: {cycle_text(c, edges)})")
+        if unit == "libgpushim.so":
+            check_shim_library(root, build)
+
+
+def check_shim_library(root, build):
+    so = os.path.join(build, "libgpushim.so")
+    if not os.path.isfile(so):
+        problem(f"libgpushim.so: not built ({so})")
+        return
+    # a function's parts the compiler split off (f.cold, f.part.0) count as f
+    have = {p[2].split(".")[0] for p in nm([so], True)[so] if len(p) == 3} - {""}
+    if not have:
+        problem(f"libgpushim.so: no symbol table ({so} stripped?): cannot check what it holds")
+        return
+    mine = {o: src for src, o in objects(root, build, "", ["analyzer/"]).items()
+            if (layer_of(src) or ("", 0, ""))[2] == "analyzer"}
+    only = {}
+    for o, syms in nm(sorted(mine), True).items():
+        for p in syms:
+            if len(p) == 3 and p[1] in DEFINED:
+                only[p[2]] = mine[o]
+    for s in sorted(have):
+        if s in only:
+            problem(f"libgpushim.so holds {s} (the analyzer's alone: {only[s]})")
+        elif DENY_IN_SHIM.match(s):
+            problem(f"libgpushim.so holds {s} (a name of the analyzer's alone)")
+    for s in REQUIRED_IN_SHIM:
+        if s not in have:
+            problem(f"libgpushim.so lacks {s} ({so}: the wrong library, or the names changed)")
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--root", default=os.path.normpath(os.path.join(here, "..", "..")))
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--no-objects", action="store_true", help="includes and headers only")
+    ap.add_argument("--warn", action="store_true", help="report, but exit 0 (while migrating)")
+    a = ap.parse_args()
+    build = a.build if os.path.isabs(a.build) else os.path.join(a.root, a.build)
+    check_includes(a.root)
+    if not a.no_objects:
+        check_symbols(a.root, build)
+    for p in problems:
+        print("layering:", p)
+    if problems:
+        print(f"layering: {len(problems)} problem(s)" + (" (--warn: not failing)" if a.warn else ""))
+        return 0 if a.warn else 1
+    print("layering: every include and call goes down a layer; no cycle; "
+          "libgpushim.so holds nothing of the analyzer's alone")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
