@@ -28,7 +28,7 @@ SAN ?=
 
 WARN := -Wall -Wextra -Werror
 CFLAGS ?= -O2 -g
-ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -Iinclude -MMD -MP
+ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -Iinclude -I. -MMD -MP
 LDFLAGS ?=
 ifeq ($(SAN),1)
 SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -48,9 +48,9 @@ PY_INCLUDE := $(shell python3 -c 'import sysconfig; print(sysconfig.get_paths()[
 PY_EXT_SUFFIX := $(shell python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
 SIMTENSOR := $(BUILD)/examples/python/simtensor$(PY_EXT_SUFFIX)
 
-SHIM_SRC := $(wildcard shim/*.c)
+SHIM_SRC := $(wildcard shim/*.c shim/*/*.c)
 # The analyzer also encodes: it turns a dead process's ring entries into records.
-ANALYZER_SRC := $(wildcard analyzer/*.c) shim/encode.c
+ANALYZER_SRC := $(sort $(wildcard analyzer/*.c analyzer/*/*.c) $(wildcard shim/encode.c))
 PROG_SRC := $(wildcard tests/progs/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 # Pure parts of the shim and the analyzer that unit tests link directly
@@ -248,7 +248,7 @@ FUZZ_BUILD ?= $(BUILD)/fuzz
 override FUZZ_BUILD := $(patsubst $(CURDIR)/%,%,$(abspath $(FUZZ_BUILD)))
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := report export recover multi
-FUZZ_CFLAGS := -std=gnu11 $(WARN) -O1 -g -Iinclude -Ianalyzer -MMD -MP \
+FUZZ_CFLAGS := -std=gnu11 $(WARN) -O1 -g -Iinclude -I. -Ianalyzer -MMD -MP \
                -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_OBJ := $(filter-out $(FUZZ_BUILD)/obj/analyzer/main.o,$(ANALYZER_SRC:%.c=$(FUZZ_BUILD)/obj/%.o))
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
