@@ -1,12 +1,10 @@
 /*
- * alloc.c - the device-memory allocator: address spaces (holes below a bump pointer), pool
- * accounting, and the allocation and free behind every cuMemAlloc-style and stream-ordered
- * call.
+ * alloc.c - the device-memory allocator: the allocation and free behind every cuMemAlloc-style
+ * and stream-ordered call, charging the device or a pool (addresses from space.c).
  *
  * Design
- *   - Addresses come from a first-fit list of holes (sorted by address,
- *     coalesced) and, when no hole fits, from a bump pointer. A freed range
- *     is a hole again, so later allocations reuse it, as the real one does.
+ *   - Addresses come from the device's address space (space.c): a freed
+ *     range is free again, so later allocations reuse it, as the real one does.
  *   - Pools (cuMemAllocAsync, cuMemAllocFromPoolAsync): used is the sum of
  *     the live allocations from the pool; reserved grows in 2 MiB chunks to
  *     cover used and the pending frees (order.c) and is what the device is
@@ -14,146 +12,12 @@
  *     cuEventSynchronize and cuCtxSynchronize shrink the reserved bytes of
  *     the device's pools to the chunks used and pending frees need or the
  *     release threshold (rounded up to a chunk), whichever is more;
- *     cuMemPoolTrimTo likewise with its own minimum.
+ *     cuMemPoolTrimTo likewise with its own minimum (pools.c: trim_pools,
+ *     pool_shrink).
  */
 #include "sim.h"
 
-/* ---- address spaces (lock held) ---------------------------------------- */
-
-static void hole_delete(struct space *s, size_t i)
-{
-    memmove(&s->holes[i], &s->holes[i + 1], (s->nholes - i - 1) * sizeof *s->holes);
-    s->nholes--;
-}
-
-static int hole_insert(struct space *s, size_t i, uint64_t off, uint64_t len)
-{
-    struct hole *h = grow(s->holes, &s->holes_cap, s->nholes + 1, sizeof *h);
-
-    if (!h)
-        return -1;
-    s->holes = h;
-    memmove(&h[i + 1], &h[i], (s->nholes - i) * sizeof *h);
-    h[i] = (struct hole){off, len};
-    s->nholes++;
-    return 0;
-}
-
-/* Takes [off, off+len), which lies inside hole i, out of it. */
-static int hole_carve(struct space *s, size_t i, uint64_t off, uint64_t len)
-{
-    struct hole *h = &s->holes[i];
-    uint64_t end = h->off + h->len;
-
-    if (off > h->off && off + len < end) {
-        if (hole_insert(s, i + 1, off + len, end - off - len) != 0)
-            return -1;
-        s->holes[i].len = off - s->holes[i].off;
-    } else if (off > h->off) {
-        h->len = off - h->off;
-    } else if (off + len < end) {
-        h->off += len;
-        h->len -= len;
-    } else {
-        hole_delete(s, i);
-    }
-    return 0;
-}
-
-/* Offset of the first address at or above base + off aligned to align. */
-static uint64_t align_off(const struct space *s, uint64_t off, uint64_t align)
-{
-    return round_up(s->base + off, align) - s->base;
-}
-
-/* Takes [off, off+len) at or above the bump pointer; the gap is a hole. */
-static int space_take_top(struct space *s, uint64_t off, uint64_t len, uint64_t *addr)
-{
-    if (off > s->limit || s->limit - off < len)
-        return -1;
-    if (off > s->top && hole_insert(s, s->nholes, s->top, off - s->top) != 0)
-        return -1;
-    s->top = off + len;
-    *addr = s->base + off;
-    return 0;
-}
-
-/* First fit: the lowest hole that holds len bytes at an address aligned to
- * align (a power of two, at most the region's span), else the bump pointer. */
-int space_take(struct space *s, uint64_t len, uint64_t align, uint64_t *addr)
-{
-    for (size_t i = 0; i < s->nholes; i++) {
-        uint64_t off = align_off(s, s->holes[i].off, align);
-        uint64_t end = s->holes[i].off + s->holes[i].len;
-
-        if (off >= end || end - off < len)
-            continue;
-        if (hole_carve(s, i, off, len) != 0)
-            return -1;
-        *addr = s->base + off;
-        return 0;
-    }
-    return space_take_top(s, align_off(s, s->top, align), len, addr);
-}
-
-/* Takes exactly [addr, addr+len) if all of it is free. */
-int space_take_at(struct space *s, uint64_t addr, uint64_t len)
-{
-    uint64_t off = addr - s->base, got;
-
-    if (addr < s->base)
-        return -1;
-    if (off >= s->top)
-        return space_take_top(s, off, len, &got);
-    for (size_t i = 0; i < s->nholes; i++) {
-        const struct hole *h = &s->holes[i];
-
-        if (h->off <= off && off - h->off < h->len && h->off + h->len - off >= len)
-            return hole_carve(s, i, off, len);
-    }
-    return -1;
-}
-
-/* Returns [addr, addr+len) to the free space, merging with its neighbours
- * and giving the last hole back to the bump pointer. */
-void space_put(struct space *s, uint64_t addr, uint64_t len)
-{
-    uint64_t off = addr - s->base;
-    size_t i = 0;
-
-    while (i < s->nholes && s->holes[i].off < off)
-        i++;
-    if (i > 0 && s->holes[i - 1].off + s->holes[i - 1].len == off) {
-        i--;
-        s->holes[i].len += len;
-    } else if (hole_insert(s, i, off, len) != 0) {
-        return; /* out of host memory: the range is lost, nothing breaks */
-    }
-    if (i + 1 < s->nholes && s->holes[i].off + s->holes[i].len == s->holes[i + 1].off) {
-        s->holes[i].len += s->holes[i + 1].len;
-        hole_delete(s, i + 1);
-    }
-    if (i + 1 == s->nholes && s->holes[i].off + s->holes[i].len == s->top) {
-        s->top = s->holes[i].off;
-        s->nholes--;
-    }
-}
-
-/* ---- pool accounting (lock held) --------------------------------------- */
-
-/* A live pool: a default pool or a created one not destroyed. */
-struct gs_cupool_st *pool_of(const void *p)
-{
-    long i;
-
-    for (int d = 0; d < cfg.ndevices; d++)
-        if (p == &devices[d].pool)
-            return &devices[d].pool;
-    i = reg_index(&pools, p);
-    if (i < 0 || ((struct gs_cupool_st *)pools.v[i])->destroyed)
-        return NULL;
-    return pools.v[i];
-}
+/* ---- charging a pool (lock held) --------------------------------------- */
 
 /* Device bytes pool p must add to hold size more; UINT64_MAX: over its
  * maximum size. */
@@ -176,53 +40,11 @@ static void pool_take(struct gs_cupool_st *p, uint64_t size, uint64_t growth)
         p->reserved_high = p->reserved;
 }
 
-/* Gives the device back the chunks neither used, nor pending frees, nor
- * keep need. */
-void pool_shrink(struct gs_cupool_st *p, uint64_t keep)
-{
-    uint64_t target;
-
-    if (keep >= p->reserved)
-        return;
-    target = round_up(keep, SIM_GRANULE);
-    if (target < round_up(p->used + p->pending, SIM_GRANULE))
-        target = round_up(p->used + p->pending, SIM_GRANULE);
-    if (target >= p->reserved)
-        return;
-    devices[p->device].used -= p->reserved - target;
-    p->reserved = target;
-}
-
-/* A destroyed pool keeps only what its live allocations and pending frees
- * need, and goes once it has neither. */
-void pool_reap(struct gs_cupool_st *p)
-{
-    if (!p->destroyed)
-        return;
-    pool_shrink(p, 0);
-    if (p->used == 0 && p->pending == 0) {
-        reg_del(&pools, (size_t)reg_index(&pools, p));
-        free(p);
-    }
-}
-
 /* A free into pool p. */
 static void pool_put(struct gs_cupool_st *p, uint64_t size)
 {
     p->used -= size;
     pool_reap(p);
-}
-
-/* What a synchronize on device dev does to its pools. */
-void trim_pools(int dev)
-{
-    pool_shrink(&devices[dev].pool, devices[dev].pool.threshold);
-    for (size_t i = 0; i < pools.n; i++) {
-        struct gs_cupool_st *p = pools.v[i];
-
-        if (p->device == dev && !p->destroyed)
-            pool_shrink(p, p->threshold);
-    }
 }
 
 /* ---- allocate and free ------------------------------------------------- */

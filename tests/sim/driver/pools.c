@@ -1,8 +1,70 @@
 /*
  * pools.c - Stream Ordered Memory Allocator, the pools: cuMemPoolCreate/Destroy,
- * cuMemPoolGetAttribute/SetAttribute, cuMemPoolTrimTo.
+ * cuMemPoolGetAttribute/SetAttribute, cuMemPoolTrimTo; and what the other sections do to
+ * pools: find a live one, shrink its reserved bytes, reap a destroyed one, trim a device's
+ * on a synchronize. Charging an allocation to a pool is alloc.c's.
  */
 #include "sim.h"
+
+/* ---- pool accounting (lock held) --------------------------------------- */
+
+/* A live pool: a default pool or a created one not destroyed. */
+struct gs_cupool_st *pool_of(const void *p)
+{
+    long i;
+
+    for (int d = 0; d < cfg.ndevices; d++)
+        if (p == &devices[d].pool)
+            return &devices[d].pool;
+    i = reg_index(&pools, p);
+    if (i < 0 || ((struct gs_cupool_st *)pools.v[i])->destroyed)
+        return NULL;
+    return pools.v[i];
+}
+
+/* Gives the device back the chunks neither used, nor pending frees, nor
+ * keep need. */
+void pool_shrink(struct gs_cupool_st *p, uint64_t keep)
+{
+    uint64_t target;
+
+    if (keep >= p->reserved)
+        return;
+    target = round_up(keep, SIM_GRANULE);
+    if (target < round_up(p->used + p->pending, SIM_GRANULE))
+        target = round_up(p->used + p->pending, SIM_GRANULE);
+    if (target >= p->reserved)
+        return;
+    devices[p->device].used -= p->reserved - target;
+    p->reserved = target;
+}
+
+/* A destroyed pool keeps only what its live allocations and pending frees
+ * need, and goes once it has neither. */
+void pool_reap(struct gs_cupool_st *p)
+{
+    if (!p->destroyed)
+        return;
+    pool_shrink(p, 0);
+    if (p->used == 0 && p->pending == 0) {
+        reg_del(&pools, (size_t)reg_index(&pools, p));
+        free(p);
+    }
+}
+
+/* What a synchronize on device dev does to its pools. */
+void trim_pools(int dev)
+{
+    pool_shrink(&devices[dev].pool, devices[dev].pool.threshold);
+    for (size_t i = 0; i < pools.n; i++) {
+        struct gs_cupool_st *p = pools.v[i];
+
+        if (p->device == dev && !p->destroyed)
+            pool_shrink(p, p->threshold);
+    }
+}
+
+/* ---- the entry points -------------------------------------------------- */
 
 /* Device-located pinned pools only; maxSize (0: none) caps reserved. */
 gs_curesult sim_cuMemPoolCreate(gs_cumempool *pool, const gs_cumempoolprops *poolProps)

@@ -3,7 +3,7 @@
  * libcuda.so.1) share: constants, the structures of its objects, the state one mutex
  * guards, and the helpers and entry points more than one file uses. Each file is a section
  * of the CUDA Driver API reference (its top comment says which); state.c, support.c,
- * alloc.c and order.c hold what the sections share.
+ * space.c, alloc.c and order.c hold what the sections share.
  *
  * Included by: the files of tests/sim/driver/ alone.
  *
@@ -143,7 +143,7 @@ struct hole {
     uint64_t off, len;
 };
 
-/* A region of fake address space: holes below a bump pointer. No hole ends
+/* A region of fake address space (space.c): holes below a bump pointer. No hole ends
  * at top (it would have been given back to the bump pointer). */
 struct space {
     uint64_t base, limit, top;
@@ -327,14 +327,18 @@ struct live *table_get(gs_cudeviceptr addr);
 struct live *table_containing(gs_cudeviceptr addr);
 void table_remove(size_t i);
 
-/* ---- alloc.c ---- */
+/* ---- space.c ---- */
 int space_take(struct space *s, uint64_t len, uint64_t align, uint64_t *addr);
 int space_take_at(struct space *s, uint64_t addr, uint64_t len);
 void space_put(struct space *s, uint64_t addr, uint64_t len);
+
+/* ---- pools.c ---- */
 struct gs_cupool_st *pool_of(const void *p);
 void pool_shrink(struct gs_cupool_st *p, uint64_t keep);
 void pool_reap(struct gs_cupool_st *p);
 void trim_pools(int dev);
+
+/* ---- alloc.c ---- */
 gs_curesult sim_alloc(const char *api, struct charge c, gs_cudeviceptr *dptr,
                       size_t bytesize);
 gs_curesult sim_free(const char *api, gs_cudeviceptr dptr, int ordered, gs_custream s,
