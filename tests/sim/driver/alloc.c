@@ -15,7 +15,10 @@
  *     cuMemPoolTrimTo likewise with its own minimum (pools.c: trim_pools,
  *     pool_shrink).
  */
-#include "sim.h"
+#include "tests/sim/driver/sim.h"
+#include "tests/sim/driver/alloc.h"
+#include "tests/sim/driver/graph.h"
+#include "tests/sim/driver/order.h"
 
 /* ---- charging a pool (lock held) --------------------------------------- */
 

@@ -6,7 +6,7 @@
  *   - Arrays and mipmapped arrays are heap objects charged to the current
  *     context's device; their handles are the objects' addresses.
  */
-#include "sim.h"
+#include "tests/sim/driver/sim.h"
 
 /* What CUarray and CUmipmappedArray handles point to. */
 struct sim_array {

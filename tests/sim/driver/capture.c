@@ -3,7 +3,9 @@
  * cuStreamIsCapturing, cuThreadExchangeStreamCaptureMode, and what capture does to the
  * allocation calls. The design: graph.c.
  */
-#include "sim.h"
+#include "tests/sim/driver/sim.h"
+#include "tests/sim/driver/entry.h"
+#include "tests/sim/driver/graph.h"
 
 static int global_captures;             /* GLOBAL captures under way, all threads */
 static __thread int thread_captures;    /* this thread's captures not begun RELAXED */

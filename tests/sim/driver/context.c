@@ -3,7 +3,9 @@
  * cuCtxSetCurrent/GetCurrent, cuCtxGetDevice, cuCtxSynchronize (and their CUDA 13 entry
  * points).
  */
-#include "sim.h"
+#include "tests/sim/driver/sim.h"
+#include "tests/sim/driver/entry.h"
+#include "tests/sim/driver/order.h"
 
 gs_curesult sim_cuDevicePrimaryCtxRetain(gs_cucontext *pctx, gs_cudevice dev)
 {

@@ -3,7 +3,8 @@
  * cuDeviceGetName, cuDeviceTotalMem, and the device's pools (cuDeviceGetDefaultMemPool,
  * cuDeviceGetMemPool, cuDeviceSetMemPool).
  */
-#include "sim.h"
+#include "tests/sim/driver/sim.h"
+#include "tests/sim/driver/entry.h"
 
 gs_curesult sim_cuDeviceGetCount(int *count)
 {

@@ -10,7 +10,9 @@
  *     by number: device d's default stream is #d, created streams follow in
  *     creation order) and counted (simcuda_hazards()).
  */
-#include "sim.h"
+#include "tests/sim/driver/sim.h"
+#include "tests/sim/driver/entry.h"
+#include "tests/sim/driver/order.h"
 
 #define SIM_CU_EVENT_FLAGS 0x7 /* BLOCKING_SYNC | DISABLE_TIMING | INTERPROCESS */
 #define SIM_CU_EVENT_DISABLE_TIMING 0x2

@@ -10,7 +10,8 @@
  *     the same reason (taking an exported function's address inside a shared
  *     object would go through the GOT, which an interposer overrides).
  */
-#include "sim.h"
+#include "tests/sim/driver/sim.h"
+#include "tests/sim/driver/entry.h"
 
 typedef void (*sim_fn)(void);
 #define FN(f) ((sim_fn)(f))

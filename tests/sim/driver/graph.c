@@ -4,7 +4,9 @@
  * cuGraphExecDestroy, cuGraphDestroy); the design of the whole of CUDA graphs (capture.c,
  * graphmem.c) is below.
  */
-#include "sim.h"
+#include "tests/sim/driver/sim.h"
+#include "tests/sim/driver/entry.h"
+#include "tests/sim/driver/graph.h"
 
 /* Stream capture and graph memory nodes, as NVIDIA documents them (CUDA
  * Programming Guide, "Graph Memory Nodes"; Driver API reference of

@@ -3,7 +3,9 @@
  * (cuDeviceGraphMemTrim, cuDeviceGetGraphMemAttribute, cuDeviceSetGraphMemAttribute). The
  * design: graph.c.
  */
-#include "sim.h"
+#include "tests/sim/driver/sim.h"
+#include "tests/sim/driver/entry.h"
+#include "tests/sim/driver/graph.h"
 
 struct sim_galloc *gallocs;
 size_t ngallocs, gallocs_cap;

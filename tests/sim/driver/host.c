@@ -7,7 +7,8 @@
  *     aligned heap memory; registrations are tracked by exact byte range.
  *     Neither consumes device capacity.
  */
-#include "sim.h"
+#include "tests/sim/driver/sim.h"
+#include "tests/sim/driver/entry.h"
 
 static struct rangeset host_ranges;
 

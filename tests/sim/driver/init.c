@@ -2,7 +2,8 @@
  * init.c - Initialization, Version Management, Error Handling: cuInit, cuDriverGetVersion,
  * cuGetErrorString, cuGetErrorName.
  */
-#include "sim.h"
+#include "tests/sim/driver/sim.h"
+#include "tests/sim/driver/entry.h"
 
 gs_curesult sim_cuInit(unsigned int Flags)
 {

@@ -1,7 +1,9 @@
 /*
  * ipc.c - Memory Management, IPC: cuIpcGetMemHandle, cuIpcOpenMemHandle, cuIpcCloseMemHandle.
  */
-#include "sim.h"
+#include "tests/sim/driver/sim.h"
+#include "tests/sim/driver/entry.h"
+#include "tests/sim/driver/vmm.h"
 
 /* What cuIpcGetMemHandle writes into the 64 bytes of a CUipcMemHandle. */
 struct sim_ipc {

@@ -3,7 +3,9 @@
  * cuMemAllocPitch, cuMemAllocManaged, and the stream-ordered cuMemAllocAsync, cuMemFreeAsync,
  * cuMemAllocFromPoolAsync.
  */
-#include "sim.h"
+#include "tests/sim/driver/sim.h"
+#include "tests/sim/driver/alloc.h"
+#include "tests/sim/driver/graph.h"
 
 gs_curesult sim_cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 {

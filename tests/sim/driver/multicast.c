@@ -11,7 +11,9 @@
  *     cuMemMap, exported and imported, and released with cuMemRelease like
  *     physical memory.
  */
-#include "sim.h"
+#include "tests/sim/driver/sim.h"
+#include "tests/sim/driver/entry.h"
+#include "tests/sim/driver/vmm.h"
 
 /* Physical memory bound to a multicast object. */
 struct mc_bind {

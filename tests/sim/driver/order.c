@@ -18,7 +18,8 @@
  *     waits for all its pending frees (REUSE_ALLOW_INTERNAL_DEPENDENCIES).
  *     A pending free is never handed out to a stream not ordered after it.
  */
-#include "sim.h"
+#include "tests/sim/driver/sim.h"
+#include "tests/sim/driver/order.h"
 
 /* ---- clocks, pending frees, uses, hazards (lock held) ------------------ */
 

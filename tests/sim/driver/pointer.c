@@ -2,7 +2,9 @@
  * pointer.c - Unified Addressing and address ranges: cuPointerGetAttribute,
  * cuMemGetAddressRange.
  */
-#include "sim.h"
+#include "tests/sim/driver/sim.h"
+#include "tests/sim/driver/entry.h"
+#include "tests/sim/driver/vmm.h"
 
 /* Writes attribute `attribute` of allocation e into data. */
 static gs_curesult pointer_attribute(void *data, int attribute, const struct live *e,

@@ -4,7 +4,7 @@
  * pools: find a live one, shrink its reserved bytes, reap a destroyed one, trim a device's
  * on a synchronize. Charging an allocation to a pool is alloc.c's.
  */
-#include "sim.h"
+#include "tests/sim/driver/sim.h"
 
 /* ---- pool accounting (lock held) --------------------------------------- */
 

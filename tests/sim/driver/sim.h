@@ -3,9 +3,9 @@
  * libcuda.so.1) share: constants, the structures of its objects, the state one mutex
  * guards, and the helpers and entry points more than one file uses. Each file is a section
  * of the CUDA Driver API reference (its top comment says which); state.c, support.c,
- * space.c, alloc.c and order.c hold what the sections share.
+ * space.c, pools.c, alloc.c and order.c hold what the sections share.
  *
- * Included by: the files of tests/sim/driver/ alone.
+ * Included by: every file of tests/sim/driver/ (its .c files and its other headers) alone.
  *
  * The driver lets gpushim's tests run where there is no GPU: it exports the real driver's
  * names with the real ABIs (the gs_ declarations of include/gpushim_cuda.h) and behaves
@@ -123,7 +123,7 @@ struct gs_cupool_st {
     int reuse[3];     /* the REUSE_* attributes, by value - 1 */
 };
 
-struct sim_graph;
+struct sim_graph; /* graph.h */
 
 struct gs_custream_st {
     int device;
@@ -131,12 +131,6 @@ struct gs_custream_st {
     int order; /* its index in orders (order.c) */
     struct sim_graph *capture; /* the graph its capture under way makes; NULL: none */
     int capture_mode;          /* that capture's CUstreamCaptureMode */
-};
-
-/* CUmemAccessDesc */
-struct sim_access_desc {
-    gs_cumemlocation location;
-    int flags;
 };
 
 struct hole {
@@ -186,26 +180,6 @@ struct rangeset {
     size_t n, cap;
 };
 
-/* A cuMemCreate allocation. */
-struct phys {
-    uint64_t serial; /* 0: free slot */
-    uint64_t size;
-    gs_cumemallocationprop prop;
-    int device; /* charged device; -1: host memory */
-    int refs;   /* cuMemCreate/Retain/Import minus cuMemRelease */
-    int maps;   /* mappings of it, and bindings of it to multicast objects */
-    int multicast;          /* a cuMulticastCreate object: device is -1 */
-    unsigned mc_devices;    /* its team's size (numDevices) */
-    uint32_t mc_team;       /* devices added to it, a bit each */
-};
-
-/* A handle opened with cuIpcOpenMemHandle. */
-struct ipc_open {
-    gs_cuipcmemhandle handle;
-    uint64_t addr, size;
-    int refs;
-};
-
 /* A set of heap objects handed out as handles. */
 struct reg {
     void **v;
@@ -221,70 +195,16 @@ struct sim_config {
     int fabric; /* SIMCUDA_FABRIC */
 };
 
-/* How an allocation is charged (alloc.c). */
-struct charge {
-    int dev;
-    int managed;
-    int pooled;         /* from a pool: the given one, else dev's current */
-    gs_cumempool given; /* cuMemAllocFromPoolAsync's pool */
-    int ordered;        /* stream-ordered, on stream (of device dev) */
-    gs_custream stream;
-};
-
-/* What a point in a stream's work comes after, as a vector clock: v[i] is
- * how far into stream i's work (its operations, counted from 1) it is
- * ordered after. A stream's clock is that of its next operation, its own
- * entry its position; an event's is that of the point it was recorded at;
- * a pending free's that of the free. */
-struct clock {
-    uint64_t *v;
-    size_t n;
-};
-
-/* One stream: orders[d] is device d's default stream (the NULL, legacy and
- * per-thread streams alike), then each created stream in creation order.
- * Kept after cuStreamDestroy: its frees still complete in its order. */
-struct order {
-    int device;
-    int blocking; /* a default stream, or created without NON_BLOCKING */
-    struct clock clock;
-    uint64_t done; /* its work up to here has completed */
-};
-
-/* simcuda_use: stream `order` uses the range from position pos on. */
-struct use {
-    uint64_t addr, size;
-    int order;
-    uint64_t pos;
-};
-
-/* A CUgraph: its memory nodes, in the order they were added (graph.c). */
-struct sim_graph {
-    struct sim_gnode **nodes;
-    size_t n, cap;
-    int execs; /* its executables alive */
-};
-
-/* A graph allocation's address, reserved while its node exists or it is live. */
-struct sim_galloc {
-    uint64_t addr, size;
-    int dev;
-    int node; /* its allocation node and the executables' copies of it that exist */
-    int live; /* allocated by a run and not yet freed */
-};
-
-/* A device's graph memory pool (graphmem.c). */
-struct sim_gpool {
-    uint64_t used, reserved, used_high, reserved_high;
-};
-
-/* What the files define for the others, by file. Hidden: these bind inside libcuda.so.1,
- * as statics would, and are never exported. */
+/* What the files define for every other, by file; what only some need is in the headers
+ * of its subject: order.h (stream order), alloc.h (allocate and free), graph.h (graphs,
+ * graph memory, stream capture), vmm.h (mappings, physical allocations, IPC), entry.h (the
+ * entry points getproc.c's table names beyond the header's lists). Hidden: these bind
+ * inside libcuda.so.1, as statics would, and are never exported. */
 #pragma GCC visibility push(hidden)
 
 /* The entry points, sim_ + the name SIM_EXPORT exports, each defined in the file of its
  * section (getproc.c's table takes their addresses): those of the header's lists here,
- * the others under their files below. */
+ * the others in entry.h. */
 #define SIM_DECLARE_SIM(name, ret, params) ret sim_##name params;
 GS_DRIVER_HOOKED(SIM_DECLARE_SIM)
 GS_DRIVER_GETTERS(SIM_DECLARE_SIM)
@@ -332,149 +252,14 @@ int space_take(struct space *s, uint64_t len, uint64_t align, uint64_t *addr);
 int space_take_at(struct space *s, uint64_t addr, uint64_t len);
 void space_put(struct space *s, uint64_t addr, uint64_t len);
 
+/* ---- stream.c ---- */
+gs_curesult stream_device(gs_custream s, int *dev);
+
 /* ---- pools.c ---- */
 struct gs_cupool_st *pool_of(const void *p);
 void pool_shrink(struct gs_cupool_st *p, uint64_t keep);
 void pool_reap(struct gs_cupool_st *p);
 void trim_pools(int dev);
-
-/* ---- alloc.c ---- */
-gs_curesult sim_alloc(const char *api, struct charge c, gs_cudeviceptr *dptr,
-                      size_t bytesize);
-gs_curesult sim_free(const char *api, gs_cudeviceptr dptr, int ordered, gs_custream s,
-                     int dev);
-
-/* ---- order.c ---- */
-extern struct order *orders;
-extern struct use *uses;
-extern size_t nuses, uses_cap;
-extern unsigned long hazards;
-int clock_join(struct clock *c, const struct clock *src);
-int clock_set(struct clock *c, const struct clock *src);
-int order_add(int dev, int blocking);
-int orders_ready(void);
-int order_of(gs_custream s, int dev);
-int order_implicit(int o);
-uint64_t order_next(int o);
-void order_complete(const struct clock *c);
-void order_complete_device(int dev);
-int pending_add(const struct live *e, int o);
-long pending_fit(const struct gs_cupool_st *pool, int o, uint64_t size);
-int pending_take(size_t i, uint64_t size, int o, uint64_t *addr);
-int pending_wait_all(struct gs_cupool_st *pool, int o);
-void hazard_check(const char *api, int o, uint64_t addr, uint64_t size);
-
-/* ---- init.c ---- */
-gs_curesult sim_cuInit(unsigned int Flags);
-gs_curesult sim_cuDriverGetVersion(int *driverVersion);
-gs_curesult sim_cuGetErrorString(gs_curesult error, const char **pStr);
-gs_curesult sim_cuGetErrorName(gs_curesult error, const char **pStr);
-
-/* ---- device.c ---- */
-gs_curesult sim_cuDeviceGetCount(int *count);
-gs_curesult sim_cuDeviceGet(gs_cudevice *device, int ordinal);
-gs_curesult sim_cuDeviceGetAttribute(int *pi, int attrib, gs_cudevice dev);
-gs_curesult sim_cuDeviceGetName(char *name, int len, gs_cudevice dev);
-gs_curesult sim_cuDeviceTotalMem_v2(size_t *bytes, gs_cudevice dev);
-gs_curesult sim_cuDeviceSetMemPool(gs_cudevice dev, gs_cumempool pool);
-
-/* ---- context.c ---- */
-gs_curesult sim_cuDevicePrimaryCtxRelease_v2(gs_cudevice dev);
-gs_curesult ctx_get_device_v2(gs_cudevice *device, gs_cucontext ctx);
-gs_curesult ctx_synchronize_v2(gs_cucontext ctx);
-
-/* ---- stream.c ---- */
-gs_curesult stream_device(gs_custream s, int *dev);
-gs_curesult sim_cuStreamDestroy_v2(gs_custream hStream);
-gs_curesult sim_cuStreamSynchronize(gs_custream hStream);
-gs_curesult sim_cuStreamSynchronize_ptsz(gs_custream hStream);
-gs_curesult sim_cuStreamGetDevice_ptsz(gs_custream hStream, gs_cudevice *device);
-gs_curesult sim_cuStreamGetCtx(gs_custream hStream, gs_cucontext *pctx);
-gs_curesult sim_cuStreamGetCtx_ptsz(gs_custream hStream, gs_cucontext *pctx);
-gs_curesult sim_cuStreamGetCtx_v2(gs_custream hStream, gs_cucontext *pctx,
-                                  void **pGreenCtx);
-gs_curesult sim_cuStreamGetCtx_v2_ptsz(gs_custream hStream, gs_cucontext *pctx,
-                                       void **pGreenCtx);
-
-/* ---- event.c ---- */
-gs_curesult sim_cuEventRecord_ptsz(gs_cuevent hEvent, gs_custream hStream);
-gs_curesult sim_cuStreamWaitEvent_ptsz(gs_custream hStream, gs_cuevent hEvent,
-                                       unsigned int Flags);
-gs_curesult sim_cuEventSynchronize(gs_cuevent hEvent);
-gs_curesult sim_cuEventQuery(gs_cuevent hEvent);
-
-/* ---- vmm.c ---- */
-extern struct rangeset mappings;
-extern struct phys *phys_tab;
-int handle_phys(gs_cumemhandle h);
-gs_cumemhandle handle_new(int i);
-int phys_new(void);
-void phys_maybe_free(int i);
-gs_curesult sim_cuMemGetAllocationGranularity(size_t *granularity,
-                                              const gs_cumemallocationprop *prop,
-                                              int option);
-gs_curesult sim_cuMemExportToShareableHandle(void *shareableHandle, gs_cumemhandle handle,
-                                             gs_cumemhandletype handleType,
-                                             unsigned long long flags);
-gs_curesult sim_cuMemGetAllocationPropertiesFromHandle(gs_cumemallocationprop *prop,
-                                                       gs_cumemhandle handle);
-gs_curesult sim_cuMemSetAccess(gs_cudeviceptr ptr, size_t size,
-                               const struct sim_access_desc *desc, size_t count);
-
-/* ---- multicast.c ---- */
-gs_curesult sim_cuMulticastGetGranularity(size_t *granularity,
-                                          const gs_cumulticastobjectprop *prop, int option);
-gs_curesult sim_cuMulticastAddDevice(gs_cumemhandle mcHandle, gs_cudevice dev);
-gs_curesult sim_cuMulticastBindMem(gs_cumemhandle mcHandle, size_t mcOffset,
-                                   gs_cumemhandle memHandle, size_t memOffset, size_t size,
-                                   unsigned long long flags);
-gs_curesult sim_cuMulticastBindAddr(gs_cumemhandle mcHandle, size_t mcOffset,
-                                    gs_cudeviceptr memptr, size_t size,
-                                    unsigned long long flags);
-gs_curesult sim_cuMulticastUnbind(gs_cumemhandle mcHandle, gs_cudevice dev,
-                                  size_t mcOffset, size_t size);
-
-/* ---- host.c ---- */
-gs_curesult sim_cuMemHostGetDevicePointer_v2(gs_cudeviceptr *pdptr, void *p,
-                                             unsigned int Flags);
-
-/* ---- ipc.c ---- */
-extern struct ipc_open *ipc_opens;
-extern size_t nipc_opens;
-gs_curesult sim_cuIpcGetMemHandle(gs_cuipcmemhandle *pHandle, gs_cudeviceptr dptr);
-
-/* ---- pointer.c ---- */
-gs_curesult sim_cuPointerGetAttribute(void *data, int attribute, gs_cudeviceptr ptr);
-
-/* ---- graph.c (the _locked functions: lock held) ---- */
-extern struct reg graphs, gexecs;
-gs_curesult alloc_node_locked(struct sim_graph *g, int dev, uint64_t bytesize,
-                              gs_cudeviceptr *dptr, struct sim_gnode **node);
-gs_curesult free_node_locked(struct sim_graph *g, gs_cudeviceptr dptr,
-                             struct sim_gnode **node);
-gs_curesult sim_cuGraphCreate(gs_cugraph *phGraph, unsigned int flags);
-
-/* ---- graphmem.c ---- */
-extern struct sim_gpool gpool[SIM_MAX_DEVICES];
-extern struct sim_galloc *gallocs;
-extern size_t ngallocs, gallocs_cap;
-struct sim_galloc *galloc_find(uint64_t addr);
-void galloc_reap(struct sim_galloc *g);
-void gpool_use(int dev, uint64_t size);
-void gpool_reserve(int dev, uint64_t reserved);
-void galloc_end(struct sim_galloc *g);
-int graph_free_locked(gs_cudeviceptr dptr);
-gs_curesult sim_cuDeviceSetGraphMemAttribute(gs_cudevice device, gs_cugraphmemattr attr,
-                                             void *value);
-
-/* ---- capture.c (the _locked functions: lock held) ---- */
-int capture_prohibits(void);
-gs_curesult capture_alloc_locked(struct gs_custream_st *s, uint64_t size,
-                                 gs_cudeviceptr *dptr);
-gs_curesult capture_free_locked(struct gs_custream_st *s, gs_cudeviceptr dptr);
-gs_curesult sim_cuStreamIsCapturing_ptsz(gs_custream hStream,
-                                         gs_custreamcapturestatus *captureStatus);
-gs_curesult sim_cuThreadExchangeStreamCaptureMode(gs_custreamcapturemode *mode);
 
 #pragma GCC visibility pop
 

@@ -9,7 +9,7 @@
  *     is a hole again, so later allocations reuse it, as the real one does.
  *   - The caller holds lock.
  */
-#include "sim.h"
+#include "tests/sim/driver/sim.h"
 
 static void hole_delete(struct space *s, size_t i)
 {

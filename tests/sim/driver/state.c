@@ -28,7 +28,7 @@
  *                        do with no IMEX channel (NCCL asks the attribute
  *                        before it tries FABRIC)
  */
-#include "sim.h"
+#include "tests/sim/driver/sim.h"
 
 struct sim_config cfg;
 

@@ -6,7 +6,9 @@
  *   - Streams are heap objects that remember their device; the NULL,
  *     legacy (0x1) and per-thread (0x2) streams mean the current context's.
  */
-#include "sim.h"
+#include "tests/sim/driver/sim.h"
+#include "tests/sim/driver/entry.h"
+#include "tests/sim/driver/order.h"
 
 /* The device of a stream: the current context's for the NULL, legacy and
  * per-thread streams. Unknown streams are CUDA_ERROR_INVALID_HANDLE. */

@@ -8,7 +8,7 @@
  *     address (linear probing, backward-shift deletion). Reservations,
  *     mappings and pinned host ranges sit in sorted arrays.
  */
-#include "sim.h"
+#include "tests/sim/driver/sim.h"
 
 /* ---- checks shared by the entry points -------------------------------- */
 

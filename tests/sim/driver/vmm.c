@@ -17,7 +17,9 @@
  *     ShareableHandle writes are tokens from 1000000 up, valid in this
  *     process (and its forks) while the allocation lives.
  */
-#include "sim.h"
+#include "tests/sim/driver/sim.h"
+#include "tests/sim/driver/entry.h"
+#include "tests/sim/driver/vmm.h"
 
 /* A cuMemExportToShareableHandle token. */
 struct token {
