@@ -110,14 +110,15 @@ $(BUILD)/gpushim: $(ANALYZER_OBJ)
 	$(CC) -o $@ $(ANALYZER_OBJ) $(LDFLAGS) -ldw -lelf -lz -lm
 
 # ---- the simulated CUDA driver and runtime (tests/sim) ----
+SIM_RUNTIME_SRC := $(wildcard tests/sim/runtime/*.c)
 sim: $(SIM)
 $(BUILD)/sim/libcuda.so.1: $(patsubst %.c,$(BUILD)/obj/pic/%.o,$(wildcard tests/sim/driver/*.c))
 	@mkdir -p $(@D)
 	$(CC) -shared -o $@ $^ $(LDFLAGS) -Wl,-soname,libcuda.so.1 -ldl -lpthread
 	ln -sf libcuda.so.1 $(BUILD)/sim/libcuda.so
-$(BUILD)/sim/libcudart.so.13: $(BUILD)/obj/pic/tests/sim/runtime.o tests/sim/runtime.map
+$(BUILD)/sim/libcudart.so.13: $(patsubst %.c,$(BUILD)/obj/pic/%.o,$(SIM_RUNTIME_SRC)) tests/sim/runtime.map
 	@mkdir -p $(@D)
-	$(CC) -shared -o $@ $< $(LDFLAGS) -Wl,-soname,libcudart.so.13 -Wl,-rpath,'$$ORIGIN' \
+	$(CC) -shared -o $@ $(filter %.o,$^) $(LDFLAGS) -Wl,-soname,libcudart.so.13 -Wl,-rpath,'$$ORIGIN' \
 		-Wl,--version-script=tests/sim/runtime.map -ldl -lpthread
 	ln -sf libcudart.so.13 $(BUILD)/sim/libcudart.so
 
@@ -161,10 +162,11 @@ $(BUILD)/progs/%: tests/progs/%.c $(SIM)
 		-Wl,-rpath,'$$ORIGIN/../sim' $(PROG_LINK) -ldl -lpthread
 # NCCL links the CUDA runtime statically: dl_nccl_runtime has the simulated
 # one inside it, and reaches the driver only through it.
-$(BUILD)/progs/dl_nccl_runtime: tests/progs/dl_nccl_runtime.c tests/sim/runtime.c $(SIM)
+$(BUILD)/progs/dl_nccl_runtime: tests/progs/dl_nccl_runtime.c $(SIM_RUNTIME_SRC) \
+		tests/sim/runtime/runtime.h $(SIM)
 	@mkdir -p $(@D)
 	$(CC) $(filter-out -MMD -MP,$(ALL_CFLAGS)) -O1 -fno-omit-frame-pointer -o $@ \
-		tests/progs/dl_nccl_runtime.c tests/sim/runtime.c $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../sim' \
+		tests/progs/dl_nccl_runtime.c $(SIM_RUNTIME_SRC) $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../sim' \
 		-ldl -lpthread
 $(BUILD)/examples/sim_training: examples/sim_training.c $(SIM)
 	@mkdir -p $(@D)

@@ -91,6 +91,7 @@ UNITS = {
     "libgpushim.so": ("pic", ["shim/", "analyzer/"]),
     "gpushim": ("", ["analyzer/", "shim/encode.c"]),
     "libcuda.so.1": ("pic", ["tests/sim/driver"]),
+    "libcudart.so.13": ("pic", ["tests/sim/runtime/"]),
 }
 DENY_IN_SHIM = re.compile(r"^gs_(checkpoint_load|growth_|oom_|failure_postmortem|findings_|"
                           r"suspects|read_trace|load|load_watch|sym_|rank_|report_|export_|cmd_)")

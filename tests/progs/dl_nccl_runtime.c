@@ -1,7 +1,7 @@
 /*
  * dl_nccl_runtime.c - NCCL's memory as libnccl.so makes it: a library
  * with the CUDA runtime linked in statically (this program is linked with
- * tests/sim/runtime.c, see the Makefile), so that its cuda* calls never
+ * tests/sim/runtime/, see the Makefile), so that its cuda* calls never
  * reach an exported symbol the shim could hook, and its driver functions
  * come from that runtime's cudaGetDriverEntryPointByVersion, which asks
  * the driver's cuGetProcAddress. Each step follows NVIDIA/nccl (read
@@ -49,7 +49,7 @@
 
 #include "progs.h"
 
-/* The statically linked runtime's entry points (tests/sim/runtime.c). */
+/* The statically linked runtime's entry points (tests/sim/runtime/). */
 gs_cudaerror cudaGetDevice(int *device);
 gs_cudaerror cudaSetDevice(int device);
 gs_cudaerror cudaGetDeviceCount(int *count);
