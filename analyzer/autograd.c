@@ -39,7 +39,7 @@
 #include <ctype.h>
 #include <string.h>
 
-#include "analyzer.h"
+#include "analyzer/symbols/symbols_int.h"
 
 #define MANGLED_PREFIX "_ZN5torch8autograd9generated"
 #define DEMANGLED_PREFIX "torch::autograd::generated::"

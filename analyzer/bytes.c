@@ -6,7 +6,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "analyzer.h"
+#include "analyzer/util/bytes.h"
 
 const char *gs_human_bytes(uint64_t b, char *buf, size_t sz)
 {

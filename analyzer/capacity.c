@@ -7,7 +7,9 @@
  * 80 and 96 GB cards, 143 771 MiB for the 141 GB H200. The CUDA context
  * itself takes a few hundred MiB of it, which the peak does not count.
  */
-#include "analyzer.h"
+#include "analyzer/trace/trace.h"
+#include "analyzer/analyzer.h"
+#include "analyzer/findings/findings.h"
 
 const struct gs_card gs_cards[GS_NCARDS] = {
     {"24 GB", 24ull << 30},  {"40 GB", 40ull << 30}, {"48 GB", 48ull << 30},

@@ -12,7 +12,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "analyzer.h"
+#include "gpushim_trace.h"
+#include "analyzer/util/cursor.h"
+#include "analyzer/trace/trace.h"
 
 /* ---- fields of a record payload ---- */
 

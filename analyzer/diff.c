@@ -17,8 +17,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer.h"
-#include "symbolize.h"
+#include "analyzer/util/bytes.h"
+#include "analyzer/util/idmap.h"
+#include "analyzer/util/json.h"
+#include "analyzer/util/reserve.h"
+#include "analyzer/read/read.h"
+#include "analyzer/symbols/symbols.h"
+#include "analyzer/findings/findings.h"
+#include "analyzer/report/report.h"
+#include "analyzer/report/load.h"
+#include "analyzer/cmd/cmd.h"
+#include "analyzer/cmd/multi.h"
 
 static const char usage_diff[] =
     "usage: gpushim diff [options] A.trace B.trace\n"

@@ -5,7 +5,7 @@
  */
 #include <stdio.h>
 
-#include "analyzer.h"
+#include "analyzer/util/escape.h"
 
 void gs_html_escape(FILE *out, const char *s)
 {

@@ -17,8 +17,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analyzer.h"
-#include "symbolize.h"
+#include "analyzer/symbols/symbolize.h"
+#include "analyzer/symbols/symbols.h"
+#include "analyzer/report/report.h"
+#include "analyzer/report/load.h"
+#include "analyzer/export/export.h"
 
 static const char usage_export[] =
     "usage: gpushim export --format=FMT [options] TRACE\n"

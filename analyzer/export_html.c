@@ -18,8 +18,18 @@
 #include <string.h>
 #include <time.h>
 
-#include "analyzer.h"
-#include "symbolize.h"
+#include "analyzer/util/bytes.h"
+#include "analyzer/util/escape.h"
+#include "analyzer/util/names.h"
+#include "analyzer/trace/trace.h"
+#include "analyzer/read/read.h"
+#include "analyzer/analyzer.h"
+#include "analyzer/symbols/symbolize.h"
+#include "analyzer/symbols/symbols.h"
+#include "analyzer/findings/findings.h"
+#include "analyzer/report/report.h"
+#include "analyzer/export/export.h"
+#include "analyzer/export/html.h"
 
 #define HTML_ROWS 1000   /* the most rows a table lists */
 #define HTML_FRAMES 6    /* frames shown per call site */

@@ -25,8 +25,17 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "analyzer.h"
-#include "symbolize.h"
+#include "gpushim_trace.h"
+#include "analyzer/util/idmap.h"
+#include "analyzer/util/names.h"
+#include "analyzer/util/protobuf.h"
+#include "analyzer/util/reserve.h"
+#include "analyzer/read/read.h"
+#include "analyzer/analyzer.h"
+#include "analyzer/symbols/symbolize.h"
+#include "analyzer/symbols/symbols.h"
+#include "analyzer/report/report.h"
+#include "analyzer/export/export.h"
 
 /* profile.proto's field numbers. */
 enum {

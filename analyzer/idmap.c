@@ -8,7 +8,7 @@
  */
 #include <stdlib.h>
 
-#include "analyzer.h"
+#include "analyzer/util/idmap.h"
 
 struct slot {
     uint64_t key, value;

@@ -2,7 +2,7 @@
  * json.c - writes JSON: nesting, commas, indentation and string escaping,
  * so the reports only say what goes where.
  */
-#include "analyzer.h"
+#include "analyzer/util/json.h"
 
 static void indent(struct gs_json *j)
 {

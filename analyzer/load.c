@@ -11,8 +11,12 @@
  */
 #include <stdio.h>
 
-#include "analyzer.h"
-#include "symbolize.h"
+#include "gpushim_trace.h"
+#include "analyzer/trace/trace.h"
+#include "analyzer/read/read.h"
+#include "analyzer/analyzer.h"
+#include "analyzer/symbols/symbolize.h"
+#include "analyzer/report/load.h"
 
 int gs_load(const char *cmd, const char *path, struct gs_loaded *l)
 {

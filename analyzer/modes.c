@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analyzer.h"
+#include "analyzer/read/read.h"
+#include "analyzer/analyzer.h"
+#include "analyzer/findings/findings.h"
 
 static const char *setting(const struct gs_trace_info *info, const char *name)
 {

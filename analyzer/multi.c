@@ -16,9 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer.h"
+#include "analyzer/util/bytes.h"
+#include "analyzer/analyzer.h"
+#include "analyzer/symbols/symbolize.h"
+#include "analyzer/symbols/symbols.h"
+#include "analyzer/findings/findings.h"
+#include "analyzer/cmd/multi.h"
 #include "gpushim_size.h"
-#include "symbolize.h"
 
 const char *gs_multi_signed_bytes(int64_t v, char *buf, size_t sz)
 {

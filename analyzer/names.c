@@ -3,7 +3,8 @@
  * numbers: each hooked API (GS_API_*, include/gpushim_trace.h), each kind of
  * memory (GS_KIND_*) and each CUresult (include/gpushim_cuda.h).
  */
-#include "analyzer.h"
+#include "gpushim_trace.h"
+#include "analyzer/util/names.h"
 #include "gpushim_cuda.h" /* GS_CURESULTS */
 
 static const char *const api_names[GS_API_COUNT] = {

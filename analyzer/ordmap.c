@@ -15,7 +15,7 @@
  */
 #include <stdlib.h>
 
-#include "analyzer.h"
+#include "analyzer/util/ordmap.h"
 
 struct node {
     uint64_t key, value;

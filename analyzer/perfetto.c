@@ -35,7 +35,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer.h"
+#include "gpushim_trace.h"
+#include "analyzer/util/idmap.h"
+#include "analyzer/util/json.h"
+#include "analyzer/util/names.h"
+#include "analyzer/util/reserve.h"
+#include "analyzer/util/text.h"
+#include "analyzer/trace/trace.h"
+#include "analyzer/analyzer.h"
+#include "analyzer/report/load.h"
+#include "analyzer/export/export.h"
 
 #define NDEV (GS_MAX_DEVICES + 1) /* [GS_MAX_DEVICES]: the unknown device */
 

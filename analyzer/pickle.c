@@ -23,7 +23,7 @@
  */
 #include <string.h>
 
-#include "analyzer.h"
+#include "analyzer/util/pickle.h"
 
 enum {
     OP_MARK = '(',

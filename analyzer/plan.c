@@ -26,7 +26,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer.h"
+#include "gpushim_trace.h"
+#include "analyzer/util/bytes.h"
+#include "analyzer/util/json.h"
+#include "analyzer/analyzer.h"
+#include "analyzer/findings/findings.h"
+#include "analyzer/report/load.h"
+#include "analyzer/cmd/cmd.h"
+#include "analyzer/cmd/multi.h"
 
 #define DEFAULT_CONTEXT (512ull << 20)
 #define MAX_CARDS 16

@@ -16,7 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer.h"
+#include "gpushim_trace.h"
+#include "analyzer/util/protobuf.h"
 
 enum { WIRE_VARINT = 0, WIRE_LEN = 2 };
 

@@ -30,8 +30,11 @@
  */
 #include <string.h>
 
-#include "analyzer.h"
-#include "symbolize.h"
+#include "gpushim_trace.h"
+#include "analyzer/analyzer.h"
+#include "analyzer/symbols/symbolize.h"
+#include "analyzer/symbols/symbols.h"
+#include "analyzer/symbols/symbols_int.h"
 
 static int python_executable(const char *base)
 {

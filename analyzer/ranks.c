@@ -21,7 +21,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "analyzer.h"
+#include "analyzer/util/bytes.h"
+#include "analyzer/util/json.h"
+#include "analyzer/util/names.h"
+#include "analyzer/trace/trace.h"
+#include "analyzer/read/read.h"
+#include "analyzer/analyzer.h"
+#include "analyzer/findings/findings.h"
+#include "analyzer/report/load.h"
+#include "analyzer/cmd/cmd.h"
 
 struct rank_row {
     const char *path;

@@ -22,7 +22,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "analyzer.h"
+#include "gpushim_trace.h"
+#include "analyzer/util/cursor.h"
+#include "analyzer/trace/trace.h"
+#include "analyzer/read/read.h"
 
 static uint64_t u(struct gs_cursor *c) { return gs_cursor_u(c); }
 

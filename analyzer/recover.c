@@ -30,7 +30,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analyzer.h"
+#include "gpushim_trace.h"
+#include "analyzer/trace/trace.h"
+#include "analyzer/read/read.h"
 #include "gpushim_ring.h"
 
 static int read_exact(int fd, void *buf, size_t len, uint64_t off)

@@ -7,8 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer.h"
-#include "symbolize.h"
+#include "gpushim_trace.h"
+#include "analyzer/util/json.h"
+#include "analyzer/util/names.h"
+#include "analyzer/trace/trace.h"
+#include "analyzer/read/read.h"
+#include "analyzer/analyzer.h"
+#include "analyzer/symbols/symbolize.h"
+#include "analyzer/symbols/symbols.h"
+#include "analyzer/findings/findings.h"
+#include "analyzer/report/report.h"
 
 static void frame(void *ctx, const struct gs_frame *f, unsigned index)
 {

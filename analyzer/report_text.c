@@ -15,8 +15,16 @@
 #include <string.h>
 #include <time.h>
 
-#include "analyzer.h"
-#include "symbolize.h"
+#include "gpushim_trace.h"
+#include "analyzer/util/bytes.h"
+#include "analyzer/util/names.h"
+#include "analyzer/trace/trace.h"
+#include "analyzer/read/read.h"
+#include "analyzer/analyzer.h"
+#include "analyzer/symbols/symbolize.h"
+#include "analyzer/symbols/symbols.h"
+#include "analyzer/findings/findings.h"
+#include "analyzer/report/report.h"
 
 int gs_report_outcomes(const struct gs_replay *r, char *buf, size_t sz)
 {

@@ -4,7 +4,7 @@
  */
 #include <stdlib.h>
 
-#include "analyzer.h"
+#include "analyzer/util/reserve.h"
 
 /* Grows an array of n elements of size sz to hold one more. */
 int gs_reserve(void **arr, size_t *cap, size_t n, size_t sz)

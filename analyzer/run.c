@@ -19,7 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "analyzer.h"
+#include "gpushim_trace.h"
+#include "analyzer/cmd/cmd.h"
 #include "gpushim_size.h"
 #include "gpushim_naming.h"
 

@@ -27,8 +27,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer.h"
-#include "symbolize.h"
+#include "gpushim_trace.h"
+#include "analyzer/util/idmap.h"
+#include "analyzer/analyzer.h"
+#include "analyzer/symbols/symbolize.h"
+#include "analyzer/symbols/symbols.h"
+#include "analyzer/symbols/symbols_int.h"
 
 /* How many of the stack's pcs are native: all up to the first Python pc. */
 static unsigned native_count(const struct gs_stack *st)

@@ -15,7 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer.h"
+#include "gpushim_trace.h"
+#include "analyzer/util/idmap.h"
+#include "analyzer/analyzer.h"
+#include "analyzer/symbols/symbols.h"
+#include "analyzer/findings/findings.h"
 
 /* A reported site's points: its samples summed over the raw sites it
  * merges, then its live bytes at the end. */

@@ -14,7 +14,12 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "analyzer.h"
+#include "analyzer/util/bytes.h"
+#include "analyzer/util/escape.h"
+#include "analyzer/util/names.h"
+#include "analyzer/trace/trace.h"
+#include "analyzer/analyzer.h"
+#include "analyzer/export/html.h"
 
 #define W 960
 #define H 270

@@ -38,7 +38,7 @@
  *   Each module is a Dwfl of its own, and until then only that thread uses
  *   libdw.
  */
-#include "symbolize.h"
+#include "analyzer/symbols/symbolize.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>

@@ -46,8 +46,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer.h"
-#include "symbolize.h"
+#include "gpushim_trace.h"
+#include "analyzer/util/idmap.h"
+#include "analyzer/util/ordmap.h"
+#include "analyzer/util/pickle.h"
+#include "analyzer/util/reserve.h"
+#include "analyzer/trace/trace.h"
+#include "analyzer/analyzer.h"
+#include "analyzer/symbols/symbolize.h"
+#include "analyzer/symbols/symbols.h"
+#include "analyzer/report/load.h"
+#include "analyzer/export/export.h"
 
 #define MiB (1024 * 1024ull)
 

@@ -18,7 +18,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analyzer.h"
+#include "analyzer/util/bytes.h"
+#include "analyzer/analyzer.h"
+#include "analyzer/symbols/symbols.h"
+#include "analyzer/findings/findings.h"
 
 const char *gs_oom_cause_name(enum gs_oom_cause c)
 {

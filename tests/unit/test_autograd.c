@@ -8,7 +8,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "../../analyzer/analyzer.h"
+#include "analyzer/symbols/symbols_int.h"
 
 static void says(const char *function, const char *op)
 {

@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analyzer/analyzer.h"
+#include "gpushim_trace.h"
+#include "gpushim_ring.h"
+#include "analyzer/trace/trace.h"
 #include "../../shim/shim.h"
 
 /* ---- what the callbacks saw ---- */

@@ -16,7 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analyzer/analyzer.h"
+#include "gpushim_trace.h"
+#include "analyzer/trace/trace.h"
+#include "analyzer/analyzer.h"
+#include "analyzer/symbols/symbols.h"
+#include "analyzer/findings/findings.h"
 
 #define US 1000ull
 #define MS 1000000ull

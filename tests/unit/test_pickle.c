@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analyzer/analyzer.h"
+#include "analyzer/util/pickle.h"
 
 struct buf {
     char *data;

@@ -9,7 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../analyzer/analyzer.h"
+#include "gpushim_trace.h"
+#include "analyzer/util/protobuf.h"
 
 static void expect(const struct gs_pb *b, const uint8_t *want, size_t n)
 {

@@ -9,8 +9,12 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "../../analyzer/analyzer.h"
-#include "../../analyzer/symbolize.h"
+#include "gpushim_trace.h"
+#include "analyzer/trace/trace.h"
+#include "analyzer/analyzer.h"
+#include "analyzer/symbols/symbolize.h"
+#include "analyzer/symbols/symbols.h"
+#include "analyzer/symbols/symbols_int.h"
 
 static struct gs_frame native(const char *function, const char *module)
 {

@@ -13,7 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../analyzer/analyzer.h"
+#include "gpushim_trace.h"
+#include "gpushim_ring.h"
+#include "analyzer/trace/trace.h"
+#include "analyzer/read/read.h"
 #include "../../shim/shim.h"
 
 #define ID 0x5eed

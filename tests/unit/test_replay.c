@@ -14,7 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analyzer/analyzer.h"
+#include "gpushim_trace.h"
+#include "analyzer/util/idmap.h"
+#include "analyzer/util/names.h"
+#include "analyzer/trace/trace.h"
+#include "analyzer/analyzer.h"
 
 /* ---- events ---- */
 

@@ -1,6 +1,6 @@
 /*
- * symbolize.h - turns recorded return addresses into function, file, line,
- * inlined frames.
+ * symbolize.h - the symbolizer (symbolize.c): turns recorded return
+ * addresses into function, file, line, inlined frames.
  *
  * The recorder stores each loaded module (path, load bias, address span,
  * GNU build id) and raw return addresses; the analyzer registers the modules
@@ -11,9 +11,13 @@
  * (module, pc).
  *
  * Not thread-safe: one symbolizer per thread (its own thread aside).
+ *
+ * Included by: the analyzer's layers from symbols up (symbols, findings,
+ * report, export, cmd, main.c): the files that make a symbolizer or read
+ * its frames (struct gs_frame).
  */
-#ifndef GPUSHIM_SYMBOLIZE_H
-#define GPUSHIM_SYMBOLIZE_H
+#ifndef GPUSHIM_SYMBOLS_SYMBOLIZE_H
+#define GPUSHIM_SYMBOLS_SYMBOLIZE_H
 
 #include <stddef.h>
 #include <stdint.h>
