@@ -11,7 +11,7 @@
  * that touch as one segment, split by an unmap and joined again, mapped
  * host memory none; the device peak's figures taken
  * at the first change after it, at the end, and never for a peak before any
- * block), all with figures worked out by hand. Also analyzer/ordmap.c
+ * block), all with figures worked out by hand. Also analyzer/util/ordmap.c
  * against a sorted array: random puts, deletes, floors and ceilings.
  */
 #include <criterion/criterion.h>

@@ -1,5 +1,5 @@
 /*
- * test_pyframes.c - analyzer/pyframes.c: which frames are the CPython
+ * test_pyframes.c - analyzer/symbols/pyframes.c: which frames are the CPython
  * interpreter's (by module: libpython, a python executable; by function:
  * _PyEval_EvalFrameDefault), where Python frames go in a merged stack (in
  * place of the interpreter's frames, the extension's frames before them and

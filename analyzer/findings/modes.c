@@ -8,7 +8,7 @@
  * allocator settings (GS_REC_SETTINGS) and the modules loaded; from those
  * this file names the framework and says, in one sentence, what the sizes
  * in the report are and how to see tensors instead (gpushim run
- * --per-tensor, which sets what analyzer/run.c describes).
+ * --per-tensor, which sets what analyzer/cmd/run.c describes).
  */
 #include <stdio.h>
 #include <string.h>

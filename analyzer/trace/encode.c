@@ -1,7 +1,8 @@
 /*
- * encode.c - ring bodies to trace records (include/gpushim_trace.h). Also
- * linked into the analyzer, which turns a dead process's ring entries into
- * records with it.
+ * encode.c - ring bodies to trace records (include/gpushim_trace.h): the
+ * trace codec's encoding half (decode.c is the other). The shim's writer
+ * encodes with it, and the analyzer (analyzer/read/recover.c) turns a dead
+ * process's ring entries into records with it.
  *
  * Runs on the writer's side, off the program's threads: the hooks copy a
  * fixed-size struct into the ring, and the varint and delta coding happens
