@@ -49,29 +49,29 @@ PY_EXT_SUFFIX := $(shell python3 -c 'import sysconfig; print(sysconfig.get_confi
 SIMTENSOR := $(BUILD)/examples/python/simtensor$(PY_EXT_SUFFIX)
 
 SHIM_SRC := $(wildcard shim/*.c shim/*/*.c)
-# The analyzer also encodes: it turns a dead process's ring entries into records.
-ANALYZER_SRC := $(sort $(wildcard analyzer/*.c analyzer/*/*.c) $(wildcard shim/encode.c))
+ANALYZER_SRC := $(sort $(wildcard analyzer/*.c analyzer/*/*.c))
 PROG_SRC := $(wildcard tests/progs/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 # Pure parts of the shim and the analyzer that unit tests link directly
 # (suspects.c needs sites.c, and it symbolize.c, hence libdw: the tests pass
 # no symbolizer).
-UNIT_DEPS := shim/encode.c shim/ring.c shim/stacks.c shim/tracefile.c shim/config.c \
+UNIT_DEPS := analyzer/trace/encode.c shim/ring.c shim/stacks.c shim/tracefile.c shim/config.c \
              shim/pylines.c shim/pyread.c shim/pylayout.c \
-             analyzer/decode.c analyzer/reader.c analyzer/recover.c analyzer/replay.c \
-             analyzer/idmap.c \
-             analyzer/json.c analyzer/checkpoint.c analyzer/pyframes.c analyzer/marks.c \
-             analyzer/blocks.c analyzer/ordmap.c analyzer/timeline.c analyzer/growth.c \
-             analyzer/oom.c analyzer/outcome.c analyzer/protobuf.c analyzer/pickle.c analyzer/suspects.c \
-             analyzer/sites.c analyzer/symbolize.c analyzer/autograd.c analyzer/graphs.c \
-             analyzer/reserve.c analyzer/names.c
+             analyzer/trace/decode.c analyzer/read/reader.c analyzer/read/recover.c analyzer/replay.c \
+             analyzer/util/idmap.c \
+             analyzer/util/json.c analyzer/checkpoint.c analyzer/symbols/pyframes.c analyzer/marks.c \
+             analyzer/blocks.c analyzer/util/ordmap.c analyzer/timeline.c analyzer/growth.c \
+             analyzer/oom.c analyzer/outcome.c analyzer/util/protobuf.c analyzer/util/pickle.c \
+             analyzer/findings/suspects.c analyzer/symbols/sites.c analyzer/symbols/symbolize.c \
+             analyzer/symbols/autograd.c analyzer/graphs.c analyzer/util/reserve.c analyzer/util/names.c
 
-# The shim also runs the analyzer's decoder and replay, as the model behind
-# GPUSHIM_MAX_BYTES.
+# The shim encodes its ring entries with the trace codec, and runs the
+# analyzer's decoder and replay, as the model behind GPUSHIM_MAX_BYTES.
 SHIM_OBJ := $(SHIM_SRC:%.c=$(BUILD)/obj/pic/%.o) \
-            $(addprefix $(BUILD)/obj/pic/analyzer/,decode.o replay.o idmap.o checkpoint.o marks.o \
-                                                   blocks.o ordmap.o timeline.o growth.o oom.o \
-                                                   outcome.o graphs.o reserve.o)
+            $(addprefix $(BUILD)/obj/pic/analyzer/,trace/encode.o trace/decode.o replay.o \
+                                                   util/idmap.o checkpoint.o marks.o \
+                                                   blocks.o util/ordmap.o timeline.o growth.o oom.o \
+                                                   outcome.o graphs.o util/reserve.o)
 ANALYZER_OBJ := $(ANALYZER_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_DEPS:%.c=$(BUILD)/obj/%.o)
 PROGS := $(PROG_SRC:tests/progs/%.c=$(BUILD)/progs/%)
@@ -250,7 +250,7 @@ FUZZ_BUILD ?= $(BUILD)/fuzz
 override FUZZ_BUILD := $(patsubst $(CURDIR)/%,%,$(abspath $(FUZZ_BUILD)))
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := report export recover multi
-FUZZ_CFLAGS := -std=gnu11 $(WARN) -O1 -g -Iinclude -I. -Ianalyzer -MMD -MP \
+FUZZ_CFLAGS := -std=gnu11 $(WARN) -O1 -g -Iinclude -I. -MMD -MP \
                -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_OBJ := $(filter-out $(FUZZ_BUILD)/obj/analyzer/main.o,$(ANALYZER_SRC:%.c=$(FUZZ_BUILD)/obj/%.o))
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)

@@ -9,8 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer.h"
-#include "symbolize.h"
+#include "gpushim_trace.h"
+#include "analyzer/symbols/symbols.h"
+#include "analyzer/report/report.h"
+#include "analyzer/report/load.h"
+#include "analyzer/export/export.h"
+#include "analyzer/cmd/cmd.h"
 
 #define GPUSHIM_VERSION "0.1.0"
 

@@ -46,7 +46,7 @@
 struct gs_ev {
     uint8_t type; /* GS_REC_ALLOC, _FREE, _FREE_FAILED, _ALLOC_FAILED, _REF, _POOL,
                    * _BLOCK_ALLOC, _BLOCK_FREE (time, tid, addr; BLOCK_ALLOC: size,
-                   * stack_id), _GRAPH_NODE, _GRAPH (shim/encode.c says which
+                   * stack_id), _GRAPH_NODE, _GRAPH (analyzer/trace/encode.c says which
                    * field carries what) */
     uint8_t api;
     uint8_t kind;

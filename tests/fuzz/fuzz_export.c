@@ -6,7 +6,10 @@
  */
 #include <stdint.h>
 
-#include "analyzer.h"
+#include "analyzer/symbols/symbols.h"
+#include "analyzer/report/report.h"
+#include "analyzer/report/load.h"
+#include "analyzer/export/export.h"
 #include "fuzz_file.h"
 
 enum { JSON, FOLDED_PEAK, FOLDED_LEAK, FOLDED_ALLOCATED, PPROF_END, PPROF_PEAK, HTML, PERFETTO,

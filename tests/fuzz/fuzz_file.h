@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analyzer.h"
+#include "analyzer/read/read.h"
 
 static char fuzz_dir[256];
 

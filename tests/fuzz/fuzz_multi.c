@@ -8,7 +8,7 @@
  */
 #include <stdint.h>
 
-#include "analyzer.h"
+#include "analyzer/cmd/cmd.h"
 #include "fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

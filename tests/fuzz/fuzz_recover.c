@@ -6,7 +6,8 @@
  */
 #include <stdint.h>
 
-#include "analyzer.h"
+#include "analyzer/report/report.h"
+#include "analyzer/report/load.h"
 #include "fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

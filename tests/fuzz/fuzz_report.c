@@ -7,7 +7,9 @@
  */
 #include <stdint.h>
 
-#include "analyzer.h"
+#include "analyzer/symbols/symbols.h"
+#include "analyzer/report/report.h"
+#include "analyzer/report/load.h"
 #include "fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -25,8 +25,6 @@ shim/bound.c: includes analyzer/analyzer.h
 shim/shim.h: longer than 300 lines
 shim/shim.h: its first comment does not say "Included by:"
 analyzer/analyzer.h: longer than 300 lines
-analyzer/analyzer.h: its first comment does not say "Included by:"
-analyzer/symbolize.h: its first comment does not say "Included by:"
 analyzer/marks.c calls analyzer/growth.c
 analyzer/replay.c calls analyzer/growth.c
 analyzer/replay.c calls analyzer/oom.c
@@ -111,40 +109,42 @@ def reported(files, want, *args):
 def test_layering_an_include_up_a_layer_or_across_sides():
     reported({
         "include/gpushim_trace.h": "",
-        "analyzer/symbolize.h": header("symbolize.h"),
+        "analyzer/symbols/symbolize.h": header("symbolize.h"),
         "shim/pyread.h": header("pyread.h") + '#include "gpushim_trace.h"\n',
-        "analyzer/sites.c": '#include "symbolize.h"\n',             # beside: its own layer
-        "analyzer/decode.c": '#include "gpushim_trace.h"\n#include "symbolize.h"\n',
-        "analyzer/pyframes.c": '#include "../shim/pyread.h"\n',
+        "analyzer/symbols/sites.c": '#include "symbolize.h"\n',     # beside: its own layer
+        "analyzer/trace/decode.c": '#include "gpushim_trace.h"\n'
+                                   '#include "analyzer/symbols/symbolize.h"\n',
+        "analyzer/symbols/pyframes.c": '#include "../../shim/pyread.h"\n',
         "shim/python.c": '#include "pyread.h"\n#include "nowhere.h"\n',
         "analyzer/new.c": "",
-    }, ["analyzer/decode.c: includes analyzer/symbolize.h",
-        "analyzer/pyframes.c: includes shim/pyread.h",
+    }, ["analyzer/trace/decode.c: includes analyzer/symbols/symbolize.h",
+        "analyzer/symbols/pyframes.c: includes shim/pyread.h",
         "shim/python.c: includes \"nowhere.h\"",
         "analyzer/new.c: in no layer"], "--no-objects")
 
 
 def test_layering_umbrella_headers_headers_that_include_each_other_and_long_ones():
     reported({
-        "analyzer/analyzer.h": header("analyzer.h") + '#include "symbolize.h"\n',
-        "analyzer/symbolize.h": header("symbolize.h") + '#include "analyzer.h"\n',
+        "analyzer/analyzer.h": header("analyzer.h") + '#include "analyzer/symbols/symbolize.h"\n',
+        "analyzer/symbols/symbolize.h": header("symbolize.h") + '#include "analyzer/analyzer.h"\n',
         "shim/shim.h": "/* shim.h - no line saying who includes it */\n" + "\n" * 300,
-        "analyzer/idmap.c": '#include "analyzer.h"\n',
+        "analyzer/util/idmap.c": '#include "analyzer/analyzer.h"\n',
         "shim/bound.c": '#include "shim.h"\n#include "../analyzer/analyzer.h"\n',
         "tests/unit/test_idmap.c": '#include "../../analyzer/analyzer.h"\n'
                                    '#include "../../shim/shim.h"\n',
     }, ["shim/bound.c: includes analyzer/analyzer.h",
         "shim/shim.h: longer than 300 lines",
         "shim/shim.h: its first comment does not say \"Included by:\"",
-        "headers include each other: analyzer/analyzer.h analyzer/symbolize.h"], "--no-objects")
+        "headers include each other: analyzer/analyzer.h analyzer/symbols/symbolize.h"],
+             "--no-objects")
 
 
 # A tree with objects: C files compiled with cc as make does (build/obj and,
 # position-independent, build/obj/pic) and a libgpushim.so of the pic ones.
 CLEAN = {
-    "analyzer/idmap.c": "int gs_idmap_new(void) { return 1; }\n",
-    "analyzer/decode.c": "int gs_idmap_new(void);\n"
-                         "int gs_decode_block(void) { return gs_idmap_new(); }\n",
+    "analyzer/util/idmap.c": "int gs_idmap_new(void) { return 1; }\n",
+    "analyzer/trace/decode.c": "int gs_idmap_new(void);\n"
+                               "int gs_decode_block(void) { return gs_idmap_new(); }\n",
     "analyzer/replay.c": "int gs_decode_block(void);\n"
                          "int gs_replay_init(void) { return gs_decode_block(); }\n",
     "analyzer/checkpoint.c": "int gs_replay_init(void);\n"
@@ -153,10 +153,11 @@ CLEAN = {
                     "int gs_bound_start(void) { return gs_replay_init() + gs_checkpoint_write(); }\n",
     "shim/writer.c": "int gs_bound_start(void);\nint gs_decode_block(void);\n"
                      "int gs_emit(void) { return gs_bound_start() + gs_decode_block(); }\n",
-    "analyzer/report_text.c": "int gs_replay_init(void);\n"
-                              "int gs_report_text(void) { return gs_replay_init(); }\n",
+    "analyzer/report/report_text.c": "int gs_replay_init(void);\n"
+                                     "int gs_report_text(void) { return gs_replay_init(); }\n",
 }
-IN_SHIM = ["analyzer/idmap.c", "analyzer/decode.c", "analyzer/replay.c", "analyzer/checkpoint.c"]
+IN_SHIM = ["analyzer/util/idmap.c", "analyzer/trace/decode.c", "analyzer/replay.c",
+           "analyzer/checkpoint.c"]
 
 
 def built(files, in_shim):
@@ -210,11 +211,12 @@ def test_layering_calls_up_a_layer_or_through_a_seam():
 
 def test_layering_two_files_calling_each_other():
     files = dict(CLEAN)
-    files["analyzer/ordmap.c"] = ("int gs_idmap_put(void);\n"
-                                  "int gs_ordmap_put(void) { return gs_idmap_put(); }\n")
-    files["analyzer/idmap.c"] += ("int gs_ordmap_put(void);\n"
-                                  "int gs_idmap_put(void) { return gs_ordmap_put(); }\n")
-    reported_built(files, IN_SHIM, ["gpushim: a cycle of 2 files: analyzer/idmap.c analyzer/ordmap.c"])
+    files["analyzer/util/ordmap.c"] = ("int gs_idmap_put(void);\n"
+                                       "int gs_ordmap_put(void) { return gs_idmap_put(); }\n")
+    files["analyzer/util/idmap.c"] += ("int gs_ordmap_put(void);\n"
+                                       "int gs_idmap_put(void) { return gs_ordmap_put(); }\n")
+    reported_built(files, IN_SHIM, ["gpushim: a cycle of 2 files: "
+                                    "analyzer/util/idmap.c analyzer/util/ordmap.c"])
 
 
 def test_layering_analyzer_only_symbols_in_libgpushim_so():
@@ -224,9 +226,9 @@ def test_layering_analyzer_only_symbols_in_libgpushim_so():
         # a part the compiler split off a function (as gcc names them)
         "int split(void) __asm__(\"gs_oom_on_failure.cold\");\nint split(void) { return 6; }\n")
     files["analyzer/growth.c"] = "int gs_growth_on_mark(void) { return 2; }\n"
-    files["analyzer/modes.c"] = "int gs_allocator_mode(void) { return 4; }\n"
-    files["analyzer/verdict.c"] = "int gs_oom_verdict(void) { return 5; }\n"  # not linked in
-    reported_built(files, IN_SHIM + ["analyzer/growth.c", "analyzer/modes.c"],
+    files["analyzer/findings/modes.c"] = "int gs_allocator_mode(void) { return 4; }\n"
+    files["analyzer/findings/verdict.c"] = "int gs_oom_verdict(void) { return 5; }\n"  # not linked
+    reported_built(files, IN_SHIM + ["analyzer/growth.c", "analyzer/findings/modes.c"],
                    ["libgpushim.so holds gs_checkpoint_load",   # by its name
                     "libgpushim.so holds gs_oom_on_failure",
                     "libgpushim.so holds gs_growth_on_mark",

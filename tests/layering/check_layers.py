@@ -39,11 +39,8 @@ import sys
 # (layer, rank, side, the paths in it: folders end in "/", the rest are files)
 LAYERS = [
     ("include", 0, "public", ["include/"]),
-    ("analyzer/util", 1, "shared", [
-        "analyzer/idmap.c", "analyzer/ordmap.c", "analyzer/json.c", "analyzer/protobuf.c",
-        "analyzer/pickle.c", "analyzer/names.c", "analyzer/reserve.c", "analyzer/bytes.c",
-        "analyzer/escape.c"]),
-    ("analyzer/trace", 2, "shared", ["shim/encode.c", "analyzer/decode.c"]),
+    ("analyzer/util", 1, "shared", ["analyzer/util/"]),
+    ("analyzer/trace", 2, "shared", ["analyzer/trace/"]),
     ("analyzer/model", 3, "shared", [
         "analyzer/replay.c", "analyzer/marks.c", "analyzer/blocks.c", "analyzer/outcome.c",
         "analyzer/timeline.c", "analyzer/checkpoint.c", "analyzer/graphs.c"]),
@@ -60,20 +57,13 @@ LAYERS = [
         "shim/hooks_threads.c", "shim/hooks_graphs.c", "shim/torch_alloc.c", "shim/api.c"]),
     ("shim/entry", 10, "shim", ["shim/getproc_hook.c", "shim/dlsym_hook.c",
                                 "shim/hooks_process.c"]),
-    ("analyzer/read", 4, "analyzer", ["analyzer/reader.c", "analyzer/recover.c"]),
-    ("analyzer/symbols", 5, "analyzer", [
-        "analyzer/symbolize.c", "analyzer/symbolize.h", "analyzer/sites.c",
-        "analyzer/pyframes.c", "analyzer/autograd.c"]),
-    ("analyzer/findings", 6, "analyzer", [
-        "analyzer/growth.c", "analyzer/oom.c", "analyzer/suspects.c", "analyzer/verdict.c",
-        "analyzer/capacity.c", "analyzer/modes.c"]),
-    ("analyzer/report", 7, "analyzer", ["analyzer/load.c", "analyzer/report_text.c",
-                                        "analyzer/report_json.c"]),
-    ("analyzer/export", 8, "analyzer", [
-        "analyzer/export.c", "analyzer/export_html.c", "analyzer/svg.c",
-        "analyzer/export_pprof.c", "analyzer/perfetto.c", "analyzer/torch_snapshot.c"]),
-    ("analyzer/cmd", 9, "analyzer", ["analyzer/run.c", "analyzer/diff.c", "analyzer/plan.c",
-                                     "analyzer/ranks.c", "analyzer/multi.c"]),
+    ("analyzer/read", 4, "analyzer", ["analyzer/read/"]),
+    ("analyzer/symbols", 5, "analyzer", ["analyzer/symbols/"]),
+    ("analyzer/findings", 6, "analyzer", ["analyzer/findings/",
+        "analyzer/growth.c", "analyzer/oom.c"]),
+    ("analyzer/report", 7, "analyzer", ["analyzer/report/"]),
+    ("analyzer/export", 8, "analyzer", ["analyzer/export/"]),
+    ("analyzer/cmd", 9, "analyzer", ["analyzer/cmd/"]),
     ("analyzer/main", 10, "analyzer", ["analyzer/main.c"]),
     ("tests/sim", 1, "sim", ["tests/sim/"]),
     ("tests", 99, "tests", ["tests/"]),
@@ -84,12 +74,12 @@ UMBRELLAS = {"shim/shim.h": ("shim",), "analyzer/analyzer.h": ("analyzer", "shar
 # Of one side, only these layers may use this shared layer.
 SEAMS = {"analyzer/model": {"shim": {"shim/bound"}}}
 # Include search paths besides the including file's folder, include/ and the
-# root (the Makefile's -I flags).
-INCLUDE_PATH = {"tests/fuzz/": ["analyzer"]}
+# root (the Makefile's -I flags), by the prefix of the including file.
+INCLUDE_PATH = {}
 # Link units: (objects under build/obj/VARIANT, the sources they are built from).
 UNITS = {
     "libgpushim.so": ("pic", ["shim/", "analyzer/"]),
-    "gpushim": ("", ["analyzer/", "shim/encode.c"]),
+    "gpushim": ("", ["analyzer/"]),
     "libcuda.so.1": ("pic", ["tests/sim/driver"]),
     "libcudart.so.13": ("pic", ["tests/sim/runtime/"]),
 }

@@ -18,7 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analyzer/analyzer.h"
+#include "gpushim_trace.h"
+#include "analyzer/util/idmap.h"
+#include "analyzer/trace/trace.h"
+#include "analyzer/analyzer.h"
 #include "ckpt_bytes.h"
 #include "gpushim_ring.h"
 

@@ -11,7 +11,7 @@
  * that touch as one segment, split by an unmap and joined again, mapped
  * host memory none; the device peak's figures taken
  * at the first change after it, at the end, and never for a peak before any
- * block), all with figures worked out by hand. Also analyzer/ordmap.c
+ * block), all with figures worked out by hand. Also analyzer/util/ordmap.c
  * against a sorted array: random puts, deletes, floors and ceilings.
  */
 #include <criterion/criterion.h>
@@ -19,7 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analyzer/analyzer.h"
+#include "gpushim_trace.h"
+#include "analyzer/util/ordmap.h"
+#include "analyzer/trace/trace.h"
+#include "analyzer/analyzer.h"
 
 #define ASSERT_U64(got, want, ...) cr_assert_eq((uint64_t)(got), (uint64_t)(want), __VA_ARGS__)
 

@@ -1,5 +1,5 @@
 /*
- * test_autograd.c - analyzer/autograd.c: the names of PyTorch's generated
+ * test_autograd.c - analyzer/symbols/autograd.c: the names of PyTorch's generated
  * backward nodes' apply, mangled (as symbol tables and DWARF linkage names
  * give them) and demangled, to the operator they are the backward of,
  * following _create_op_prefix (tools/autograd/load_derivatives.py)
@@ -8,7 +8,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "../../analyzer/analyzer.h"
+#include "analyzer/symbols/symbols_int.h"
 
 static void says(const char *function, const char *op)
 {

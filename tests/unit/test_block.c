@@ -1,7 +1,7 @@
 /*
  * test_block.c - the trace file end to end through files in a temp dir:
  * shim/tracefile.c writes it (gs_create_trace, gs_write_header,
- * gs_write_block), analyzer/reader.c reads it back (gs_read_trace). Covers
+ * gs_write_block), analyzer/read/reader.c reads it back (gs_read_trace). Covers
  * block framing and checksums: every record arrives in order with the
  * header's fields; a flipped byte in one block's payload loses only that
  * block; a file cut inside its last block is reported truncated at that
@@ -24,7 +24,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../analyzer/analyzer.h"
+#include "gpushim_trace.h"
+#include "gpushim_ring.h"
+#include "analyzer/trace/trace.h"
+#include "analyzer/read/read.h"
 #include "../../shim/shim.h"
 
 /* ---- a temp dir per test ---- */

@@ -33,7 +33,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../analyzer/analyzer.h"
+#include "gpushim_trace.h"
+#include "analyzer/trace/trace.h"
+#include "analyzer/read/read.h"
+#include "analyzer/analyzer.h"
 #include "../../shim/shim.h"
 #include "ckpt_bytes.h"
 #include "gpushim_ring.h"

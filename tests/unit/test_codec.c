@@ -1,5 +1,5 @@
 /*
- * test_codec.c - shim/encode.c against analyzer/decode.c's gs_decode_block:
+ * test_codec.c - analyzer/trace/encode.c against decode.c's gs_decode_block:
  * ring bodies (events of every type with extreme values, stacks of 0, 1 and
  * GS_MAX_FRAMES frames, modules, the END record) encoded into one raw block
  * come back field for field, in order. Also: unknown record types are
@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analyzer/analyzer.h"
+#include "gpushim_trace.h"
+#include "gpushim_ring.h"
+#include "analyzer/trace/trace.h"
 #include "../../shim/shim.h"
 
 /* ---- what the callbacks saw ---- */

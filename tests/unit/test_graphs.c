@@ -6,7 +6,7 @@
  * reserve beyond its live allocations held at the call site of the launch
  * that grew it, a free outside the graph returning bytes to the pool, trim,
  * a launch that failed for memory tied to the node that did not fit; the
- * records decode as encode.c writes them (shim/encode.c, decode.c); and a
+ * records decode as encode.c writes them (analyzer/trace/encode.c, decode.c); and a
  * checkpoint (GS_REC_CKPT_GRAPH) taken after every event, loaded into a
  * fresh replay and fed the rest, agrees with the whole history.
  */
@@ -14,7 +14,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../analyzer/analyzer.h"
+#include "gpushim_trace.h"
+#include "analyzer/trace/trace.h"
+#include "analyzer/analyzer.h"
 #include "ckpt_bytes.h"
 #include "gpushim_cuda.h"
 #include "gpushim_ring.h"

@@ -1,6 +1,6 @@
 /*
  * test_growth.c - analyzer/growth.c's sampling without marks, judged by
- * analyzer/suspects.c, driven event by event through gs_replay_event with
+ * analyzer/findings/suspects.c, driven event by event through gs_replay_event with
  * schedules whose samples are worked out by hand: a window ends at the
  * clock's next millisecond or at its 4th event, whichever comes first; the
  * sample is its quietest moment (the first with the least device memory
@@ -16,7 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analyzer/analyzer.h"
+#include "gpushim_trace.h"
+#include "analyzer/trace/trace.h"
+#include "analyzer/analyzer.h"
+#include "analyzer/symbols/symbols.h"
+#include "analyzer/findings/findings.h"
 
 #define US 1000ull
 #define MS 1000000ull

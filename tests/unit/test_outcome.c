@@ -14,7 +14,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../analyzer/analyzer.h"
+#include "gpushim_trace.h"
+#include "analyzer/trace/trace.h"
+#include "analyzer/analyzer.h"
 #include "ckpt_bytes.h"
 #include "gpushim_cuda.h"
 

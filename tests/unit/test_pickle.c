@@ -1,5 +1,5 @@
 /*
- * test_pickle.c - analyzer/pickle.c: the exact bytes of small values
+ * test_pickle.c - analyzer/util/pickle.c: the exact bytes of small values
  * (protocol 4, no memo, no frame), ints in BININT up to 32 bits and in the
  * fewest LONG1 bytes past that (as Python's pickler writes them), a uint64
  * past INT64_MAX as INT64_MAX, strings as valid UTF-8, containers in
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analyzer/analyzer.h"
+#include "analyzer/util/pickle.h"
 
 struct buf {
     char *data;

@@ -1,5 +1,5 @@
 /*
- * test_protobuf.c - the protocol buffer writer (analyzer/protobuf.c): the
+ * test_protobuf.c - the protocol buffer writer (analyzer/util/protobuf.c): the
  * exact bytes of varint fields (the format's own example: field 1 = 150 is
  * 08 96 01), zero scalars left out, negative int64 as 10 bytes, strings and
  * empty strings, a nested message whose length needs two bytes, packed
@@ -9,7 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../analyzer/analyzer.h"
+#include "gpushim_trace.h"
+#include "analyzer/util/protobuf.h"
 
 static void expect(const struct gs_pb *b, const uint8_t *want, size_t n)
 {

@@ -1,5 +1,5 @@
 /*
- * test_pyframes.c - analyzer/pyframes.c: which frames are the CPython
+ * test_pyframes.c - analyzer/symbols/pyframes.c: which frames are the CPython
  * interpreter's (by module: libpython, a python executable; by function:
  * _PyEval_EvalFrameDefault), where Python frames go in a merged stack (in
  * place of the interpreter's frames, the extension's frames before them and
@@ -9,8 +9,12 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "../../analyzer/analyzer.h"
-#include "../../analyzer/symbolize.h"
+#include "gpushim_trace.h"
+#include "analyzer/trace/trace.h"
+#include "analyzer/analyzer.h"
+#include "analyzer/symbols/symbolize.h"
+#include "analyzer/symbols/symbols.h"
+#include "analyzer/symbols/symbols_int.h"
 
 static struct gs_frame native(const char *function, const char *module)
 {

@@ -1,5 +1,5 @@
 /*
- * test_recover.c - analyzer/recover.c: the events of a ring file past the
+ * test_recover.c - analyzer/read/recover.c: the events of a ring file past the
  * trace's last block position are handed on, exactly those and in order;
  * a ring file that is not the trace's, of another layout, or whose positions
  * or entries are hostile is refused or counted as damaged, never trusted.
@@ -13,7 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../analyzer/analyzer.h"
+#include "gpushim_trace.h"
+#include "gpushim_ring.h"
+#include "analyzer/trace/trace.h"
+#include "analyzer/read/read.h"
 #include "../../shim/shim.h"
 
 #define ID 0x5eed

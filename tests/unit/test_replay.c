@@ -5,7 +5,7 @@
  * peak (gs_site_peak_bytes), per-device and per-kind usage, leaks
  * (gs_replay_leaks), unknown frees, FREE then FREE_FAILED, an ALLOC over a
  * live address, managed and unknown kinds, out-of-range devices, failures.
- * Also analyzer/idmap.c (gs_idmap_*) against a reference: a million random
+ * Also analyzer/util/idmap.c (gs_idmap_*) against a reference: a million random
  * operations with deletions interleaved, and keys that all collide on one
  * slot near the end of the table, deleted in every position.
  */
@@ -14,7 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analyzer/analyzer.h"
+#include "gpushim_trace.h"
+#include "analyzer/util/idmap.h"
+#include "analyzer/util/names.h"
+#include "analyzer/trace/trace.h"
+#include "analyzer/analyzer.h"
 
 /* ---- events ---- */
 

@@ -7,7 +7,7 @@
  */
 #include <criterion/criterion.h>
 
-#include "../../analyzer/analyzer.h"
+#include "analyzer/analyzer.h"
 
 #define MS 1000000ull
 

@@ -1,0 +1,500 @@
+/*
+ * plan.c - gpushim plan: from runs that differ in batch size, how the peak
+ * grows with the batch, and the largest batch that fits a card.
+ *
+ * The peak of a run is the largest peak of device memory on one device
+ * (capacity.c). Over the runs, peak = fixed + per_sample x batch is fitted
+ * by least squares (exact integer sums, then one division). The largest
+ * batch on a card is the largest whole batch whose predicted peak is at
+ * most the card's memory less what the CUDA context takes (--context,
+ * default 512 MiB: the peak never counts the context, which takes a few
+ * hundred MiB of a real card).
+ *
+ * How sure: with three runs or more, the residual standard error s of the
+ * fit; the range of batches is those whose predicted peak plus s, and
+ * minus s, fits. With two runs the line goes through both points, and
+ * what is known of their error is what varies within each run: the spread
+ * of its per-step peaks (marks.c: the label with the most steps; the
+ * largest peak of one step less the smallest among the steps kept). The
+ * range is then given by the steepest and the flattest lines through the
+ * ends of those spreads; without marked steps, none can be given.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpushim_trace.h"
+#include "analyzer/util/bytes.h"
+#include "analyzer/util/json.h"
+#include "analyzer/analyzer.h"
+#include "analyzer/findings/findings.h"
+#include "analyzer/report/load.h"
+#include "analyzer/cmd/cmd.h"
+#include "analyzer/cmd/multi.h"
+
+#define DEFAULT_CONTEXT (512ull << 20)
+#define MAX_CARDS 16
+#define MAX_RUNS 4096 /* keeps the least-squares sums in 128 bits */
+
+static const char usage_plan[] =
+    "usage: gpushim plan [options] TRACE[:BATCH] TRACE[:BATCH] ...\n"
+    "\n"
+    "From two or more runs of a program that differ in batch size, fits the\n"
+    "peak of device memory (on one device) as fixed + per_sample x batch, and\n"
+    "says the largest batch that fits each card, with a range where the runs\n"
+    "allow one (docs/commands.md says how it is estimated).\n"
+    "\n"
+    "A run's batch size is given after its trace (run.trace:64), or read from\n"
+    "its marks: a mark labelled batch=N or batch_size=N (gpushim_mark).\n"
+    "\n"
+    "options:\n"
+    "  --card SIZE      a card to fit: 80GB (a card as sold: what it reports to\n"
+    "                   CUDA), or bytes with K, M, G, T (powers of 1024); may be\n"
+    "                   given more than once (default: 24, 40, 48, 80, 96, 141 GB)\n"
+    "  --context SIZE   memory kept for the CUDA context on each card (default\n"
+    "                   512M; 0 for none)\n"
+    "  --json           print one JSON object (schema in docs/json.md) instead of text\n"
+    "  -h, --help       this text\n"
+    "\n"
+    "Exit status: 0 when planned, 1 when a trace could not be read or the runs\n"
+    "cannot give a plan (no batch size, fewer than two batch sizes), 2 for a\n"
+    "usage error.\n";
+
+struct run {
+    char *path;
+    uint64_t batch;
+    int batch_from_mark;
+    char mark[GS_MAX_LABEL + 1]; /* the label it came from */
+    uint64_t peak;
+    char step_label[GS_MAX_LABEL + 1];
+    uint64_t steps;  /* of that label, kept */
+    int has_spread;  /* at least two steps */
+    uint64_t spread; /* the largest step peak less the smallest */
+};
+
+struct card {
+    const char *name;
+    uint64_t bytes;
+};
+
+struct plan {
+    struct run *runs;
+    size_t n;
+    long double fixed, per_sample;
+    int residual;                 /* n >= 3 */
+    long double sigma;            /* residual standard error */
+    int have_u;                   /* a range can be given */
+    long double u;                /* the peak's uncertainty: sigma, or the largest spread */
+    long double steep[2], flat[2]; /* two runs: fixed, per_sample of the lines of the range */
+    struct card cards[MAX_CARDS];
+    size_t ncards;
+    uint64_t context;
+};
+
+/* "TRACE:N": the batch, and the path without it; 0 when there is none. */
+static uint64_t split_batch(const char *arg, char **path)
+{
+    const char *colon = strrchr(arg, ':');
+    *path = NULL;
+    if (colon && colon[1]) {
+        const char *p = colon + 1;
+        while (*p >= '0' && *p <= '9')
+            p++;
+        if (!*p && colon > arg) {
+            errno = 0;
+            unsigned long long v = strtoull(colon + 1, NULL, 10);
+            *path = strndup(arg, (size_t)(colon - arg));
+            return errno || !v || v > UINT32_MAX ? UINT64_MAX : v; /* UINT64_MAX: out of range */
+        }
+    }
+    *path = strdup(arg);
+    return 0;
+}
+
+/* A batch label: "batch=N" or "batch_size=N". */
+static int batch_label(const char *label, uint64_t *out)
+{
+    const char *v = !strncmp(label, "batch=", 6)        ? label + 6
+                    : !strncmp(label, "batch_size=", 11) ? label + 11
+                                                         : NULL;
+    if (!v || *v < '0' || *v > '9')
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (errno || *end || n == 0 || n > UINT32_MAX)
+        return 0;
+    *out = n;
+    return 1;
+}
+
+/* The run's figures from its trace: 0, or -1 after saying why. */
+static int take_run(struct run *run, const struct gs_loaded *l)
+{
+    const struct gs_marks *m = &l->r.marks;
+    run->peak = gs_largest_device_peak(&l->r);
+    if (!run->batch) {
+        for (size_t i = 0; i < m->nlabels; i++) {
+            uint64_t b;
+            if (!batch_label(m->labels[i].label, &b))
+                continue;
+            if (run->batch && b != run->batch) {
+                fprintf(stderr,
+                        "gpushim plan: %s: its marks give two batch sizes (%" PRIu64 " and %" PRIu64
+                        "); give the one meant as %s:N\n",
+                        run->path, run->batch, b, run->path);
+                return -1;
+            }
+            run->batch = b;
+            run->batch_from_mark = 1;
+            snprintf(run->mark, sizeof run->mark, "%s", m->labels[i].label);
+        }
+        if (!run->batch) {
+            fprintf(stderr,
+                    "gpushim plan: %s: no batch size: give it as %s:N, or mark batch=N in the "
+                    "run (gpushim_mark)\n",
+                    run->path, run->path);
+            return -1;
+        }
+    }
+    /* the steps: of the label with the most steps, not a batch label */
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < m->nlabels; i++) {
+        uint64_t b;
+        if (batch_label(m->labels[i].label, &b) || !m->labels[i].steps)
+            continue;
+        if (best == SIZE_MAX || m->labels[i].steps > m->labels[best].steps)
+            best = i;
+    }
+    if (best == SIZE_MAX || !m->steps)
+        return 0;
+    snprintf(run->step_label, sizeof run->step_label, "%s", m->labels[best].label);
+    uint64_t kept = m->nsteps < GS_STEPS_KEPT ? m->nsteps : GS_STEPS_KEPT, lo = UINT64_MAX, hi = 0;
+    for (uint64_t k = 0; k < kept; k++) {
+        const struct gs_step *s = &m->steps[k];
+        if (s->label != best)
+            continue;
+        run->steps++;
+        lo = s->peak_bytes < lo ? s->peak_bytes : lo;
+        hi = s->peak_bytes > hi ? s->peak_bytes : hi;
+    }
+    if (m->labels[best].max_peak > hi)
+        hi = m->labels[best].max_peak; /* the largest of all its steps, kept or not */
+    if (run->steps >= 2) {
+        run->has_spread = 1;
+        run->spread = hi - lo;
+    }
+    return 0;
+}
+
+/* Least squares over the runs: 0, or -1 when the batches do not differ. */
+static int fit(struct plan *p)
+{
+    __int128 n = (__int128)p->n, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        __int128 x = p->runs[i].batch, y = p->runs[i].peak;
+        sx += x;
+        sy += y;
+        sxx += x * x;
+        sxy += x * y;
+    }
+    __int128 den = n * sxx - sx * sx;
+    if (den == 0)
+        return -1;
+    p->per_sample = (long double)(n * sxy - sx * sy) / (long double)den;
+    p->fixed = ((long double)sy - p->per_sample * (long double)sx) / (long double)n;
+    if (p->n >= 3) {
+        long double ssr = 0;
+        for (size_t i = 0; i < p->n; i++) {
+            long double e = (long double)p->runs[i].peak -
+                            (p->fixed + p->per_sample * (long double)p->runs[i].batch);
+            ssr += e * e;
+        }
+        p->residual = 1;
+        p->sigma = sqrtl(ssr / (long double)(p->n - 2));
+        p->have_u = 1;
+        p->u = p->sigma;
+        return 0;
+    }
+    /* two runs: the ends of their steps' spreads */
+    const struct run *a = &p->runs[0], *b = &p->runs[1];
+    if (a->batch > b->batch) {
+        const struct run *t = a;
+        a = b;
+        b = t;
+    }
+    if (!a->has_spread && !b->has_spread)
+        return 0;
+    long double u = (long double)(a->spread > b->spread ? a->spread : b->spread);
+    long double dx = (long double)(b->batch - a->batch), ya = (long double)a->peak,
+                yb = (long double)b->peak, xa = (long double)a->batch;
+    p->have_u = 1;
+    p->u = u;
+    p->steep[1] = (yb + u - (ya - u)) / dx;
+    p->steep[0] = ya - u - p->steep[1] * xa;
+    p->flat[1] = (yb - u - (ya + u)) / dx;
+    p->flat[0] = ya + u - p->flat[1] * xa;
+    return 0;
+}
+
+/* The largest whole batch with fixed + per_sample x batch <= avail: -1 for
+ * no limit (the peak does not grow), 0 when not even one sample fits. */
+static long double largest(long double fixed, long double per_sample, long double avail)
+{
+    if (per_sample <= 0)
+        return avail >= fixed ? -1 : 0;
+    long double b = floorl((avail - fixed) / per_sample);
+    return b < 0 ? 0 : b > 9007199254740992.0L ? 9007199254740992.0L : b;
+}
+
+struct answer {
+    long double usable, best, lo, hi;
+    int range;
+};
+
+static void answer(const struct plan *p, const struct card *c, struct answer *a)
+{
+    a->usable = c->bytes > p->context ? (long double)(c->bytes - p->context) : 0;
+    a->best = largest(p->fixed, p->per_sample, a->usable);
+    a->range = p->have_u;
+    if (!a->range)
+        return;
+    if (p->residual) {
+        a->lo = largest(p->fixed, p->per_sample, a->usable - p->u);
+        a->hi = largest(p->fixed, p->per_sample, a->usable + p->u);
+    } else {
+        a->lo = largest(p->steep[0], p->steep[1], a->usable);
+        a->hi = largest(p->flat[0], p->flat[1], a->usable);
+    }
+}
+
+static void batch_json(struct gs_json *j, const char *key, long double b)
+{
+    if (b < 0)
+        gs_json_null(j, key); /* no limit */
+    else
+        gs_json_uint(j, key, (uint64_t)b);
+}
+
+static void plan_json(FILE *out, const struct plan *p)
+{
+    struct gs_json j = {.out = out};
+    gs_json_begin_object(&j, NULL);
+    gs_json_begin_array(&j, "runs");
+    for (size_t i = 0; i < p->n; i++) {
+        const struct run *r = &p->runs[i];
+        gs_json_begin_object(&j, NULL);
+        gs_json_string(&j, "path", r->path);
+        gs_json_uint(&j, "batch", r->batch);
+        gs_json_string(&j, "batch_from", r->batch_from_mark ? "mark" : "argument");
+        gs_json_uint(&j, "peak_bytes", r->peak);
+        gs_json_string(&j, "step_label", r->step_label[0] ? r->step_label : NULL);
+        gs_json_uint(&j, "steps", r->steps);
+        if (r->has_spread)
+            gs_json_uint(&j, "step_peak_spread_bytes", r->spread);
+        else
+            gs_json_null(&j, "step_peak_spread_bytes");
+        gs_json_end_object(&j);
+    }
+    gs_json_end_array(&j);
+    gs_json_begin_object(&j, "fit");
+    gs_json_double(&j, "fixed_bytes", (double)p->fixed);
+    gs_json_double(&j, "per_sample_bytes", (double)p->per_sample);
+    gs_json_uint(&j, "runs", p->n);
+    if (p->residual)
+        gs_json_double(&j, "residual_std_error_bytes", (double)p->sigma);
+    else
+        gs_json_null(&j, "residual_std_error_bytes");
+    gs_json_string(&j, "uncertainty_from",
+                   !p->have_u ? NULL : p->residual ? "residuals" : "step_spread");
+    if (p->have_u)
+        gs_json_double(&j, "peak_uncertainty_bytes", (double)p->u);
+    else
+        gs_json_null(&j, "peak_uncertainty_bytes");
+    gs_json_end_object(&j);
+    gs_json_uint(&j, "context_bytes", p->context);
+    gs_json_begin_array(&j, "cards");
+    for (size_t i = 0; i < p->ncards; i++) {
+        struct answer a;
+        answer(p, &p->cards[i], &a);
+        gs_json_begin_object(&j, NULL);
+        gs_json_string(&j, "name", p->cards[i].name);
+        gs_json_uint(&j, "bytes", p->cards[i].bytes);
+        gs_json_uint(&j, "usable_bytes", (uint64_t)a.usable);
+        batch_json(&j, "largest_batch", a.best);
+        if (a.range) {
+            batch_json(&j, "largest_batch_low", a.lo);
+            batch_json(&j, "largest_batch_high", a.hi);
+        } else {
+            gs_json_null(&j, "largest_batch_low");
+            gs_json_null(&j, "largest_batch_high");
+        }
+        gs_json_end_object(&j);
+    }
+    gs_json_end_array(&j);
+    gs_json_end_object(&j);
+}
+
+static const char *bytes_ld(long double v, char *buf, size_t sz)
+{
+    if (v < 0) {
+        char b[48];
+        snprintf(buf, sz, "-%s", gs_human_bytes((uint64_t)(-v + 0.5L), b, sizeof b));
+        return buf;
+    }
+    return gs_human_bytes((uint64_t)(v + 0.5L), buf, sz);
+}
+
+static const char *batch_text(long double b, char *buf, size_t sz)
+{
+    if (b < 0)
+        snprintf(buf, sz, "any");
+    else
+        snprintf(buf, sz, "%" PRIu64, (uint64_t)b);
+    return buf;
+}
+
+static void plan_text(FILE *out, const struct plan *p)
+{
+    char b1[64], b2[64], b3[64];
+    fputs("Runs (peak: the largest peak of device memory on one device):\n", out);
+    for (size_t i = 0; i < p->n; i++) {
+        const struct run *r = &p->runs[i];
+        fprintf(out, "  batch %6" PRIu64 "  peak %12s", r->batch, gs_human_bytes(r->peak, b1, sizeof b1));
+        if (r->has_spread)
+            fprintf(out, "  %" PRIu64 " '%s' steps, their peaks %s apart", r->steps, r->step_label,
+                    gs_human_bytes(r->spread, b1, sizeof b1));
+        fprintf(out, "  %s", r->path);
+        if (r->batch_from_mark)
+            fprintf(out, " (marked %s)", r->mark);
+        fputc('\n', out);
+    }
+    fprintf(out, "\nFit  peak = %s + %s x batch  (%zu runs%s)\n", bytes_ld(p->fixed, b1, sizeof b1),
+            bytes_ld(p->per_sample, b2, sizeof b2), p->n,
+            p->n == 2 ? ": the line through both" : ", least squares");
+    if (p->residual)
+        fprintf(out, "Uncertainty  residual standard error %s: the range is the batches whose "
+                     "peak fits with that added, and with it taken off\n",
+                bytes_ld(p->sigma, b1, sizeof b1));
+    else if (p->have_u)
+        fprintf(out, "Uncertainty  a run's step peaks vary by up to %s: the range is given by the "
+                     "steepest and flattest lines through the ends of those spreads\n",
+                bytes_ld(p->u, b1, sizeof b1));
+    else
+        fputs("Uncertainty  none can be estimated from two points (neither run marks two steps "
+              "or more with gpushim_mark); a third run gives one\n", out);
+    if (p->per_sample <= 0)
+        fputs("The peak does not grow with the batch size: any batch fits where the largest "
+              "run did.\n", out);
+    fprintf(out, "\nLargest batch that fits (%s kept for the CUDA context):\n",
+            gs_human_bytes(p->context, b1, sizeof b1));
+    fprintf(out, "  %-10s %12s  %13s  %s\n", "card", "usable", "largest batch",
+            p->have_u ? "range" : "");
+    for (size_t i = 0; i < p->ncards; i++) {
+        struct answer a;
+        answer(p, &p->cards[i], &a);
+        fprintf(out, "  %-10s %12s  %13s", p->cards[i].name,
+                bytes_ld(a.usable, b1, sizeof b1), batch_text(a.best, b2, sizeof b2));
+        if (a.range)
+            fprintf(out, "  %s .. %s", batch_text(a.lo, b1, sizeof b1),
+                    batch_text(a.hi, b3, sizeof b3));
+        fputc('\n', out);
+    }
+}
+
+int gs_cmd_plan(int argc, char **argv)
+{
+    static const struct option longopts[] = {{"card", required_argument, NULL, 'c'},
+                                             {"context", required_argument, NULL, 'x'},
+                                             {"json", no_argument, NULL, 'j'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    struct plan p = {.context = DEFAULT_CONTEXT};
+    int json = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            if (p.ncards == MAX_CARDS) {
+                fprintf(stderr, "gpushim plan: at most %d cards\n", MAX_CARDS);
+                return 2;
+            }
+            if (gs_multi_parse_size(optarg, &p.cards[p.ncards].bytes) != 0 ||
+                !p.cards[p.ncards].bytes) {
+                fprintf(stderr, "gpushim plan: --card needs a size (80GB, 81920M, bytes), not "
+                                "'%s'\n", optarg);
+                return 2;
+            }
+            p.cards[p.ncards++].name = optarg;
+            break;
+        case 'x':
+            if (gs_multi_parse_size(optarg, &p.context) != 0) {
+                fprintf(stderr, "gpushim plan: --context needs a size (512M, bytes), not '%s'\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'j': json = 1; break;
+        case 'h': fputs(usage_plan, stdout); return 0;
+        default: fputs("Try 'gpushim plan --help'.\n", stderr); return 2;
+        }
+    }
+    if (argc - optind > MAX_RUNS) {
+        fprintf(stderr, "gpushim plan: at most %d runs\n", MAX_RUNS);
+        return 2;
+    }
+    if (argc - optind < 2) {
+        fprintf(stderr, "gpushim plan: two runs or more, of different batch sizes "
+                        "(gpushim plan A.trace:32 B.trace:64)\nTry 'gpushim plan --help'.\n");
+        return 2;
+    }
+    if (!p.ncards)
+        for (int i = 0; i < GS_NCARDS; i++)
+            p.cards[p.ncards++] = (struct card){gs_cards[i].name, gs_cards[i].bytes};
+    p.n = (size_t)(argc - optind);
+    p.runs = calloc(p.n, sizeof *p.runs);
+    int rc = p.runs ? 0 : 1;
+    if (!p.runs)
+        fputs("gpushim plan: out of memory\n", stderr);
+    for (size_t i = 0; i < p.n && !rc; i++) {
+        struct run *r = &p.runs[i];
+        r->batch = split_batch(argv[optind + (int)i], &r->path);
+        if (!r->path) {
+            fputs("gpushim plan: out of memory\n", stderr);
+            rc = 1;
+            break;
+        }
+        if (r->batch == UINT64_MAX) {
+            fprintf(stderr, "gpushim plan: %s: a batch size is 1 to 4294967295\n",
+                    argv[optind + (int)i]);
+            rc = 2;
+            break;
+        }
+        struct gs_loaded l;
+        if (gs_load("plan", r->path, &l) != 0) {
+            rc = 1;
+            break;
+        }
+        rc = take_run(r, &l) != 0;
+        gs_loaded_free(&l);
+    }
+    if (!rc && fit(&p) != 0) {
+        fprintf(stderr, "gpushim plan: every run has batch size %" PRIu64
+                        ": runs of two batch sizes or more are needed\n", p.runs[0].batch);
+        rc = 1;
+    }
+    if (!rc) {
+        if (json)
+            plan_json(stdout, &p);
+        else
+            plan_text(stdout, &p);
+        rc = fflush(stdout) == 0 ? 0 : 1;
+    }
+    for (size_t i = 0; p.runs && i < p.n; i++)
+        free(p.runs[i].path);
+    free(p.runs);
+    return rc;
+}

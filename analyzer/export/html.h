@@ -1,0 +1,41 @@
+/*
+ * html.h - what the HTML export's files share: the page's sortable tables
+ * (export_html.c) and its charts (svg.c).
+ *
+ * Included by: analyzer/export/export_html.c, analyzer/export/svg.c.
+ */
+#ifndef GPUSHIM_EXPORT_HTML_H
+#define GPUSHIM_EXPORT_HTML_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct gs_replay;
+
+/* ---- export_html.c: the page's tables ---- */
+/* A sortable table: a header per column, a row per call of cell for each
+ * column. A numeric column sorts by the cells' key (an integer, written
+ * exactly as data-v); the others by their text. At most 1000 rows are
+ * listed (a line says how many more there were); none: "none". */
+struct gs_html_col {
+    const char *name;
+    int numeric;
+    const char *cls; /* a class for the column's cells (a constant), or NULL */
+};
+struct gs_html_cell {
+    const char *text; /* shown, escaped; NULL: empty. Valid until the next call */
+    char key[32];     /* numeric columns: the figure it sorts by ("" for none) */
+};
+typedef void (*gs_html_cell_fn)(void *ctx, size_t row, size_t col, struct gs_html_cell *out);
+void gs_html_table(FILE *out, const char *id, const char *title, const struct gs_html_col *cols,
+                   size_t ncols, size_t nrows, gs_html_cell_fn cell, void *ctx);
+
+/* ---- svg.c: the HTML export's charts ---- */
+/* One device's memory over time (index as gs_replay.devices) as an <svg>:
+ * its timeline aligned to width_ns and n buckets (gs_timeline_span), from
+ * 0 to end_ns. */
+void gs_svg_device_chart(FILE *out, const struct gs_replay *r, unsigned device_index,
+                         uint64_t width_ns, unsigned n, uint64_t end_ns);
+
+#endif

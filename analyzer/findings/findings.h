@@ -1,0 +1,91 @@
+/*
+ * findings.h - the analyzer's judgements on a replayed trace: what the
+ * framework's allocator settings let the trace see (modes.c), leak suspects
+ * (suspects.c, from growth's samples), the verdict on a failed allocation
+ * (verdict.c), the cards a peak fits on (capacity.c). Growth's sampling and
+ * oom's post-mortems are declared with the model (analyzer/analyzer.h) until
+ * they have headers of their own (analyzer/findings/growth.h, oom.h).
+ *
+ * Included by: the analyzer's layers from findings up (findings, report,
+ * export, cmd, main.c).
+ */
+#ifndef GPUSHIM_FINDINGS_FINDINGS_H
+#define GPUSHIM_FINDINGS_FINDINGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analyzer/analyzer.h" /* GS_GROWTH_SAMPLES (growth.c) */
+#include "analyzer/symbols/symbols.h"
+
+struct gs_trace_info;
+struct gs_replay;
+struct gs_symbolizer;
+
+/* ---- modes.c ---- */
+enum { GS_FW_PYTORCH = 1, GS_FW_JAX = 2, GS_FW_TENSORFLOW = 4 };
+struct gs_alloc_mode {
+    unsigned frameworks; /* GS_FW_*: found among the modules loaded */
+    int per_tensor;      /* each tensor (buffer) is a driver allocation: 1, 0, or -1 (no
+                          * framework known) */
+    char note[768];      /* what the sizes are, one sentence per framework; "" if none */
+};
+void gs_allocator_mode(const struct gs_trace_info *info, const struct gs_replay *r,
+                       struct gs_alloc_mode *m);
+
+/* ---- suspects.c ---- */
+/* A reported site whose live device bytes keep rising. */
+struct gs_suspect {
+    uint32_t site, stack_id;   /* a representative raw site and its stack */
+    uint64_t growth_bytes;     /* live bytes at the end less the lowest sampled */
+    uint64_t live_bytes, live_count; /* at the end */
+    uint64_t first_seen_ns;    /* its first allocation */
+    uint64_t from_ns;          /* when it held the least */
+    double bytes_per_second;   /* least-squares slope over the second half */
+    double bytes_per_step;     /* the same against steps; -1 without marks */
+    unsigned rising, intervals; /* of the second half's intervals, how many rose */
+    unsigned npoints;          /* its live bytes at each sample, then at the end */
+    uint64_t v[GS_GROWTH_SAMPLES + 1];
+    struct gs_thread_tally threads; /* sorted */
+};
+/* The suspects, most growth first (caller frees *out). */
+size_t gs_growth_suspects(const struct gs_replay *r, struct gs_symbolizer *sym,
+                          enum gs_stack_view view, struct gs_suspect **out);
+
+/* ---- verdict.c ---- */
+enum gs_oom_cause {
+    GS_OOM_UNKNOWN = 0,   /* the device's memory figures are unknown */
+    GS_OOM_FRAGMENTATION, /* the request would have fit in free memory the process held */
+    GS_OOM_LEAK,          /* without the growth of leak suspects it would have fit */
+    GS_OOM_OTHER_PROCESS, /* without what others held it would have fit */
+    GS_OOM_TOO_LARGE,     /* the process alone needs more than the device has */
+};
+struct gs_oom_verdict {
+    enum gs_oom_cause cause;
+    int known;                 /* the device's free and total memory then are known */
+    uint64_t shortfall;        /* requested - free (0 if it was free, or unknown) */
+    int64_t other_bytes;       /* total - free - held: other processes and the CUDA context */
+    uint64_t held_free;        /* free bytes inside what the process held: blocks' segments, pools */
+    uint64_t largest_free;     /* the largest free piece of those (blocks' segments) */
+    uint64_t leak_growth;      /* what the suspects live then had grown (since their low) */
+    uint32_t leak_stack;       /* the suspect that grew most: its stack (0: none) */
+    uint64_t leak_site_growth;
+    char sentence[512];        /* the verdict, in one sentence */
+};
+const char *gs_oom_cause_name(enum gs_oom_cause c);
+/* The verdict on failures[idx], given the suspects (may be none). */
+void gs_oom_verdict(const struct gs_replay *r, size_t idx, const struct gs_suspect *sus,
+                    size_t nsus, struct gs_symbolizer *sym, enum gs_stack_view view,
+                    struct gs_oom_verdict *v);
+
+/* ---- capacity.c ---- */
+#define GS_NCARDS 6
+struct gs_card {
+    const char *name; /* as sold: "80 GB" */
+    uint64_t bytes;   /* as it reports to CUDA */
+};
+extern const struct gs_card gs_cards[GS_NCARDS];
+/* The largest peak of device memory on one device (0 if none). */
+uint64_t gs_largest_device_peak(const struct gs_replay *r);
+
+#endif

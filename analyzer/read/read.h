@@ -1,0 +1,81 @@
+/*
+ * read.h - a trace file read (reader.c: its header, then its blocks,
+ * checked and inflated, read ahead on a second thread), and a dead
+ * process's ring file (recover.c: the events no block holds).
+ *
+ * Included by: the analyzer's layers from read up (read, symbols, findings,
+ * report, export, cmd, main.c). Never the shim.
+ */
+#ifndef GPUSHIM_READ_READ_H
+#define GPUSHIM_READ_READ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpushim_ring.h"
+#include "analyzer/trace/trace.h"
+
+/* What the trace's header records say of the process. */
+struct gs_trace_info {
+    uint64_t pid, ppid;
+    char host[256];
+    char shim_version[64];
+    char command[4096]; /* argv joined by spaces */
+    uint64_t start_ns, realtime_ns;
+    uint64_t stack_depth;
+    uint32_t version;
+    uint64_t ring_id;    /* GS_REC_RING: the ring file that goes with the trace, or 0 */
+    unsigned nsettings;  /* GS_REC_SETTINGS: the allocator settings the process ran with */
+    struct {
+        char name[64], value[256];
+    } settings[8];
+    char ring_name[256];
+    /* GS_REC_JOB: where the process stood in a distributed job */
+    int job_seen;                /* the record was there (traces from before it: 0) */
+    int64_t rank, local_rank;    /* -1: unknown */
+    uint64_t world_size;         /* 0: unknown */
+};
+
+/* ---- reader.c ---- */
+/* Reads the whole trace, calling ops in file order. Returns 0 (the stats
+ * say how complete it was), or -1 with a one-line message in err naming the
+ * file and offset when not even the header can be read. */
+int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
+                  struct gs_trace_info *info, struct gs_reader_stats *st, char *err,
+                  size_t errsz);
+/* Traces whose blocks take at least this many bytes are read on two
+ * threads (one inflates ahead while the other decodes); smaller ones on
+ * one. 2 MiB; the fuzz targets lower it so both ways are fuzzed. */
+extern uint64_t gs_read_ahead_from;
+/* The trace is complete: every event the process recorded was read (from
+ * its blocks, or its ring after a death) and nothing was damaged. */
+int gs_trace_complete(const struct gs_reader_stats *st);
+/* How the recording ended: "finished" (the END record), "live" (the process
+ * is still running), "died" (neither: it was killed or crashed). */
+const char *gs_trace_ending(const struct gs_trace_info *info, const struct gs_reader_stats *st);
+
+/* ---- recover.c: the ring file of a trace without an END record ---- */
+/* A copy of a ring file's entries not yet in the trace: [tail, head). */
+struct gs_ring_snapshot {
+    enum gs_ring_use use; /* READ when the copy was made, else why not */
+    char path[4096 + 8];  /* the ring file read (or looked for) */
+    char problem[256];
+    uint64_t tail, head;
+    uint8_t *data;        /* head - tail bytes */
+    struct gs_ring_header hdr;
+};
+/* Copies the ring file of the trace at trace_path (info from its header);
+ * taken before the trace's blocks are read. */
+void gs_ring_snapshot_take(const char *trace_path, const struct gs_trace_info *info,
+                           struct gs_ring_snapshot *snap);
+/* Hands the snapshot's entries from st->ring_pos on to ops as records, and
+ * fills the ring fields of st: for a trace without an END record. */
+void gs_ring_snapshot_replay(const struct gs_ring_snapshot *snap, const struct gs_reader_ops *ops,
+                             void *ctx, struct gs_reader_stats *st);
+void gs_ring_snapshot_free(struct gs_ring_snapshot *snap);
+/* The process that writes the trace is still running (on this host). */
+int gs_trace_live(const struct gs_trace_info *info, const struct gs_reader_stats *st);
+/* From the first event to the END record, or to the last event without one. */
+uint64_t gs_trace_duration_ns(const struct gs_reader_stats *st, uint64_t last_event_ns);
+
+#endif

@@ -1,0 +1,511 @@
+/*
+ * reader.c - reads a trace file (include/gpushim_trace.h): its header, then
+ * its blocks, checked and inflated, whose records decode.c hands in order
+ * to callbacks; and what the stats it gathers say of the trace.
+ *
+ * Every trace is untrusted input: every length is checked against what is
+ * left and against the format's limits before anything is allocated or
+ * read. A damaged block is skipped (the reader scans forward for the next
+ * block magic whose checksum holds) and counted; an unfinished last block
+ * marks the trace truncated. Only a file whose preamble or header cannot be
+ * read is an error, reported in one line with the file and offset.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "gpushim_trace.h"
+#include "analyzer/util/cursor.h"
+#include "analyzer/trace/trace.h"
+#include "analyzer/read/read.h"
+
+static uint64_t u(struct gs_cursor *c) { return gs_cursor_u(c); }
+
+/* ---- what the stats say ---- */
+
+int gs_trace_complete(const struct gs_reader_stats *st)
+{
+    if (st->damaged_blocks || st->damaged_records)
+        return 0;
+    if (st->ring_use == GS_RING_READ) /* a last block cut short is in the ring too */
+        return !st->ring_lost && !st->ring_gap;
+    return st->end_seen && !st->truncated_at && !st->end_lost;
+}
+
+const char *gs_trace_ending(const struct gs_trace_info *info, const struct gs_reader_stats *st)
+{
+    return st->end_seen ? "finished" : gs_trace_live(info, st) ? "live" : "died";
+}
+
+int gs_trace_live(const struct gs_trace_info *info, const struct gs_reader_stats *st)
+{
+    char host[256];
+    if (st->end_seen || !info->pid || info->pid > INT32_MAX || gethostname(host, sizeof host) != 0)
+        return 0;
+    host[sizeof host - 1] = 0;
+    if (strcmp(host, info->host) != 0 || (kill((pid_t)info->pid, 0) != 0 && errno != EPERM))
+        return 0;
+    /* The same process, not a later one given its pid: started before the trace. */
+    char path[64], stat[1024];
+    snprintf(path, sizeof path, "/proc/%llu/stat", (unsigned long long)info->pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(stat, 1, sizeof stat - 1, f);
+    fclose(f);
+    stat[n] = 0;
+    const char *p = strrchr(stat, ')'); /* the command may hold spaces */
+    unsigned long long start_ticks = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+                            "%*d %*d %llu", &start_ticks) != 1)
+        return 0;
+    double started = (double)start_ticks / (double)sysconf(_SC_CLK_TCK);
+    return started <= (double)info->start_ns / 1e9 + 1.0;
+}
+
+uint64_t gs_trace_duration_ns(const struct gs_reader_stats *st, uint64_t last_event_ns)
+{
+    return st->end_time_ns > last_event_ns ? st->end_time_ns : last_event_ns;
+}
+
+/* ---- the file ---- */
+
+struct file {
+    int fd;
+    const char *path;
+    uint64_t size;
+    uint64_t scan_budget; /* bytes that candidates found by scanning may still cost */
+    char *err;
+    size_t errsz;
+};
+
+static int fail(struct file *f, uint64_t offset, const char *fmt, ...)
+{
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    snprintf(f->err, f->errsz, "%s: offset %llu: %s", f->path, (unsigned long long)offset, what);
+    return -1;
+}
+
+static int read_at(struct file *f, uint64_t off, void *buf, size_t len)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t r = pread(f->fd, (uint8_t *)buf + done, len - done, (off_t)(off + done));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        done += (size_t)r;
+    }
+    return 0;
+}
+
+static void header_record(uint8_t type, struct gs_cursor *c, struct gs_trace_info *info)
+{
+    switch (type) {
+    case GS_REC_PROCESS:
+        info->pid = u(c);
+        info->ppid = u(c);
+        gs_cursor_text(c, info->host, sizeof info->host);
+        gs_cursor_text(c, info->shim_version, sizeof info->shim_version);
+        break;
+    case GS_REC_CMDLINE: {
+        uint64_t argc = u(c);
+        size_t n = 0;
+        for (uint64_t i = 0; i < argc && !c->bad && n + 2 < sizeof info->command; i++) {
+            char arg[4096];
+            gs_cursor_text(c, arg, sizeof arg);
+            n += (size_t)snprintf(info->command + n, sizeof info->command - n, "%s%s",
+                                  i ? " " : "", arg);
+            if (n >= sizeof info->command)
+                n = sizeof info->command - 1;
+        }
+        break;
+    }
+    case GS_REC_CLOCK:
+        info->start_ns = u(c);
+        info->realtime_ns = u(c);
+        break;
+    case GS_REC_CONFIG:
+        info->stack_depth = u(c);
+        break;
+    case GS_REC_SETTINGS: {
+        uint64_t n = u(c);
+        for (uint64_t i = 0; i < n && !c->bad && info->nsettings < 8; i++) {
+            gs_cursor_text(c, info->settings[info->nsettings].name, sizeof info->settings[0].name);
+            gs_cursor_text(c, info->settings[info->nsettings].value, sizeof info->settings[0].value);
+            if (!c->bad)
+                info->nsettings++;
+        }
+        break;
+    }
+    case GS_REC_JOB: {
+        uint64_t rank = u(c), local_rank = u(c), world = u(c);
+        if (c->bad)
+            break;
+        info->job_seen = 1;
+        info->rank = rank && rank <= UINT32_MAX ? (int64_t)rank - 1 : -1;
+        info->local_rank = local_rank && local_rank <= UINT32_MAX ? (int64_t)local_rank - 1 : -1;
+        info->world_size = world <= UINT32_MAX ? world : 0;
+        break;
+    }
+    case GS_REC_RING:
+        info->ring_id = u(c);
+        gs_cursor_text(c, info->ring_name, sizeof info->ring_name);
+        break;
+    default:
+        break;
+    }
+}
+
+static int read_header(struct file *f, struct gs_trace_info *info, uint64_t *body_start)
+{
+    uint8_t pre[GS_PREAMBLE_LEN];
+    if (f->size == 0)
+        return fail(f, 0, "empty: nothing was recorded (a process killed as the shim began "
+                          "recording leaves its trace so)");
+    if (f->size < GS_PREAMBLE_LEN || read_at(f, 0, pre, sizeof pre) != 0)
+        return fail(f, 0, "too short to be a gpushim trace (%llu bytes)",
+                    (unsigned long long)f->size);
+    if (memcmp(pre, GS_TRACE_MAGIC, GS_TRACE_MAGIC_LEN) != 0)
+        return fail(f, 0, "not a gpushim trace (bad magic)");
+    info->version = gs_get_u32le(pre + 8);
+    if (info->version < GS_TRACE_OLDEST_READABLE || info->version > GS_TRACE_VERSION)
+        return fail(f, 8, "trace format version %u; this gpushim reads versions %u to %u",
+                    info->version, GS_TRACE_OLDEST_READABLE, GS_TRACE_VERSION);
+    uint32_t hlen = gs_get_u32le(pre + 12);
+    if (hlen > GS_MAX_HEADER || GS_PREAMBLE_LEN + (uint64_t)hlen + 4 > f->size)
+        return fail(f, 12, "header length %u runs past the end of the file", hlen);
+    uint8_t *h = malloc(GS_PREAMBLE_LEN + (size_t)hlen + 4);
+    if (!h)
+        return fail(f, 12, "out of memory");
+    if (read_at(f, 0, h, GS_PREAMBLE_LEN + (size_t)hlen + 4) != 0) {
+        free(h);
+        return fail(f, GS_PREAMBLE_LEN, "cannot read the header: %s", strerror(errno));
+    }
+    uint32_t want = gs_get_u32le(h + GS_PREAMBLE_LEN + hlen);
+    if ((uint32_t)crc32(0, h, GS_PREAMBLE_LEN + hlen) != want) {
+        free(h);
+        return fail(f, GS_PREAMBLE_LEN + hlen, "header checksum mismatch");
+    }
+    const uint8_t *p = h + GS_PREAMBLE_LEN, *end = p + hlen;
+    while (p < end) {
+        uint8_t type = *p++;
+        uint64_t plen;
+        if (gs_get_varint(&p, end, &plen) != 0 || plen > (uint64_t)(end - p)) {
+            uint64_t at = (uint64_t)(p - h);
+            free(h);
+            return fail(f, at, "malformed header record");
+        }
+        struct gs_cursor c = {p, p + plen, 0};
+        header_record(type, &c, info);
+        p += plen;
+    }
+    free(h);
+    *body_start = GS_PREAMBLE_LEN + (uint64_t)hlen + 4;
+    return 0;
+}
+
+/* A block header at off that is whole and plausible: 1; else 0. */
+static int block_header(struct file *f, uint64_t off, uint32_t *clen, uint32_t *rlen, uint32_t *crc)
+{
+    uint8_t h[GS_BLOCK_HEADER_LEN];
+    if (off + GS_BLOCK_HEADER_LEN > f->size || read_at(f, off, h, sizeof h) != 0)
+        return 0;
+    if (gs_get_u32le(h) != GS_BLOCK_MAGIC)
+        return 0;
+    *clen = gs_get_u32le(h + 4);
+    *rlen = gs_get_u32le(h + 8);
+    *crc = gs_get_u32le(h + 12);
+    return *clen <= GS_MAX_BLOCK && *rlen <= GS_MAX_BLOCK;
+}
+
+/* The next offset after off where a block magic stands, or f->size. */
+static uint64_t next_magic(struct file *f, uint64_t off)
+{
+    uint8_t buf[65536];
+    for (;;) {
+        if (off + 4 > f->size)
+            return f->size;
+        size_t len = (size_t)(f->size - off < sizeof buf ? f->size - off : sizeof buf);
+        if (read_at(f, off, buf, len) != 0)
+            return f->size;
+        for (size_t i = 0; i + 4 <= len; i++)
+            if (gs_get_u32le(buf + i) == GS_BLOCK_MAGIC)
+                return off + i;
+        if (len < 4)
+            return f->size;
+        off += len - 3;
+    }
+}
+
+enum block_result { BLOCK_OK, BLOCK_DAMAGED, BLOCK_TRUNCATED, BLOCK_GIVE_UP };
+
+/* Does a block of clen bytes at off end where the file or another block
+ * starts? Checked before a block found by scanning is checksummed, so that
+ * a hostile file of fake block magics costs a read of 4 bytes each, not a
+ * checksum of up to 16 MiB. */
+static int ends_at_a_boundary(struct file *f, uint64_t off, uint32_t clen)
+{
+    uint64_t end = off + GS_BLOCK_HEADER_LEN + clen;
+    uint8_t m[4];
+    return end == f->size ||
+           (end + 4 <= f->size && read_at(f, end, m, 4) == 0 && gs_get_u32le(m) == GS_BLOCK_MAGIC);
+}
+
+/* A buffer as large as the largest block so far needed in it (at most
+ * GS_MAX_BLOCK), not that up front, so a small trace costs little memory. */
+struct buffer {
+    uint8_t *p;
+    size_t cap;
+};
+
+static int grow(struct buffer *b, size_t need)
+{
+    if (need <= b->cap && b->p)
+        return 0;
+    size_t n = b->cap ? b->cap : 64 * 1024;
+    while (n < need)
+        n *= 2;
+    if (n > GS_MAX_BLOCK)
+        n = GS_MAX_BLOCK;
+    uint8_t *p = realloc(b->p, n);
+    if (!p)
+        return -1;
+    b->p = p;
+    b->cap = n;
+    return 0;
+}
+
+/* Reads the block at off into comp, checks it and inflates it into raw
+ * (*rlen bytes); *next is the offset after it. */
+static enum block_result fetch_block(struct file *f, uint64_t off, int scanned, struct buffer *comp,
+                                     struct buffer *raw, uint32_t *rlen, uint64_t *next)
+{
+    uint32_t clen, crc;
+    if (off + GS_BLOCK_HEADER_LEN > f->size)
+        return BLOCK_TRUNCATED;
+    if (!block_header(f, off, &clen, rlen, &crc))
+        return BLOCK_DAMAGED;
+    if (off + GS_BLOCK_HEADER_LEN + clen > f->size)
+        return BLOCK_TRUNCATED;
+    if (scanned && !ends_at_a_boundary(f, off, clen))
+        return BLOCK_DAMAGED;
+    if (scanned) { /* a file of fake blocks must not cost a checksum per byte */
+        if (clen > f->scan_budget)
+            return BLOCK_GIVE_UP;
+        f->scan_budget -= clen;
+    }
+    uint8_t h[12];
+    if (grow(comp, clen) != 0)
+        return BLOCK_GIVE_UP;
+    if (read_at(f, off, h, sizeof h) != 0 ||
+        read_at(f, off + GS_BLOCK_HEADER_LEN, comp->p, clen) != 0)
+        return BLOCK_DAMAGED;
+    uLong sum = crc32(crc32(0, h, sizeof h), comp->p, clen);
+    if ((uint32_t)sum != crc)
+        return BLOCK_DAMAGED;
+    if (grow(raw, *rlen) != 0)
+        return BLOCK_GIVE_UP;
+    uLongf got = *rlen;
+    if (uncompress(raw->p, &got, comp->p, clen) != Z_OK || got != *rlen)
+        return BLOCK_DAMAGED;
+    *next = off + GS_BLOCK_HEADER_LEN + clen;
+    return BLOCK_OK;
+}
+
+/* ---- reading ahead ----
+ * The blocks are found, read, checked and inflated by a second thread while
+ * this one decodes the block before: inflating is a third of the work or
+ * more. Two inflated blocks at most exist at once (each at most
+ * GS_MAX_BLOCK). A trace smaller than gs_read_ahead_from, or a process that cannot start
+ * a thread, does the same steps in turn on one thread. */
+#define AHEAD 2
+uint64_t gs_read_ahead_from = 2u << 20;
+
+struct ahead {
+    struct file *f;
+    uint64_t off; /* the first block */
+    struct buffer comp, raw[AHEAD];
+    uint32_t len[AHEAD];
+    unsigned produced, consumed; /* blocks inflated and decoded; block i is in raw[i % AHEAD] */
+    int done;                    /* no block after the last produced */
+    int threaded;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    /* what finding the blocks saw, the stats' once it is over */
+    uint64_t blocks, damaged_blocks, truncated_at;
+    /* one thread: each block is decoded as soon as it is inflated */
+    const struct gs_reader_ops *ops;
+    void *ctx;
+    struct gs_reader_stats *st;
+};
+
+/* The buffer for the next block, once the decoder has left one. */
+static unsigned next_slot(struct ahead *a)
+{
+    if (!a->threaded)
+        return 0;
+    pthread_mutex_lock(&a->lock);
+    while (a->produced - a->consumed >= AHEAD)
+        pthread_cond_wait(&a->cond, &a->lock);
+    unsigned i = a->produced % AHEAD;
+    pthread_mutex_unlock(&a->lock);
+    return i;
+}
+
+static void block_ready(struct ahead *a, unsigned i)
+{
+    if (!a->threaded) {
+        gs_decode_block(a->raw[i].p, a->len[i], a->ops, a->ctx, a->st);
+        return;
+    }
+    pthread_mutex_lock(&a->lock);
+    a->produced++;
+    pthread_cond_signal(&a->cond);
+    pthread_mutex_unlock(&a->lock);
+}
+
+/* Every block from a->off to the end, skipping damage. */
+static void *find_blocks(void *arg)
+{
+    struct ahead *a = arg;
+    struct file *f = a->f;
+    uint64_t off = a->off;
+    int scanned = 0; /* off was found by scanning past damage */
+    while (off < f->size) {
+        uint64_t next = off;
+        unsigned i = next_slot(a);
+        enum block_result r =
+            fetch_block(f, off, scanned, &a->comp, &a->raw[i], &a->len[i], &next);
+        if (r == BLOCK_OK) {
+            a->blocks++;
+            block_ready(a, i);
+            off = next;
+            scanned = 0;
+        } else if (r == BLOCK_GIVE_UP) {
+            a->truncated_at = off; /* damage too dense to search, or no memory: no further */
+            break;
+        } else if (r == BLOCK_TRUNCATED && next_magic(f, off + 1) >= f->size) {
+            a->truncated_at = off; /* the process stopped while writing it */
+            break;
+        } else {
+            if (!scanned)
+                a->damaged_blocks++;
+            off = next_magic(f, off + 1);
+            scanned = 1;
+        }
+    }
+    if (a->threaded) {
+        pthread_mutex_lock(&a->lock);
+        a->done = 1;
+        pthread_cond_signal(&a->cond);
+        pthread_mutex_unlock(&a->lock);
+    }
+    return NULL;
+}
+
+/* Decodes the blocks find_blocks inflates on its thread, in order. */
+static void decode_blocks(struct ahead *a)
+{
+    for (;;) {
+        pthread_mutex_lock(&a->lock);
+        while (a->consumed == a->produced && !a->done)
+            pthread_cond_wait(&a->cond, &a->lock);
+        int more = a->consumed != a->produced;
+        unsigned i = a->consumed % AHEAD;
+        pthread_mutex_unlock(&a->lock);
+        if (!more)
+            return;
+        gs_decode_block(a->raw[i].p, a->len[i], a->ops, a->ctx, a->st);
+        pthread_mutex_lock(&a->lock);
+        a->consumed++;
+        pthread_cond_signal(&a->cond);
+        pthread_mutex_unlock(&a->lock);
+    }
+}
+
+static void read_blocks(struct file *f, uint64_t off, const struct gs_reader_ops *ops, void *ctx,
+                        struct gs_reader_stats *st)
+{
+    struct ahead a = {.f = f, .off = off, .ops = ops, .ctx = ctx, .st = st};
+    pthread_t t;
+    if (f->size - off >= gs_read_ahead_from && pthread_mutex_init(&a.lock, NULL) == 0) {
+        if (pthread_cond_init(&a.cond, NULL) == 0) {
+            /* signals (SIGINT, SIGPIPE) are the main thread's to take */
+            sigset_t all, old;
+            sigfillset(&all);
+            pthread_sigmask(SIG_SETMASK, &all, &old);
+            a.threaded = 1; /* before the thread reads it */
+            if (pthread_create(&t, NULL, find_blocks, &a) != 0)
+                a.threaded = 0;
+            pthread_sigmask(SIG_SETMASK, &old, NULL);
+            if (a.threaded) {
+                decode_blocks(&a);
+                pthread_join(t, NULL);
+            }
+            pthread_cond_destroy(&a.cond);
+        }
+        pthread_mutex_destroy(&a.lock);
+    }
+    if (!a.threaded)
+        find_blocks(&a);
+    st->blocks += a.blocks;
+    st->damaged_blocks += a.damaged_blocks;
+    if (a.truncated_at)
+        st->truncated_at = a.truncated_at;
+    free(a.comp.p);
+    for (unsigned i = 0; i < AHEAD; i++)
+        free(a.raw[i].p);
+}
+
+int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
+                  struct gs_trace_info *info, struct gs_reader_stats *st, char *err,
+                  size_t errsz)
+{
+    struct file f = {.path = path, .err = err, .errsz = errsz};
+    memset(info, 0, sizeof *info);
+    info->rank = info->local_rank = -1;
+    memset(st, 0, sizeof *st);
+    f.fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (f.fd < 0)
+        return fail(&f, 0, "cannot open: %s", strerror(errno));
+    struct stat sb;
+    if (fstat(f.fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(f.fd);
+        return fail(&f, 0, "not a regular file");
+    }
+    f.size = st->bytes = (uint64_t)sb.st_size;
+    f.scan_budget = 2 * f.size + (64u << 20);
+    uint64_t off = 0;
+    if (read_header(&f, info, &off) != 0) {
+        close(f.fd);
+        return -1;
+    }
+    /* The ring first: what the writer takes from it after this is in blocks
+     * that are in the file by the time they are read below. */
+    struct gs_ring_snapshot *snap = info->ring_id ? malloc(sizeof *snap) : NULL;
+    if (snap)
+        gs_ring_snapshot_take(path, info, snap);
+    read_blocks(&f, off, ops, ctx, st);
+    close(f.fd);
+    if (snap) {
+        if (!st->end_seen)
+            gs_ring_snapshot_replay(snap, ops, ctx, st);
+        gs_ring_snapshot_free(snap);
+        free(snap);
+    }
+    return 0;
+}

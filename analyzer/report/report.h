@@ -1,0 +1,50 @@
+/*
+ * report.h - the report of a trace (struct gs_report), for people
+ * (report_text.c) and for programs (report_json.c).
+ *
+ * Included by: the analyzer's layers from report up (report, export, cmd,
+ * main.c).
+ */
+#ifndef GPUSHIM_REPORT_REPORT_H
+#define GPUSHIM_REPORT_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "analyzer/symbols/symbols.h"
+
+struct gs_trace_info;
+struct gs_reader_stats;
+struct gs_replay;
+struct gs_symbolizer;
+struct gs_json;
+
+struct gs_report_options {
+    unsigned top;    /* sites listed per section */
+    unsigned frames; /* frames shown per site in the text report */
+    int color;
+    enum gs_stack_view view; /* --native: GS_VIEW_NATIVE */
+};
+
+struct gs_report {
+    const char *path;
+    const struct gs_trace_info *info;
+    const struct gs_reader_stats *stats;
+    const struct gs_replay *replay;
+    struct gs_symbolizer *sym;
+    const struct gs_report_options *opt;
+};
+
+void gs_report_text(FILE *out, const struct gs_report *rep);
+/* What became of the failed allocations, in a few words ("1 unrecovered;
+ * 2 recovered, 1 probe"), when they were not all unrecovered: 1 and the
+ * words in buf (report_text.c), else 0 and "". */
+int gs_report_outcomes(const struct gs_replay *r, char *buf, size_t sz);
+
+void gs_report_json(FILE *out, const struct gs_report *rep);
+/* A site's "frames" and "gil", as in the report's SITE (report_json.c). */
+void gs_json_frames(struct gs_json *j, const struct gs_replay *r, struct gs_symbolizer *sym,
+                    enum gs_stack_view view, uint32_t stack_id);
+
+#endif

@@ -1,0 +1,113 @@
+/*
+ * pyframes.c - Python frames in call sites: where they go in a stack a
+ * person reads.
+ *
+ * A stack recorded while the thread held the GIL is its native frames,
+ * innermost first, then its Python frames, innermost first (Python pcs,
+ * include/gpushim_trace.h). Read as recorded, the native part runs from the
+ * allocation down through the extension that made it, into the CPython
+ * interpreter (the evaluation loop, calls, the interpreter's start-up), and
+ * the Python part says which code the interpreter was running. Merged, the
+ * Python frames stand where the interpreter's frames stood:
+ *
+ *   native frames down to the first interpreter frame    (the extension)
+ *   the Python frames                                    (the program)
+ *   native frames after the last interpreter frame       (a program that
+ *                                                         embeds Python)
+ *
+ * Everything from the first interpreter frame to the last is left out,
+ * native frames of an extension that called back into Python between them
+ * included: the Python frames cannot be placed among them without the
+ * interpreter's private frame layout. A stack whose native part holds no
+ * interpreter frame (cut off by the stack depth, or nothing symbolized)
+ * keeps all of it, and the Python frames follow.
+ *
+ * An interpreter frame is one in libpython*.so* or in an executable named
+ * python, python3, python3.11 (with ABI flags: python3.13t), which is where
+ * a python executable linked statically keeps the interpreter, or a frame of
+ * _PyEval_EvalFrameDefault wherever it lies (an embedding program linked
+ * with the interpreter statically).
+ */
+#include <string.h>
+
+#include "gpushim_trace.h"
+#include "analyzer/analyzer.h"
+#include "analyzer/symbols/symbolize.h"
+#include "analyzer/symbols/symbols.h"
+#include "analyzer/symbols/symbols_int.h"
+
+static int python_executable(const char *base)
+{
+    if (strncmp(base, "python", 6) != 0)
+        return 0;
+    const char *p = base + 6;
+    while ((*p >= '0' && *p <= '9') || *p == '.')
+        p++;
+    while (*p == 'd' || *p == 'm' || *p == 't' || *p == 'u') /* ABI flags */
+        p++;
+    return *p == 0;
+}
+
+int gs_py_interpreter_frame(const struct gs_frame *f)
+{
+    if (f->python)
+        return 0;
+    if (f->function && strcmp(f->function, "_PyEval_EvalFrameDefault") == 0)
+        return 1;
+    if (!f->module)
+        return 0;
+    const char *base = strrchr(f->module, '/');
+    base = base ? base + 1 : f->module;
+    return strncmp(base, "libpython", 9) == 0 || python_executable(base);
+}
+
+enum gs_py_state gs_py_stack_state(const uint64_t *pcs, unsigned n)
+{
+    enum gs_py_state s = GS_PY_NONE;
+    for (unsigned i = 0; i < n; i++) {
+        if (!gs_pc_is_python(pcs[i]))
+            continue;
+        if (gs_py_pc_code(pcs[i]))
+            return s == GS_PY_RELEASED ? s : GS_PY_FRAMES;
+        s = pcs[i] == GS_PY_PC_NO_GIL     ? GS_PY_NO_GIL
+            : pcs[i] == GS_PY_PC_RELEASED ? GS_PY_RELEASED
+                                          : GS_PY_NO_FRAME;
+    }
+    return s;
+}
+
+void gs_py_frame(const struct gs_replay *r, uint64_t pc, struct gs_frame *out)
+{
+    const struct gs_pycode *c = gs_replay_pycode(r, gs_py_pc_code(pc));
+    memset(out, 0, sizeof *out);
+    out->python = 1;
+    out->pc = pc;
+    out->line = (int)gs_py_pc_line(pc);
+    if (c) {
+        out->function = c->function;
+        out->file = c->file;
+    }
+}
+
+size_t gs_py_merge(const struct gs_frame *native, size_t nn, const struct gs_frame *py,
+                   size_t np, struct gs_frame *out, size_t *before)
+{
+    size_t first = nn, last = nn, n = 0;
+    for (size_t i = 0; i < nn; i++) {
+        if (!gs_py_interpreter_frame(&native[i]))
+            continue;
+        if (first == nn)
+            first = i;
+        last = i;
+    }
+    if (!np) /* nothing to put in their place: the native stack as it is */
+        first = last = nn;
+    for (size_t i = 0; i < first; i++)
+        out[n++] = native[i];
+    *before = n;
+    for (size_t i = 0; i < np; i++)
+        out[n++] = py[i];
+    for (size_t i = last + 1; i < nn; i++)
+        out[n++] = native[i];
+    return n;
+}

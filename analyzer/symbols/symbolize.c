@@ -1,0 +1,895 @@
+/*
+ * symbolize.c - owns the symbolizer: the registered modules, their libdwfl
+ * sessions, the (module, pc) answer cache and the interned strings.
+ *
+ * Design:
+ * - Each module gets its own offline Dwfl, opened on first use. One session
+ *   per module keeps modules independent: ranges recorded over a process's
+ *   life may overlap (dlclose, then dlopen at the same address), which one
+ *   shared Dwfl address space would reject or confuse, and a bad file cannot
+ *   affect the others. Every lookup goes to that module's Dwfl_Module, never
+ *   through an address-to-module search.
+ * - The file is reported with dwfl_report_elf(..., base = bias, add_p_vaddr =
+ *   true): libdwfl then maps file vaddr V to bias + V, as the recording
+ *   process did, so runtime addresses are used unchanged. (With add_p_vaddr
+ *   false, base would instead be the address of the first PT_LOAD, which
+ *   differs when that segment's p_vaddr is not 0; ET_EXEC ignores base.)
+ *   Separate debug files are found by dwfl_standard_find_debuginfo (build
+ *   id, .gnu_debuglink; debuginfod too when DEBUGINFOD_URLS is set).
+ * - A recorded build id that differs from the file's makes the module
+ *   unusable: nothing from the wrong file is returned.
+ * - Frames come from the DIE chain around pc (dwarf_getscopes for the
+ *   innermost scope, dwarf_getscopes_die for all its parents): the innermost
+ *   frame takes its line from the line table, every outer frame takes its
+ *   line from the call site (DW_AT_call_file/line) of the inlined subroutine
+ *   just inside it. Without DWARF the ELF symbol table names the function.
+ * - Two lookups libdwfl 0.188 does poorly are done here from sorted address
+ *   indexes built once per module on first need: the CU for an address when
+ *   there is no .debug_aranges (clang), and the ELF symbol for an address.
+ * - Three open-addressing tables (modules by id, answers by (module, pc),
+ *   strings) share one small implementation. Answers are allocated one per
+ *   entry, so arrays handed out never move.
+ * - Opening a module's debug information can cost more than reading the
+ *   whole trace (its sections are often compressed: libc's separate debug
+ *   file takes 60 ms here, a framework's seconds). So a module a stack
+ *   names (gs_sym_open_ahead) is opened, its DWARF loaded, by a thread of
+ *   the symbolizer's own while the trace is still being read; the first
+ *   question about any module waits for that thread to finish (settle).
+ *   Each module is a Dwfl of its own, and until then only that thread uses
+ *   libdw.
+ */
+#include "analyzer/symbols/symbolize.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <gelf.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- open-addressing table of pointers ---------------------------------- */
+
+struct table {
+    void **slot; /* NULL = empty; cap is 0 or a power of two */
+    size_t cap, used;
+};
+
+typedef uint64_t (*hash_fn)(const void *item);
+typedef int (*eq_fn)(const void *item, const void *key);
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* The slot holding the item equal to key, or the empty slot where it goes. */
+static void **tab_slot(const struct table *t, uint64_t h, eq_fn eq, const void *key)
+{
+    size_t mask = t->cap - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask)
+        if (t->slot[i] == NULL || eq(t->slot[i], key))
+            return &t->slot[i];
+}
+
+static void *tab_find(const struct table *t, uint64_t h, eq_fn eq, const void *key)
+{
+    return t->cap ? *tab_slot(t, h, eq, key) : NULL;
+}
+
+static int tab_grow(struct table *t, hash_fn hash)
+{
+    size_t cap = t->cap ? t->cap * 2 : 64;
+    void **slot = calloc(cap, sizeof *slot);
+    if (slot == NULL)
+        return -1;
+    for (size_t i = 0; i < t->cap; i++) {
+        if (t->slot[i] == NULL)
+            continue;
+        size_t j = hash(t->slot[i]) & (cap - 1);
+        while (slot[j] != NULL)
+            j = (j + 1) & (cap - 1);
+        slot[j] = t->slot[i];
+    }
+    free(t->slot);
+    t->slot = slot;
+    t->cap = cap;
+    return 0;
+}
+
+/* Adds item, which must not be present yet. */
+static int tab_add(struct table *t, void *item, hash_fn hash, eq_fn eq, const void *key)
+{
+    if ((t->used + 1) * 4 > t->cap * 3 && tab_grow(t, hash) != 0)
+        return -1;
+    *tab_slot(t, hash(item), eq, key) = item;
+    t->used++;
+    return 0;
+}
+
+static void tab_free(struct table *t, void (*free_item)(void *))
+{
+    for (size_t i = 0; i < t->cap; i++)
+        if (t->slot[i] != NULL)
+            free_item(t->slot[i]);
+    free(t->slot);
+}
+
+/* ---- types --------------------------------------------------------------- */
+
+enum mod_state { MOD_UNOPENED, MOD_OPEN, MOD_UNUSABLE };
+
+/* Sorted address ranges [lo, hi) with a payload; built once per module on
+ * first need. */
+struct span {
+    uint64_t lo, hi;
+    int rank;      /* among equal lo, the lowest rank is kept */
+    int open_end;  /* size unknown: hi is clipped to the next span's lo */
+    union {
+        Dwarf_Off cu;     /* CU index: DWARF addresses, CU DIE offset */
+        const char *name; /* symbol index: runtime addresses, libdw's string */
+    } u;
+};
+
+struct span_index {
+    struct span *v;
+    size_t n, cap;
+    int built;
+};
+
+struct module {
+    uint32_t id;
+    char *path;
+    uint64_t bias, lo, span;
+    uint8_t *build_id;
+    size_t build_id_len;
+    enum mod_state state;
+    int status; /* gs_sym_module_status's answer, once opened */
+    int ahead;  /* handed to the thread that opens modules ahead */
+    Dwfl *dwfl;
+    Dwfl_Module *dmod;
+    struct span_index cus;  /* see cu_index_build */
+    struct span_index syms; /* see sym_index_build */
+};
+
+struct answer {
+    uint32_t module_id;
+    uint64_t pc;
+    int n;
+    struct gs_frame frame[];
+};
+
+struct answer_key {
+    uint32_t module_id;
+    uint64_t pc;
+};
+
+/* The modules registered while the symbolizer's thread may open them. */
+struct ahead {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct module **queue; /* to open, in order; [next, n) still to come */
+    size_t n, cap, next;
+    int state;   /* AHEAD_NONE, AHEAD_RUNNING, AHEAD_SETTLED */
+    int closing; /* nothing more will come: open the rest and end */
+    int abandon; /* end at once (the symbolizer is freed) */
+};
+enum { AHEAD_NONE, AHEAD_RUNNING, AHEAD_SETTLED };
+
+struct gs_symbolizer {
+    struct table modules; /* struct module *, by id */
+    struct table answers; /* struct answer *, by (module id, pc) */
+    struct table strings; /* char *, interned */
+    struct gs_frame scratch; /* the answer when allocation fails */
+    struct ahead ahead;
+};
+
+static void open_soon(struct gs_symbolizer *s, struct module *m);
+static void settle(struct gs_symbolizer *s, int abandon);
+
+/* ---- the three tables' keys ---------------------------------------------- */
+
+static uint64_t module_hash(const void *item)
+{
+    return mix64(((const struct module *)item)->id);
+}
+
+static int module_eq(const void *item, const void *key)
+{
+    return ((const struct module *)item)->id == *(const uint32_t *)key;
+}
+
+static uint64_t answer_key_hash(uint32_t module_id, uint64_t pc)
+{
+    return mix64(pc ^ mix64(module_id));
+}
+
+static uint64_t answer_hash(const void *item)
+{
+    const struct answer *a = item;
+    return answer_key_hash(a->module_id, a->pc);
+}
+
+static int answer_eq(const void *item, const void *key)
+{
+    const struct answer *a = item;
+    const struct answer_key *k = key;
+    return a->module_id == k->module_id && a->pc == k->pc;
+}
+
+static uint64_t string_key_hash(const char *str)
+{
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)str; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ull;
+    return h;
+}
+
+static uint64_t string_hash(const void *item)
+{
+    return string_key_hash(item);
+}
+
+static int string_eq(const void *item, const void *key)
+{
+    return strcmp(item, key) == 0;
+}
+
+/* A copy of str owned by s, shared by equal strings; NULL when str is NULL
+ * or memory ran out (the caller then simply knows less). */
+static const char *intern(struct gs_symbolizer *s, const char *str)
+{
+    if (str == NULL)
+        return NULL;
+    uint64_t h = string_key_hash(str);
+    char *found = tab_find(&s->strings, h, string_eq, str);
+    if (found != NULL)
+        return found;
+    char *copy = strdup(str);
+    if (copy == NULL || tab_add(&s->strings, copy, string_hash, string_eq, copy) != 0) {
+        free(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+/* ---- lifetime ------------------------------------------------------------- */
+
+struct gs_symbolizer *gs_sym_new(void)
+{
+    return calloc(1, sizeof(struct gs_symbolizer));
+}
+
+static void module_free(void *item)
+{
+    struct module *m = item;
+    if (m->dwfl != NULL)
+        dwfl_end(m->dwfl);
+    free(m->path);
+    free(m->build_id);
+    free(m->cus.v);
+    free(m->syms.v);
+    free(m);
+}
+
+void gs_sym_free(struct gs_symbolizer *s)
+{
+    if (s == NULL)
+        return;
+    settle(s, 1);
+    tab_free(&s->modules, module_free);
+    tab_free(&s->answers, free);
+    tab_free(&s->strings, free);
+    free(s);
+}
+
+static struct module *find_module(const struct gs_symbolizer *s, uint32_t id)
+{
+    return tab_find(&s->modules, mix64(id), module_eq, &id);
+}
+
+int gs_sym_add_module(struct gs_symbolizer *s, uint32_t id, const char *path, uint64_t bias,
+                      uint64_t lo, uint64_t span, const uint8_t *build_id,
+                      size_t build_id_len)
+{
+    if (s == NULL || path == NULL || (build_id == NULL && build_id_len != 0))
+        return -1;
+    if (find_module(s, id) != NULL)
+        return -1;
+    struct module *m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return -1;
+    *m = (struct module){.id = id, .bias = bias, .lo = lo, .span = span};
+    m->path = strdup(path);
+    m->build_id = build_id_len ? malloc(build_id_len) : NULL;
+    m->build_id_len = build_id_len;
+    if (m->path == NULL || (build_id_len && m->build_id == NULL) ||
+        tab_add(&s->modules, m, module_hash, module_eq, &id) != 0) {
+        module_free(m);
+        return -1;
+    }
+    if (build_id_len)
+        memcpy(m->build_id, build_id, build_id_len);
+    return 0;
+}
+
+void gs_sym_open_ahead(struct gs_symbolizer *s, uint32_t module_id)
+{
+    struct module *m = s ? find_module(s, module_id) : NULL;
+    if (m == NULL || m->ahead)
+        return;
+    m->ahead = 1;
+    open_soon(s, m);
+}
+
+/* ---- opening a module ----------------------------------------------------- */
+
+static char *no_debuginfo_path; /* libdwfl's default search path */
+
+static const Dwfl_Callbacks offline_callbacks = {
+    .find_elf = dwfl_build_id_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+    .debuginfo_path = &no_debuginfo_path,
+};
+
+/* Compares the recorded build id with the file's: 1, 0 or -1 as in
+ * gs_sym_module_status. */
+static int check_build_id(const struct module *m)
+{
+    const unsigned char *bits;
+    GElf_Addr vaddr;
+    int len = dwfl_module_build_id(m->dmod, &bits, &vaddr);
+    if (m->build_id_len == 0 || len <= 0)
+        return 0;
+    if ((size_t)len != m->build_id_len || memcmp(bits, m->build_id, m->build_id_len) != 0)
+        return -1;
+    return 1;
+}
+
+/* Reports the file at the recorded bias into a fresh Dwfl of its own. Only
+ * regular files are opened: a FIFO would block, a directory is not ELF. */
+static int report_file(struct module *m)
+{
+    struct stat st;
+    if (stat(m->path, &st) != 0 || !S_ISREG(st.st_mode))
+        return -1;
+    m->dwfl = dwfl_begin(&offline_callbacks);
+    if (m->dwfl == NULL)
+        return -1;
+    dwfl_report_begin(m->dwfl);
+    m->dmod = dwfl_report_elf(m->dwfl, m->path, m->path, -1, m->bias, true);
+    dwfl_report_end(m->dwfl, NULL, NULL);
+    return m->dmod != NULL ? 0 : -1;
+}
+
+static void open_module(struct module *m)
+{
+    if (m->state != MOD_UNOPENED)
+        return;
+    m->state = MOD_UNUSABLE;
+    m->status = 0;
+    if (m->path[0] == '\0')
+        return;
+    m->status = report_file(m) == 0 ? check_build_id(m) : -1;
+    if (m->status >= 0) {
+        m->state = MOD_OPEN;
+        return;
+    }
+    if (m->dwfl != NULL)
+        dwfl_end(m->dwfl);
+    m->dwfl = NULL;
+    m->dmod = NULL;
+}
+
+/* ---- opening modules ahead (see the top) ---------------------------------- */
+
+static void *open_ahead(void *arg)
+{
+    struct ahead *a = arg;
+    for (;;) {
+        pthread_mutex_lock(&a->lock);
+        while (a->next == a->n && !a->closing && !a->abandon)
+            pthread_cond_wait(&a->cond, &a->lock);
+        struct module *m = a->next < a->n && !a->abandon ? a->queue[a->next++] : NULL;
+        pthread_mutex_unlock(&a->lock);
+        if (m == NULL)
+            return NULL;
+        open_module(m);
+        Dwarf_Addr bias;
+        if (m->state == MOD_OPEN)
+            (void)dwfl_module_getdwarf(m->dmod, &bias); /* the costly part, if any */
+    }
+}
+
+/* Hands m to the thread, started on the first module; without a thread
+ * (none could start, or it has settled) m is opened when first asked about. */
+static void open_soon(struct gs_symbolizer *s, struct module *m)
+{
+    struct ahead *a = &s->ahead;
+    if (a->state == AHEAD_SETTLED || m->path[0] == '\0')
+        return;
+    if (a->state == AHEAD_NONE) {
+        a->state = AHEAD_SETTLED; /* unless all below works */
+        if (pthread_mutex_init(&a->lock, NULL) != 0)
+            return;
+        if (pthread_cond_init(&a->cond, NULL) != 0) {
+            pthread_mutex_destroy(&a->lock);
+            return;
+        }
+        sigset_t all, old; /* signals (SIGINT, SIGPIPE) are the main thread's to take */
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        int started = pthread_create(&a->thread, NULL, open_ahead, a) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (!started) {
+            pthread_cond_destroy(&a->cond);
+            pthread_mutex_destroy(&a->lock);
+            return;
+        }
+        a->state = AHEAD_RUNNING;
+    }
+    pthread_mutex_lock(&a->lock);
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 16;
+        struct module **q = realloc(a->queue, cap * sizeof *q);
+        if (q == NULL) { /* opened when first asked about */
+            pthread_mutex_unlock(&a->lock);
+            return;
+        }
+        a->queue = q;
+        a->cap = cap;
+    }
+    a->queue[a->n++] = m;
+    pthread_cond_signal(&a->cond);
+    pthread_mutex_unlock(&a->lock);
+}
+
+/* Ends the thread: after the modules handed to it are open, or at once
+ * (abandon). From then on the symbolizer is this thread's alone. */
+static void settle(struct gs_symbolizer *s, int abandon)
+{
+    struct ahead *a = &s->ahead;
+    if (a->state == AHEAD_RUNNING) {
+        pthread_mutex_lock(&a->lock);
+        a->closing = 1;
+        a->abandon = abandon;
+        pthread_cond_signal(&a->cond);
+        pthread_mutex_unlock(&a->lock);
+        pthread_join(a->thread, NULL);
+        pthread_cond_destroy(&a->cond);
+        pthread_mutex_destroy(&a->lock);
+    }
+    a->state = AHEAD_SETTLED;
+    free(a->queue);
+    a->queue = NULL;
+    a->n = a->cap = a->next = 0;
+}
+
+int gs_sym_module_status(struct gs_symbolizer *s, uint32_t module_id)
+{
+    if (s)
+        settle(s, 0);
+    struct module *m = s ? find_module(s, module_id) : NULL;
+    if (m == NULL)
+        return -1;
+    open_module(m);
+    return m->status;
+}
+
+/* ---- address indexes ----------------------------------------------------- */
+
+static int span_cmp(const void *a, const void *b)
+{
+    const struct span *x = a, *y = b;
+    if (x->lo != y->lo)
+        return x->lo < y->lo ? -1 : 1;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static int span_add(struct span_index *ix, struct span sp)
+{
+    if (ix->n == ix->cap) {
+        size_t cap = ix->cap ? ix->cap * 2 : 64;
+        struct span *v = realloc(ix->v, cap * sizeof *v);
+        if (v == NULL)
+            return -1;
+        ix->v = v;
+        ix->cap = cap;
+    }
+    ix->v[ix->n++] = sp;
+    return 0;
+}
+
+/* Sorts, and keeps one span (the lowest rank) per start address. */
+static void span_finish(struct span_index *ix)
+{
+    if (ix->n < 2)
+        return;
+    qsort(ix->v, ix->n, sizeof ix->v[0], span_cmp);
+    size_t kept = 1;
+    for (size_t i = 1; i < ix->n; i++)
+        if (ix->v[i].lo != ix->v[kept - 1].lo)
+            ix->v[kept++] = ix->v[i];
+    ix->n = kept;
+}
+
+/* The span containing a: the nearest few starting at or below it are
+ * tried, as ranges may nest. */
+static const struct span *span_find(const struct span_index *ix, uint64_t a)
+{
+    size_t lo = 0, hi = ix->n; /* first span starting above a */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ix->v[mid].lo <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo, tries = 0; i > 0 && tries < 8; i--, tries++) {
+        const struct span *sp = &ix->v[i - 1];
+        if (a < sp->hi)
+            return sp;
+    }
+    return NULL;
+}
+
+/* ---- finding the CU ------------------------------------------------------- */
+
+/* libdwfl finds CUs through .debug_aranges only (elfutils 0.188), which
+ * clang does not emit by default. When it finds none, this index of every
+ * CU's address ranges is searched instead. */
+static void cu_index_build(struct module *m)
+{
+    Dwarf_Addr bias;
+    Dwarf *dw = dwfl_module_getdwarf(m->dmod, &bias);
+    Dwarf_CU *cu = NULL;
+    Dwarf_Die cudie;
+    uint8_t type;
+    m->cus.built = 1;
+    while (dw != NULL && dwarf_get_units(dw, cu, &cu, NULL, &type, &cudie, NULL) == 0) {
+        if (type != DW_UT_compile && type != DW_UT_skeleton)
+            continue;
+        Dwarf_Addr base, lo, hi;
+        ptrdiff_t off = 0;
+        while ((off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0) {
+            struct span sp = {.lo = lo, .hi = hi, .u.cu = dwarf_dieoffset(&cudie)};
+            if (lo < hi && span_add(&m->cus, sp) != 0)
+                goto done;
+        }
+    }
+done:
+    span_finish(&m->cus);
+}
+
+static int cu_index_find(struct module *m, Dwarf_Addr addr, Dwarf_Die *cu, Dwarf_Addr *bias)
+{
+    if (!m->cus.built)
+        cu_index_build(m);
+    Dwarf *dw = dwfl_module_getdwarf(m->dmod, bias);
+    const struct span *sp = dw ? span_find(&m->cus, addr - *bias) : NULL;
+    return sp != NULL && dwarf_offdie(dw, sp->u.cu, cu) != NULL ? 0 : -1;
+}
+
+/* The CU covering runtime address addr, and the bias of its DWARF. */
+static int find_cu(struct module *m, Dwarf_Addr addr, Dwarf_Die *cu, Dwarf_Addr *bias)
+{
+    Dwarf_Die *die = dwfl_module_addrdie(m->dmod, addr, bias);
+    if (die != NULL) {
+        *cu = *die;
+        return 0;
+    }
+    return cu_index_find(m, addr, cu, bias);
+}
+
+/* ---- ELF symbols ---------------------------------------------------------- */
+
+/* dwfl_module_addrname scans the whole symbol table on every call, too slow
+ * for the large stripped libraries of GPU stacks; this sorted index of the
+ * function symbols (global before weak before local at one address) is
+ * searched instead. A symbol of size 0 reaches to the next one, or to the
+ * end of its section. */
+
+/* The runtime end address of section shndx of elf, or 0. */
+static GElf_Addr section_end(Elf *elf, GElf_Word shndx, Dwarf_Addr bias)
+{
+    GElf_Shdr mem, *sh = elf ? gelf_getshdr(elf_getscn(elf, shndx), &mem) : NULL;
+    return sh != NULL ? sh->sh_addr + sh->sh_size + bias : 0;
+}
+
+static void sym_index_add(struct module *m, int i)
+{
+    GElf_Sym sym;
+    GElf_Addr addr;
+    GElf_Word shndx;
+    Elf *elf;
+    Dwarf_Addr bias;
+    const char *name = dwfl_module_getsym_info(m->dmod, i, &sym, &addr, &shndx, &elf, &bias);
+    int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
+    if (name == NULL || name[0] == '\0' || sym.st_shndx == SHN_UNDEF ||
+        shndx == (GElf_Word)-1 || (type != STT_FUNC && type != STT_GNU_IFUNC))
+        return;
+    struct span sp = {.lo = addr, .hi = addr + sym.st_size, .u.name = name};
+    if (sym.st_size == 0) {
+        sp.hi = section_end(elf, shndx, bias);
+        sp.open_end = 1;
+    }
+    sp.rank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
+    if (sp.hi > sp.lo)
+        span_add(&m->syms, sp);
+}
+
+static void sym_index_build(struct module *m)
+{
+    int n = dwfl_module_getsymtab(m->dmod);
+    m->syms.built = 1;
+    for (int i = 1; i < n; i++)
+        sym_index_add(m, i);
+    span_finish(&m->syms);
+    for (size_t i = 0; i + 1 < m->syms.n; i++)
+        if (m->syms.v[i].open_end && m->syms.v[i].hi > m->syms.v[i + 1].lo)
+            m->syms.v[i].hi = m->syms.v[i + 1].lo;
+}
+
+/* The function symbol around runtime address addr, or NULL. */
+static const char *symbol_name(struct module *m, Dwarf_Addr addr)
+{
+    if (!m->syms.built)
+        sym_index_build(m);
+    const struct span *sp = span_find(&m->syms, addr);
+    return sp ? sp->u.name : NULL;
+}
+
+/* ---- building frames ------------------------------------------------------ */
+
+struct frames {
+    struct gs_frame *f;
+    int n, cap;
+};
+
+static struct gs_frame *push_frame(struct frames *fs)
+{
+    if (fs->n == fs->cap) {
+        int cap = fs->cap ? fs->cap * 2 : 8;
+        struct gs_frame *f = realloc(fs->f, (size_t)cap * sizeof *f);
+        if (f == NULL)
+            return NULL;
+        fs->f = f;
+        fs->cap = cap;
+    }
+    struct gs_frame *fr = &fs->f[fs->n++];
+    memset(fr, 0, sizeof *fr);
+    return fr;
+}
+
+static int is_function(Dwarf_Die *die)
+{
+    int tag = dwarf_tag(die);
+    return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
+           tag == DW_TAG_entry_point;
+}
+
+/* Linkage name if recorded, else DW_AT_name, following abstract_origin and
+ * specification (an inlined or out-of-line instance names nothing itself). */
+static const char *die_function_name(Dwarf_Die *die)
+{
+    static const int attrs[] = {DW_AT_linkage_name, DW_AT_MIPS_linkage_name, DW_AT_name};
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
+        Dwarf_Attribute mem;
+        const char *name = dwarf_formstring(dwarf_attr_integrate(die, attrs[i], &mem));
+        if (name != NULL)
+            return name;
+    }
+    return NULL;
+}
+
+/* name, made absolute against the CU's compilation directory when
+ * relative (clang's include directories are), interned. */
+static const char *source_path(struct gs_symbolizer *s, Dwarf_Die *cu, const char *name)
+{
+    Dwarf_Attribute mem;
+    const char *dir = NULL;
+    if (name != NULL && name[0] != '/')
+        dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &mem));
+    if (dir == NULL || dir[0] == '\0')
+        return intern(s, name);
+    while (name[0] == '.' && name[1] == '/')
+        name += 2;
+    size_t dlen = strlen(dir), len = dlen + strlen(name) + 2;
+    char *path = malloc(len);
+    if (path == NULL)
+        return intern(s, name);
+    snprintf(path, len, "%s%s%s", dir, dir[dlen - 1] == '/' ? "" : "/", name);
+    const char *interned = intern(s, path);
+    free(path);
+    return interned;
+}
+
+/* The call site of an inlined subroutine: interned file name (or NULL) and
+ * line. */
+static const char *call_site(struct gs_symbolizer *s, Dwarf_Die *inl, int *line)
+{
+    Dwarf_Attribute mem;
+    Dwarf_Word idx, ln;
+    Dwarf_Die cu;
+    Dwarf_Files *files;
+    size_t nfiles;
+    *line = 0;
+    if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_line, &mem), &ln) == 0 && ln <= INT32_MAX)
+        *line = (int)ln;
+    if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_file, &mem), &idx) != 0 ||
+        dwarf_diecu(inl, &cu, NULL, NULL) == NULL ||
+        dwarf_getsrcfiles(&cu, &files, &nfiles) != 0 || idx >= nfiles)
+        return NULL;
+    const char *name = dwarf_filesrc(files, idx, NULL, NULL);
+    if (name == NULL || strcmp(name, "???") == 0) /* "???": DWARF<5 index 0 */
+        return NULL;
+    return source_path(s, &cu, name);
+}
+
+/* The DIE chain from the innermost scope around addr (a DWARF address in
+ * cu) out to its CU; the caller frees *chain. 0 when nothing covers addr. */
+static int scope_chain(Dwarf_Die *cu, Dwarf_Addr addr, Dwarf_Die **chain)
+{
+    Dwarf_Die *scopes = NULL;
+    *chain = NULL;
+    if (dwarf_getscopes(cu, addr, &scopes) <= 0) {
+        free(scopes);
+        return 0;
+    }
+    /* dwarf_getscopes stops at the innermost inlined subroutine (continuing
+     * with its abstract origin's scopes); the concrete callers come from
+     * walking scopes[0]'s parents. */
+    int n = dwarf_getscopes_die(&scopes[0], chain);
+    free(scopes);
+    if (n <= 0) {
+        free(*chain);
+        *chain = NULL;
+        return 0;
+    }
+    return n;
+}
+
+static int next_function(Dwarf_Die *chain, int n, int from)
+{
+    while (from < n && !is_function(&chain[from]))
+        from++;
+    return from;
+}
+
+/* Frames for one address from its DIE chain: the innermost function, then
+ * one frame per inlined subroutine boundary going out. */
+static int frames_from_dwarf(struct gs_symbolizer *s, Dwarf_Die *chain, int n,
+                             struct frames *fs)
+{
+    int cur = next_function(chain, n, 0);
+    if (cur == n)
+        return 0;
+    struct gs_frame *fr = push_frame(fs);
+    if (fr == NULL)
+        return -1;
+    fr->function = intern(s, die_function_name(&chain[cur]));
+    while (dwarf_tag(&chain[cur]) == DW_TAG_inlined_subroutine) {
+        int outer = next_function(chain, n, cur + 1);
+        if (outer == n || (fr = push_frame(fs)) == NULL)
+            break;
+        fr->file = call_site(s, &chain[cur], &fr->line);
+        fr->function = intern(s, die_function_name(&chain[outer]));
+        cur = outer;
+    }
+    return 0;
+}
+
+/* Line table for the innermost frame. */
+static void innermost_line(struct gs_symbolizer *s, Dwarf_Die *cu, Dwarf_Addr addr,
+                           struct gs_frame *fr)
+{
+    Dwarf_Line *line = dwarf_getsrc_die(cu, addr);
+    int lineno = 0;
+    const char *file = line ? dwarf_linesrc(line, NULL, NULL) : NULL;
+    if (file == NULL)
+        return;
+    fr->file = source_path(s, cu, file);
+    fr->line = dwarf_lineno(line, &lineno) == 0 && lineno > 0 ? lineno : 0;
+}
+
+/* Frames from DWARF when a CU covers addr (a runtime address). */
+static int dwarf_frames(struct gs_symbolizer *s, struct module *m, Dwarf_Addr addr,
+                        struct frames *fs)
+{
+    Dwarf_Die cu;
+    Dwarf_Addr bias;
+    if (find_cu(m, addr, &cu, &bias) != 0)
+        return 0;
+    Dwarf_Die *chain;
+    int n = scope_chain(&cu, addr - bias, &chain);
+    int rc = n > 0 ? frames_from_dwarf(s, chain, n, fs) : 0;
+    free(chain);
+    if (rc != 0 || (fs->n == 0 && push_frame(fs) == NULL))
+        return -1;
+    innermost_line(s, &cu, addr - bias, &fs->f[0]);
+    return 0;
+}
+
+static void symbolize(struct gs_symbolizer *s, struct module *m, uint64_t pc,
+                      struct frames *fs)
+{
+    open_module(m);
+    if (m->state != MOD_OPEN || pc == 0)
+        return;
+    Dwarf_Addr addr = pc - 1;
+    if (dwarf_frames(s, m, addr, fs) != 0)
+        return;
+    if (fs->n == 0 && push_frame(fs) == NULL)
+        return;
+    struct gs_frame *outer = &fs->f[fs->n - 1];
+    if (outer->function == NULL)
+        outer->function = intern(s, symbol_name(m, addr));
+}
+
+/* ---- answers -------------------------------------------------------------- */
+
+/* Caches fs (at least one frame made up) and returns the cached answer, or
+ * NULL when memory ran out. */
+static struct answer *remember(struct gs_symbolizer *s, uint32_t module_id, uint64_t pc,
+                               const struct module *m, const struct frames *fs)
+{
+    int n = fs->n ? fs->n : 1;
+    struct answer *a = calloc(1, sizeof *a + (size_t)n * sizeof a->frame[0]);
+    if (a == NULL)
+        return NULL;
+    a->module_id = module_id;
+    a->pc = pc;
+    a->n = n;
+    if (fs->n)
+        memcpy(a->frame, fs->f, (size_t)n * sizeof a->frame[0]);
+    for (int i = 0; i < n; i++) {
+        a->frame[i].module = m->path;
+        a->frame[i].pc = pc;
+    }
+    struct answer_key key = {module_id, pc};
+    if (tab_add(&s->answers, a, answer_hash, answer_eq, &key) != 0) {
+        free(a);
+        return NULL;
+    }
+    return a;
+}
+
+/* The one-frame "nothing known" answer, rewritten on each use. */
+static int unknown(struct gs_symbolizer *s, const char *module, uint64_t pc,
+                   const struct gs_frame **frames)
+{
+    s->scratch = (struct gs_frame){.module = module, .pc = pc};
+    *frames = &s->scratch;
+    return 1;
+}
+
+int gs_sym_resolve(struct gs_symbolizer *s, uint32_t module_id, uint64_t pc,
+                   const struct gs_frame **frames)
+{
+    if (s == NULL || frames == NULL)
+        return 0;
+    settle(s, 0);
+    struct answer_key key = {module_id, pc};
+    struct answer *a = tab_find(&s->answers, answer_key_hash(module_id, pc), answer_eq, &key);
+    if (a == NULL) {
+        struct module *m = find_module(s, module_id);
+        if (m == NULL)
+            return unknown(s, "?", pc, frames);
+        struct frames fs = {0};
+        symbolize(s, m, pc, &fs);
+        a = remember(s, module_id, pc, m, &fs);
+        free(fs.f);
+        if (a == NULL)
+            return unknown(s, m->path, pc, frames);
+    }
+    *frames = a->frame;
+    return a->n;
+}

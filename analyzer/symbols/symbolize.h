@@ -1,0 +1,85 @@
+/*
+ * symbolize.h - the symbolizer (symbolize.c): turns recorded return
+ * addresses into function, file, line, inlined frames.
+ *
+ * The recorder stores each loaded module (path, load bias, address span,
+ * GNU build id) and raw return addresses; the analyzer registers the modules
+ * here and asks for addresses one at a time. Modules are opened with
+ * elfutils' libdwfl on the first question about them, or before, by a
+ * thread of the symbolizer's own, when gs_sym_open_ahead names them (the
+ * first question waits for that thread to finish). Answers are cached per
+ * (module, pc).
+ *
+ * Not thread-safe: one symbolizer per thread (its own thread aside).
+ *
+ * Included by: the analyzer's layers from symbols up (symbols, findings,
+ * report, export, cmd, main.c): the files that make a symbolizer or read
+ * its frames (struct gs_frame).
+ */
+#ifndef GPUSHIM_SYMBOLS_SYMBOLIZE_H
+#define GPUSHIM_SYMBOLS_SYMBOLIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One source-level frame. Strings are owned by the symbolizer. */
+struct gs_frame {
+    const char *function; /* linkage (mangled) name when the compiler recorded
+                           * one, else the plain name; NULL when unknown */
+    const char *file;     /* source file path, NULL when unknown */
+    int line;             /* 0 when unknown */
+    const char *module;   /* module path as recorded (never NULL; "?" when the
+                           * module id is unknown); NULL for a Python frame */
+    uint64_t pc;          /* the recorded address (a Python pc for a Python frame) */
+    int python;           /* a Python frame (sites.c makes them; never the symbolizer) */
+    unsigned stack_index; /* sites.c: the index in its stack of the pc it stands for;
+                           * frames inlined at one pc share it (0 from the symbolizer) */
+};
+
+struct gs_symbolizer;
+
+struct gs_symbolizer *gs_sym_new(void);
+void gs_sym_free(struct gs_symbolizer *s);
+
+/*
+ * Registers a module as recorded. bias = load bias (dlpi_addr); [lo, lo+span)
+ * is the runtime address range it occupied. build_id may be NULL / 0 length.
+ * An empty path is allowed (the vdso): such a module is never symbolized.
+ * Returns 0, or -1 on bad input or when id is already registered (the first
+ * registration stays).
+ */
+int gs_sym_add_module(struct gs_symbolizer *s, uint32_t id, const char *path, uint64_t bias,
+                      uint64_t lo, uint64_t span, const uint8_t *build_id,
+                      size_t build_id_len);
+
+/*
+ * Opens the registered module module_id, with its debug information, on
+ * the symbolizer's own thread, while the caller goes on (reading the rest
+ * of the trace): for a module that frames to be asked about lie in. Does
+ * nothing for an unknown id, a module already handed over, or once a
+ * question has been asked.
+ */
+void gs_sym_open_ahead(struct gs_symbolizer *s, uint32_t module_id);
+
+/*
+ * Symbolizes the recorded return address pc, which lies in module module_id.
+ * Looks up pc-1 (a return address points after its call). Sets *frames to n
+ * frames, innermost (most deeply inlined) first, ending with the out-of-line
+ * function, and returns n >= 1. When nothing is known (no file, no debug or
+ * symbol info, build id mismatch) it gives one frame with function and file
+ * NULL. The array stays valid until gs_sym_free, except for an unknown
+ * module id, or when memory runs out: then it is one frame that the next
+ * call may overwrite. Returns 0 only when s or frames is NULL.
+ */
+int gs_sym_resolve(struct gs_symbolizer *s, uint32_t module_id, uint64_t pc,
+                   const struct gs_frame **frames);
+
+/*
+ * Whether the module's file on disk matches its recorded build id: 1 matched;
+ * 0 no build id recorded, or the file has none, or the path is empty; -1
+ * mismatch, file missing or unreadable as ELF, or unknown module id. Opens
+ * the module if no resolve has yet.
+ */
+int gs_sym_module_status(struct gs_symbolizer *s, uint32_t module_id);
+
+#endif

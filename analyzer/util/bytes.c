@@ -1,0 +1,25 @@
+/*
+ * bytes.c - byte counts as people read them ("1.50 GiB", "512 B"), for the
+ * text report, the HTML export, the verdicts and the commands over several
+ * traces.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "analyzer/util/bytes.h"
+
+const char *gs_human_bytes(uint64_t b, char *buf, size_t sz)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)b;
+    int u = 0;
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, sz, "%" PRIu64 " B", b);
+    else
+        snprintf(buf, sz, "%.2f %s", v, units[u]);
+    return buf;
+}

@@ -1,0 +1,139 @@
+/*
+ * json.c - writes JSON: nesting, commas, indentation and string escaping,
+ * so the reports only say what goes where.
+ */
+#include "analyzer/util/json.h"
+
+static void indent(struct gs_json *j)
+{
+    fputc('\n', j->out);
+    for (int i = 0; i < j->depth; i++)
+        fputs("  ", j->out);
+}
+
+/* Bytes in a valid UTF-8 sequence starting at p (1 to 4), or 0 if invalid. */
+static int utf8_length(const unsigned char *p)
+{
+    int n = p[0] < 0x80 ? 1 : (p[0] & 0xe0) == 0xc0 ? 2 : (p[0] & 0xf0) == 0xe0 ? 3
+                            : (p[0] & 0xf8) == 0xf0 ? 4 : 0;
+    if (n == 2 && p[0] < 0xc2)
+        return 0; /* overlong */
+    for (int i = 1; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    return n;
+}
+
+/* A JSON string: escaped, and valid UTF-8 (a file name from a trace may be
+ * in any encoding: a byte that is not UTF-8 becomes U+FFFD). */
+void gs_json_quoted(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p >= 0x80) {
+            int n = utf8_length(p);
+            if (n)
+                fwrite(p, 1, (size_t)n, out);
+            else
+                fputs("\\ufffd", out);
+            p += n ? n - 1 : 0;
+            continue;
+        }
+        switch (*p) {
+        case '"': fputs("\\\"", out); break;
+        case '\\': fputs("\\\\", out); break;
+        case '\n': fputs("\\n", out); break;
+        case '\t': fputs("\\t", out); break;
+        case '\r': fputs("\\r", out); break;
+        default:
+            if (*p < 0x20 || *p == 0x7f)
+                fprintf(out, "\\u%04x", *p);
+            else
+                fputc(*p, out);
+        }
+    }
+    fputc('"', out);
+}
+
+/* Starts a value: the comma before it, its line, and its key. */
+static void key(struct gs_json *j, const char *k)
+{
+    if (j->depth > 0) {
+        if (j->need_comma[j->depth])
+            fputc(',', j->out);
+        j->need_comma[j->depth] = 1;
+        indent(j);
+    }
+    if (k) {
+        gs_json_quoted(j->out, k);
+        fputs(": ", j->out);
+    }
+}
+
+static void open(struct gs_json *j, const char *k, char c)
+{
+    key(j, k);
+    fputc(c, j->out);
+    if (j->depth < 63)
+        j->depth++;
+    j->need_comma[j->depth] = 0;
+}
+
+static void close(struct gs_json *j, char c)
+{
+    int empty = !j->need_comma[j->depth];
+    if (j->depth > 0)
+        j->depth--;
+    if (!empty)
+        indent(j);
+    fputc(c, j->out);
+    if (j->depth == 0)
+        fputc('\n', j->out);
+}
+
+void gs_json_begin_object(struct gs_json *j, const char *k) { open(j, k, '{'); }
+void gs_json_end_object(struct gs_json *j) { close(j, '}'); }
+void gs_json_begin_array(struct gs_json *j, const char *k) { open(j, k, '['); }
+void gs_json_end_array(struct gs_json *j) { close(j, ']'); }
+
+void gs_json_string(struct gs_json *j, const char *k, const char *v)
+{
+    key(j, k);
+    if (v)
+        gs_json_quoted(j->out, v);
+    else
+        fputs("null", j->out);
+}
+
+void gs_json_uint(struct gs_json *j, const char *k, uint64_t v)
+{
+    key(j, k);
+    fprintf(j->out, "%llu", (unsigned long long)v);
+}
+
+void gs_json_int(struct gs_json *j, const char *k, int64_t v)
+{
+    key(j, k);
+    fprintf(j->out, "%lld", (long long)v);
+}
+
+void gs_json_bool(struct gs_json *j, const char *k, int v)
+{
+    key(j, k);
+    fputs(v ? "true" : "false", j->out);
+}
+
+void gs_json_null(struct gs_json *j, const char *k)
+{
+    key(j, k);
+    fputs("null", j->out);
+}
+
+void gs_json_double(struct gs_json *j, const char *k, double v)
+{
+    key(j, k);
+    if (v != v || v > 1e300 || v < -1e300) /* JSON has no NaN or infinity */
+        fputs("null", j->out);
+    else
+        fprintf(j->out, "%.6f", v);
+}
