@@ -1,5 +1,7 @@
 /*
- * getproc_hook.c - the wrapped driver entry-point getter.
+ * getproc_hook.c - the wrapped driver entry-point getters: the driver's
+ * cuGetProcAddress[_v2], and the runtime's cudaGetDriverEntryPoint[ByVersion]
+ * [_ptsz] (which runtime they forward to: hooks_runtime.c).
  *
  * The CUDA runtime (11.3 and later), PyTorch and NCCL get driver functions
  * through cuGetProcAddress(name, &pfn, version, flags[, &status]). We call
@@ -21,6 +23,10 @@
  *   the rest (VMM, multicast, host, arrays, IPC, pools, graphs) from the
  *                                           version each appeared in
  *
+ * The table of our wrappers is here (gs_substitute, also for dlsym_hook.c):
+ * it takes the address of every wrapper, the getters' among them, so it sits
+ * at the top of the shim with the lookups that use it.
+ *
  * The getter returns itself too: the runtime asks for "cuGetProcAddress" at
  * 11030 (4 arguments) and at 12000 (5 arguments), one name with two ABIs.
  */
@@ -30,6 +36,49 @@
 #include <string.h>
 
 #include "shim.h"
+
+/* The table of our wrappers, by exported name: defined in hooks_*.c and
+ * below (the getters). */
+#define GS_FN_DECL(name, ret, params) extern ret name params;
+GS_DRIVER_HOOKED(GS_FN_DECL)
+GS_DRIVER_GETTERS(GS_FN_DECL)
+GS_RUNTIME_HOOKED(GS_FN_DECL)
+#undef GS_FN_DECL
+
+static void *const wrappers[GS_FN_COUNT] = {
+#define GS_FN_WRAP(name, ret, params) [GS_FN_##name] = (void *)name,
+    GS_DRIVER_HOOKED(GS_FN_WRAP) GS_DRIVER_GETTERS(GS_FN_WRAP) GS_RUNTIME_HOOKED(GS_FN_WRAP)
+#undef GS_FN_WRAP
+};
+
+/* Are a and b code of one loaded object? */
+static int same_object(void *a, void *b)
+{
+    Dl_info ia, ib;
+    int saved = errno;
+    int same = dladdr(a, &ia) && dladdr(b, &ib) && ia.dli_fbase && ia.dli_fbase == ib.dli_fbase;
+    errno = saved;
+    return same;
+}
+
+void *gs_substitute(enum gs_fn fn, void *real)
+{
+    if (!real || gs_in_shim(real))
+        return real; /* already ours (a lookup that found our export) */
+    void *held = gs_real_offer(fn, real);
+    if (held == real)
+        return wrappers[fn] ? wrappers[fn] : real;
+    /* Another address for a function we already forward to. The driver's
+     * cuGetProcAddress may hand out internal entry points whose addresses
+     * are not dlsym's: another entry point of the same object, for the same
+     * function and ABI, runs the same code, and calls through it must be
+     * recorded too, so it gets the wrapper (which forwards to the first).
+     * A definition in another object (a stub library, a program's own
+     * cuMemAlloc) is left as it is: the program's calls go where it chose. */
+    if (wrappers[fn] && same_object(held, real))
+        return wrappers[fn];
+    return real;
+}
 
 struct getproc_rule {
     const char *name;     /* base name the caller asks for */
@@ -169,4 +218,59 @@ GS_EXPORT gs_curesult cuGetProcAddress(const char *symbol, void **pfn, int cudaV
     if (r == GS_CUDA_SUCCESS && pfn)
         *pfn = gs_getproc_substitute(symbol, *pfn, cudaVersion, flags);
     return r;
+}
+
+/* cudaGetDriverEntryPoint[ByVersion][_ptsz]: PyTorch and NCCL reach the
+ * driver through these. The runtime asks the driver's getter, which is
+ * normally ours already; where it is not (a runtime that found the getter
+ * before the shim could see it), the pointer is swapped here. Without a
+ * version, the runtime's own (13.0) is assumed when the returned function's
+ * exported name does not say. */
+static gs_cudaerror entry_point(gs_cudaerror r, const char *symbol, void **funcPtr, int version,
+                                unsigned long long flags)
+{
+    if (r == GS_cudaSuccess && funcPtr)
+        *funcPtr = gs_getproc_substitute(symbol, *funcPtr, version, flags);
+    return r;
+}
+
+#define ENTRY_POINT(name, version, call)                                                          \
+    do {                                                                                           \
+        gs_pfn_##name real =                                                                       \
+            (gs_pfn_##name)gs_runtime_real(GS_FN_##name, __builtin_return_address(0));             \
+        if (!real)                                                                                 \
+            return gs_runtime_missing(GS_FN_##name);                                               \
+        return entry_point(call, symbol, funcPtr, (int)(version), flags);                          \
+    } while (0)
+
+GS_EXPORT gs_cudaerror cudaGetDriverEntryPoint(const char *symbol, void **funcPtr,
+                                               unsigned long long flags,
+                                               gs_cudaentrystatus *driverStatus)
+{
+    ENTRY_POINT(cudaGetDriverEntryPoint, 13000, real(symbol, funcPtr, flags, driverStatus));
+}
+
+GS_EXPORT gs_cudaerror cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr,
+                                                    unsigned long long flags,
+                                                    gs_cudaentrystatus *driverStatus)
+{
+    ENTRY_POINT(cudaGetDriverEntryPoint_ptsz, 13000, real(symbol, funcPtr, flags, driverStatus));
+}
+
+GS_EXPORT gs_cudaerror cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr,
+                                                        unsigned int cudaVersion,
+                                                        unsigned long long flags,
+                                                        gs_cudaentrystatus *driverStatus)
+{
+    ENTRY_POINT(cudaGetDriverEntryPointByVersion, cudaVersion,
+                real(symbol, funcPtr, cudaVersion, flags, driverStatus));
+}
+
+GS_EXPORT gs_cudaerror cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr,
+                                                             unsigned int cudaVersion,
+                                                             unsigned long long flags,
+                                                             gs_cudaentrystatus *driverStatus)
+{
+    ENTRY_POINT(cudaGetDriverEntryPointByVersion_ptsz, cudaVersion,
+                real(symbol, funcPtr, cudaVersion, flags, driverStatus));
 }

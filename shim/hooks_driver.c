@@ -13,40 +13,12 @@
  * FREE_FAILED record that undoes it.
  *
  * The helpers every hook file uses (gs_missing, gs_after_alloc,
- * gs_after_free) live here; the other kinds of memory have files of their
- * own: hooks_vmm.c, hooks_host.c, hooks_arrays.c, hooks_pools.c, and CUDA
- * graphs hooks_graphs.c (a stream-ordered call on a stream that captures
- * is a graph node, not memory).
+ * gs_after_free) are in hooks_common.c; the other kinds of memory have files
+ * of their own: hooks_vmm.c, hooks_host.c, hooks_arrays.c, hooks_pools.c,
+ * and CUDA graphs hooks_graphs.c (a stream-ordered call on a stream that
+ * captures is a graph node, not memory).
  */
-#include <string.h>
-
 #include "shim.h"
-
-gs_curesult gs_missing(enum gs_fn fn)
-{
-    static int once;
-    gs_warn_once(&once, "%s called but no CUDA driver is loaded", gs_fn_name(fn));
-    return GS_CUDA_ERROR_NOT_INITIALIZED;
-}
-
-void gs_after_alloc(enum gs_api api, enum gs_kind kind, enum gs_space space, int32_t device,
-                    gs_curesult r, const void *out, uint64_t size, gs_custream stream)
-{
-    uint64_t key = 0;
-    if (r == GS_CUDA_SUCCESS && out)
-        memcpy(&key, out, sizeof key); /* a pointer, a device address or a handle */
-    if (r == GS_CUDA_SUCCESS && key)
-        gs_record_alloc(api, kind, space, device, key, size, stream);
-    else if (r != GS_CUDA_SUCCESS)
-        gs_record_alloc_failed(api, device, size, stream, r);
-}
-
-void gs_after_free(enum gs_api api, enum gs_space space, uint64_t key, gs_custream stream,
-                   gs_curesult r)
-{
-    if (key && r != GS_CUDA_SUCCESS)
-        gs_record_free_failed(api, space, key, stream, r);
-}
 
 static void after_alloc(enum gs_api api, enum gs_kind kind, int32_t device, gs_curesult r,
                         gs_cudeviceptr *dptr, uint64_t size, gs_custream stream)

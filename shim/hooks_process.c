@@ -6,7 +6,7 @@
  *
  * The execl* forms are variadic and glibc implements them without going
  * through the exported execv*, so each is wrapped here and passed on as the
- * matching execv* call. fork needs nothing here (writer.c's pthread_atfork
+ * matching execv* call. fork needs nothing here (fork.c's pthread_atfork
  * handlers); posix_spawn and system() start new processes whose images are
  * new from the start.
  */

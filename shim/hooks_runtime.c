@@ -1,6 +1,7 @@
 /*
  * hooks_runtime.c - the CUDA runtime's allocation functions, used as labels,
- * and its driver entry-point getters.
+ * and which runtime a call of the program's goes to (gs_runtime_real, also
+ * for the runtime's driver entry-point getters in getproc_hook.c).
  *
  * The runtime's cudaMalloc ends in the driver's cuMemAlloc_v2, where the
  * event is recorded. These wrappers only say, for the driver calls they
@@ -43,7 +44,7 @@ void gs_runtime_lock(void) { pthread_mutex_lock(&sites_lock); }
 void gs_runtime_unlock(void) { pthread_mutex_unlock(&sites_lock); }
 void gs_runtime_reset_after_fork(void) { pthread_mutex_init(&sites_lock, NULL); }
 
-static void *runtime_real(enum gs_fn fn, const void *caller)
+void *gs_runtime_real(enum gs_fn fn, const void *caller)
 {
     size_t slot = ((uintptr_t)caller >> 4 ^ (uintptr_t)fn * 0x9e37u) % SITES;
     void *p = NULL;
@@ -68,7 +69,7 @@ static void *runtime_real(enum gs_fn fn, const void *caller)
     return p;
 }
 
-static gs_cudaerror missing(enum gs_fn fn)
+gs_cudaerror gs_runtime_missing(enum gs_fn fn)
 {
     static int once;
     gs_warn_once(&once, "%s called but no CUDA runtime follows the shim", gs_fn_name(fn));
@@ -78,9 +79,9 @@ static gs_cudaerror missing(enum gs_fn fn)
 #define LABELLED(name, call)                                                                       \
     do {                                                                                           \
         gs_pfn_##name real =                                                                       \
-            (gs_pfn_##name)runtime_real(GS_FN_##name, __builtin_return_address(0));               \
+            (gs_pfn_##name)gs_runtime_real(GS_FN_##name, __builtin_return_address(0));             \
         if (!real)                                                                                 \
-            return missing(GS_FN_##name);                                                          \
+            return gs_runtime_missing(GS_FN_##name);                                               \
         gs_label_push(GS_API_##name);                                                              \
         gs_cudaerror r = call;                                                                     \
         gs_label_pop();                                                                            \
@@ -183,59 +184,4 @@ GS_EXPORT gs_cudaerror cudaMemPoolCreate(gs_cumempool *memPool,
 GS_EXPORT gs_cudaerror cudaMemPoolDestroy(gs_cumempool memPool)
 {
     LABELLED(cudaMemPoolDestroy, real(memPool));
-}
-
-/* cudaGetDriverEntryPoint[ByVersion][_ptsz]: PyTorch and NCCL reach the
- * driver through these. The runtime asks the driver's getter, which is
- * normally ours already; where it is not (a runtime that found the getter
- * before the shim could see it), the pointer is swapped here. Without a
- * version, the runtime's own (13.0) is assumed when the returned function's
- * exported name does not say. */
-static gs_cudaerror entry_point(gs_cudaerror r, const char *symbol, void **funcPtr, int version,
-                                unsigned long long flags)
-{
-    if (r == GS_cudaSuccess && funcPtr)
-        *funcPtr = gs_getproc_substitute(symbol, *funcPtr, version, flags);
-    return r;
-}
-
-#define ENTRY_POINT(name, version, call)                                                          \
-    do {                                                                                           \
-        gs_pfn_##name real =                                                                       \
-            (gs_pfn_##name)runtime_real(GS_FN_##name, __builtin_return_address(0));               \
-        if (!real)                                                                                 \
-            return missing(GS_FN_##name);                                                          \
-        return entry_point(call, symbol, funcPtr, (int)(version), flags);                          \
-    } while (0)
-
-GS_EXPORT gs_cudaerror cudaGetDriverEntryPoint(const char *symbol, void **funcPtr,
-                                               unsigned long long flags,
-                                               gs_cudaentrystatus *driverStatus)
-{
-    ENTRY_POINT(cudaGetDriverEntryPoint, 13000, real(symbol, funcPtr, flags, driverStatus));
-}
-
-GS_EXPORT gs_cudaerror cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr,
-                                                    unsigned long long flags,
-                                                    gs_cudaentrystatus *driverStatus)
-{
-    ENTRY_POINT(cudaGetDriverEntryPoint_ptsz, 13000, real(symbol, funcPtr, flags, driverStatus));
-}
-
-GS_EXPORT gs_cudaerror cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr,
-                                                        unsigned int cudaVersion,
-                                                        unsigned long long flags,
-                                                        gs_cudaentrystatus *driverStatus)
-{
-    ENTRY_POINT(cudaGetDriverEntryPointByVersion, cudaVersion,
-                real(symbol, funcPtr, cudaVersion, flags, driverStatus));
-}
-
-GS_EXPORT gs_cudaerror cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr,
-                                                             unsigned int cudaVersion,
-                                                             unsigned long long flags,
-                                                             gs_cudaentrystatus *driverStatus)
-{
-    ENTRY_POINT(cudaGetDriverEntryPointByVersion_ptsz, cudaVersion,
-                real(symbol, funcPtr, cudaVersion, flags, driverStatus));
 }

@@ -30,24 +30,10 @@
 typedef int (*setname_fn)(pthread_t, const char *);
 typedef int (*prctl_fn)(int, unsigned long, unsigned long, unsigned long, unsigned long);
 
-/* The next definition of name after the shim (glibc's), looked up once;
- * errno as it was. */
-static void *real_fn(void **cache, const char *name)
-{
-    void *p = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
-    if (!p) {
-        int saved = errno;
-        p = gs_real_dlsym(RTLD_NEXT, name);
-        errno = saved;
-        __atomic_store_n(cache, p, __ATOMIC_RELEASE);
-    }
-    return p;
-}
-
 int gs_setname_wrapper(pthread_t thread, const char *name)
 {
     static void *cache;
-    setname_fn real = (setname_fn)real_fn(&cache, "pthread_setname_np");
+    setname_fn real = (setname_fn)gs_real_next(&cache, "pthread_setname_np");
     if (!real)
         return ENOSYS;
     int r = real(thread, name);
@@ -60,7 +46,7 @@ static int prctl5(int option, unsigned long a2, unsigned long a3, unsigned long 
                   unsigned long a5)
 {
     static void *cache;
-    prctl_fn real = (prctl_fn)real_fn(&cache, "prctl");
+    prctl_fn real = (prctl_fn)gs_real_next(&cache, "prctl");
     if (!real) {
         errno = ENOSYS;
         return -1;

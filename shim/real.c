@@ -1,6 +1,6 @@
 /*
- * real.c - the real CUDA functions behind the hooks, and which wrapper the
- * shim hands out for each.
+ * real.c - the real functions behind the hooks: the CUDA ones, one slot per
+ * exported name, and glibc's (dlsym, and what hooks_threads.c wraps).
  *
  * A program reaches a driver function in three ways (docs/design.md,
  * "Interception at the driver"): by symbol,
@@ -11,9 +11,11 @@
  * (RTLD_NEXT), then the libcuda.so.1 already loaded in the process (opened
  * with RTLD_NOLOAD: the shim never loads the driver itself).
  *
- * One slot per exported function name. A lookup whose result differs from
- * the slot's real pointer (a second driver in the process) is handed back
- * untouched: unrecorded is better than forwarding to the wrong function.
+ * One slot per exported function name, filled by the first lookup
+ * (gs_real_offer). Which of our wrappers the shim hands out for a lookup,
+ * and what it does when a lookup's result differs from the slot's (a second
+ * driver in the process), is the top layer's: entry/substitute.c. This file
+ * takes no address of a wrapper, so nothing here calls up into the hooks.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -30,17 +32,12 @@ static const char *const fn_names[GS_FN_COUNT] = {
 #undef GS_FN_NAME
 };
 
-/* Our wrappers, defined in hooks_driver.c, hooks_runtime.c, getproc_hook.c. */
-#define GS_FN_DECL(name, ret, params) extern ret name params;
-GS_DRIVER_HOOKED(GS_FN_DECL)
-GS_DRIVER_GETTERS(GS_FN_DECL)
-GS_RUNTIME_HOOKED(GS_FN_DECL)
-#undef GS_FN_DECL
-
-static void *const wrappers[GS_FN_COUNT] = {
-#define GS_FN_WRAP(name, ret, params) [GS_FN_##name] = (void *)name,
-    GS_DRIVER_HOOKED(GS_FN_WRAP) GS_DRIVER_GETTERS(GS_FN_WRAP) GS_RUNTIME_HOOKED(GS_FN_WRAP)
-#undef GS_FN_WRAP
+/* Which functions the shim wraps (the rest, GS_DRIVER_USED, it only calls). */
+static const char wrapped[GS_FN_COUNT] = {
+#define GS_FN_WRAPPED(name, ret, params) [GS_FN_##name] = 1,
+    GS_DRIVER_HOOKED(GS_FN_WRAPPED) GS_DRIVER_GETTERS(GS_FN_WRAPPED)
+        GS_RUNTIME_HOOKED(GS_FN_WRAPPED)
+#undef GS_FN_WRAPPED
 };
 
 static void *real_fn[GS_FN_COUNT]; /* accessed atomically */
@@ -121,7 +118,7 @@ int gs_fn_by_name(const char *name)
     if (!name || name[0] != 'c' || name[1] != 'u')
         return -1;
     for (int i = 0; i < GS_FN_COUNT; i++)
-        if (wrappers[i] && strcmp(name, fn_names[i]) == 0)
+        if (wrapped[i] && strcmp(name, fn_names[i]) == 0)
             return i;
     return -1;
 }
@@ -171,33 +168,23 @@ void *gs_real(enum gs_fn fn)
     return p;
 }
 
-/* Are a and b code of one loaded object? */
-static int same_object(void *a, void *b)
+void *gs_real_offer(enum gs_fn fn, void *real)
 {
-    Dl_info ia, ib;
-    int saved = errno;
-    int same = dladdr(a, &ia) && dladdr(b, &ib) && ia.dli_fbase && ia.dli_fbase == ib.dli_fbase;
-    errno = saved;
-    return same;
-}
-
-void *gs_substitute(enum gs_fn fn, void *real)
-{
-    if (!real || gs_in_shim(real))
-        return real; /* already ours (a lookup that found our export) */
     void *expected = NULL;
     if (__atomic_compare_exchange_n(&real_fn[fn], &expected, real, 0, __ATOMIC_ACQ_REL,
-                                    __ATOMIC_ACQUIRE) ||
-        expected == real)
-        return wrappers[fn] ? wrappers[fn] : real;
-    /* Another address for a function we already forward to. The driver's
-     * cuGetProcAddress may hand out internal entry points whose addresses
-     * are not dlsym's: another entry point of the same object, for the same
-     * function and ABI, runs the same code, and calls through it must be
-     * recorded too, so it gets the wrapper (which forwards to the first).
-     * A definition in another object (a stub library, a program's own
-     * cuMemAlloc) is left as it is: the program's calls go where it chose. */
-    if (wrappers[fn] && same_object(expected, real))
-        return wrappers[fn];
-    return real;
+                                    __ATOMIC_ACQUIRE))
+        return real;
+    return expected;
+}
+
+void *gs_real_next(void **cache, const char *name)
+{
+    void *p = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+    if (!p) {
+        int saved = errno;
+        p = gs_real_dlsym(RTLD_NEXT, name);
+        errno = saved;
+        __atomic_store_n(cache, p, __ATOMIC_RELEASE);
+    }
+    return p;
 }

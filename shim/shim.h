@@ -83,13 +83,14 @@ enum gs_fn {
  * driver already loaded in the process. NULL when there is none. */
 void *gs_real(enum gs_fn fn);
 const char *gs_fn_name(enum gs_fn fn);
-/* Index of the exported function called name, or -1. */
+/* Offers real as fn's real function: the slot keeps it if it was empty.
+ * Returns what the slot holds now (real, or the one found before). */
+void *gs_real_offer(enum gs_fn fn, void *real);
+/* Index of the exported function called name that the shim wraps, or -1. */
 int gs_fn_by_name(const char *name);
-/* Called with what a lookup of the program returned for fn. Returns what the
- * program should get: our wrapper if real is (or now becomes) the function
- * the wrapper forwards to, or another entry point of the same object (the
- * driver's internal ones), else real itself, untouched. */
-void *gs_substitute(enum gs_fn fn, void *real);
+/* The next definition of name after the shim (glibc's), looked up once into
+ * *cache; errno as it was. */
+void *gs_real_next(void **cache, const char *name);
 /* The real dlsym, from glibc; never our own. */
 void *gs_real_dlsym(void *handle, const char *name);
 /* True when addr lies inside libgpushim.so's own image. */
@@ -149,8 +150,20 @@ int gs_graph_capturing(gs_custream stream);
 void gs_runtime_lock(void);
 void gs_runtime_unlock(void);
 void gs_runtime_reset_after_fork(void);
+/* The runtime function fn as the program's call from caller reaches it: in
+ * the scope of the caller's object, else the next after the shim (cached by
+ * call site). NULL when there is none; then gs_runtime_missing says so once
+ * and returns the runtime's "initialization error". */
+void *gs_runtime_real(enum gs_fn fn, const void *caller);
+gs_cudaerror gs_runtime_missing(enum gs_fn fn);
 
-/* ---- getproc_hook.c ---- */
+/* ---- getproc_hook.c: the table of our wrappers, and the getters ---- */
+/* Called with what a lookup of the program returned for fn. Returns what the
+ * program should get: our wrapper if real is (or now becomes) the function
+ * the wrapper forwards to, or another entry point of the same object (the
+ * driver's internal ones), else real itself, untouched. */
+void *gs_substitute(enum gs_fn fn, void *real);
+
 /* What a program gets for a driver entry point it looked up by base name
  * (also through cudaGetDriverEntryPoint): our wrapper, or real untouched. */
 void *gs_getproc_substitute(const char *symbol, void *real, int version, gs_cuuint64 flags);
@@ -211,7 +224,7 @@ void gs_thread_renamed(void);
  * definition can stand in for. */
 __attribute__((visibility("hidden"))) int gs_setname_wrapper(pthread_t thread, const char *name);
 __attribute__((visibility("hidden"))) int gs_prctl_wrapper(int option, ...);
-/* Around fork (writer.c): the stack table's lock, and the child's reset. */
+/* Around fork (fork.c): the stack table's lock, and the child's reset. */
 void gs_record_lock(void);
 void gs_record_unlock(void);
 void gs_record_reset_after_fork(void);
@@ -298,6 +311,11 @@ void gs_count_lost(void);
 /* Before exec: drains the ring and writes the END record, if this process
  * has a trace. Returns whether it did. */
 int gs_writer_finish_for_exec(void);
+/* Around fork (fork.c): the writer's locks, and the child's reset (it lets
+ * go of the parent's trace and ring; its own starts at its first event). */
+void gs_writer_lock(void);
+void gs_writer_unlock(void);
+void gs_writer_reset_after_fork(void);
 /* After an exec that failed (it returned): the trace goes on. */
 void gs_writer_exec_failed(int finished);
 /* gpushim_flush(): the ring drained into the trace file now, on the calling

@@ -10,7 +10,7 @@
  *
  * libunwind has locks of its own that a fork would leave held in the child
  * if another thread were unwinding at that moment. So every capture holds a
- * read lock of a gate that fork takes for writing (writer.c's handlers):
+ * read lock of a gate that fork takes for writing (fork.c's handlers):
  * nobody is inside libunwind when the process forks.
  */
 #define _GNU_SOURCE

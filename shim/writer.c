@@ -1,7 +1,7 @@
 /*
  * writer.c - the trace's life: created on the first event, drained from the
  * ring into blocks by a thread every GPUSHIM_FLUSH_MS (100 ms) and at exit,
- * reset in a forked child.
+ * let go of in a forked child.
  *
  * gs_emit is the one door into the ring. The first call creates the trace
  * and its ring file "<trace>.ring" (so a process that never touches CUDA
@@ -24,8 +24,9 @@
  *
  * A forked child inherits the parent's ring mapping and file descriptor;
  * both are the parent's, so the child lets go of them and starts its own
- * trace on its own first event (pthread_atfork handlers below, which also
- * take every shim lock across the fork so none is left held in the child).
+ * trace on its own first event (gs_writer_reset_after_fork, called by the
+ * pthread_atfork handlers of fork.c, which take every shim lock across the
+ * fork so none is left held in the child).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -219,7 +220,12 @@ static void start_thread(void)
     pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
     w.stop = 0;
     if (pthread_create(&t, &ta, writer_main, NULL) == 0) {
-        pthread_setname_np(t, "gpushim-writer");
+        /* glibc's own, not our hook (hooks_threads.c): the writer records nothing */
+        static void *setname;
+        int (*real_setname)(pthread_t, const char *) =
+            (int (*)(pthread_t, const char *))gs_real_next(&setname, "pthread_setname_np");
+        if (real_setname)
+            real_setname(t, "gpushim-writer");
         w.thread_running = 1;
     } else {
         static int once;
@@ -535,31 +541,19 @@ void gs_writer_flush(void)
     errno = saved;
 }
 
-static void before_fork(void)
+void gs_writer_lock(void)
 {
-    gs_unwind_lock();
-    gs_runtime_lock();
-    gs_pools_lock();
-    gs_record_lock();
-    gs_python_lock();
-    gs_modules_lock();
     pthread_mutex_lock(&w.lock);
     pthread_mutex_lock(&w.ring_lock);
 }
 
-static void after_fork_parent(void)
+void gs_writer_unlock(void)
 {
     pthread_mutex_unlock(&w.ring_lock);
     pthread_mutex_unlock(&w.lock);
-    gs_modules_unlock();
-    gs_python_unlock();
-    gs_record_unlock();
-    gs_pools_unlock();
-    gs_runtime_unlock();
-    gs_unwind_unlock();
 }
 
-static void after_fork_child(void)
+void gs_writer_reset_after_fork(void)
 {
     pthread_mutex_init(&w.lock, NULL);
     pthread_mutex_init(&w.ring_lock, NULL);
@@ -573,16 +567,4 @@ static void after_fork_child(void)
     w.raw_len = 0;
     w.thread_running = 0;
     gs_encoder_reset(&w.enc);
-    gs_bound_reset_after_fork();
-    gs_record_reset_after_fork();
-    gs_python_reset_after_fork();
-    gs_modules_reset();
-    gs_pools_reset();
-    gs_runtime_reset_after_fork();
-    gs_unwind_reset_after_fork();
-}
-
-__attribute__((constructor)) static void writer_init(void)
-{
-    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 }

@@ -32,27 +32,8 @@ analyzer/symbolize.h: its first comment does not say "Included by:"
 analyzer/marks.c calls analyzer/growth.c
 analyzer/replay.c calls analyzer/growth.c
 analyzer/replay.c calls analyzer/oom.c
-shim/hooks_runtime.c calls shim/getproc_hook.c
-shim/real.c calls shim/getproc_hook.c
-shim/real.c calls shim/hooks_arrays.c
-shim/real.c calls shim/hooks_driver.c
-shim/real.c calls shim/hooks_graphs.c
-shim/real.c calls shim/hooks_host.c
-shim/real.c calls shim/hooks_pools.c
-shim/real.c calls shim/hooks_runtime.c
-shim/real.c calls shim/hooks_vmm.c
-shim/writer.c calls shim/hooks_pools.c
-shim/writer.c calls shim/hooks_runtime.c
-shim/writer.c calls shim/hooks_threads.c
-shim/writer.c calls shim/modules.c
-shim/writer.c calls shim/python.c
-shim/writer.c calls shim/record.c
-shim/writer.c calls shim/unwind.c
 libgpushim.so: a cycle of 8 files: analyzer/blocks.c analyzer/checkpoint.c analyzer/graphs.c \
 analyzer/growth.c analyzer/marks.c analyzer/oom.c analyzer/outcome.c analyzer/replay.c
-libgpushim.so: a cycle of 15 files: shim/getproc_hook.c shim/hooks_arrays.c shim/hooks_driver.c \
-shim/hooks_graphs.c shim/hooks_host.c shim/hooks_pools.c shim/hooks_runtime.c shim/hooks_threads.c \
-shim/hooks_vmm.c shim/modules.c shim/python.c shim/real.c shim/record.c shim/unwind.c shim/writer.c
 libgpushim.so holds gs_checkpoint_load
 libgpushim.so holds gs_failure_postmortem
 libgpushim.so holds gs_growth_after_event

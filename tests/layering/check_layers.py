@@ -57,9 +57,10 @@ LAYERS = [
     ("shim/hooks", 9, "shim", [
         "shim/hooks_driver.c", "shim/hooks_runtime.c", "shim/hooks_vmm.c",
         "shim/hooks_arrays.c", "shim/hooks_host.c", "shim/hooks_pools.c",
-        "shim/hooks_threads.c", "shim/hooks_graphs.c", "shim/torch_alloc.c", "shim/api.c"]),
+        "shim/hooks_threads.c", "shim/hooks_graphs.c", "shim/torch_alloc.c", "shim/api.c",
+        "shim/hooks_common.c"]),
     ("shim/entry", 10, "shim", ["shim/getproc_hook.c", "shim/dlsym_hook.c",
-                                "shim/hooks_process.c"]),
+                                "shim/hooks_process.c", "shim/fork.c"]),
     ("analyzer/read", 4, "analyzer", ["analyzer/reader.c", "analyzer/recover.c"]),
     ("analyzer/symbols", 5, "analyzer", [
         "analyzer/symbolize.c", "analyzer/symbolize.h", "analyzer/sites.c",
