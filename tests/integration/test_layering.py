@@ -23,7 +23,7 @@ CHECKER = os.path.join(ROOT, "tests", "layering", "check_layers.py")
 KNOWN = """
 tests/sim/driver/sim.h: longer than 300 lines
 libcuda.so.1: a cycle of 3 files: tests/sim/driver/alloc.c tests/sim/driver/graphmem.c tests/sim/driver/order.c
-shim/bound.c: includes analyzer/analyzer.h
+shim/bound/bound.c: includes analyzer/analyzer.h
 shim/shim.h: longer than 300 lines
 shim/shim.h: its first comment does not say "Included by:"
 analyzer/analyzer.h: longer than 300 lines
@@ -95,15 +95,15 @@ def test_layering_an_include_up_a_layer_or_across_sides():
     reported({
         "include/gpushim_trace.h": "",
         "analyzer/symbolize.h": header("symbolize.h"),
-        "shim/pyread.h": header("pyread.h") + '#include "gpushim_trace.h"\n',
+        "shim/record/pyread.h": header("pyread.h") + '#include "gpushim_trace.h"\n',
         "analyzer/sites.c": '#include "symbolize.h"\n',             # beside: its own layer
         "analyzer/decode.c": '#include "gpushim_trace.h"\n#include "symbolize.h"\n',
-        "analyzer/pyframes.c": '#include "../shim/pyread.h"\n',
-        "shim/python.c": '#include "pyread.h"\n#include "nowhere.h"\n',
+        "analyzer/pyframes.c": '#include "../shim/record/pyread.h"\n',
+        "shim/record/python.c": '#include "pyread.h"\n#include "nowhere.h"\n',
         "analyzer/new.c": "",
     }, ["analyzer/decode.c: includes analyzer/symbolize.h",
-        "analyzer/pyframes.c: includes shim/pyread.h",
-        "shim/python.c: includes \"nowhere.h\"",
+        "analyzer/pyframes.c: includes shim/record/pyread.h",
+        "shim/record/python.c: includes \"nowhere.h\"",
         "analyzer/new.c: in no layer"], "--no-objects")
 
 
@@ -113,10 +113,10 @@ def test_layering_umbrella_headers_headers_that_include_each_other_and_long_ones
         "analyzer/symbolize.h": header("symbolize.h") + '#include "analyzer.h"\n',
         "shim/shim.h": "/* shim.h - no line saying who includes it */\n" + "\n" * 300,
         "analyzer/idmap.c": '#include "analyzer.h"\n',
-        "shim/bound.c": '#include "shim.h"\n#include "../analyzer/analyzer.h"\n',
+        "shim/bound/bound.c": '#include "shim/shim.h"\n#include "analyzer/analyzer.h"\n',
         "tests/unit/test_idmap.c": '#include "../../analyzer/analyzer.h"\n'
                                    '#include "../../shim/shim.h"\n',
-    }, ["shim/bound.c: includes analyzer/analyzer.h",
+    }, ["shim/bound/bound.c: includes analyzer/analyzer.h",
         "shim/shim.h: longer than 300 lines",
         "shim/shim.h: its first comment does not say \"Included by:\"",
         "headers include each other: analyzer/analyzer.h analyzer/symbolize.h"], "--no-objects")
@@ -132,9 +132,9 @@ CLEAN = {
                          "int gs_replay_init(void) { return gs_decode_block(); }\n",
     "analyzer/checkpoint.c": "int gs_replay_init(void);\n"
                              "int gs_checkpoint_write(void) { return gs_replay_init(); }\n",
-    "shim/bound.c": "int gs_replay_init(void);\nint gs_checkpoint_write(void);\n"
+    "shim/bound/bound.c": "int gs_replay_init(void);\nint gs_checkpoint_write(void);\n"
                     "int gs_bound_start(void) { return gs_replay_init() + gs_checkpoint_write(); }\n",
-    "shim/writer.c": "int gs_bound_start(void);\nint gs_decode_block(void);\n"
+    "shim/writer/writer.c": "int gs_bound_start(void);\nint gs_decode_block(void);\n"
                      "int gs_emit(void) { return gs_bound_start() + gs_decode_block(); }\n",
     "analyzer/report_text.c": "int gs_replay_init(void);\n"
                               "int gs_report_text(void) { return gs_replay_init(); }\n",
@@ -185,10 +185,10 @@ def test_layering_calls_up_a_layer_or_through_a_seam():
     files["analyzer/growth.c"] = "int gs_growth_on_mark(void) { return 2; }\n"
     files["analyzer/marks.c"] = ("int gs_growth_on_mark(void);\n"
                                  "int gs_marks_on_mark(void) { return gs_growth_on_mark(); }\n")
-    files["shim/record.c"] = ("int gs_replay_init(void);\n"
+    files["shim/record/record.c"] = ("int gs_replay_init(void);\n"
                               "int gs_record_alloc(void) { return gs_replay_init(); }\n")
     reported_built(files, IN_SHIM, ["analyzer/marks.c calls analyzer/growth.c",
-                                    "shim/record.c calls analyzer/replay.c"])
+                                    "shim/record/record.c calls analyzer/replay.c"])
 
 
 def test_layering_two_files_calling_each_other():
@@ -218,7 +218,7 @@ def test_layering_analyzer_only_symbols_in_libgpushim_so():
 
 def test_layering_libgpushim_so_must_be_the_shim():
     files = dict(CLEAN)
-    files["shim/writer.c"] = "int gs_write(void) { return 0; }\n"
+    files["shim/writer/writer.c"] = "int gs_write(void) { return 0; }\n"
     reported_built(files, IN_SHIM, ["libgpushim.so lacks gs_emit"])
 
 

@@ -47,20 +47,13 @@ LAYERS = [
     ("analyzer/model", 3, "shared", [
         "analyzer/replay.c", "analyzer/marks.c", "analyzer/blocks.c", "analyzer/outcome.c",
         "analyzer/timeline.c", "analyzer/checkpoint.c", "analyzer/graphs.c"]),
-    ("shim/base", 4, "shim", ["shim/config.c", "shim/real.c"]),
-    ("shim/file", 5, "shim", ["shim/tracefile.c", "shim/ring.c"]),
-    ("shim/bound", 6, "shim", ["shim/bound.c"]),
-    ("shim/writer", 7, "shim", ["shim/writer.c"]),
-    ("shim/record", 8, "shim", [
-        "shim/record.c", "shim/stacks.c", "shim/unwind.c", "shim/modules.c", "shim/python.c",
-        "shim/pyread.c", "shim/pylines.c", "shim/pylayout.c", "shim/pyread.h"]),
-    ("shim/hooks", 9, "shim", [
-        "shim/hooks_driver.c", "shim/hooks_runtime.c", "shim/hooks_vmm.c",
-        "shim/hooks_arrays.c", "shim/hooks_host.c", "shim/hooks_pools.c",
-        "shim/hooks_threads.c", "shim/hooks_graphs.c", "shim/torch_alloc.c", "shim/api.c",
-        "shim/hooks_common.c"]),
-    ("shim/entry", 10, "shim", ["shim/getproc_hook.c", "shim/dlsym_hook.c",
-                                "shim/hooks_process.c", "shim/fork.c"]),
+    ("shim/base", 4, "shim", ["shim/base/"]),
+    ("shim/file", 5, "shim", ["shim/file/"]),
+    ("shim/bound", 6, "shim", ["shim/bound/"]),
+    ("shim/writer", 7, "shim", ["shim/writer/"]),
+    ("shim/record", 8, "shim", ["shim/record/"]),
+    ("shim/hooks", 9, "shim", ["shim/hooks/"]),
+    ("shim/entry", 10, "shim", ["shim/entry/"]),
     ("analyzer/read", 4, "analyzer", ["analyzer/reader.c", "analyzer/recover.c"]),
     ("analyzer/symbols", 5, "analyzer", [
         "analyzer/symbolize.c", "analyzer/symbolize.h", "analyzer/sites.c",

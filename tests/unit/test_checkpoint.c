@@ -34,7 +34,7 @@
 #include <unistd.h>
 
 #include "../../analyzer/analyzer.h"
-#include "../../shim/shim.h"
+#include "shim/shim.h"
 #include "ckpt_bytes.h"
 #include "gpushim_ring.h"
 

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "../../analyzer/analyzer.h"
-#include "../../shim/shim.h"
+#include "shim/shim.h"
 
 /* ---- what the callbacks saw ---- */
 

@@ -3,7 +3,7 @@
  * trace's last block position are handed on, exactly those and in order;
  * a ring file that is not the trace's, of another layout, or whose positions
  * or entries are hostile is refused or counted as damaged, never trusted.
- * Rings are made with shim/ring.c, as the shim makes them.
+ * Rings are made with shim/file/ring.c, as the shim makes them.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "../../analyzer/analyzer.h"
-#include "../../shim/shim.h"
+#include "shim/shim.h"
 
 #define ID 0x5eed
 
