@@ -15,7 +15,8 @@
 
 #include "gpushim_naming.h"
 #include "gpushim_size.h"
-#include "shim/shim.h"
+#include "gpushim_trace.h" /* GS_MAX_FRAMES */
+#include "shim/base/base.h"
 
 static struct gs_config config;
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;

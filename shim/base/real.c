@@ -23,7 +23,7 @@
 #include <link.h>
 #include <string.h>
 
-#include "shim/shim.h"
+#include "shim/base/base.h"
 
 static const char *const fn_names[GS_FN_COUNT] = {
 #define GS_FN_NAME(name, ret, params) #name,

@@ -40,7 +40,9 @@
 #include <zlib.h>
 
 #include "../analyzer/analyzer.h"
-#include "shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/file/file.h"
+#include "shim/bound/bound.h"
 
 #define RAW_CAP (1u << 20)
 

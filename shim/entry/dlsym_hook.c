@@ -24,7 +24,11 @@
 #include <link.h>
 #include <string.h>
 
-#include "shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/writer/writer.h"
+#include "shim/record/record.h"
+#include "shim/hooks/hooks.h"
+#include "shim/entry/entry.h"
 
 /* name defined by l itself (not by one of its dependencies), or NULL. */
 static void *own_definition(struct link_map *l, const char *name)

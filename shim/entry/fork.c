@@ -11,7 +11,11 @@
  */
 #include <pthread.h>
 
-#include "shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/bound/bound.h"
+#include "shim/writer/writer.h"
+#include "shim/record/record.h"
+#include "shim/hooks/hooks.h"
 
 static void before_fork(void)
 {

@@ -35,7 +35,11 @@
 #include <errno.h>
 #include <string.h>
 
-#include "shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/writer/writer.h"
+#include "shim/record/record.h"
+#include "shim/hooks/hooks.h"
+#include "shim/entry/entry.h"
 
 /* The table of our wrappers, by exported name: defined in hooks_*.c and
  * below (the getters). */

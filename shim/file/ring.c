@@ -21,7 +21,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/file/file.h"
 
 _Static_assert(sizeof(struct gs_ring_header) <= GS_RING_HEADER_SIZE, "ring header fits");
 

@@ -19,7 +19,8 @@
 #include <zlib.h>
 
 #include "gpushim_naming.h"
-#include "shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/file/file.h"
 
 #define GPUSHIM_VERSION_STRING "0.1.0"
 

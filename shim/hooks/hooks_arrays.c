@@ -4,7 +4,11 @@
  * width x height x depth (0 meaning 1) x channels x the bytes of the format,
  * summed over the levels of a mipmapped array.
  */
-#include "shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/writer/writer.h"
+#include "shim/record/record.h"
+#include "shim/hooks/hooks.h"
+#include "shim/hooks/hooks_int.h"
 
 static uint64_t format_bytes(int format)
 {

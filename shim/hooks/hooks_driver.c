@@ -18,7 +18,11 @@
  * and CUDA graphs hooks_graphs.c (a stream-ordered call on a stream that
  * captures is a graph node, not memory).
  */
-#include "shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/writer/writer.h"
+#include "shim/record/record.h"
+#include "shim/hooks/hooks.h"
+#include "shim/hooks/hooks_int.h"
 
 static void after_alloc(enum gs_api api, enum gs_kind kind, int32_t device, gs_curesult r,
                         gs_cudeviceptr *dptr, uint64_t size, gs_custream stream)

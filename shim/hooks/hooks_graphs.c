@@ -25,7 +25,11 @@
  */
 #include <errno.h>
 
-#include "shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/writer/writer.h"
+#include "shim/record/record.h"
+#include "shim/hooks/hooks.h"
+#include "shim/hooks/hooks_int.h"
 
 static int captures; /* begun through our hooks and not yet ended; atomic */
 

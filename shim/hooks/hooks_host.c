@@ -6,7 +6,11 @@
  * opened from another process's IPC handle is seen, not owned: its own
  * category, with the size the driver gives for the range.
  */
-#include "shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/writer/writer.h"
+#include "shim/record/record.h"
+#include "shim/hooks/hooks.h"
+#include "shim/hooks/hooks_int.h"
 
 GS_EXPORT gs_curesult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
 {

@@ -19,7 +19,11 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/writer/writer.h"
+#include "shim/record/record.h"
+#include "shim/hooks/hooks.h"
+#include "shim/hooks/hooks_int.h"
 
 #define POOLS 64
 

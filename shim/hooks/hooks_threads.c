@@ -25,7 +25,11 @@
 #include <stdarg.h>
 #include <sys/prctl.h>
 
-#include "shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/writer/writer.h"
+#include "shim/record/record.h"
+#include "shim/hooks/hooks.h"
+#include "shim/hooks/hooks_int.h"
 
 typedef int (*setname_fn)(pthread_t, const char *);
 typedef int (*prctl_fn)(int, unsigned long, unsigned long, unsigned long, unsigned long);

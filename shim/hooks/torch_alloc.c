@@ -57,7 +57,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/writer/writer.h"
+#include "shim/record/record.h"
+#include "shim/hooks/hooks.h"
+#include "shim/hooks/hooks_int.h"
 
 #define MAX_DEVICES 1024
 #define CU_STREAM_NON_BLOCKING 1

@@ -19,7 +19,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/writer/writer.h"
+#include "shim/record/record.h"
+#include "shim/record/record_int.h"
 
 struct module {
     uint64_t lo, hi, bias;

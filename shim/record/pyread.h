@@ -3,8 +3,9 @@
  * GIL and without the Python API: the interpreter's layouts (pylayout.c),
  * the walk (pyread.c) and the line tables (pylines.c).
  *
- * Included by python.c, which decides when to read this way, and by the
- * unit tests. Nothing here takes a lock, allocates, or calls into Python.
+ * Included by: shim/record (python.c, which decides when to read this way,
+ * and the three files above), and the unit tests. Nothing here takes a
+ * lock, allocates, or calls into Python.
  */
 #ifndef GPUSHIM_PYREAD_H
 #define GPUSHIM_PYREAD_H

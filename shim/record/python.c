@@ -72,7 +72,10 @@
 #include <sys/types.h>
 
 #include "shim/record/pyread.h"
-#include "shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/writer/writer.h"
+#include "shim/record/record.h"
+#include "shim/record/record_int.h"
 
 typedef void pyobj; /* PyObject, PyFrameObject, PyCodeObject: never looked into */
 

@@ -37,7 +37,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/writer/writer.h"
+#include "shim/record/record.h"
+#include "shim/record/record_int.h"
 
 static __thread struct {
     uint8_t label; /* GS_API_* set by a runtime hook, 0 for none */

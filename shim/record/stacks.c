@@ -11,7 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/writer/writer.h"
+#include "shim/record/record.h"
+#include "shim/record/record_int.h"
 
 struct gs_stack_slot {
     uint64_t hash;

@@ -18,7 +18,10 @@
 #include <execinfo.h>
 #include <pthread.h>
 
-#include "shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/writer/writer.h"
+#include "shim/record/record.h"
+#include "shim/record/record_int.h"
 
 typedef int (*unw_backtrace_fn)(void **, int);
 typedef int (*unw_caching_fn)(void *, int);

@@ -40,7 +40,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/file/file.h"
+#include "shim/bound/bound.h"
+#include "shim/writer/writer.h"
 
 #define BLOCK_RAW (1u << 20) /* raw bytes of records per block, at most */
 

@@ -25,7 +25,8 @@
 #include <unistd.h>
 
 #include "../../analyzer/analyzer.h"
-#include "shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/file/file.h"
 
 /* ---- a temp dir per test ---- */
 

@@ -34,7 +34,8 @@
 #include <unistd.h>
 
 #include "../../analyzer/analyzer.h"
-#include "shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/file/file.h"
 #include "ckpt_bytes.h"
 #include "gpushim_ring.h"
 

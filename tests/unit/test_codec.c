@@ -15,7 +15,8 @@
 #include <string.h>
 
 #include "../../analyzer/analyzer.h"
-#include "shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/file/file.h"
 
 /* ---- what the callbacks saw ---- */
 

@@ -14,7 +14,8 @@
 #include <unistd.h>
 
 #include "../../analyzer/analyzer.h"
-#include "shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/file/file.h"
 
 #define ID 0x5eed
 

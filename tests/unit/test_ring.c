@@ -16,7 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/file/file.h"
 
 static void fill(uint8_t *b, uint32_t len, unsigned seed)
 {

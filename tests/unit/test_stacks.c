@@ -12,7 +12,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "shim/shim.h"
+#include "gpushim_trace.h"
+#include "shim/record/record_int.h"
 
 static uint32_t intern(struct gs_stack_table *t, const uint64_t *pcs, unsigned n, int *is_new)
 {
