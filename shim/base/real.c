@@ -14,8 +14,9 @@
  * One slot per exported function name, filled by the first lookup
  * (gs_real_offer). Which of our wrappers the shim hands out for a lookup,
  * and what it does when a lookup's result differs from the slot's (a second
- * driver in the process), is the top layer's: entry/substitute.c. This file
- * takes no address of a wrapper, so nothing here calls up into the hooks.
+ * driver in the process), is the top layer's: shim/entry/getproc_hook.c,
+ * with the table of our wrappers. This file takes no address of a wrapper,
+ * so nothing here calls up into the hooks.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
