@@ -36,8 +36,6 @@
 #include <string.h>
 
 #include "shim/base/base.h"
-#include "shim/writer/writer.h"
-#include "shim/record/record.h"
 #include "shim/hooks/hooks.h"
 #include "shim/entry/entry.h"
 

@@ -18,8 +18,6 @@
 
 #include "shim/base/base.h"
 #include "shim/writer/writer.h"
-#include "shim/record/record.h"
-#include "shim/hooks/hooks.h"
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execv_fn)(const char *, char *const[]);

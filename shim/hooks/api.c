@@ -24,8 +24,6 @@
 #include "shim/base/base.h"
 #include "shim/writer/writer.h"
 #include "shim/record/record.h"
-#include "shim/hooks/hooks.h"
-#include "shim/hooks/hooks_int.h"
 
 /* Copies at most max bytes of the string at label into out, stopping at its
  * NUL or at the first byte that cannot be read. Returns the length. */

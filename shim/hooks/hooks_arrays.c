@@ -5,9 +5,7 @@
  * summed over the levels of a mipmapped array.
  */
 #include "shim/base/base.h"
-#include "shim/writer/writer.h"
 #include "shim/record/record.h"
-#include "shim/hooks/hooks.h"
 #include "shim/hooks/hooks_int.h"
 
 static uint64_t format_bytes(int format)

@@ -7,9 +7,7 @@
 #include <string.h>
 
 #include "shim/base/base.h"
-#include "shim/writer/writer.h"
 #include "shim/record/record.h"
-#include "shim/hooks/hooks.h"
 #include "shim/hooks/hooks_int.h"
 
 gs_curesult gs_missing(enum gs_fn fn)

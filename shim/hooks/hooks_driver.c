@@ -19,9 +19,7 @@
  * captures is a graph node, not memory).
  */
 #include "shim/base/base.h"
-#include "shim/writer/writer.h"
 #include "shim/record/record.h"
-#include "shim/hooks/hooks.h"
 #include "shim/hooks/hooks_int.h"
 
 static void after_alloc(enum gs_api api, enum gs_kind kind, int32_t device, gs_curesult r,

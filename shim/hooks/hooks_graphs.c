@@ -28,7 +28,6 @@
 #include "shim/base/base.h"
 #include "shim/writer/writer.h"
 #include "shim/record/record.h"
-#include "shim/hooks/hooks.h"
 #include "shim/hooks/hooks_int.h"
 
 static int captures; /* begun through our hooks and not yet ended; atomic */

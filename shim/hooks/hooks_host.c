@@ -7,9 +7,7 @@
  * category, with the size the driver gives for the range.
  */
 #include "shim/base/base.h"
-#include "shim/writer/writer.h"
 #include "shim/record/record.h"
-#include "shim/hooks/hooks.h"
 #include "shim/hooks/hooks_int.h"
 
 GS_EXPORT gs_curesult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)

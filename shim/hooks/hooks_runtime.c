@@ -22,10 +22,8 @@
 #include <pthread.h>
 
 #include "shim/base/base.h"
-#include "shim/writer/writer.h"
 #include "shim/record/record.h"
 #include "shim/hooks/hooks.h"
-#include "shim/hooks/hooks_int.h"
 
 #define SITES 256
 

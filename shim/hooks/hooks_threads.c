@@ -26,10 +26,8 @@
 #include <sys/prctl.h>
 
 #include "shim/base/base.h"
-#include "shim/writer/writer.h"
 #include "shim/record/record.h"
 #include "shim/hooks/hooks.h"
-#include "shim/hooks/hooks_int.h"
 
 typedef int (*setname_fn)(pthread_t, const char *);
 typedef int (*prctl_fn)(int, unsigned long, unsigned long, unsigned long, unsigned long);

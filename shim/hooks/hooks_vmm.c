@@ -24,9 +24,7 @@
  * reference count per handle, and the memory is gone when it reaches zero.
  */
 #include "shim/base/base.h"
-#include "shim/writer/writer.h"
 #include "shim/record/record.h"
-#include "shim/hooks/hooks.h"
 #include "shim/hooks/hooks_int.h"
 
 static enum gs_kind kind_of(const gs_cumemallocationprop *prop, int32_t *device)

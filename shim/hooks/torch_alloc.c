@@ -58,9 +58,7 @@
 #include <string.h>
 
 #include "shim/base/base.h"
-#include "shim/writer/writer.h"
 #include "shim/record/record.h"
-#include "shim/hooks/hooks.h"
 #include "shim/hooks/hooks_int.h"
 
 #define MAX_DEVICES 1024

@@ -12,8 +12,6 @@
 #include <string.h>
 
 #include "shim/base/base.h"
-#include "shim/writer/writer.h"
-#include "shim/record/record.h"
 #include "shim/record/record_int.h"
 
 struct gs_stack_slot {

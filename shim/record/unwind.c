@@ -19,7 +19,6 @@
 #include <pthread.h>
 
 #include "shim/base/base.h"
-#include "shim/writer/writer.h"
 #include "shim/record/record.h"
 #include "shim/record/record_int.h"
 
