@@ -55,8 +55,8 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 # Pure parts of the shim and the analyzer that unit tests link directly
 # (suspects.c needs sites.c, and it symbolize.c, hence libdw: the tests pass
 # no symbolizer).
-UNIT_DEPS := analyzer/trace/encode.c shim/ring.c shim/stacks.c shim/tracefile.c shim/config.c \
-             shim/pylines.c shim/pyread.c shim/pylayout.c \
+UNIT_DEPS := analyzer/trace/encode.c shim/file/ring.c shim/record/stacks.c shim/file/tracefile.c \
+             shim/base/config.c shim/record/pylines.c shim/record/pyread.c shim/record/pylayout.c \
              analyzer/trace/decode.c analyzer/read/reader.c analyzer/read/recover.c analyzer/replay.c \
              analyzer/util/idmap.c \
              analyzer/util/json.c analyzer/checkpoint.c analyzer/symbols/pyframes.c analyzer/marks.c \
@@ -90,12 +90,12 @@ $(BUILD)/obj/pic/%.o: %.c
 	$(CC) $(ALL_CFLAGS) $(NOASAN) -fPIC -ftls-model=initial-exec -fvisibility=hidden -c $< -o $@
 
 # The dlsym path runs inside a sanitizer's own start-up, before its shadow
-# memory exists (see shim/dlsym_hook.c): never built with AddressSanitizer.
+# memory exists (see shim/entry/dlsym_hook.c): never built with AddressSanitizer.
 ifeq ($(SAN),1)
-$(BUILD)/obj/pic/shim/dlsym_hook.o $(BUILD)/obj/pic/shim/real.o: NOASAN := -fno-sanitize=address
+$(BUILD)/obj/pic/shim/entry/dlsym_hook.o $(BUILD)/obj/pic/shim/base/real.o: NOASAN := -fno-sanitize=address
 endif
 ifeq ($(TSAN),1)
-$(BUILD)/obj/pic/shim/dlsym_hook.o $(BUILD)/obj/pic/shim/real.o: NOASAN := -fno-sanitize=thread
+$(BUILD)/obj/pic/shim/entry/dlsym_hook.o $(BUILD)/obj/pic/shim/base/real.o: NOASAN := -fno-sanitize=thread
 endif
 
 $(BUILD)/obj/%.o: %.c

@@ -312,7 +312,7 @@ typedef struct {
 
 /* Driver functions gpushim intercepts (cuMemGetInfo_v2: what it answered a
  * thread tells whether the thread's next allocation asks for all free
- * memory, as a probe does; shim/record.c). */
+ * memory, as a probe does; shim/record/record.c). */
 #define GS_DRIVER_HOOKED(X)                                                        \
     X(cuMemAlloc_v2, gs_curesult, (gs_cudeviceptr * dptr, size_t bytesize))         \
     X(cuMemFree_v2, gs_curesult, (gs_cudeviceptr dptr))                             \
@@ -371,7 +371,7 @@ typedef struct {
     X(cuMemGetInfo_v2, gs_curesult, (size_t * free, size_t *total))                 \
     GS_DRIVER_GRAPHS(X)
 
-/* CUDA graphs (shim/hooks_graphs.c): capture, memory nodes, their executables. */
+/* CUDA graphs (shim/hooks/hooks_graphs.c): capture, memory nodes, their executables. */
 #define GS_DRIVER_GRAPHS(X)                                                        \
     X(cuStreamBeginCapture_v2, gs_curesult,                                         \
       (gs_custream hStream, gs_custreamcapturemode mode))                           \
@@ -423,7 +423,7 @@ typedef struct {
       (gs_cudevice device, gs_cugraphmemattr attr, void *value))                    \
     GS_DRIVER_USED_STREAMS(X)
 
-/* What the pluggable allocator (shim/torch_alloc.c) uses to free in stream
+/* What the pluggable allocator (shim/hooks/torch_alloc.c) uses to free in stream
  * order and to set and trim the pool as PyTorch's cudaMallocAsync backend. */
 #define GS_DRIVER_USED_STREAMS(X)                                                  \
     X(cuStreamCreate, gs_curesult, (gs_custream * phStream, unsigned int Flags))    \

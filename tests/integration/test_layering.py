@@ -21,34 +21,13 @@ CHECKER = os.path.join(ROOT, "tests", "layering", "check_layers.py")
 # line numbers, no symbol lists). Issue 16's steps remove them: take a line
 # out here when its violation is gone; never add one.
 KNOWN = """
-shim/bound.c: includes analyzer/analyzer.h
-shim/shim.h: longer than 300 lines
-shim/shim.h: its first comment does not say "Included by:"
+shim/bound/bound.c: includes analyzer/analyzer.h
 analyzer/analyzer.h: longer than 300 lines
 analyzer/marks.c calls analyzer/growth.c
 analyzer/replay.c calls analyzer/growth.c
 analyzer/replay.c calls analyzer/oom.c
-shim/hooks_runtime.c calls shim/getproc_hook.c
-shim/real.c calls shim/getproc_hook.c
-shim/real.c calls shim/hooks_arrays.c
-shim/real.c calls shim/hooks_driver.c
-shim/real.c calls shim/hooks_graphs.c
-shim/real.c calls shim/hooks_host.c
-shim/real.c calls shim/hooks_pools.c
-shim/real.c calls shim/hooks_runtime.c
-shim/real.c calls shim/hooks_vmm.c
-shim/writer.c calls shim/hooks_pools.c
-shim/writer.c calls shim/hooks_runtime.c
-shim/writer.c calls shim/hooks_threads.c
-shim/writer.c calls shim/modules.c
-shim/writer.c calls shim/python.c
-shim/writer.c calls shim/record.c
-shim/writer.c calls shim/unwind.c
 libgpushim.so: a cycle of 8 files: analyzer/blocks.c analyzer/checkpoint.c analyzer/graphs.c \
 analyzer/growth.c analyzer/marks.c analyzer/oom.c analyzer/outcome.c analyzer/replay.c
-libgpushim.so: a cycle of 15 files: shim/getproc_hook.c shim/hooks_arrays.c shim/hooks_driver.c \
-shim/hooks_graphs.c shim/hooks_host.c shim/hooks_pools.c shim/hooks_runtime.c shim/hooks_threads.c \
-shim/hooks_vmm.c shim/modules.c shim/python.c shim/real.c shim/record.c shim/unwind.c shim/writer.c
 libgpushim.so holds gs_checkpoint_load
 libgpushim.so holds gs_failure_postmortem
 libgpushim.so holds gs_growth_after_event
@@ -110,16 +89,16 @@ def test_layering_an_include_up_a_layer_or_across_sides():
     reported({
         "include/gpushim_trace.h": "",
         "analyzer/symbols/symbolize.h": header("symbolize.h"),
-        "shim/pyread.h": header("pyread.h") + '#include "gpushim_trace.h"\n',
+        "shim/record/pyread.h": header("pyread.h") + '#include "gpushim_trace.h"\n',
         "analyzer/symbols/sites.c": '#include "symbolize.h"\n',     # beside: its own layer
         "analyzer/trace/decode.c": '#include "gpushim_trace.h"\n'
                                    '#include "analyzer/symbols/symbolize.h"\n',
-        "analyzer/symbols/pyframes.c": '#include "../../shim/pyread.h"\n',
-        "shim/python.c": '#include "pyread.h"\n#include "nowhere.h"\n',
+        "analyzer/symbols/pyframes.c": '#include "../../shim/record/pyread.h"\n',
+        "shim/record/python.c": '#include "pyread.h"\n#include "nowhere.h"\n',
         "analyzer/new.c": "",
     }, ["analyzer/trace/decode.c: includes analyzer/symbols/symbolize.h",
-        "analyzer/symbols/pyframes.c: includes shim/pyread.h",
-        "shim/python.c: includes \"nowhere.h\"",
+        "analyzer/symbols/pyframes.c: includes shim/record/pyread.h",
+        "shim/record/python.c: includes \"nowhere.h\"",
         "analyzer/new.c: in no layer"], "--no-objects")
 
 
@@ -129,10 +108,10 @@ def test_layering_umbrella_headers_headers_that_include_each_other_and_long_ones
         "analyzer/symbols/symbolize.h": header("symbolize.h") + '#include "analyzer/analyzer.h"\n',
         "shim/shim.h": "/* shim.h - no line saying who includes it */\n" + "\n" * 300,
         "analyzer/util/idmap.c": '#include "analyzer/analyzer.h"\n',
-        "shim/bound.c": '#include "shim.h"\n#include "../analyzer/analyzer.h"\n',
+        "shim/bound/bound.c": '#include "shim/shim.h"\n#include "analyzer/analyzer.h"\n',
         "tests/unit/test_idmap.c": '#include "../../analyzer/analyzer.h"\n'
                                    '#include "../../shim/shim.h"\n',
-    }, ["shim/bound.c: includes analyzer/analyzer.h",
+    }, ["shim/bound/bound.c: includes analyzer/analyzer.h",
         "shim/shim.h: longer than 300 lines",
         "shim/shim.h: its first comment does not say \"Included by:\"",
         "headers include each other: analyzer/analyzer.h analyzer/symbols/symbolize.h"],
@@ -149,9 +128,9 @@ CLEAN = {
                          "int gs_replay_init(void) { return gs_decode_block(); }\n",
     "analyzer/checkpoint.c": "int gs_replay_init(void);\n"
                              "int gs_checkpoint_write(void) { return gs_replay_init(); }\n",
-    "shim/bound.c": "int gs_replay_init(void);\nint gs_checkpoint_write(void);\n"
+    "shim/bound/bound.c": "int gs_replay_init(void);\nint gs_checkpoint_write(void);\n"
                     "int gs_bound_start(void) { return gs_replay_init() + gs_checkpoint_write(); }\n",
-    "shim/writer.c": "int gs_bound_start(void);\nint gs_decode_block(void);\n"
+    "shim/writer/writer.c": "int gs_bound_start(void);\nint gs_decode_block(void);\n"
                      "int gs_emit(void) { return gs_bound_start() + gs_decode_block(); }\n",
     "analyzer/report/report_text.c": "int gs_replay_init(void);\n"
                                      "int gs_report_text(void) { return gs_replay_init(); }\n",
@@ -203,10 +182,10 @@ def test_layering_calls_up_a_layer_or_through_a_seam():
     files["analyzer/growth.c"] = "int gs_growth_on_mark(void) { return 2; }\n"
     files["analyzer/marks.c"] = ("int gs_growth_on_mark(void);\n"
                                  "int gs_marks_on_mark(void) { return gs_growth_on_mark(); }\n")
-    files["shim/record.c"] = ("int gs_replay_init(void);\n"
+    files["shim/record/record.c"] = ("int gs_replay_init(void);\n"
                               "int gs_record_alloc(void) { return gs_replay_init(); }\n")
     reported_built(files, IN_SHIM, ["analyzer/marks.c calls analyzer/growth.c",
-                                    "shim/record.c calls analyzer/replay.c"])
+                                    "shim/record/record.c calls analyzer/replay.c"])
 
 
 def test_layering_two_files_calling_each_other():
@@ -237,7 +216,7 @@ def test_layering_analyzer_only_symbols_in_libgpushim_so():
 
 def test_layering_libgpushim_so_must_be_the_shim():
     files = dict(CLEAN)
-    files["shim/writer.c"] = "int gs_write(void) { return 0; }\n"
+    files["shim/writer/writer.c"] = "int gs_write(void) { return 0; }\n"
     reported_built(files, IN_SHIM, ["libgpushim.so lacks gs_emit"])
 
 

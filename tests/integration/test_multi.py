@@ -422,7 +422,7 @@ def test_report_ranks_bad_input():
 
 def test_job_record_survives_rotation():
     # drv_api_longrun 400000: about 5 MB of trace, rotated by a 4 MiB bound
-    # (shim/bound.c writes the header again into TRACE.next).
+    # (shim/bound/bound.c writes the header again into TRACE.next).
     tmp = tempfile.mkdtemp(prefix="gpushim-ranks-bound-")
     r = run([E.prog("drv_api_longrun"), "400000"], cwd=tmp, output="long.trace",
             env={"GPUSHIM_MAX_BYTES": "4M", "RANK": "5", "LOCAL_RANK": "1", "WORLD_SIZE": "8"},

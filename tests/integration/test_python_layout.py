@@ -1,4 +1,4 @@
-"""test_python_layout.py - the layouts shim/pylayout.c reads frames with,
+"""test_python_layout.py - the layouts shim/record/pylayout.c reads frames with,
 against each interpreter's own headers: tests/unit/test_pylayout.c built
 and run once per CPython on the machine (3.9 to 3.12: the written-in
 tables; 3.13 and later: what the shim makes of the debug offsets in the
@@ -31,9 +31,9 @@ def test_each_interpreters_layout_is_what_its_headers_say():
             # linked though nothing names it: the test finds _PyRuntime with dlsym
             link = ["-L" + libdir, "-Wl,-rpath," + libdir, "-Wl,--no-as-needed",
                     f"-lpython{major}.{minor}", "-ldl"]
-        p = subprocess.run(["cc", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-Iinclude",
+        p = subprocess.run(["cc", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-Iinclude", "-I.",
                             "-isystem", include, "-DGS_PYTHON_HEADERS",
-                            "tests/unit/test_pylayout.c", "shim/pylayout.c", "-o", exe,
+                            "tests/unit/test_pylayout.c", "shim/record/pylayout.c", "-o", exe,
                             "-lcriterion"] + link, cwd=ROOT, capture_output=True, text=True)
         eq(p.returncode, 0, f"{py}: building test_pylayout.c: {p.stderr}")
         r = subprocess.run([exe, "--verbose"], capture_output=True, text=True)

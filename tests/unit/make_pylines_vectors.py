@@ -2,7 +2,7 @@
 """make_pylines_vectors.py - writes tests/unit/pylines_vectors.h: line tables
 of real code objects compiled by this python3 (3.11 or later: the location
 table), each with the line CPython itself gives for every instruction
-(co_lines()), for test_pyread.c to check shim/pylines.c against.
+(co_lines()), for test_pyread.c to check shim/record/pylines.c against.
 
 Usage: python3 tests/unit/make_pylines_vectors.py > tests/unit/pylines_vectors.h
 """

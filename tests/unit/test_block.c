@@ -1,6 +1,6 @@
 /*
  * test_block.c - the trace file end to end through files in a temp dir:
- * shim/tracefile.c writes it (gs_create_trace, gs_write_header,
+ * shim/file/tracefile.c writes it (gs_create_trace, gs_write_header,
  * gs_write_block), analyzer/read/reader.c reads it back (gs_read_trace). Covers
  * block framing and checksums: every record arrives in order with the
  * header's fields; a flipped byte in one block's payload loses only that
@@ -28,7 +28,8 @@
 #include "gpushim_ring.h"
 #include "analyzer/trace/trace.h"
 #include "analyzer/read/read.h"
-#include "../../shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/file/file.h"
 
 /* ---- a temp dir per test ---- */
 

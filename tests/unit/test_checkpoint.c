@@ -37,7 +37,8 @@
 #include "analyzer/trace/trace.h"
 #include "analyzer/read/read.h"
 #include "analyzer/analyzer.h"
-#include "../../shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/file/file.h"
 #include "ckpt_bytes.h"
 #include "gpushim_ring.h"
 

@@ -17,7 +17,8 @@
 #include "gpushim_trace.h"
 #include "gpushim_ring.h"
 #include "analyzer/trace/trace.h"
-#include "../../shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/file/file.h"
 
 /* ---- what the callbacks saw ---- */
 

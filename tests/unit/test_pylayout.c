@@ -1,5 +1,5 @@
 /*
- * test_pylayout.c - the layouts written in shim/pylayout.c against the
+ * test_pylayout.c - the layouts written in shim/record/pylayout.c against the
  * interpreter's own headers, where the python3 of the machine has them
  * installed with their internal part (python3-dev): each offset the shim
  * reads, compared with offsetof() on the real structures. The Makefile
@@ -20,7 +20,7 @@
 #endif
 #endif
 
-#include "../../shim/pyread.h"
+#include "shim/record/pyread.h"
 
 #if defined GS_PYTHON_HEADERS && PY_MINOR_VERSION >= 13
 #include <dlfcn.h>

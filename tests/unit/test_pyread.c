@@ -1,6 +1,6 @@
 /*
- * test_pyread.c - reading Python frames from memory (shim/pyread.c,
- * shim/pylines.c, shim/pylayout.c): lines from each coding of the line
+ * test_pyread.c - reading Python frames from memory (shim/record/pyread.c,
+ * shim/record/pylines.c, shim/record/pylayout.c): lines from each coding of the line
  * table (the location table against what CPython 3.11 itself says of real
  * code objects: pylines_vectors.h, made by make_pylines_vectors.py), the
  * walk over frames laid out in memory as 3.11 lays them out, and a wrong
@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../shim/pyread.h"
+#include "shim/record/pyread.h"
 #include "pylines_vectors.h"
 
 Test(pylines, location_table_says_what_cpython_says)

@@ -3,7 +3,7 @@
  * trace's last block position are handed on, exactly those and in order;
  * a ring file that is not the trace's, of another layout, or whose positions
  * or entries are hostile is refused or counted as damaged, never trusted.
- * Rings are made with shim/ring.c, as the shim makes them.
+ * Rings are made with shim/file/ring.c, as the shim makes them.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -17,7 +17,8 @@
 #include "gpushim_ring.h"
 #include "analyzer/trace/trace.h"
 #include "analyzer/read/read.h"
-#include "../../shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/file/file.h"
 
 #define ID 0x5eed
 

@@ -1,5 +1,5 @@
 /*
- * test_ring.c - shim/ring.c: gs_ring_init accepts only power-of-two
+ * test_ring.c - shim/file/ring.c: gs_ring_init accepts only power-of-two
  * capacities; a ring in a file has the header include/gpushim_ring.h
  * describes, and its entries are in the file as soon as they are pushed
  * (what survives a death); a ring moved to a new file keeps its content; entries pushed come back intact from gs_ring_read, including
@@ -16,7 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../shim/shim.h"
+#include "shim/base/base.h"
+#include "shim/file/file.h"
 
 static void fill(uint8_t *b, uint32_t len, unsigned seed)
 {

@@ -1,5 +1,5 @@
 /*
- * test_stacks.c - shim/stacks.c, the table of distinct stacks:
+ * test_stacks.c - shim/record/stacks.c, the table of distinct stacks:
  * gs_stack_intern dedups identical stacks and numbers distinct ones 1, 2, 3,
  * ...; stacks that differ only in length or in one frame are distinct; the
  * zero-length stack is a stack like any other; gs_stack_find sees only what
@@ -12,7 +12,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../shim/shim.h"
+#include "gpushim_trace.h"
+#include "shim/record/record_int.h"
 
 static uint32_t intern(struct gs_stack_table *t, const uint64_t *pcs, unsigned n, int *is_new)
 {

@@ -1,0 +1,260 @@
+/*
+ * tracefile.c - the trace file itself: its name, its creation, its header
+ * and its framed blocks (the layout is in include/gpushim_trace.h).
+ *
+ * The file is the user's data: created with O_EXCL | O_NOFOLLOW and mode
+ * 0600, so it never replaces an existing file and never writes through a
+ * symlink someone else planted. When the name is taken, a suffix is added.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "gpushim_naming.h"
+#include "shim/base/base.h"
+#include "shim/file/file.h"
+
+#define GPUSHIM_VERSION_STRING "0.1.0"
+
+int gs_expand_path(const char *tmpl, char *out, size_t outsz)
+{
+    char host[256], start[32] = "0";
+    if (gethostname(host, sizeof host) != 0)
+        strcpy(host, "unknown-host");
+    host[sizeof host - 1] = 0;
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm))
+        strftime(start, sizeof start, "%Y%m%d-%H%M%S", &tm);
+    struct gs_name_values v = {.pid = (long)getpid(), .host = host, .rank = gs_rank(),
+                               .local_rank = gs_local_rank(), .start = start};
+    return gs_expand_output(tmpl, &v, out, outsz);
+}
+
+/* Creates the directories above path that are missing (as mkdir -p). */
+static void make_parents(const char *path)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    for (char *p = dir + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+            return; /* the open that follows says why */
+        *p = '/';
+    }
+}
+
+static int create_exclusive(const char *path)
+{
+    /* read too: a bounded trace copies its recent blocks into the next file */
+    return open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+}
+
+/* NAME.trace -> NAME-i.trace; any other name -> NAME-i. */
+static int with_suffix(const char *path, unsigned i, char *out, size_t outsz)
+{
+    size_t len = strlen(path);
+    const char *ext = ".trace";
+    size_t elen = strlen(ext);
+    int n;
+    if (len > elen && strcmp(path + len - elen, ext) == 0)
+        n = snprintf(out, outsz, "%.*s-%u%s", (int)(len - elen), path, i, ext);
+    else
+        n = snprintf(out, outsz, "%s-%u", path, i);
+    return n < 0 || (size_t)n >= outsz ? -1 : 0;
+}
+
+int gs_create_trace(char *path, size_t outsz)
+{
+    int fd = create_exclusive(path);
+    if (fd < 0 && errno == ENOENT) {
+        make_parents(path);
+        fd = create_exclusive(path);
+    }
+    if (fd >= 0 || errno != EEXIST)
+        return fd;
+    char alt[4096];
+    for (unsigned i = 1; i < 10000; i++) {
+        if (with_suffix(path, i, alt, sizeof alt) != 0)
+            break;
+        fd = create_exclusive(alt);
+        if (fd >= 0) {
+            gs_say("%s exists; writing %s instead", path, alt);
+            snprintf(path, outsz, "%s", alt);
+            return fd;
+        }
+        if (errno != EEXIST)
+            return -1;
+    }
+    errno = EEXIST;
+    return -1;
+}
+
+int gs_fsize_room(uint64_t end)
+{
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_FSIZE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY ||
+        end <= (uint64_t)lim.rlim_cur)
+        return 1;
+    errno = EFBIG;
+    return 0;
+}
+
+int gs_write_all(int fd, const void *buf, size_t len)
+{
+    off_t at = lseek(fd, 0, SEEK_CUR);
+    if (at >= 0 && !gs_fsize_room((uint64_t)at + len))
+        return -1;
+    const uint8_t *p = buf;
+    while (len) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+/* A record into buf at *n (the caller sized buf for it). */
+static void put_record(uint8_t *buf, size_t *n, uint8_t type, const uint8_t *payload, size_t len)
+{
+    buf[(*n)++] = type;
+    *n += gs_put_varint(buf + *n, len);
+    memcpy(buf + *n, payload, len);
+    *n += len;
+}
+
+static size_t put_string(uint8_t *p, const char *s, size_t len)
+{
+    size_t n = gs_put_varint(p, len);
+    memcpy(p + n, s, len);
+    return n + len;
+}
+
+/* The command line from /proc/self/cmdline as a CMDLINE payload. */
+static size_t cmdline_payload(uint8_t *out, size_t max)
+{
+    char args[8192];
+    ssize_t len = 0;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        len = read(fd, args, sizeof args);
+        close(fd);
+    }
+    if (len < 0)
+        len = 0;
+    uint64_t argc = 0;
+    for (ssize_t i = 0; i < len; i++)
+        argc += args[i] == 0;
+    size_t n = gs_put_varint(out, argc);
+    for (ssize_t i = 0; i < len && n + 20 < max;) {
+        size_t alen = strnlen(args + i, (size_t)(len - i));
+        if (n + alen + 10 > max)
+            alen = max - n - 10;
+        n += put_string(out + n, args + i, alen);
+        i += (ssize_t)strnlen(args + i, (size_t)(len - i)) + 1;
+    }
+    return n;
+}
+
+int gs_write_header(int fd, uint64_t start_ns, uint64_t realtime_ns, unsigned stack_depth,
+                    uint64_t ring_id, const char *ring_name)
+{
+    static uint8_t buf[32768]; /* every record below at its longest */
+    uint8_t payload[9000];
+    size_t n = GS_PREAMBLE_LEN, p;
+    char host[256];
+
+    if (gethostname(host, sizeof host) != 0)
+        strcpy(host, "unknown-host");
+    host[sizeof host - 1] = 0;
+    p = gs_put_varint(payload, (uint64_t)getpid());
+    p += gs_put_varint(payload + p, (uint64_t)getppid());
+    p += put_string(payload + p, host, strlen(host));
+    p += put_string(payload + p, GPUSHIM_VERSION_STRING, strlen(GPUSHIM_VERSION_STRING));
+    put_record(buf, &n, GS_REC_PROCESS, payload, p);
+
+    p = cmdline_payload(payload, sizeof payload);
+    put_record(buf, &n, GS_REC_CMDLINE, payload, p);
+
+    p = gs_put_varint(payload, start_ns);
+    p += gs_put_varint(payload + p, realtime_ns);
+    put_record(buf, &n, GS_REC_CLOCK, payload, p);
+
+    p = gs_put_varint(payload, stack_depth);
+    put_record(buf, &n, GS_REC_CONFIG, payload, p);
+
+    /* the job: rank + 1, local rank + 1, world size (0: unknown) */
+    static const char *const ranks[] = {GS_RANK_VARS, NULL};
+    static const char *const local_ranks[] = {GS_LOCAL_RANK_VARS, NULL};
+    static const char *const world_sizes[] = {GS_WORLD_SIZE_VARS, NULL};
+    unsigned long long world = gs_env_number_plus1(world_sizes);
+    p = gs_put_varint(payload, gs_env_number_plus1(ranks));
+    p += gs_put_varint(payload + p, gs_env_number_plus1(local_ranks));
+    p += gs_put_varint(payload + p, world ? world - 1 : 0);
+    put_record(buf, &n, GS_REC_JOB, payload, p);
+
+    static const char *const settings[] = {GS_ALLOCATOR_SETTINGS};
+    size_t nset = 0;
+    p = 1; /* the count, filled in below: fewer than 128 fit in one byte */
+    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
+        const char *v = getenv(settings[i]);
+        if (!v)
+            continue;
+        p += put_string(payload + p, settings[i], strlen(settings[i]));
+        p += put_string(payload + p, v, strnlen(v, GS_MAX_SETTING));
+        nset++;
+    }
+    payload[0] = (uint8_t)nset;
+    if (nset)
+        put_record(buf, &n, GS_REC_SETTINGS, payload, p);
+
+    if (ring_name) {
+        size_t len = strnlen(ring_name, 4096);
+        p = gs_put_varint(payload, ring_id);
+        p += put_string(payload + p, ring_name, len);
+        put_record(buf, &n, GS_REC_RING, payload, p);
+    }
+
+    memcpy(buf, GS_TRACE_MAGIC, GS_TRACE_MAGIC_LEN);
+    gs_put_u32le(buf + 8, GS_TRACE_VERSION);
+    gs_put_u32le(buf + 12, (uint32_t)(n - GS_PREAMBLE_LEN));
+    gs_put_u32le(buf + n, (uint32_t)crc32(0, buf, (uInt)n));
+    return gs_write_all(fd, buf, n + 4);
+}
+
+size_t gs_block_scratch_size(size_t raw_len)
+{
+    return GS_BLOCK_HEADER_LEN + compressBound((uLong)raw_len);
+}
+
+int gs_write_block(int fd, const uint8_t *raw, size_t len, uint8_t *scratch, size_t scratch_len,
+                   size_t *written)
+{
+    uLongf clen = (uLongf)(scratch_len - GS_BLOCK_HEADER_LEN);
+    if (compress2(scratch + GS_BLOCK_HEADER_LEN, &clen, raw, (uLong)len, 1) != Z_OK) {
+        errno = ENOMEM;
+        return -1;
+    }
+    gs_put_u32le(scratch, GS_BLOCK_MAGIC);
+    gs_put_u32le(scratch + 4, (uint32_t)clen);
+    gs_put_u32le(scratch + 8, (uint32_t)len);
+    uLong crc = crc32(0, scratch, 12);
+    crc = crc32(crc, scratch + GS_BLOCK_HEADER_LEN, (uInt)clen);
+    gs_put_u32le(scratch + 12, (uint32_t)crc);
+    *written = GS_BLOCK_HEADER_LEN + clen;
+    return gs_write_all(fd, scratch, *written);
+}

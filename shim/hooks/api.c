@@ -1,0 +1,87 @@
+/*
+ * api.c - the public API's entry points (include/gpushim.h): what a program
+ * may tell the profiler, found by name with dlsym, so that a program built
+ * against the header runs the same without the shim.
+ *
+ * A mark is an event with a label and the caller's stack; a block of the
+ * program's own allocator is an event with its address, size and stack, and
+ * its return one with its address. They go through the ring like the
+ * driver's events, so a death loses none of them. A flush drains the ring
+ * into the trace file on the calling thread.
+ *
+ * Every argument may be NULL or wrong, as everywhere in the shim: the label
+ * is read through process_vm_readv, so that a pointer to memory that is not
+ * there is read as the empty label instead of a crash the program would not
+ * have had without us; a NULL block is ignored and said once. errno is kept.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "gpushim.h"
+#include "shim/base/base.h"
+#include "shim/writer/writer.h"
+#include "shim/record/record.h"
+
+/* Copies at most max bytes of the string at label into out, stopping at its
+ * NUL or at the first byte that cannot be read. Returns the length. */
+static uint32_t read_label(const char *label, char *out, uint32_t max)
+{
+    if (!label)
+        return 0;
+    struct iovec local = {out, max}, remote = {(void *)label, max};
+    ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    if (n < 0 && (errno == ENOSYS || errno == EPERM)) {
+        /* no such system call here (a sandbox): read it as the program would */
+        size_t len = strnlen(label, max);
+        memcpy(out, label, len);
+        return (uint32_t)len;
+    }
+    if (n <= 0) { /* not even its first byte is there (a read that stops at
+                   * unreadable memory later returns what it read) */
+        static int once;
+        gs_warn_once(&once, "gpushim_mark was given a label it cannot read (%p); it is "
+                            "recorded as the empty label", (const void *)label);
+        return 0;
+    }
+    const char *nul = memchr(out, 0, (size_t)n);
+    return nul ? (uint32_t)(nul - out) : (uint32_t)n;
+}
+
+GS_EXPORT void gpushim_api_v1_mark(const char *label)
+{
+    int saved = errno;
+    char buf[GS_MAX_LABEL];
+    uint32_t len = read_label(label, buf, sizeof buf);
+    gs_record_mark(buf, len);
+    errno = saved;
+}
+
+GS_EXPORT void gpushim_api_v1_block_alloc(const void *ptr, size_t size)
+{
+    int saved = errno;
+    if (ptr) {
+        gs_record_block(GS_REC_BLOCK_ALLOC, (uint64_t)(uintptr_t)ptr, size);
+    } else {
+        static int once;
+        gs_warn_once(&once, "gpushim_block_alloc was given a NULL block (of %zu bytes); "
+                            "it is not recorded", size);
+    }
+    errno = saved;
+}
+
+GS_EXPORT void gpushim_api_v1_block_free(const void *ptr)
+{
+    int saved = errno;
+    if (ptr)
+        gs_record_block(GS_REC_BLOCK_FREE, (uint64_t)(uintptr_t)ptr, 0);
+    errno = saved; /* freeing NULL does nothing, as free(NULL) */
+}
+
+GS_EXPORT void gpushim_api_v1_flush(void) { gs_writer_flush(); }
+
+/* The header's names and these definitions must agree. */
+_Static_assert(GPUSHIM_API_VERSION == 1, "the v1 entry points are defined here");
+_Static_assert(GPUSHIM_MAX_LABEL == GS_MAX_LABEL, "one limit on a label's length");
