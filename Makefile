@@ -61,8 +61,8 @@ UNIT_DEPS := shim/encode.c shim/ring.c shim/stacks.c shim/tracefile.c shim/confi
              analyzer/decode.c analyzer/reader.c analyzer/recover.c analyzer/replay.c \
              analyzer/idmap.c \
              analyzer/json.c analyzer/checkpoint.c analyzer/pyframes.c analyzer/marks.c \
-             analyzer/blocks.c analyzer/ordmap.c analyzer/timeline.c analyzer/growth.c \
-             analyzer/oom.c analyzer/outcome.c analyzer/protobuf.c analyzer/pickle.c analyzer/suspects.c \
+             analyzer/blocks.c analyzer/ordmap.c analyzer/timeline.c analyzer/findings/growth.c \
+             analyzer/findings/oom.c analyzer/outcome.c analyzer/protobuf.c analyzer/pickle.c analyzer/suspects.c \
              analyzer/sites.c analyzer/symbolize.c analyzer/autograd.c analyzer/graphs.c \
              analyzer/reserve.c analyzer/names.c
 
@@ -70,8 +70,8 @@ UNIT_DEPS := shim/encode.c shim/ring.c shim/stacks.c shim/tracefile.c shim/confi
 # GPUSHIM_MAX_BYTES.
 SHIM_OBJ := $(SHIM_SRC:%.c=$(BUILD)/obj/pic/%.o) \
             $(addprefix $(BUILD)/obj/pic/analyzer/,decode.o replay.o idmap.o checkpoint.o marks.o \
-                                                   blocks.o ordmap.o timeline.o growth.o oom.o \
-                                                   outcome.o graphs.o reserve.o)
+                                                   blocks.o ordmap.o timeline.o outcome.o graphs.o \
+                                                   reserve.o)
 ANALYZER_OBJ := $(ANALYZER_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_DEPS:%.c=$(BUILD)/obj/%.o)
 PROGS := $(PROG_SRC:tests/progs/%.c=$(BUILD)/progs/%)

@@ -600,54 +600,31 @@ struct gs_timeline {
 };
 void gs_timeline_note(struct gs_timeline *t, uint64_t time_ns, uint64_t live_bytes);
 
-/* growth.c: every site's live device bytes, sampled at steps (the marks of
- * the label marked most often) or, without marks, at windows of time or of
- * events, whichever ends first. */
-#define GS_GROWTH_SAMPLES 64
-#define GS_GROWTH_WINDOW_NS 1000000ull /* the first windows: 1 ms; they widen */
-#define GS_GROWTH_WINDOW_EVENTS 4      /* ... or 4 events; they widen too */
-#define GS_GROWTH_QUIET_TAKES 8        /* a window's state taken at most so often */
-struct gs_growth {
-    int enabled;         /* the analyzer's replay follows growth; the shim's does not */
-    int by_steps;        /* samples are taken at marks of step_label; else at windows */
-    uint32_t step_label; /* index in gs_marks.labels */
-    uint64_t every;      /* steps (or ns of a window) from one sample to the next */
-    uint64_t every_events; /* windows: the most events in one */
-    uint64_t events;     /* windows: events in this one so far */
-    uint64_t next_ns;    /* windows: when the next sample is due */
-    int quiet;           /* windows: slot n holds the window's quietest moment so far */
-    unsigned quiet_takes;
-    uint64_t quiet_bytes; /* the device bytes live then */
-    uint64_t steps;      /* marks of step_label since sampling by steps began */
-    unsigned n;          /* samples kept */
-    uint64_t time_ns[GS_GROWTH_SAMPLES];
-    uint64_t step[GS_GROWTH_SAMPLES]; /* by steps: the count of step marks then */
-    /* the two layers at each sample: blocks in segments (all devices), pools */
-    struct gs_layers {
-        uint64_t segment_bytes, block_bytes, largest_free;
-        uint64_t pool_reserved, pool_used;
-    } layers[GS_GROWTH_SAMPLES];
-    uint64_t *live;      /* live[site * GS_GROWTH_SAMPLES + k]: site's live bytes at sample k */
-    uint64_t *first_ns;  /* per site: the time of its first allocation (UINT64_MAX: none) */
-    size_t nsites;       /* sites the arrays have room for */
+/* An analysis that follows the replay: attached with gs_replay_attach (the
+ * analyzer's growth and oom attach theirs, analyzer/findings/; the shim's
+ * bounded model attaches none). Each callback may be NULL; ctx is the one
+ * given to gs_replay_attach. Called in the order attached. */
+struct gs_replay;
+struct gs_replay_hook {
+    /* before and after each event the replay applies (a probe's held apart too) */
+    void (*before_event)(void *ctx, struct gs_replay *r, uint64_t time_ns);
+    void (*after_event)(void *ctx, struct gs_replay *r, uint64_t time_ns);
+    /* a device allocation at sites[site], before it joins the live set */
+    void (*on_alloc)(void *ctx, struct gs_replay *r, size_t site, uint64_t time_ns);
+    /* a mark of label (index in gs_marks.labels, or GS_MARK_OTHER), once marks.c counted it */
+    void (*on_mark)(void *ctx, struct gs_replay *r, uint32_t label, uint64_t time_ns);
+    /* failures[idx] was added (its outcome and fragmentation taken) */
+    void (*on_failure)(void *ctx, struct gs_replay *r, size_t idx);
+    /* failures[idx] was decided recovered or a probe: what was kept for it may go */
+    void (*on_settled)(void *ctx, struct gs_replay *r, size_t idx);
+    /* the last event is in (gs_replay_finish) */
+    void (*finish)(void *ctx, struct gs_replay *r);
+    /* the replay's state starts over (gs_replay_reset: a checkpoint loaded) */
+    void (*reset)(void *ctx, struct gs_replay *r);
+    /* the replay is freed: ctx's memory may go */
+    void (*free)(void *ctx);
 };
-
-/* oom.c: what a failed allocation found, taken when it failed (the first
- * GS_POSTMORTEMS failures). */
-#define GS_POSTMORTEMS 16
-#define GS_POSTMORTEM_SITES 5
-struct gs_postmortem {
-    int present;
-    uint64_t pool_unused;            /* bytes its device's pools held beyond use */
-    unsigned nheld;                  /* the raw sites holding most on its device */
-    uint32_t held_site[GS_POSTMORTEM_SITES];
-    uint64_t held_bytes[GS_POSTMORTEM_SITES], held_count[GS_POSTMORTEM_SITES];
-    unsigned ngrew;                  /* the raw sites that grew most before it */
-    uint32_t grew_site[GS_POSTMORTEM_SITES];
-    uint64_t grew_bytes[GS_POSTMORTEM_SITES];
-    uint64_t grew_from_ns, grew_from_step; /* since which sample (step 0: by time) */
-    int grew_by_steps;
-};
+#define GS_REPLAY_HOOKS 8
 
 struct gs_replay {
     /* what the trace holds */
@@ -703,12 +680,27 @@ struct gs_replay {
     struct gs_marks marks;   /* marks.c */
     struct gs_blocks blocks; /* blocks.c */
     struct gs_timeline timeline; /* timeline.c: device memory over time */
-    struct gs_growth growth;     /* growth.c: live bytes by site over the run */
-    struct gs_postmortem *postmortems; /* oom.c: one per failure, the first GS_POSTMORTEMS */
     struct gs_timeline *device_timelines[GS_MAX_DEVICES + 1]; /* the same per device, made
                                                               * on its first change */
     struct gs_graphs graphs; /* graphs.c: CUDA graphs */
+    /* the analyses attached (gs_replay_attach): kept across gs_replay_reset */
+    const struct gs_replay_hook *hook[GS_REPLAY_HOOKS];
+    void *hook_ctx[GS_REPLAY_HOOKS];
+    unsigned nhooks;
 };
+
+/* Attaches an analysis: h's callbacks are called with ctx from now on. h
+ * must outlive r. Returns 0, or -1 when GS_REPLAY_HOOKS are attached. */
+int gs_replay_attach(struct gs_replay *r, const struct gs_replay_hook *h, void *ctx);
+/* The context attached with h, or NULL (an analysis finds its state). */
+void *gs_replay_hook_ctx(const struct gs_replay *r, const struct gs_replay_hook *h);
+/* The hooks' callback cb, for each hook that has one: a loop over a few. */
+#define GS_REPLAY_HOOKS_CALL(r, cb, ...)                                             \
+    do {                                                                             \
+        for (unsigned gs_h_ = 0; gs_h_ < (r)->nhooks; gs_h_++)                       \
+            if ((r)->hook[gs_h_]->cb)                                                \
+                (r)->hook[gs_h_]->cb((r)->hook_ctx[gs_h_], (r), __VA_ARGS__);        \
+    } while (0)
 
 /* What the device's page size adds to an allocation of size bytes: the
  * driver maps device memory in 2 MiB pages, so one of 2 MiB or more takes
@@ -828,23 +820,8 @@ int gs_checkpoint_write(const struct gs_replay *r,
  * checkpoint's openness (an END is the last record, whole or not). */
 int gs_checkpoint_load(struct gs_replay *r, uint8_t type, const uint8_t *payload, size_t len);
 
-/* ---- growth.c ---- */
-void gs_growth_free(struct gs_growth *g);
-/* Called by replay.c: before and after each event, at each allocation, at
- * each mark (after marks.c counted it). */
-void gs_growth_before_event(struct gs_replay *r, uint64_t time_ns);
-void gs_growth_on_alloc(struct gs_replay *r, size_t site, uint64_t time_ns);
-void gs_growth_on_mark(struct gs_replay *r, uint32_t label, uint64_t time_ns);
-void gs_growth_after_event(struct gs_replay *r, uint64_t time_ns);
-/* The last window's sample: once the last event is in (gs_replay_finish). */
-void gs_growth_finish(struct gs_replay *r);
-
-/* ---- oom.c ---- */
-/* After failures[idx] was added: what the process held and what grew, in a
- * free slot of postmortems (none for a refused one, or when all are taken). */
-void gs_oom_on_failure(struct gs_replay *r, size_t idx);
-/* failures[idx]'s post-mortem, or NULL. */
-const struct gs_postmortem *gs_failure_postmortem(const struct gs_replay *r, size_t idx);
+#include "analyzer/findings/growth.h"
+#include "analyzer/findings/oom.h"
 
 /* ---- outcome.c ---- */
 /* Before the replay applies e: ends a chain e shows the outcome of. Returns

@@ -142,5 +142,5 @@ void gs_marks_on_mark(struct gs_replay *r, const struct gs_revent *e)
         .block_bytes = r->blocks.live_bytes,
     };
     m->since_peak = r->live_bytes;
-    gs_growth_on_mark(r, idx, e->time_ns);
+    GS_REPLAY_HOOKS_CALL(r, on_mark, idx, e->time_ns);
 }

@@ -70,8 +70,6 @@ static void free_state(struct gs_replay *r)
     gs_marks_free(&r->marks);
     gs_blocks_free(&r->blocks);
     gs_graphs_free(&r->graphs);
-    gs_growth_free(&r->growth);
-    free(r->postmortems);
     gs_timelines_free(r);
 }
 
@@ -109,7 +107,27 @@ void gs_replay_free(struct gs_replay *r)
     gs_idmap_free(r->thread_names_by_hash);
     gs_idmap_free(r->threads_by_tid);
     free_state(r);
+    for (unsigned i = 0; i < r->nhooks; i++)
+        if (r->hook[i]->free)
+            r->hook[i]->free(r->hook_ctx[i]);
     memset(r, 0, sizeof *r);
+}
+
+int gs_replay_attach(struct gs_replay *r, const struct gs_replay_hook *h, void *ctx)
+{
+    if (r->nhooks == GS_REPLAY_HOOKS)
+        return -1;
+    r->hook[r->nhooks] = h;
+    r->hook_ctx[r->nhooks++] = ctx;
+    return 0;
+}
+
+void *gs_replay_hook_ctx(const struct gs_replay *r, const struct gs_replay_hook *h)
+{
+    for (unsigned i = 0; i < r->nhooks; i++)
+        if (r->hook[i] == h)
+            return r->hook_ctx[i];
+    return NULL;
 }
 
 void gs_replay_reset(struct gs_replay *r)
@@ -137,8 +155,13 @@ void gs_replay_reset(struct gs_replay *r)
     r->nthreads = keep.nthreads;
     r->threads_cap = keep.threads_cap;
     r->threads_by_tid = keep.threads_by_tid;
-    r->growth.enabled = keep.growth.enabled;
+    memcpy(r->hook, keep.hook, sizeof r->hook);
+    memcpy(r->hook_ctx, keep.hook_ctx, sizeof r->hook_ctx);
+    r->nhooks = keep.nhooks;
     init_state(r);
+    for (unsigned i = 0; i < r->nhooks; i++)
+        if (r->hook[i]->reset)
+            r->hook[i]->reset(r->hook_ctx[i], r);
 }
 
 /* ---- modules and stacks ---- */
@@ -543,7 +566,7 @@ static void on_alloc(struct gs_replay *r, const struct gs_revent *e)
     }
     if (e->kind == GS_KIND_DEVICE) {
         device_usage(r, e->device)->allocs++;
-        gs_growth_on_alloc(r, a.site, e->time_ns);
+        GS_REPLAY_HOOKS_CALL(r, on_alloc, a.site, e->time_ns);
     }
     if (gs_replay_insert(r, &a) == 0)
         add_live(r, &a, e->time_ns);
@@ -735,7 +758,7 @@ static void on_alloc_failed(struct gs_replay *r, const struct gs_revent *e)
                                                       .thread = thread_of_event(r, e->tid)};
     gs_outcome_on_failure(r, e, r->nfailures - 1);
     gs_blocks_on_failure(r, r->nfailures - 1);
-    gs_oom_on_failure(r, r->nfailures - 1);
+    GS_REPLAY_HOOKS_CALL(r, on_failure, r->nfailures - 1);
 }
 
 void gs_replay_apply_alloc(struct gs_replay *r, const struct gs_revent *e) { on_alloc(r, e); }
@@ -767,11 +790,11 @@ void gs_replay_event(struct gs_replay *r, const struct gs_revent *e)
         e = gs_graphs_failure(r, e, &launch_failure);
     r->events++;
     r->checkpoint.open = 0; /* its records all come before any event */
-    gs_growth_before_event(r, e->time_ns);
+    GS_REPLAY_HOOKS_CALL(r, before_event, e->time_ns);
     if (e->time_ns > r->last_time_ns)
         r->last_time_ns = e->time_ns;
     if (gs_outcome_event(r, e)) { /* a probe's allocation, or its free: held apart */
-        gs_growth_after_event(r, e->time_ns);
+        GS_REPLAY_HOOKS_CALL(r, after_event, e->time_ns);
         return;
     }
     switch (e->type) {
@@ -809,14 +832,16 @@ void gs_replay_event(struct gs_replay *r, const struct gs_revent *e)
     default:
         break;
     }
-    gs_growth_after_event(r, e->time_ns);
+    GS_REPLAY_HOOKS_CALL(r, after_event, e->time_ns);
 }
 
 void gs_replay_finish(struct gs_replay *r)
 {
     gs_outcome_finish(r);
     gs_blocks_finish(r);
-    gs_growth_finish(r);
+    for (unsigned i = 0; i < r->nhooks; i++)
+        if (r->hook[i]->finish)
+            r->hook[i]->finish(r->hook_ctx[i], r);
 }
 
 static void on_event(void *ctx, const struct gs_revent *e) { gs_replay_event(ctx, e); }

@@ -29,9 +29,6 @@ shim/shim.h: its first comment does not say "Included by:"
 analyzer/analyzer.h: longer than 300 lines
 analyzer/analyzer.h: its first comment does not say "Included by:"
 analyzer/symbolize.h: its first comment does not say "Included by:"
-analyzer/marks.c calls analyzer/growth.c
-analyzer/replay.c calls analyzer/growth.c
-analyzer/replay.c calls analyzer/oom.c
 shim/hooks_runtime.c calls shim/getproc_hook.c
 shim/real.c calls shim/getproc_hook.c
 shim/real.c calls shim/hooks_arrays.c
@@ -48,22 +45,14 @@ shim/writer.c calls shim/modules.c
 shim/writer.c calls shim/python.c
 shim/writer.c calls shim/record.c
 shim/writer.c calls shim/unwind.c
-libgpushim.so: a cycle of 8 files: analyzer/blocks.c analyzer/checkpoint.c analyzer/graphs.c \
-analyzer/growth.c analyzer/marks.c analyzer/oom.c analyzer/outcome.c analyzer/replay.c
+libgpushim.so: a cycle of 5 files: analyzer/blocks.c analyzer/checkpoint.c analyzer/graphs.c \
+analyzer/outcome.c analyzer/replay.c
 libgpushim.so: a cycle of 15 files: shim/getproc_hook.c shim/hooks_arrays.c shim/hooks_driver.c \
 shim/hooks_graphs.c shim/hooks_host.c shim/hooks_pools.c shim/hooks_runtime.c shim/hooks_threads.c \
 shim/hooks_vmm.c shim/modules.c shim/python.c shim/real.c shim/record.c shim/unwind.c shim/writer.c
 libgpushim.so holds gs_checkpoint_load
-libgpushim.so holds gs_failure_postmortem
-libgpushim.so holds gs_growth_after_event
-libgpushim.so holds gs_growth_before_event
-libgpushim.so holds gs_growth_finish
-libgpushim.so holds gs_growth_free
-libgpushim.so holds gs_growth_on_alloc
-libgpushim.so holds gs_growth_on_mark
-libgpushim.so holds gs_oom_on_failure
-gpushim: a cycle of 8 files: analyzer/blocks.c analyzer/checkpoint.c analyzer/graphs.c \
-analyzer/growth.c analyzer/marks.c analyzer/oom.c analyzer/outcome.c analyzer/replay.c
+gpushim: a cycle of 5 files: analyzer/blocks.c analyzer/checkpoint.c analyzer/graphs.c \
+analyzer/outcome.c analyzer/replay.c
 """.replace("\\\n", "").strip().split("\n")
 
 
@@ -201,12 +190,12 @@ def test_layering_a_tree_that_keeps_the_rules_passes():
 
 def test_layering_calls_up_a_layer_or_through_a_seam():
     files = dict(CLEAN)
-    files["analyzer/growth.c"] = "int gs_growth_on_mark(void) { return 2; }\n"
+    files["analyzer/findings/growth.c"] = "int gs_growth_on_mark(void) { return 2; }\n"
     files["analyzer/marks.c"] = ("int gs_growth_on_mark(void);\n"
                                  "int gs_marks_on_mark(void) { return gs_growth_on_mark(); }\n")
     files["shim/record.c"] = ("int gs_replay_init(void);\n"
                               "int gs_record_alloc(void) { return gs_replay_init(); }\n")
-    reported_built(files, IN_SHIM, ["analyzer/marks.c calls analyzer/growth.c",
+    reported_built(files, IN_SHIM, ["analyzer/marks.c calls analyzer/findings/growth.c",
                                     "shim/record.c calls analyzer/replay.c"])
 
 
@@ -225,10 +214,10 @@ def test_layering_analyzer_only_symbols_in_libgpushim_so():
         "int gs_checkpoint_load(void) { return 3; }\n"
         # a part the compiler split off a function (as gcc names them)
         "int split(void) __asm__(\"gs_oom_on_failure.cold\");\nint split(void) { return 6; }\n")
-    files["analyzer/growth.c"] = "int gs_growth_on_mark(void) { return 2; }\n"
+    files["analyzer/findings/growth.c"] = "int gs_growth_on_mark(void) { return 2; }\n"
     files["analyzer/modes.c"] = "int gs_allocator_mode(void) { return 4; }\n"
     files["analyzer/verdict.c"] = "int gs_oom_verdict(void) { return 5; }\n"  # not linked in
-    reported_built(files, IN_SHIM + ["analyzer/growth.c", "analyzer/modes.c"],
+    reported_built(files, IN_SHIM + ["analyzer/findings/growth.c", "analyzer/modes.c"],
                    ["libgpushim.so holds gs_checkpoint_load",   # by its name
                     "libgpushim.so holds gs_oom_on_failure",
                     "libgpushim.so holds gs_growth_on_mark",

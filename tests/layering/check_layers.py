@@ -65,7 +65,7 @@ LAYERS = [
         "analyzer/symbolize.c", "analyzer/symbolize.h", "analyzer/sites.c",
         "analyzer/pyframes.c", "analyzer/autograd.c"]),
     ("analyzer/findings", 6, "analyzer", [
-        "analyzer/growth.c", "analyzer/oom.c", "analyzer/suspects.c", "analyzer/verdict.c",
+        "analyzer/findings/", "analyzer/suspects.c", "analyzer/verdict.c",
         "analyzer/capacity.c", "analyzer/modes.c"]),
     ("analyzer/report", 7, "analyzer", ["analyzer/load.c", "analyzer/report_text.c",
                                         "analyzer/report_json.c"]),

@@ -31,7 +31,8 @@ static uint64_t now;
 static void setup(void)
 {
     gs_replay_init(&r);
-    r.growth.enabled = 1;
+    gs_growth_attach(&r);
+    gs_oom_attach(&r);
     now = 0;
     static const uint64_t s1[] = {0x7f00, 0x4010, 0x4100, 0x4200};
     static const uint64_t s2[] = {0x7f00, 0x4020, 0x4100, 0x4200};
