@@ -60,7 +60,7 @@ UNIT_DEPS := shim/encode.c shim/ring.c shim/stacks.c shim/tracefile.c shim/confi
              shim/pylines.c shim/pyread.c shim/pylayout.c \
              analyzer/decode.c analyzer/reader.c analyzer/recover.c analyzer/replay.c \
              analyzer/idmap.c \
-             analyzer/json.c analyzer/checkpoint.c analyzer/pyframes.c analyzer/marks.c \
+             analyzer/json.c analyzer/checkpoint.c analyzer/read/checkpoint_load.c analyzer/pyframes.c analyzer/marks.c \
              analyzer/blocks.c analyzer/ordmap.c analyzer/timeline.c analyzer/findings/growth.c \
              analyzer/findings/oom.c analyzer/outcome.c analyzer/protobuf.c analyzer/pickle.c analyzer/suspects.c \
              analyzer/sites.c analyzer/symbolize.c analyzer/autograd.c analyzer/graphs.c \

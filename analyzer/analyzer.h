@@ -714,7 +714,14 @@ static inline uint64_t gs_rounding_waste(uint64_t size)
 
 void gs_replay_init(struct gs_replay *r);
 void gs_replay_free(struct gs_replay *r);
-extern const struct gs_reader_ops gs_replay_ops; /* ctx: struct gs_replay * */
+/* The replay's reader callbacks, less checkpoints (the shim's bounded
+ * model; the analyzer's gs_replay_ops adds the loader): ctx: struct gs_replay *. */
+extern const struct gs_reader_ops gs_model_ops;
+void gs_replay_on_module(void *ctx, const struct gs_rmodule *m);
+void gs_replay_on_stack(void *ctx, uint32_t id, const uint64_t *pcs, unsigned n);
+void gs_replay_on_pycode(void *ctx, const struct gs_rpycode *c);
+void gs_replay_on_event(void *ctx, const struct gs_revent *e);
+void gs_replay_on_thread(void *ctx, uint32_t tid, const char *name);
 /* Applies one event (exposed for tests; gs_replay_ops calls it). */
 void gs_replay_event(struct gs_replay *r, const struct gs_revent *e);
 /* Bytes a site held at the process's device peak (valid at any point). */
@@ -813,12 +820,7 @@ int gs_blocks_slot_live(const struct gs_blocks *b, size_t idx);
  * would. put returns 0, or -1 to stop. Returns 0, or -1 when put failed. */
 int gs_checkpoint_write(const struct gs_replay *r,
                         int (*put)(void *ctx, const uint8_t *rec, size_t len), void *ctx);
-/* Loads one checkpoint record into r (gs_replay_ops' checkpoint callback).
- * BEGIN starts the state over (modules and stacks stay). The payload is
- * untrusted: returns -1 for one that is damaged, out of range, or out of
- * place (before BEGIN, after END or an event), changing nothing but the
- * checkpoint's openness (an END is the last record, whole or not). */
-int gs_checkpoint_load(struct gs_replay *r, uint8_t type, const uint8_t *payload, size_t len);
+#include "analyzer/read/checkpoint_load.h" /* the loader: the analyzer's alone */
 
 #include "analyzer/findings/growth.h"
 #include "analyzer/findings/oom.h"

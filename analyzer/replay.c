@@ -174,7 +174,7 @@ static int runtime_module(const char *path)
            strncmp(base, "libcudart.so", 12) == 0;
 }
 
-static void on_module(void *ctx, const struct gs_rmodule *m)
+void gs_replay_on_module(void *ctx, const struct gs_rmodule *m)
 {
     struct gs_replay *r = ctx;
     uint64_t idx;
@@ -201,7 +201,7 @@ static void on_module(void *ctx, const struct gs_rmodule *m)
     mod->is_runtime = runtime_module(path);
 }
 
-static void on_stack(void *ctx, uint32_t id, const uint64_t *pcs, unsigned n)
+void gs_replay_on_stack(void *ctx, uint32_t id, const uint64_t *pcs, unsigned n)
 {
     struct gs_replay *r = ctx;
     uint64_t idx;
@@ -220,7 +220,7 @@ static void on_stack(void *ctx, uint32_t id, const uint64_t *pcs, unsigned n)
     r->stacks[r->nstacks++] = (struct gs_stack){.id = id, .n = n, .pcs = copy};
 }
 
-static void on_pycode(void *ctx, const struct gs_rpycode *c)
+void gs_replay_on_pycode(void *ctx, const struct gs_rpycode *c)
 {
     struct gs_replay *r = ctx;
     uint64_t idx;
@@ -330,7 +330,7 @@ void gs_site_count_thread(struct gs_site *s, uint32_t name)
     s->other_thread_allocs++;
 }
 
-static void on_thread(void *ctx, uint32_t tid, const char *name)
+void gs_replay_on_thread(void *ctx, uint32_t tid, const char *name)
 {
     gs_replay_thread_named(ctx, tid, name);
 }
@@ -844,18 +844,14 @@ void gs_replay_finish(struct gs_replay *r)
             r->hook[i]->finish(r->hook_ctx[i], r);
 }
 
-static void on_event(void *ctx, const struct gs_revent *e) { gs_replay_event(ctx, e); }
+void gs_replay_on_event(void *ctx, const struct gs_revent *e) { gs_replay_event(ctx, e); }
 
-static int on_checkpoint(void *ctx, uint8_t type, const uint8_t *payload, size_t len)
-{
-    return gs_checkpoint_load(ctx, type, payload, len);
-}
-
-const struct gs_reader_ops gs_replay_ops = {
-    .module = on_module,
-    .stack = on_stack,
-    .pycode = on_pycode,
-    .event = on_event,
-    .checkpoint = on_checkpoint,
-    .thread = on_thread,
+/* Checkpoints are the analyzer's to load (analyzer/read/checkpoint_load.c:
+ * gs_replay_ops); the shim's model never reads one. */
+const struct gs_reader_ops gs_model_ops = {
+    .module = gs_replay_on_module,
+    .stack = gs_replay_on_stack,
+    .pycode = gs_replay_on_pycode,
+    .event = gs_replay_on_event,
+    .thread = gs_replay_on_thread,
 };

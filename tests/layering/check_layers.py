@@ -46,7 +46,7 @@ LAYERS = [
     ("analyzer/trace", 2, "shared", ["shim/encode.c", "analyzer/decode.c"]),
     ("analyzer/model", 3, "shared", [
         "analyzer/replay.c", "analyzer/marks.c", "analyzer/blocks.c", "analyzer/outcome.c",
-        "analyzer/timeline.c", "analyzer/checkpoint.c", "analyzer/graphs.c"]),
+        "analyzer/timeline.c", "analyzer/checkpoint.c", "analyzer/graphs.c", "analyzer/model/"]),
     ("shim/base", 4, "shim", ["shim/config.c", "shim/real.c"]),
     ("shim/file", 5, "shim", ["shim/tracefile.c", "shim/ring.c"]),
     ("shim/bound", 6, "shim", ["shim/bound.c"]),
@@ -60,7 +60,9 @@ LAYERS = [
         "shim/hooks_threads.c", "shim/hooks_graphs.c", "shim/torch_alloc.c", "shim/api.c"]),
     ("shim/entry", 10, "shim", ["shim/getproc_hook.c", "shim/dlsym_hook.c",
                                 "shim/hooks_process.c"]),
-    ("analyzer/read", 4, "analyzer", ["analyzer/reader.c", "analyzer/recover.c"]),
+    ("analyzer/read", 4, "analyzer", ["analyzer/reader.c", "analyzer/recover.c",
+                                      "analyzer/read/checkpoint_load.c",
+                                      "analyzer/read/checkpoint_load.h"]),
     ("analyzer/symbols", 5, "analyzer", [
         "analyzer/symbolize.c", "analyzer/symbolize.h", "analyzer/sites.c",
         "analyzer/pyframes.c", "analyzer/autograd.c"]),
