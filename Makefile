@@ -58,20 +58,19 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 # no symbolizer).
 UNIT_DEPS := shim/encode.c shim/ring.c shim/stacks.c shim/tracefile.c shim/config.c \
              shim/pylines.c shim/pyread.c shim/pylayout.c \
-             analyzer/decode.c analyzer/reader.c analyzer/recover.c analyzer/replay.c \
-             analyzer/idmap.c \
-             analyzer/json.c analyzer/checkpoint.c analyzer/read/checkpoint_load.c analyzer/pyframes.c analyzer/marks.c \
-             analyzer/blocks.c analyzer/ordmap.c analyzer/timeline.c analyzer/findings/growth.c \
-             analyzer/findings/oom.c analyzer/outcome.c analyzer/protobuf.c analyzer/pickle.c analyzer/suspects.c \
-             analyzer/sites.c analyzer/symbolize.c analyzer/autograd.c analyzer/graphs.c \
+             analyzer/decode.c analyzer/reader.c analyzer/recover.c \
+             $(wildcard analyzer/model/*.c) analyzer/read/checkpoint_load.c \
+             analyzer/idmap.c analyzer/json.c analyzer/pyframes.c analyzer/ordmap.c \
+             analyzer/findings/growth.c analyzer/findings/oom.c \
+             analyzer/protobuf.c analyzer/pickle.c analyzer/suspects.c \
+             analyzer/sites.c analyzer/symbolize.c analyzer/autograd.c \
              analyzer/reserve.c analyzer/names.c
 
 # The shim also runs the analyzer's decoder and replay, as the model behind
 # GPUSHIM_MAX_BYTES.
 SHIM_OBJ := $(SHIM_SRC:%.c=$(BUILD)/obj/pic/%.o) \
-            $(addprefix $(BUILD)/obj/pic/analyzer/,decode.o replay.o idmap.o checkpoint.o marks.o \
-                                                   blocks.o ordmap.o timeline.o outcome.o graphs.o \
-                                                   reserve.o)
+            $(patsubst %.c,$(BUILD)/obj/pic/%.o,$(wildcard analyzer/model/*.c)) \
+            $(addprefix $(BUILD)/obj/pic/analyzer/,decode.o idmap.o ordmap.o reserve.o)
 ANALYZER_OBJ := $(ANALYZER_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_DEPS:%.c=$(BUILD)/obj/%.o)
 PROGS := $(PROG_SRC:tests/progs/%.c=$(BUILD)/progs/%)

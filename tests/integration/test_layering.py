@@ -45,11 +45,13 @@ shim/writer.c calls shim/modules.c
 shim/writer.c calls shim/python.c
 shim/writer.c calls shim/record.c
 shim/writer.c calls shim/unwind.c
-libgpushim.so: a cycle of 4 files: analyzer/blocks.c analyzer/graphs.c analyzer/outcome.c analyzer/replay.c
+libgpushim.so: a cycle of 4 files: analyzer/model/blocks.c analyzer/model/graphs.c analyzer/model/outcome.c \
+analyzer/model/replay.c
 libgpushim.so: a cycle of 15 files: shim/getproc_hook.c shim/hooks_arrays.c shim/hooks_driver.c \
 shim/hooks_graphs.c shim/hooks_host.c shim/hooks_pools.c shim/hooks_runtime.c shim/hooks_threads.c \
 shim/hooks_vmm.c shim/modules.c shim/python.c shim/real.c shim/record.c shim/unwind.c shim/writer.c
-gpushim: a cycle of 4 files: analyzer/blocks.c analyzer/graphs.c analyzer/outcome.c analyzer/replay.c
+gpushim: a cycle of 4 files: analyzer/model/blocks.c analyzer/model/graphs.c analyzer/model/outcome.c \
+analyzer/model/replay.c
 """.replace("\\\n", "").strip().split("\n")
 
 
@@ -133,9 +135,9 @@ CLEAN = {
     "analyzer/idmap.c": "int gs_idmap_new(void) { return 1; }\n",
     "analyzer/decode.c": "int gs_idmap_new(void);\n"
                          "int gs_decode_block(void) { return gs_idmap_new(); }\n",
-    "analyzer/replay.c": "int gs_decode_block(void);\n"
+    "analyzer/model/replay.c": "int gs_decode_block(void);\n"
                          "int gs_replay_init(void) { return gs_decode_block(); }\n",
-    "analyzer/checkpoint.c": "int gs_replay_init(void);\n"
+    "analyzer/model/checkpoint.c": "int gs_replay_init(void);\n"
                              "int gs_checkpoint_write(void) { return gs_replay_init(); }\n",
     "shim/bound.c": "int gs_replay_init(void);\nint gs_checkpoint_write(void);\n"
                     "int gs_bound_start(void) { return gs_replay_init() + gs_checkpoint_write(); }\n",
@@ -144,7 +146,7 @@ CLEAN = {
     "analyzer/report_text.c": "int gs_replay_init(void);\n"
                               "int gs_report_text(void) { return gs_replay_init(); }\n",
 }
-IN_SHIM = ["analyzer/idmap.c", "analyzer/decode.c", "analyzer/replay.c", "analyzer/checkpoint.c"]
+IN_SHIM = ["analyzer/idmap.c", "analyzer/decode.c", "analyzer/model/replay.c", "analyzer/model/checkpoint.c"]
 
 
 def built(files, in_shim):
@@ -188,12 +190,12 @@ def test_layering_a_tree_that_keeps_the_rules_passes():
 def test_layering_calls_up_a_layer_or_through_a_seam():
     files = dict(CLEAN)
     files["analyzer/findings/growth.c"] = "int gs_growth_on_mark(void) { return 2; }\n"
-    files["analyzer/marks.c"] = ("int gs_growth_on_mark(void);\n"
+    files["analyzer/model/marks.c"] = ("int gs_growth_on_mark(void);\n"
                                  "int gs_marks_on_mark(void) { return gs_growth_on_mark(); }\n")
     files["shim/record.c"] = ("int gs_replay_init(void);\n"
                               "int gs_record_alloc(void) { return gs_replay_init(); }\n")
-    reported_built(files, IN_SHIM, ["analyzer/marks.c calls analyzer/findings/growth.c",
-                                    "shim/record.c calls analyzer/replay.c"])
+    reported_built(files, IN_SHIM, ["analyzer/model/marks.c calls analyzer/findings/growth.c",
+                                    "shim/record.c calls analyzer/model/replay.c"])
 
 
 def test_layering_two_files_calling_each_other():
@@ -207,7 +209,7 @@ def test_layering_two_files_calling_each_other():
 
 def test_layering_analyzer_only_symbols_in_libgpushim_so():
     files = dict(CLEAN)
-    files["analyzer/checkpoint.c"] += (
+    files["analyzer/model/checkpoint.c"] += (
         "int gs_checkpoint_load(void) { return 3; }\n"
         # a part the compiler split off a function (as gcc names them)
         "int split(void) __asm__(\"gs_oom_on_failure.cold\");\nint split(void) { return 6; }\n")

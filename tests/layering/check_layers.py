@@ -44,9 +44,7 @@ LAYERS = [
         "analyzer/pickle.c", "analyzer/names.c", "analyzer/reserve.c", "analyzer/bytes.c",
         "analyzer/escape.c"]),
     ("analyzer/trace", 2, "shared", ["shim/encode.c", "analyzer/decode.c"]),
-    ("analyzer/model", 3, "shared", [
-        "analyzer/replay.c", "analyzer/marks.c", "analyzer/blocks.c", "analyzer/outcome.c",
-        "analyzer/timeline.c", "analyzer/checkpoint.c", "analyzer/graphs.c", "analyzer/model/"]),
+    ("analyzer/model", 3, "shared", ["analyzer/model/"]),
     ("shim/base", 4, "shim", ["shim/config.c", "shim/real.c"]),
     ("shim/file", 5, "shim", ["shim/tracefile.c", "shim/ring.c"]),
     ("shim/bound", 6, "shim", ["shim/bound.c"]),

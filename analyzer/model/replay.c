@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer.h"
+#include "analyzer/analyzer.h"
 
 #define RECENT_FREES GS_RECENT_FREES
 #define MAX_FAILURES GS_MAX_FAILURES

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer.h"
+#include "analyzer/analyzer.h"
 
 static void halve(struct gs_timeline *t)
 {

@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer.h"
+#include "analyzer/analyzer.h"
 #include "gpushim_cuda.h" /* GS_CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH */
 
 void gs_graphs_init(struct gs_graphs *g)
