@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/analyzer.h"
+#include "analyzer/model/model_int.h"
 
 struct gs_seg {
     uint64_t start, size; /* a free slot: start threads the free list */

@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/analyzer.h"
+#include "analyzer/model/model_int.h"
 #include "gpushim_cuda.h" /* GS_CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH */
 
 void gs_graphs_init(struct gs_graphs *g)
@@ -175,6 +175,22 @@ void gs_graphs_returned(struct gs_replay *r, int32_t device, uint64_t size, uint
     set_reserve(r, p, 0, 0, now);
 }
 
+void gs_graphs_on_free(struct gs_replay *r, const struct gs_revent *e)
+{
+    uint64_t before = r->live_bytes;
+    int32_t graph_device = 0; /* a graph allocation's: its pool keeps the bytes */
+    struct gs_live_alloc *graph_alloc =
+        e->space == GS_SPACE_ADDRESS && gs_graphs_take(r, e->addr, &graph_device)
+            ? gs_live_find(r, GS_SPACE_ADDRESS, e->addr)
+            : NULL;
+    uint64_t graph_size = graph_alloc ? graph_alloc->size : 0;
+    gs_replay_apply_free(r, e);
+    if (r->nchains && r->live_bytes < before)
+        gs_outcome_on_freed(r, e->tid, before - r->live_bytes);
+    if (graph_size)
+        gs_graphs_returned(r, graph_device, graph_size, e->time_ns);
+}
+
 /* One allocation node run: the reserve first, then the pool grows. */
 static void run_alloc(struct gs_replay *r, const struct gs_revent *launch,
                       const struct gs_graph_node *n)
@@ -211,7 +227,7 @@ static void run_free(struct gs_replay *r, const struct gs_revent *launch, uint64
                           .device = (int32_t)v - 1,
                           .addr = addr,
                           .space = GS_SPACE_ADDRESS};
-    gs_replay_apply_free(r, &f);
+    gs_graphs_on_free(r, &f);
 }
 
 static void launch(struct gs_replay *r, const struct gs_revent *e, struct gs_graph_obj *x)

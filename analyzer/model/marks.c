@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/analyzer.h"
+#include "analyzer/model/model_int.h"
 
 void gs_marks_init(struct gs_marks *m) { memset(m, 0, sizeof *m); }
 

@@ -56,7 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/analyzer.h"
+#include "analyzer/model/model_int.h"
 #include "gpushim_cuda.h"
 
 const char *gs_outcome_name(uint32_t outcome)

@@ -45,13 +45,9 @@ shim/writer.c calls shim/modules.c
 shim/writer.c calls shim/python.c
 shim/writer.c calls shim/record.c
 shim/writer.c calls shim/unwind.c
-libgpushim.so: a cycle of 4 files: analyzer/model/blocks.c analyzer/model/graphs.c analyzer/model/outcome.c \
-analyzer/model/replay.c
 libgpushim.so: a cycle of 15 files: shim/getproc_hook.c shim/hooks_arrays.c shim/hooks_driver.c \
 shim/hooks_graphs.c shim/hooks_host.c shim/hooks_pools.c shim/hooks_runtime.c shim/hooks_threads.c \
 shim/hooks_vmm.c shim/modules.c shim/python.c shim/real.c shim/record.c shim/unwind.c shim/writer.c
-gpushim: a cycle of 4 files: analyzer/model/blocks.c analyzer/model/graphs.c analyzer/model/outcome.c \
-analyzer/model/replay.c
 """.replace("\\\n", "").strip().split("\n")
 
 
