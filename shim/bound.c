@@ -39,7 +39,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "../analyzer/analyzer.h"
+#include "analyzer/model/model.h"
 #include "shim.h"
 
 #define RAW_CAP (1u << 20)

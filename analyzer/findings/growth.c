@@ -37,7 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/analyzer.h"
+#include "analyzer/model/model.h"
 #include "analyzer/findings/growth.h"
 
 static void growth_reset(void *ctx, struct gs_replay *r)

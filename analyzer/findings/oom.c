@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/analyzer.h"
+#include "analyzer/model/model.h"
 #include "analyzer/findings/growth.h"
 #include "analyzer/findings/oom.h"
 

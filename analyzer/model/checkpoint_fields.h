@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analyzer/analyzer.h"
+#include "analyzer/model/model.h"
 
 /* The totals GS_REC_CKPT_BEGIN carries, in its order: one list for the
  * writer and the loader, so that they cannot disagree. */

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "analyzer/model/model_int.h"
+#include "analyzer/util/cursor.h" /* gs_graphs_load */
 #include "gpushim_cuda.h" /* GS_CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH */
 
 void gs_graphs_init(struct gs_graphs *g)

@@ -10,6 +10,7 @@
  * that share a name counts as one, and a thread renamed midway counts under
  * each name in turn.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

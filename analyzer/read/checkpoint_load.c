@@ -16,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/analyzer.h"
+#include "analyzer/model/model.h"
+#include "analyzer/util/cursor.h"
+#include "analyzer/util/reserve.h"
 #include "analyzer/model/checkpoint_fields.h"
 #include "analyzer/read/checkpoint_load.h"
 #include "gpushim_cuda.h" /* GS_CUDA_ERROR_OUT_OF_MEMORY */

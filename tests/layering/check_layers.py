@@ -42,8 +42,8 @@ LAYERS = [
     ("analyzer/util", 1, "shared", [
         "analyzer/idmap.c", "analyzer/ordmap.c", "analyzer/json.c", "analyzer/protobuf.c",
         "analyzer/pickle.c", "analyzer/names.c", "analyzer/reserve.c", "analyzer/bytes.c",
-        "analyzer/escape.c"]),
-    ("analyzer/trace", 2, "shared", ["shim/encode.c", "analyzer/decode.c"]),
+        "analyzer/escape.c", "analyzer/util/"]),
+    ("analyzer/trace", 2, "shared", ["shim/encode.c", "analyzer/decode.c", "analyzer/trace/"]),
     ("analyzer/model", 3, "shared", ["analyzer/model/"]),
     ("shim/base", 4, "shim", ["shim/config.c", "shim/real.c"]),
     ("shim/file", 5, "shim", ["shim/tracefile.c", "shim/ring.c"]),

@@ -1,5 +1,5 @@
 /*
- * test_growth.c - analyzer/growth.c's sampling without marks, judged by
+ * test_growth.c - analyzer/findings/growth.c's sampling without marks, judged by
  * analyzer/suspects.c, driven event by event through gs_replay_event with
  * schedules whose samples are worked out by hand: a window ends at the
  * clock's next millisecond or at its 4th event, whichever comes first; the

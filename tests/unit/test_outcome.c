@@ -1,5 +1,5 @@
 /*
- * test_outcome.c - analyzer/outcome.c: what became of each failed
+ * test_outcome.c - analyzer/model/outcome.c: what became of each failed
  * allocation, on event schedules shaped as the frameworks' own: PyTorch's
  * caching allocator retrying after emptying its cache (recovered), cuDNN's
  * benchmark halving its workspace (recovered), PyTorch's cudaMallocAsync

@@ -1,0 +1,53 @@
+/*
+ * cursor.h - a record's payload as it is read: varints and string fields
+ * of untrusted bytes (struct gs_cursor).
+ *
+ * Included by: the trace codec (analyzer/trace), the model's checkpoint
+ * loader and graphs, and any analyzer file that reads a payload.
+ */
+#ifndef GPUSHIM_UTIL_CURSOR_H
+#define GPUSHIM_UTIL_CURSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpushim_trace.h"
+#include "analyzer/util/text.h"
+
+/* A record's payload as it is read (reader.c, checkpoint.c): a field past
+ * its end, or a varint that does not fit, marks it bad and reads as 0. */
+struct gs_cursor {
+    const uint8_t *p, *end;
+    int bad;
+};
+static inline uint64_t gs_cursor_u(struct gs_cursor *c)
+{
+    uint64_t v = 0;
+    if (!c->bad && gs_get_varint(&c->p, c->end, &v) != 0)
+        c->bad = 1;
+    return c->bad ? 0 : v;
+}
+/* A string field: its bytes, in the payload (NULL and *len 0 when bad). */
+static inline const uint8_t *gs_cursor_bytes(struct gs_cursor *c, size_t *len)
+{
+    uint64_t n = gs_cursor_u(c);
+    if (c->bad || n > (uint64_t)(c->end - c->p)) {
+        c->bad = 1;
+        *len = 0;
+        return NULL;
+    }
+    const uint8_t *b = c->p;
+    c->p += n;
+    *len = (size_t)n;
+    return b;
+}
+
+/* A string field, as gs_text_copy makes it; "" when bad. */
+static inline void gs_cursor_text(struct gs_cursor *c, char *out, size_t outsz)
+{
+    size_t len;
+    const uint8_t *b = gs_cursor_bytes(c, &len);
+    gs_text_copy(out, outsz, b, b ? len : 0);
+}
+
+#endif

@@ -1,0 +1,21 @@
+/*
+ * idmap.h - a map of u64 keys to u64 values, open addressing (idmap.c).
+ *
+ * Included by: any analyzer or model file.
+ */
+#ifndef GPUSHIM_UTIL_IDMAP_H
+#define GPUSHIM_UTIL_IDMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct gs_idmap;
+struct gs_idmap *gs_idmap_new(void);
+void gs_idmap_free(struct gs_idmap *m);
+/* 0 and sets *value when found; -1 otherwise. */
+int gs_idmap_get(const struct gs_idmap *m, uint64_t key, uint64_t *value);
+int gs_idmap_put(struct gs_idmap *m, uint64_t key, uint64_t value); /* 0, or -1 on no memory */
+int gs_idmap_del(struct gs_idmap *m, uint64_t key);                 /* 0 when it was there */
+size_t gs_idmap_count(const struct gs_idmap *m);
+
+#endif
