@@ -22,7 +22,9 @@ struct gs_pool_usage;
 struct gs_marks;
 struct gs_blocks;
 struct gs_block;
-struct gs_cursor;
+struct gs_graph_pool;
+struct gs_graph_obj;
+struct gs_graph_node;
 
 /* The checkpoint a rotated trace starts with (checkpoint.c). */
 struct gs_checkpoint_state {
@@ -70,7 +72,12 @@ struct gs_site *gs_blocks_site(struct gs_blocks *b, uint32_t stack_id, int make)
 /* Adds a live block as it is (checkpoint.c): 0, or -1 on no memory or a
  * block already live at its address. */
 int gs_blocks_insert(struct gs_blocks *b, const struct gs_block *blk);
-/* A GS_REC_CKPT_GRAPH record (checkpoint.c writes them): 0, or -1 if bad. */
-int gs_graphs_load(struct gs_replay *r, struct gs_cursor *c);
+/* A device's graph pool (GS_MAX_DEVICES: an unknown device's); a graph,
+ * executable or capture by its handle (NULL: none); one made (NULL: no
+ * memory); a memory node added to one (0, or -1 on no memory). */
+struct gs_graph_pool *gs_graphs_pool(struct gs_replay *r, int32_t device);
+struct gs_graph_obj *gs_graphs_find(struct gs_replay *r, uint32_t which, uint64_t handle);
+struct gs_graph_obj *gs_graphs_make(struct gs_replay *r, uint32_t which, uint64_t handle);
+int gs_graphs_add_node(struct gs_graph_obj *o, const struct gs_graph_node *n);
 
 #endif

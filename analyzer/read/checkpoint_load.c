@@ -18,6 +18,7 @@
 
 #include "analyzer/model/model.h"
 #include "analyzer/util/cursor.h"
+#include "analyzer/util/idmap.h"
 #include "analyzer/util/reserve.h"
 #include "analyzer/model/checkpoint_fields.h"
 #include "analyzer/read/checkpoint_load.h"
@@ -468,6 +469,93 @@ static int load_end(struct gs_replay *r, struct gs_cursor *c)
     return c->bad || !whole ? -1 : 0;
 }
 
+/* ---- the CUDA graphs: GS_REC_CKPT_GRAPH (analyzer/model/graphs.c builds them) ---- */
+
+static int32_t graph_device(struct gs_cursor *c)
+{
+    int64_t d = gs_unzigzag(u(c));
+    return d < -1 || d >= GS_MAX_DEVICES ? GS_DEVICE_UNKNOWN : (int32_t)d;
+}
+
+static int load_graph(struct gs_replay *r, struct gs_cursor *c)
+{
+    uint64_t what = u(c);
+    r->graphs.seen = 1;
+    if (what == 0) {
+        struct gs_graph_pool p = {.seen = 1};
+        int32_t d = graph_device(c);
+        p.reserved = u(c);
+        p.live = u(c);
+        p.sampled_reserved = u(c);
+        p.sampled_used = u(c);
+        p.samples = u(c);
+        p.peak_reserved = u(c);
+        p.launches = u(c);
+        p.launches_failed = u(c);
+        p.stack_id = (uint32_t)u(c);
+        p.api = (uint32_t)u(c);
+        p.prev_reserved = u(c);
+        if (c->bad || p.api >= GS_API_COUNT)
+            return -1;
+        *gs_graphs_pool(r, d) = p;
+        return 0;
+    }
+    if (what == 1) {
+        uint64_t which = u(c), handle = u(c), graph = u(c), flags = u(c);
+        int32_t dev = graph_device(c);
+        uint64_t launches = u(c), n = u(c);
+        if (c->bad || which > GS_GRAPH_OBJ_CAPTURE || n > (uint64_t)(c->end - c->p) ||
+            gs_graphs_find(r, (uint32_t)which, handle))
+            return -1; /* each node takes a byte at least */
+        struct gs_graph_obj *o = gs_graphs_make(r, (uint32_t)which, handle);
+        if (!o)
+            return -1;
+        o->graph = graph;
+        o->flags = flags;
+        o->launches = launches;
+        for (uint64_t i = 0; i < n && !c->bad; i++) {
+            struct gs_graph_node node;
+            node.is_free = u(c) != 0;
+            node.addr = u(c);
+            node.size = u(c);
+            uint64_t stack = u(c), api = u(c);
+            node.device = graph_device(c);
+            node.stack_id = stack > UINT32_MAX ? 0 : (uint32_t)stack;
+            node.api = api >= GS_API_COUNT ? GS_API_UNKNOWN : (uint32_t)api;
+            if (!c->bad && gs_graphs_add_node(o, &node) != 0)
+                return -1;
+        }
+        o->device = dev;
+        return c->bad ? -1 : 0;
+    }
+    if (what == 2) {
+        uint64_t addr = u(c);
+        int32_t d = graph_device(c);
+        if (c->bad || !gs_replay_find_live(r, GS_SPACE_ADDRESS, addr))
+            return -1;
+        return gs_idmap_put(r->graphs.live, addr, (uint64_t)(d + 1));
+    }
+    if (what == 3) {
+        uint64_t tid = u(c), exec = u(c);
+        if (c->bad || tid > UINT32_MAX)
+            return -1;
+        r->graphs.pending = 1;
+        r->graphs.pending_tid = (uint32_t)tid;
+        r->graphs.pending_exec = exec;
+        return 0;
+    }
+    if (what == 4) {
+        uint64_t nodes = u(c), execs = u(c);
+        if (c->bad)
+            return -1;
+        r->graphs.nodes = nodes;
+        r->graphs.execs_made = execs;
+        return 0;
+    }
+    return 0; /* a newer writer's */
+}
+
+
 int gs_checkpoint_load(struct gs_replay *r, uint8_t type, const uint8_t *payload, size_t len)
 {
     struct gs_cursor c = {payload, payload + len, 0};
@@ -493,7 +581,7 @@ int gs_checkpoint_load(struct gs_replay *r, uint8_t type, const uint8_t *payload
     case GS_REC_CKPT_FAILURE: rc = load_failure(r, &c); break;
     case GS_REC_CKPT_RECENT_FREE: rc = load_recent(r, &c); break;
     case GS_REC_CKPT_CHAIN: rc = load_chain(r, &c); break;
-    case GS_REC_CKPT_GRAPH: rc = gs_graphs_load(r, &c); break;
+    case GS_REC_CKPT_GRAPH: rc = load_graph(r, &c); break;
     default: return load_end(r, &c);
     }
     if (rc == 0)
