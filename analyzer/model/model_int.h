@@ -81,9 +81,10 @@ void gs_outcome_finish(struct gs_replay *r);
 /* Whether stacks a and b are one call site for a retry: the same, or of the
  * same depth and different in one frame alone. */
 int gs_outcome_same_site(const struct gs_replay *r, uint32_t a, uint32_t b);
-/* The replay's own handling of an allocation (replay.c), for one held apart. */
+/* The replay's own handling of an allocation (live.c), for one held apart. */
 void gs_replay_apply_alloc(struct gs_replay *r, const struct gs_revent *e);
-/* And of a free (for a graph's free node). */
+/* And of a free: the live set's part (gs_graphs_on_free adds what graph pools
+ * and the chains of retries see, and calls this). */
 void gs_replay_apply_free(struct gs_replay *r, const struct gs_revent *e);
 /* Sets the analyzer's own device allocation at (space, addr) to size bytes
  * at site (0 bytes: ends it), counted in no allocation total: a graph

@@ -42,7 +42,8 @@ struct gs_failure {
     uint64_t retry_bytes; /* the size that succeeded */
     uint64_t freed_bytes, frees; /* device bytes its thread freed from it to then, in so
                                   * many frees (pending: the chain's counts when it failed) */
-    uint32_t postmortem;  /* its slot in gs_replay.postmortems + 1; 0: none (oom.c) */
+    uint32_t postmortem;  /* its post-mortem's slot + 1, given by an analysis attached
+                           * (analyzer/findings/oom.c); 0: none */
 };
 
 /* A thread's failed allocations whose outcome waits on its next attempt
