@@ -48,32 +48,41 @@ PY_INCLUDE := $(shell python3 -c 'import sysconfig; print(sysconfig.get_paths()[
 PY_EXT_SUFFIX := $(shell python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
 SIMTENSOR := $(BUILD)/examples/python/simtensor$(PY_EXT_SUFFIX)
 
-SHIM_SRC := $(wildcard shim/*.c shim/*/*.c)
-ANALYZER_SRC := $(sort $(wildcard analyzer/*.c analyzer/*/*.c))
+# ---- the layers: a folder each, built as a static archive each ----
+# From the bottom (docs/architecture.md "The layers"): the layers both sides
+# share, then each side's. A layer's archive holds the objects of its folder.
+SHARED_LAYERS := analyzer/util analyzer/trace analyzer/model
+SHIM_LAYERS := shim/base shim/file shim/bound shim/writer shim/record shim/hooks shim/entry
+ANALYZER_LAYERS := analyzer/read analyzer/symbols analyzer/findings analyzer/report \
+                   analyzer/export analyzer/cmd
+# $(call lib,LAYERS,VARIANT): their archives, in the order given; VARIANT
+# "pic/" for objects that go into libgpushim.so, "" for the rest.
+lib = $(foreach l,$(1),$(BUILD)/lib/$(2)$(subst /,-,$(l)).a)
+define layer_archive
+$(call lib,$(1),$(2)): $(patsubst %.c,$(BUILD)/obj/$(2)%.o,$(wildcard $(1)/*.c))
+	@mkdir -p $$(@D)
+	rm -f $$@ && $(AR) rcs $$@ $$^
+endef
+$(foreach l,$(SHARED_LAYERS) $(SHIM_LAYERS),$(eval $(call layer_archive,$(l),pic/)))
+$(foreach l,$(SHARED_LAYERS) $(SHIM_LAYERS) $(ANALYZER_LAYERS),$(eval $(call layer_archive,$(l),)))
+
+# What links where, a line each, the top layer first: the linker reads an
+# archive once, in order, so a call up a layer does not link. The shim's own
+# layers go in whole (their hooks are called from outside, not from below);
+# of the shared layers, only what the shim calls.
+SHIM_LIBS := $(call lib,shim/entry shim/hooks shim/record shim/writer shim/bound shim/file shim/base,pic/)
+SHIM_SHARED_LIBS := $(call lib,analyzer/model analyzer/trace analyzer/util,pic/)
+ANALYZER_LIBS := $(call lib,analyzer/cmd analyzer/export analyzer/report analyzer/findings \
+                   analyzer/symbols analyzer/read analyzer/model analyzer/trace analyzer/util,)
+# Unit tests: the analyzer's layers and the shim's pure ones (built without -fPIC).
+UNIT_LIBS := $(call lib,analyzer/cmd analyzer/export analyzer/report analyzer/findings \
+               analyzer/symbols analyzer/read shim/record shim/file shim/base analyzer/model \
+               analyzer/trace analyzer/util,)
+
+ANALYZER_SRC := $(wildcard $(addsuffix /*.c,$(SHARED_LAYERS) $(ANALYZER_LAYERS))) analyzer/main.c
 PROG_SRC := $(wildcard tests/progs/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
-# Pure parts of the shim and the analyzer that unit tests link directly
-# (suspects.c needs sites.c, and it symbolize.c, hence libdw: the tests pass
-# no symbolizer).
-UNIT_DEPS := analyzer/trace/encode.c shim/file/ring.c shim/record/stacks.c shim/file/tracefile.c \
-             shim/base/config.c shim/record/pylines.c shim/record/pyread.c shim/record/pylayout.c \
-             analyzer/trace/decode.c analyzer/read/reader.c analyzer/read/recover.c analyzer/replay.c \
-             analyzer/util/idmap.c \
-             analyzer/util/json.c analyzer/checkpoint.c analyzer/symbols/pyframes.c analyzer/marks.c \
-             analyzer/blocks.c analyzer/util/ordmap.c analyzer/timeline.c analyzer/growth.c \
-             analyzer/oom.c analyzer/outcome.c analyzer/util/protobuf.c analyzer/util/pickle.c \
-             analyzer/findings/suspects.c analyzer/symbols/sites.c analyzer/symbols/symbolize.c \
-             analyzer/symbols/autograd.c analyzer/graphs.c analyzer/util/reserve.c analyzer/util/names.c
-
-# The shim encodes its ring entries with the trace codec, and runs the
-# analyzer's decoder and replay, as the model behind GPUSHIM_MAX_BYTES.
-SHIM_OBJ := $(SHIM_SRC:%.c=$(BUILD)/obj/pic/%.o) \
-            $(addprefix $(BUILD)/obj/pic/analyzer/,trace/encode.o trace/decode.o replay.o \
-                                                   util/idmap.o checkpoint.o marks.o \
-                                                   blocks.o util/ordmap.o timeline.o growth.o oom.o \
-                                                   outcome.o graphs.o util/reserve.o)
-ANALYZER_OBJ := $(ANALYZER_SRC:%.c=$(BUILD)/obj/%.o)
-UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_DEPS:%.c=$(BUILD)/obj/%.o)
+UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 PROGS := $(PROG_SRC:tests/progs/%.c=$(BUILD)/progs/%)
 SIM := $(BUILD)/sim/libcuda.so.1 $(BUILD)/sim/libcudart.so.13
 
@@ -102,12 +111,13 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/libgpushim.so: $(SHIM_OBJ) shim/exports.map
-	$(CC) -shared -o $@ $(SHIM_OBJ) $(LDFLAGS) -Wl,--version-script=shim/exports.map \
+$(BUILD)/libgpushim.so: $(SHIM_LIBS) $(SHIM_SHARED_LIBS) shim/exports.map
+	$(CC) -shared -o $@ -Wl,--whole-archive $(SHIM_LIBS) -Wl,--no-whole-archive $(SHIM_SHARED_LIBS) \
+		$(LDFLAGS) -Wl,--version-script=shim/exports.map \
 		-Wl,-z,defs -Wl,-soname,libgpushim.so -lz -ldl -lpthread
 
-$(BUILD)/gpushim: $(ANALYZER_OBJ)
-	$(CC) -o $@ $(ANALYZER_OBJ) $(LDFLAGS) -ldw -lelf -lz -lm
+$(BUILD)/gpushim: $(BUILD)/obj/analyzer/main.o $(ANALYZER_LIBS)
+	$(CC) -o $@ $(BUILD)/obj/analyzer/main.o $(ANALYZER_LIBS) $(LDFLAGS) -ldw -lelf -lz -lm
 
 # ---- the simulated CUDA driver and runtime (tests/sim) ----
 SIM_RUNTIME_SRC := $(wildcard tests/sim/runtime/*.c)
@@ -181,8 +191,8 @@ ifneq ($(wildcard $(PY_INCLUDE)/internal/pycore_frame.h),)
 $(BUILD)/obj/tests/unit/test_pylayout.o: ALL_CFLAGS += -isystem $(PY_INCLUDE) -DGS_PYTHON_HEADERS
 endif
 
-$(BUILD)/unit_tests: $(UNIT_OBJ)
-	$(CC) -o $@ $(UNIT_OBJ) $(LDFLAGS) -lcriterion -ldw -lelf -lz -lm -lpthread
+$(BUILD)/unit_tests: $(UNIT_OBJ) $(UNIT_LIBS)
+	$(CC) -o $@ $(UNIT_OBJ) $(UNIT_LIBS) $(LDFLAGS) -lcriterion -ldw -lelf -lz -lm -lpthread
 
 # The project's CUDA declarations against the toolkit's, where it is installed.
 CUDA_H := $(firstword $(wildcard /usr/local/cuda/include/cuda.h /usr/include/cuda.h))

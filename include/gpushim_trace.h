@@ -233,7 +233,7 @@ enum gs_record_type {
                                * varint addr, varint size, varint time, varint stack
                                * id, varint kind, zz device, varint space, varint api,
                                * varint parent, varint stream. A thread's chain of
-                               * retries still open (analyzer/outcome.c). Older
+                               * retries still open (analyzer/model/outcome.c). Older
                                * readers skip it */
     GS_REC_CKPT_GRAPH = 42,   /* varint what, then: 0, a device's graph pool: zz device,
                                * varint reserved bytes (as the replay holds them),
@@ -255,7 +255,7 @@ enum gs_record_type {
                                * allocation is still to come: varint tid, varint
                                * exec; 4, the totals: varint memory nodes recorded,
                                * varint executables instantiated
-                               * (analyzer/graphs.c). Older readers skip it */
+                               * (analyzer/model/graphs.c). Older readers skip it */
 
     /* Python stacks (types 48..51; 49..51 are reserved for them) */
     GS_REC_PYCODE = 48,       /* varint code id (1..GS_PY_MAX_CODE), string file,

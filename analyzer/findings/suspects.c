@@ -114,9 +114,9 @@ static int judge(const struct series *s, unsigned n, const uint64_t *time_ns,
 size_t gs_growth_suspects(const struct gs_replay *r, struct gs_symbolizer *sym,
                           enum gs_stack_view view, struct gs_suspect **out)
 {
-    const struct gs_growth *g = &r->growth;
+    const struct gs_growth *g = gs_growth_of(r);
     *out = NULL;
-    if (!g->enabled || !g->n)
+    if (!g->n) /* growth not attached, or nothing sampled */
         return 0;
     struct series *ser = calloc(r->nsites ? r->nsites : 1, sizeof *ser);
     struct gs_idmap *by_key = gs_idmap_new();

@@ -38,7 +38,7 @@ const char *gs_oom_cause_name(enum gs_oom_cause c)
  * before t, less the least before it. */
 static uint64_t growth_until(const struct gs_replay *r, const struct gs_suspect *s, uint64_t t)
 {
-    const struct gs_growth *g = &r->growth;
+    const struct gs_growth *g = gs_growth_of(r);
     uint64_t low = UINT64_MAX, at = 0;
     int any = 0;
     for (unsigned k = 0; k < s->npoints; k++) {

@@ -120,7 +120,8 @@ int gs_load_watch(const char *cmd, const char *path, struct gs_loaded *l,
     char err[512];
     struct watching wa = {.l = l, .w = w, .scan_budget = SCAN_BUDGET};
     gs_replay_init(&l->r);
-    l->r.growth.enabled = 1; /* leak suspects and post-mortems: the analyzer's alone */
+    gs_growth_attach(&l->r); /* leak suspects and post-mortems: the analyzer's alone */
+    gs_oom_attach(&l->r);
     l->sym = gs_sym_new();
     int rc = gs_read_trace(path, &watch_ops, &wa, &l->info, &l->st, err, sizeof err);
     if (rc != 0) {

@@ -414,7 +414,7 @@ static void postmortem(struct gs_json *j, const struct gs_report *rep, size_t i,
         raw_site(j, rep, pm->held_site[k], pm->held_bytes[k], &pm->held_count[k]);
     gs_json_end_array(j);
     gs_json_begin_object(j, "grew");
-    if (pm->ngrew || r->growth.n) {
+    if (pm->ngrew || gs_growth_of(r)->n) {
         gs_json_uint(j, "since_ns", pm->grew_from_ns);
         if (pm->grew_by_steps)
             gs_json_uint(j, "since_step", pm->grew_from_step);
@@ -626,7 +626,7 @@ static void frag_fields(struct gs_json *j, const struct gs_frag *f)
 /* The two layers of memory held at each growth sample (growth.c). */
 static void over_time(struct gs_json *j, const struct gs_replay *r)
 {
-    const struct gs_growth *g = &r->growth;
+    const struct gs_growth *g = gs_growth_of(r);
     gs_json_begin_array(j, "over_time");
     for (unsigned k = 0; k < g->n; k++) {
         const struct gs_layers *l = &g->layers[k];
@@ -746,7 +746,7 @@ static void trace(struct gs_json *j, const struct gs_report *rep)
 static void suspects(struct gs_json *j, const struct gs_report *rep, const struct gs_suspect *sus,
                      size_t nsus)
 {
-    const struct gs_growth *g = &rep->replay->growth;
+    const struct gs_growth *g = gs_growth_of(rep->replay);
     const struct gs_marks *m = &rep->replay->marks;
     gs_json_begin_object(j, "growth");
     gs_json_string(j, "sampled_at", !g->n ? NULL : g->by_steps ? "steps" : "time");

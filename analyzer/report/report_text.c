@@ -644,7 +644,7 @@ static void suspects(const struct gs_report *rep, FILE *out, const struct gs_sus
                      size_t nsus)
 {
     const struct gs_replay *r = rep->replay;
-    const struct gs_growth *g = &r->growth;
+    const struct gs_growth *g = gs_growth_of(r);
     char a[32], b[32], c[32];
     if (!g->n)
         return;

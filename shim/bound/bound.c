@@ -39,7 +39,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "../analyzer/analyzer.h"
+#include "analyzer/model/model.h"
 #include "shim/base/base.h"
 #include "shim/file/file.h"
 #include "shim/bound/bound.h"
@@ -105,7 +105,7 @@ void gs_bound_start(uint64_t max_bytes)
     b.raw = malloc(RAW_CAP);
     b.scratch = malloc(b.scratch_len);
     gs_replay_init(&b.model);
-    b.model_ops = gs_replay_ops;
+    b.model_ops = gs_model_ops;
     b.model_ops.checkpoint = NULL;
     b.max = max_bytes;
     if (!b.raw || !b.scratch)

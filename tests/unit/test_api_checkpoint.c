@@ -1,6 +1,6 @@
 /*
  * test_api_checkpoint.c - the marks and blocks in a checkpoint
- * (analyzer/checkpoint.c, types GS_REC_CKPT_API_FIRST..LAST): a replay cut
+ * (analyzer/model/checkpoint.c, types GS_REC_CKPT_API_FIRST..LAST): a replay cut
  * at every event of a schedule, written as records, read back into a fresh
  * replay and fed the rest, must agree with a replay of the whole schedule on
  * every figure the reports read: each label with its open step, the recent

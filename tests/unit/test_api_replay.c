@@ -1,9 +1,9 @@
 /*
  * test_api_replay.c - what the public API's records do in the replay:
- * analyzer/marks.c (steps between marks of a label, overlapping labels, the
+ * analyzer/model/marks.c (steps between marks of a label, overlapping labels, the
  * peak of a step that happens between marks of another label, a free undone
  * inside a step, the rings of recent marks and steps past their size, the
- * limit on labels, labels cleaned) and analyzer/blocks.c (block sites at
+ * limit on labels, labels cleaned) and analyzer/model/blocks.c (block sites at
  * the block peak and at the end, unknown frees, a block over a live
  * address; fragmentation with overlapping blocks, a block past its
  * segment's end, blocks in no segment, a segment freed under its blocks and

@@ -1,5 +1,6 @@
 /*
- * test_checkpoint.c - analyzer/checkpoint.c: a replay written as records by
+ * test_checkpoint.c - analyzer/model/checkpoint.c and analyzer/read/
+ * checkpoint_load.c: a replay written as records by
  * gs_checkpoint_write, read back through gs_decode_block into a fresh
  * replay (gs_replay_ops), then fed the events that follow, must agree with
  * a replay of every event on every figure a report reads: counters, peak

@@ -1,5 +1,5 @@
 /*
- * test_graphs.c - analyzer/graphs.c: CUDA graph memory as the driver holds
+ * test_graphs.c - analyzer/model/graphs.c: CUDA graph memory as the driver holds
  * it, on a schedule of GRAPH_NODE and GRAPH events with known figures:
  * nothing at capture, the nodes run at each launch (an allocation left live
  * by the graph, AUTO_FREE_ON_LAUNCH freeing it at the next), the pool's

@@ -1,5 +1,5 @@
 /*
- * test_growth.c - analyzer/growth.c's sampling without marks, judged by
+ * test_growth.c - analyzer/findings/growth.c's sampling without marks, judged by
  * analyzer/findings/suspects.c, driven event by event through gs_replay_event with
  * schedules whose samples are worked out by hand: a window ends at the
  * clock's next millisecond or at its 4th event, whichever comes first; the
@@ -52,7 +52,7 @@ static void step(struct gs_replay *r, uint64_t s, uint64_t t, uint64_t gap)
 static void start(struct gs_replay *r)
 {
     gs_replay_init(r);
-    r->growth.enabled = 1; /* as the analyzer's load.c does */
+    gs_growth_attach(r); /* as the analyzer's load.c does */
 }
 
 /* The raw site of a stack. */
@@ -67,7 +67,7 @@ static size_t site_of(const struct gs_replay *r, uint32_t stack)
 
 static uint64_t sampled(const struct gs_replay *r, uint32_t stack, unsigned k)
 {
-    return r->growth.live[site_of(r, stack) * GS_GROWTH_SAMPLES + k];
+    return gs_growth_of(r)->live[site_of(r, stack) * GS_GROWTH_SAMPLES + k];
 }
 
 /* The suspects: exactly one, keep's; *s is it. */
@@ -102,7 +102,7 @@ Test(growth, a_short_fast_run_is_sampled_by_its_events)
     for (uint64_t s = 0; s < 20; s++)
         step(&r, s, 5 * MS + s * 10 * US, 3 * US);
     gs_replay_finish(&r);
-    const struct gs_growth *g = &r.growth;
+    const struct gs_growth *g = gs_growth_of(&r);
     cr_assert_eq(g->by_steps, 0, "no marks: windows");
     cr_assert_eq(g->n, 15, "a sample every 4 events: %u", g->n);
     for (unsigned k = 0; k < 15; k++) {
@@ -142,7 +142,7 @@ Test(growth, the_clock_and_the_events_both_end_windows)
     for (uint64_t s = 0; s < 20; s++)
         step(&r, s, 10 * MS + s * 500 * US, 10 * US);
     gs_replay_finish(&r);
-    const struct gs_growth *g = &r.growth;
+    const struct gs_growth *g = gs_growth_of(&r);
     cr_assert_eq(g->n, 20, "a sample a step: %u", g->n);
     for (unsigned k = 0; k < 20; k++) {
         ASSERT_U64(sampled(&r, KEEP, k), (k + 1) * MiB, "keep at sample %u", k);
@@ -172,7 +172,7 @@ Test(growth, a_slow_run_is_sampled_by_the_clock)
     for (uint64_t s = 0; s < 20; s++)
         step(&r, s, 1 * MS + s * 3 * MS, 10 * US);
     gs_replay_finish(&r);
-    const struct gs_growth *g = &r.growth;
+    const struct gs_growth *g = gs_growth_of(&r);
     cr_assert_eq(g->n, 20, "a sample a step: %u", g->n);
     for (unsigned k = 0; k < 20; k++) {
         ASSERT_U64(sampled(&r, KEEP, k), (k + 1) * MiB, "keep at sample %u", k);
@@ -203,7 +203,7 @@ Test(growth, a_teardown_burst_is_one_window)
     for (uint64_t s = 0; s < 20; s++)
         ev(&r, GS_REC_FREE, 70 * MS + s * US, 0x100000000ull + s * MiB, 0, 0);
     gs_replay_finish(&r);
-    const struct gs_growth *g = &r.growth;
+    const struct gs_growth *g = gs_growth_of(&r);
     cr_assert_eq(g->n, 21, "a sample a step and one for the teardown: %u", g->n);
     ASSERT_U64(sampled(&r, KEEP, 19), 20 * MiB, "the last step");
     ASSERT_U64(sampled(&r, KEEP, 20), 12 * MiB, "in the teardown, at its 8th free");
@@ -233,7 +233,7 @@ Test(growth, a_long_fast_run_keeps_at_most_64_evenly_spread_samples)
     for (uint64_t s = 0; s < steps; s++)
         step(&r, s, 1 * MS + 3 * s * gap, gap);
     gs_replay_finish(&r);
-    const struct gs_growth *g = &r.growth;
+    const struct gs_growth *g = gs_growth_of(&r);
     /* windows of 4 events fill the samples at 256 events, of 8 at 512, ...,
      * of 512 at 32768: 32 samples kept, then 26 windows of 1024 and 608
      * events left for a last one */
@@ -278,7 +278,7 @@ Test(growth, marks_halve_to_every_other_step)
         step(&r, s, 1 * MS + s * MS + 10 * US, 10 * US);
     }
     gs_replay_finish(&r);
-    const struct gs_growth *g = &r.growth;
+    const struct gs_growth *g = gs_growth_of(&r);
     cr_assert_eq(g->by_steps, 1, "by steps");
     ASSERT_U64(g->every, 2, "every other step");
     cr_assert_eq(g->n, 32 + 1 + 17, "samples: %u", g->n);

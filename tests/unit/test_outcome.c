@@ -1,5 +1,5 @@
 /*
- * test_outcome.c - analyzer/outcome.c: what became of each failed
+ * test_outcome.c - analyzer/model/outcome.c: what became of each failed
  * allocation, on event schedules shaped as the frameworks' own: PyTorch's
  * caching allocator retrying after emptying its cache (recovered), cuDNN's
  * benchmark halving its workspace (recovered), PyTorch's cudaMallocAsync
@@ -33,7 +33,8 @@ static uint64_t now;
 static void setup(void)
 {
     gs_replay_init(&r);
-    r.growth.enabled = 1;
+    gs_growth_attach(&r);
+    gs_oom_attach(&r);
     now = 0;
     static const uint64_t s1[] = {0x7f00, 0x4010, 0x4100, 0x4200};
     static const uint64_t s2[] = {0x7f00, 0x4020, 0x4100, 0x4200};

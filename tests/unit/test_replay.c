@@ -1,5 +1,6 @@
 /*
- * test_replay.c - analyzer/replay.c's live-set and peak arithmetic, driven
+ * test_replay.c - the replay's live-set and peak arithmetic (analyzer/model/
+ * live.c, through replay.c's dispatch), driven
  * event by event through gs_replay_event with schedules whose answers are
  * worked out by hand: counts, peak bytes and time, each site's bytes at the
  * peak (gs_site_peak_bytes), per-device and per-kind usage, leaks

@@ -1,5 +1,5 @@
 /*
- * test_timeline.c - analyzer/timeline.c: each bucket holds the most live in
+ * test_timeline.c - analyzer/model/timeline.c: each bucket holds the most live in
  * it, buckets without a change carry the last value, and when the run
  * outgrows the buckets pairs merge (the most of the two) and the width
  * doubles, keeping every peak; each device has its own, and a report puts

@@ -5,12 +5,15 @@
  * first 16 that may matter get one, outcome.c): the call sites
  * holding most on its device, the sites that grew most over the last few
  * growth samples (growth.c), and what its device's stream-ordered pools
- * held beyond use. verdict.c judges it once the pass is done.
+ * held beyond use. verdict.c judges it once the pass is done. Attached to
+ * the replay as a hook (gs_oom_attach): the analyzer's alone.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer.h"
+#include "analyzer/model/model.h"
+#include "analyzer/findings/growth.h"
+#include "analyzer/findings/oom.h"
 
 /* Keeps the k largest (value, site) pairs, largest first. */
 static void top_insert(uint32_t *sites, uint64_t *vals, uint64_t *counts, unsigned *n,
@@ -32,31 +35,31 @@ static void top_insert(uint32_t *sites, uint64_t *vals, uint64_t *counts, unsign
         counts[at] = count;
 }
 
+static const struct gs_replay_hook oom_hook;
+
+/* The hook's context: GS_POSTMORTEMS slots, a failure's postmortem field
+ * naming its slot + 1. */
 const struct gs_postmortem *gs_failure_postmortem(const struct gs_replay *r, size_t idx)
 {
+    const struct gs_postmortem *pms = gs_replay_hook_ctx(r, &oom_hook);
     uint32_t slot = idx < r->nfailures ? r->failures[idx].postmortem : 0;
-    return slot && slot <= GS_POSTMORTEMS && r->postmortems && r->postmortems[slot - 1].present
-               ? &r->postmortems[slot - 1]
-               : NULL;
+    return slot && slot <= GS_POSTMORTEMS && pms && pms[slot - 1].present ? &pms[slot - 1]
+                                                                            : NULL;
 }
 
-void gs_oom_on_failure(struct gs_replay *r, size_t idx)
+static void oom_on_failure(void *ctx, struct gs_replay *r, size_t idx)
 {
+    struct gs_postmortem *pms = ctx;
     struct gs_failure *f = &r->failures[idx];
-    if (!r->growth.enabled || f->outcome == GS_OUTCOME_REFUSED)
+    if (f->outcome == GS_OUTCOME_REFUSED)
         return;
-    if (!r->postmortems) {
-        r->postmortems = calloc(GS_POSTMORTEMS, sizeof *r->postmortems);
-        if (!r->postmortems)
-            return;
-    }
     /* a slot a failure decided since as recovered or a probe gave back */
     unsigned slot = 0;
-    while (slot < GS_POSTMORTEMS && r->postmortems[slot].present)
+    while (slot < GS_POSTMORTEMS && pms[slot].present)
         slot++;
     if (slot == GS_POSTMORTEMS)
         return;
-    struct gs_postmortem *pm = &r->postmortems[slot];
+    struct gs_postmortem *pm = &pms[slot];
     memset(pm, 0, sizeof *pm);
     pm->present = 1;
     f->postmortem = slot + 1;
@@ -84,7 +87,7 @@ void gs_oom_on_failure(struct gs_replay *r, size_t idx)
     }
 
     /* what grew since the fourth sample back (all devices) */
-    const struct gs_growth *g = &r->growth;
+    const struct gs_growth *g = gs_growth_of(r);
     if (!g->n)
         return;
     unsigned k0 = g->n > 4 ? g->n - 4 : 0;
@@ -96,4 +99,38 @@ void gs_oom_on_failure(struct gs_replay *r, size_t idx)
         if (r->sites[s].kind == GS_KIND_DEVICE && now > then)
             top_insert(pm->grew_site, pm->grew_bytes, NULL, &pm->ngrew, (uint32_t)s, now - then, 0);
     }
+}
+
+/* Failure idx was decided recovered or a probe: its slot goes back. */
+static void oom_on_settled(void *ctx, struct gs_replay *r, size_t idx)
+{
+    struct gs_postmortem *pms = ctx;
+    uint32_t slot = r->failures[idx].postmortem;
+    if (slot && slot <= GS_POSTMORTEMS)
+        pms[slot - 1].present = 0;
+}
+
+static void oom_reset(void *ctx, struct gs_replay *r)
+{
+    (void)r;
+    memset(ctx, 0, GS_POSTMORTEMS * sizeof(struct gs_postmortem));
+}
+
+static const struct gs_replay_hook oom_hook = {
+    .on_failure = oom_on_failure,
+    .on_settled = oom_on_settled,
+    .reset = oom_reset,
+    .free = free,
+};
+
+int gs_oom_attach(struct gs_replay *r)
+{
+    struct gs_postmortem *pms = calloc(GS_POSTMORTEMS, sizeof *pms);
+    if (!pms)
+        return -1;
+    if (gs_replay_attach(r, &oom_hook, pms) != 0) {
+        free(pms);
+        return -1;
+    }
+    return 0;
 }

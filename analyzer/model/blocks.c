@@ -4,9 +4,9 @@
  * gpushim.h), within the one streaming pass of replay.c; and how
  * fragmented the driver allocations are.
  *
- * Blocks are kept as replay.c keeps allocations: a live set by address, one
+ * Blocks are kept as live.c keeps allocations: a live set by address, one
  * site per call stack of gpushim_block_alloc with its totals, and what each
- * site held at the blocks' own peak (peak epochs, as replay.c explains).
+ * site held at the blocks' own peak (peak epochs, as live.c explains).
  *
  * Fragmentation (docs/api.md "Fragmentation"). A segment is a live device
  * allocation at an address (cuMemAlloc*, stream-ordered ones, the pluggable
@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer.h"
+#include "analyzer/model/model_int.h"
 
 struct gs_seg {
     uint64_t start, size; /* a free slot: start threads the free list */

@@ -56,7 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer.h"
+#include "analyzer/model/model_int.h"
 #include "gpushim_cuda.h"
 
 const char *gs_outcome_name(uint32_t outcome)
@@ -107,10 +107,11 @@ static int attempt(const struct gs_revent *e)
     return e->type == GS_REC_ALLOC_FAILED && e->result == GS_CUDA_ERROR_OUT_OF_MEMORY;
 }
 
+/* What an analysis kept for f (a post-mortem, analyzer/findings/oom.c) may go. */
 static void release_postmortem(struct gs_replay *r, struct gs_failure *f)
 {
-    if (f->postmortem && r->postmortems && f->postmortem <= GS_POSTMORTEMS)
-        r->postmortems[f->postmortem - 1].present = 0;
+    if (f->postmortem)
+        GS_REPLAY_HOOKS_CALL(r, on_settled, (size_t)(f - r->failures));
     f->postmortem = 0;
 }
 

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer.h"
+#include "analyzer/model/model_int.h"
 
 void gs_marks_init(struct gs_marks *m) { memset(m, 0, sizeof *m); }
 
@@ -142,5 +142,5 @@ void gs_marks_on_mark(struct gs_replay *r, const struct gs_revent *e)
         .block_bytes = r->blocks.live_bytes,
     };
     m->since_peak = r->live_bytes;
-    gs_growth_on_mark(r, idx, e->time_ns);
+    GS_REPLAY_HOOKS_CALL(r, on_mark, idx, e->time_ns);
 }

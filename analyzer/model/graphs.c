@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer.h"
+#include "analyzer/model/model_int.h"
 #include "gpushim_cuda.h" /* GS_CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH */
 
 void gs_graphs_init(struct gs_graphs *g)
@@ -175,6 +175,22 @@ void gs_graphs_returned(struct gs_replay *r, int32_t device, uint64_t size, uint
     set_reserve(r, p, 0, 0, now);
 }
 
+void gs_graphs_on_free(struct gs_replay *r, const struct gs_revent *e)
+{
+    uint64_t before = r->live_bytes;
+    int32_t graph_device = 0; /* a graph allocation's: its pool keeps the bytes */
+    struct gs_live_alloc *graph_alloc =
+        e->space == GS_SPACE_ADDRESS && gs_graphs_take(r, e->addr, &graph_device)
+            ? gs_live_find(r, GS_SPACE_ADDRESS, e->addr)
+            : NULL;
+    uint64_t graph_size = graph_alloc ? graph_alloc->size : 0;
+    gs_replay_apply_free(r, e);
+    if (r->nchains && r->live_bytes < before)
+        gs_outcome_on_freed(r, e->tid, before - r->live_bytes);
+    if (graph_size)
+        gs_graphs_returned(r, graph_device, graph_size, e->time_ns);
+}
+
 /* One allocation node run: the reserve first, then the pool grows. */
 static void run_alloc(struct gs_replay *r, const struct gs_revent *launch,
                       const struct gs_graph_node *n)
@@ -211,7 +227,7 @@ static void run_free(struct gs_replay *r, const struct gs_revent *launch, uint64
                           .device = (int32_t)v - 1,
                           .addr = addr,
                           .space = GS_SPACE_ADDRESS};
-    gs_replay_apply_free(r, &f);
+    gs_graphs_on_free(r, &f);
 }
 
 static void launch(struct gs_replay *r, const struct gs_revent *e, struct gs_graph_obj *x)
@@ -362,90 +378,24 @@ const struct gs_revent *gs_graphs_failure(struct gs_replay *r, const struct gs_r
     return out;
 }
 
-/* ---- checkpoint: GS_REC_CKPT_GRAPH (checkpoint.c writes it) ---- */
+/* ---- what the checkpoint's loader builds graphs with ---- */
 
-static uint64_t u(struct gs_cursor *c) { return gs_cursor_u(c); }
-
-static int32_t device(struct gs_cursor *c)
+struct gs_graph_pool *gs_graphs_pool(struct gs_replay *r, int32_t device)
 {
-    int64_t d = gs_unzigzag(u(c));
-    return d < -1 || d >= GS_MAX_DEVICES ? GS_DEVICE_UNKNOWN : (int32_t)d;
+    return pool_of(r, device);
 }
 
-int gs_graphs_load(struct gs_replay *r, struct gs_cursor *c)
+struct gs_graph_obj *gs_graphs_find(struct gs_replay *r, uint32_t which, uint64_t handle)
 {
-    uint64_t what = u(c);
-    r->graphs.seen = 1;
-    if (what == 0) {
-        struct gs_graph_pool p = {.seen = 1};
-        int32_t d = device(c);
-        p.reserved = u(c);
-        p.live = u(c);
-        p.sampled_reserved = u(c);
-        p.sampled_used = u(c);
-        p.samples = u(c);
-        p.peak_reserved = u(c);
-        p.launches = u(c);
-        p.launches_failed = u(c);
-        p.stack_id = (uint32_t)u(c);
-        p.api = (uint32_t)u(c);
-        p.prev_reserved = u(c);
-        if (c->bad || p.api >= GS_API_COUNT)
-            return -1;
-        *pool_of(r, d) = p;
-        return 0;
-    }
-    if (what == 1) {
-        uint64_t which = u(c), handle = u(c), graph = u(c), flags = u(c);
-        int32_t dev = device(c);
-        uint64_t launches = u(c), n = u(c);
-        if (c->bad || which > GS_GRAPH_OBJ_CAPTURE || n > (uint64_t)(c->end - c->p) ||
-            find(r, (uint32_t)which, handle))
-            return -1; /* each node takes a byte at least */
-        struct gs_graph_obj *o = make(r, (uint32_t)which, handle);
-        if (!o)
-            return -1;
-        o->graph = graph;
-        o->flags = flags;
-        o->launches = launches;
-        for (uint64_t i = 0; i < n && !c->bad; i++) {
-            struct gs_graph_node node;
-            node.is_free = u(c) != 0;
-            node.addr = u(c);
-            node.size = u(c);
-            uint64_t stack = u(c), api = u(c);
-            node.device = device(c);
-            node.stack_id = stack > UINT32_MAX ? 0 : (uint32_t)stack;
-            node.api = api >= GS_API_COUNT ? GS_API_UNKNOWN : (uint32_t)api;
-            if (!c->bad && add_node(o, &node) != 0)
-                return -1;
-        }
-        o->device = dev;
-        return c->bad ? -1 : 0;
-    }
-    if (what == 2) {
-        uint64_t addr = u(c);
-        int32_t d = device(c);
-        if (c->bad || !gs_replay_find_live(r, GS_SPACE_ADDRESS, addr))
-            return -1;
-        return gs_idmap_put(r->graphs.live, addr, (uint64_t)(d + 1));
-    }
-    if (what == 3) {
-        uint64_t tid = u(c), exec = u(c);
-        if (c->bad || tid > UINT32_MAX)
-            return -1;
-        r->graphs.pending = 1;
-        r->graphs.pending_tid = (uint32_t)tid;
-        r->graphs.pending_exec = exec;
-        return 0;
-    }
-    if (what == 4) {
-        uint64_t nodes = u(c), execs = u(c);
-        if (c->bad)
-            return -1;
-        r->graphs.nodes = nodes;
-        r->graphs.execs_made = execs;
-        return 0;
-    }
-    return 0; /* a newer writer's */
+    return find(r, which, handle);
+}
+
+struct gs_graph_obj *gs_graphs_make(struct gs_replay *r, uint32_t which, uint64_t handle)
+{
+    return make(r, which, handle);
+}
+
+int gs_graphs_add_node(struct gs_graph_obj *o, const struct gs_graph_node *n)
+{
+    return add_node(o, n);
 }

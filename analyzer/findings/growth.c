@@ -1,6 +1,7 @@
 /*
  * growth.c - every call site's live device bytes over the run, sampled
- * within the one streaming pass of replay.c, for the leak suspects; and at
+ * within the replay's one streaming pass (attached to it as a hook,
+ * gs_growth_attach: the analyzer's alone), for the leak suspects; and at
  * the same moments the two layers of memory held (blocks in segments, the
  * pools' reserved and used bytes), for fragmentation over time.
  *
@@ -36,15 +37,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer.h"
+#include "analyzer/model/model.h"
+#include "analyzer/findings/growth.h"
 
-void gs_growth_free(struct gs_growth *g)
+static void growth_reset(void *ctx, struct gs_replay *r)
 {
+    (void)r;
+    struct gs_growth *g = ctx;
     free(g->live);
     free(g->first_ns);
-    int enabled = g->enabled;
     memset(g, 0, sizeof *g);
-    g->enabled = enabled;
+}
+
+static void growth_free(void *ctx)
+{
+    growth_reset(ctx, NULL);
+    free(ctx);
 }
 
 /* Room for the samples of site idx: 0, or -1 on no memory. */
@@ -72,10 +80,11 @@ static int room(struct gs_growth *g, size_t idx)
     return 0;
 }
 
-void gs_growth_on_alloc(struct gs_replay *r, size_t site, uint64_t time_ns)
+static void growth_on_alloc(void *ctx, struct gs_replay *r, size_t site, uint64_t time_ns)
 {
-    struct gs_growth *g = &r->growth;
-    if (!g->enabled || room(g, site) != 0)
+    (void)r;
+    struct gs_growth *g = ctx; /* gs_growth_attach's */
+    if (room(g, site) != 0)
         return;
     if (time_ns < g->first_ns[site])
         g->first_ns[site] = time_ns;
@@ -105,9 +114,9 @@ static void halve(struct gs_growth *g)
 
 /* Writes the state now into sample slot g->n (made free first), without
  * taking it yet. */
-static int write_slot(struct gs_replay *r, uint64_t time_ns, uint64_t step)
+static int write_slot(struct gs_replay *r, struct gs_growth *g, uint64_t time_ns,
+                      uint64_t step)
 {
-    struct gs_growth *g = &r->growth;
     if (r->nsites && room(g, r->nsites - 1) != 0)
         return -1;
     if (g->n == GS_GROWTH_SAMPLES)
@@ -129,10 +138,10 @@ static int write_slot(struct gs_replay *r, uint64_t time_ns, uint64_t step)
     return 0;
 }
 
-static void sample(struct gs_replay *r, uint64_t time_ns, uint64_t step)
+static void sample(struct gs_replay *r, struct gs_growth *g, uint64_t time_ns, uint64_t step)
 {
-    if (write_slot(r, time_ns, step) == 0)
-        r->growth.n++;
+    if (write_slot(r, g, time_ns, step) == 0)
+        g->n++;
 }
 
 /* Forgets the samples (a new way of taking them begins). */
@@ -160,10 +169,11 @@ static void take_quiet(struct gs_growth *g)
     g->events = 0;
 }
 
-void gs_growth_before_event(struct gs_replay *r, uint64_t time_ns)
+static void growth_before_event(void *ctx, struct gs_replay *r, uint64_t time_ns)
 {
-    struct gs_growth *g = &r->growth;
-    if (!g->enabled || g->by_steps)
+    (void)r;
+    struct gs_growth *g = ctx; /* gs_growth_attach's */
+    if (g->by_steps)
         return;
     if (!g->every)
         restart(g, 0, 0);
@@ -173,15 +183,15 @@ void gs_growth_before_event(struct gs_replay *r, uint64_t time_ns)
     g->next_ns = (time_ns / g->every + 1) * g->every;
 }
 
-void gs_growth_after_event(struct gs_replay *r, uint64_t time_ns)
+static void growth_after_event(void *ctx, struct gs_replay *r, uint64_t time_ns)
 {
-    struct gs_growth *g = &r->growth;
-    if (!g->enabled || g->by_steps || !g->every)
+    struct gs_growth *g = ctx; /* gs_growth_attach's */
+    if (g->by_steps || !g->every)
         return;
     /* the least device memory live in the window: between two steps of a
      * training loop, when a step's tensors are gone; a few takes a window */
     if ((!g->quiet || (r->live_bytes < g->quiet_bytes && g->quiet_takes < GS_GROWTH_QUIET_TAKES)) &&
-        write_slot(r, time_ns, 0) == 0) {
+        write_slot(r, g, time_ns, 0) == 0) {
         g->quiet_takes = g->quiet ? g->quiet_takes + 1 : 1;
         g->quiet = 1;
         g->quiet_bytes = r->live_bytes;
@@ -195,18 +205,19 @@ void gs_growth_after_event(struct gs_replay *r, uint64_t time_ns)
         take_quiet(g);
 }
 
-void gs_growth_finish(struct gs_replay *r)
+static void growth_finish(void *ctx, struct gs_replay *r)
 {
-    struct gs_growth *g = &r->growth;
-    if (g->enabled && !g->by_steps)
+    (void)r;
+    struct gs_growth *g = ctx; /* gs_growth_attach's */
+    if (!g->by_steps)
         take_quiet(g);
 }
 
-void gs_growth_on_mark(struct gs_replay *r, uint32_t label, uint64_t time_ns)
+static void growth_on_mark(void *ctx, struct gs_replay *r, uint32_t label, uint64_t time_ns)
 {
-    struct gs_growth *g = &r->growth;
+    struct gs_growth *g = ctx; /* gs_growth_attach's */
     const struct gs_marks *m = &r->marks;
-    if (!g->enabled || label == GS_MARK_OTHER || label >= m->nlabels)
+    if (label == GS_MARK_OTHER || label >= m->nlabels)
         return;
     if (!g->by_steps || (label != g->step_label &&
                          m->labels[label].marks > m->labels[g->step_label].marks))
@@ -214,5 +225,34 @@ void gs_growth_on_mark(struct gs_replay *r, uint32_t label, uint64_t time_ns)
     if (label != g->step_label)
         return;
     if (g->steps++ % g->every == 0)
-        sample(r, time_ns, g->steps);
+        sample(r, g, time_ns, g->steps);
+}
+
+static const struct gs_replay_hook growth_hook = {
+    .before_event = growth_before_event,
+    .after_event = growth_after_event,
+    .on_alloc = growth_on_alloc,
+    .on_mark = growth_on_mark,
+    .finish = growth_finish,
+    .reset = growth_reset,
+    .free = growth_free,
+};
+
+int gs_growth_attach(struct gs_replay *r)
+{
+    struct gs_growth *g = calloc(1, sizeof *g);
+    if (!g)
+        return -1;
+    if (gs_replay_attach(r, &growth_hook, g) != 0) {
+        free(g);
+        return -1;
+    }
+    return 0;
+}
+
+const struct gs_growth *gs_growth_of(const struct gs_replay *r)
+{
+    static const struct gs_growth none;
+    const struct gs_growth *g = gs_replay_hook_ctx(r, &growth_hook);
+    return g ? g : &none;
 }

@@ -1,0 +1,268 @@
+/*
+ * model.h - the replay model: one streaming pass over a trace's events
+ * that keeps the live set, sites, devices, kinds, pools, failures and their
+ * outcomes, marks and steps, the program's blocks and fragmentation,
+ * memory over time and CUDA graphs (struct gs_replay), and the hooks
+ * analyses attach to it (struct gs_replay_hook). Its parts' structs are in
+ * the headers it includes (outcome.h, graphs.h, marks.h, blocks.h,
+ * timeline.h, checkpoint.h); what its files share is model_int.h.
+ *
+ * Included by: the shim's bounded trace (shim/bound, the one seam on the
+ * shim's side), the model's own files (through model_int.h), and every
+ * analyzer layer (read and up); tests.
+ */
+#ifndef GPUSHIM_MODEL_MODEL_H
+#define GPUSHIM_MODEL_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpushim_trace.h"
+#include "analyzer/trace/trace.h"
+#include "analyzer/model/outcome.h"
+#include "analyzer/model/graphs.h"
+#include "analyzer/model/marks.h"
+#include "analyzer/model/blocks.h"
+#include "analyzer/model/timeline.h"
+#include "analyzer/model/checkpoint.h"
+
+struct gs_idmap;
+
+/* GS_MAX_DEVICES: analyzer/trace/trace.h */
+#define GS_RECENT_FREES 256 /* frees a FREE_FAILED may still undo */
+#define GS_MAX_FAILURES 10000 /* failed allocations kept with their details */
+
+#define GS_SITE_THREADS GS_CKPT_SITE_THREADS /* thread names a site counts apart */
+
+struct gs_site {
+    uint32_t stack_id;
+    uint32_t kind;
+    uint32_t api; /* of its first allocation */
+    uint64_t allocs, alloc_bytes;
+    uint64_t live_bytes, live_count;  /* now (at the end: unfreed) */
+    uint64_t peak_bytes, peak_count;  /* at the process's device peak */
+    uint64_t saved_bytes, saved_count;
+    uint64_t saved_epoch;
+    /* the threads that allocated there, by name: the first GS_SITE_THREADS
+     * names, each with its allocations, then those of any other name;
+     * allocations of threads the trace never named are not counted */
+    uint32_t thread[GS_SITE_THREADS]; /* a name (gs_replay_thread_name); 0: none */
+    uint64_t thread_allocs[GS_SITE_THREADS];
+    uint64_t other_thread_allocs;
+};
+
+struct gs_device_usage {
+    int present;
+    uint64_t live_bytes, peak_bytes, peak_time_ns;
+    uint64_t allocs;
+};
+
+struct gs_kind_usage {
+    uint64_t live_bytes, peak_bytes, allocs;
+};
+
+/* A stream-ordered pool, from its samples. */
+struct gs_pool_usage {
+    uint64_t pool;
+    int32_t device;
+    uint64_t reserved, used;           /* at its last sample */
+    uint64_t peak_reserved, peak_used; /* the largest sampled */
+    uint64_t peak_unused;              /* the most it held beyond use */
+    uint64_t samples;
+};
+
+struct gs_stack {
+    uint32_t id;
+    unsigned n;
+    uint64_t *pcs;
+};
+
+struct gs_module {
+    uint32_t id;
+    uint64_t bias, lo, span;
+    char *path;
+    uint8_t build_id[GS_MAX_BUILD_ID];
+    size_t build_id_len;
+    int is_runtime; /* the shim or a CUDA library: trimmed from call sites */
+};
+
+/* A thread the trace named (GS_REC_THREAD), with its latest name. */
+struct gs_thread {
+    uint32_t tid;
+    uint32_t name; /* gs_replay_thread_name */
+};
+
+/* A Python code object the stacks name (GS_REC_PYCODE). */
+struct gs_pycode {
+    uint32_t id;
+    uint32_t first_line;
+    char *file, *function;
+};
+
+/* A live allocation. */
+struct gs_live_alloc {
+    uint64_t addr, size, time_ns;
+    uint32_t site; /* index in gs_replay.sites */
+    int32_t device;
+    uint32_t kind;
+    uint32_t space;
+    uint32_t tid;
+    uint32_t refs;   /* a FREE drops one; the allocation ends at 0 */
+    uint64_t parent; /* a mapping's physical memory (a handle), which it holds a reference to */
+};
+
+/* A FREE that a FREE_FAILED may undo: the allocation it ended (removed), the
+ * reference it dropped from one that lives on, or nothing (the address was
+ * not live: a double free, whose refusal must not revive an older one). */
+struct gs_recent_free {
+    struct gs_live_alloc a;
+    uint32_t tid;
+    int valid, removed, nothing;
+};
+
+/* An analysis that follows the replay: attached with gs_replay_attach (the
+ * analyzer's growth and oom attach theirs, analyzer/findings/; the shim's
+ * bounded model attaches none). Each callback may be NULL; ctx is the one
+ * given to gs_replay_attach. Called in the order attached. */
+struct gs_replay;
+struct gs_replay_hook {
+    /* before and after each event the replay applies (a probe's held apart too) */
+    void (*before_event)(void *ctx, struct gs_replay *r, uint64_t time_ns);
+    void (*after_event)(void *ctx, struct gs_replay *r, uint64_t time_ns);
+    /* a device allocation at sites[site], before it joins the live set */
+    void (*on_alloc)(void *ctx, struct gs_replay *r, size_t site, uint64_t time_ns);
+    /* a mark of label (index in gs_marks.labels, or GS_MARK_OTHER), once marks.c counted it */
+    void (*on_mark)(void *ctx, struct gs_replay *r, uint32_t label, uint64_t time_ns);
+    /* failures[idx] was added (its outcome and fragmentation taken) */
+    void (*on_failure)(void *ctx, struct gs_replay *r, size_t idx);
+    /* failures[idx] was decided recovered or a probe: what was kept for it may go */
+    void (*on_settled)(void *ctx, struct gs_replay *r, size_t idx);
+    /* the last event is in (gs_replay_finish) */
+    void (*finish)(void *ctx, struct gs_replay *r);
+    /* the replay's state starts over (gs_replay_reset: a checkpoint loaded) */
+    void (*reset)(void *ctx, struct gs_replay *r);
+    /* the replay is freed: ctx's memory may go */
+    void (*free)(void *ctx);
+};
+#define GS_REPLAY_HOOKS 8
+
+struct gs_replay {
+    /* what the trace holds */
+    struct gs_module *modules;
+    size_t nmodules, modules_cap;
+    struct gs_idmap *modules_by_id; /* id -> index in modules */
+    struct gs_idmap *stacks_by_id; /* id -> index in stacks */
+    struct gs_stack *stacks;
+    size_t nstacks, stacks_cap;
+    struct gs_idmap *pycodes_by_id; /* id -> index in pycodes */
+    struct gs_pycode *pycodes;
+    size_t npycodes, pycodes_cap;
+    char **thread_names;            /* each distinct name once, in the order first seen */
+    size_t nthread_names, thread_names_cap;
+    struct gs_idmap *thread_names_by_hash; /* a name's hash -> index in thread_names */
+    struct gs_thread *threads;      /* every thread named, by its latest name */
+    size_t nthreads, threads_cap;
+    struct gs_idmap *threads_by_tid; /* tid -> index in threads */
+    uint32_t last_tid, last_tid_name; /* the replay's latest lookup, while no name changes */
+    int last_tid_valid;
+
+    /* the live set and the sites */
+    struct gs_idmap *live[GS_SPACE_COUNT]; /* address (handle, ...) -> index in allocs */
+    struct gs_live_alloc *allocs;
+    size_t nallocs, allocs_cap, free_slot;
+    struct gs_idmap *sites_by_key;
+    struct gs_site *sites;
+    size_t nsites, sites_cap;
+    struct gs_recent_free *recent; /* for FREE_FAILED */
+    size_t recent_next;
+
+    /* totals */
+    uint64_t allocations, frees, failed, frees_unknown, frees_undone, refs;
+    uint64_t last_time_ns;
+    uint64_t live_bytes, peak_bytes, peak_time_ns, peak_epoch;
+    uint64_t rounding_live, rounding_at_peak; /* device bytes lost to the page size (below) */
+    uint64_t nthreads_hint;
+    struct gs_device_usage devices[GS_MAX_DEVICES + 1]; /* [GS_MAX_DEVICES]: unknown */
+    struct gs_kind_usage kinds[GS_KIND_COUNT];
+    struct gs_idmap *pools_by_id;
+    struct gs_pool_usage *pools;
+    size_t npools, pools_cap;
+    uint64_t pool_reserved, pool_used;           /* all pools, at their last samples */
+    uint64_t peak_pool_reserved, peak_pool_used; /* the same at the device peak */
+    struct gs_failure *failures;
+    size_t nfailures, failures_cap;
+    uint64_t failures_dropped;
+    struct gs_chain *chains; /* outcome.c: the chains open, one per thread at most */
+    size_t nchains, chains_cap;
+    struct gs_outcomes outcomes;
+    uint64_t events; /* events replayed, with those a checkpoint summarizes */
+    struct gs_checkpoint_state checkpoint;
+    struct gs_marks marks;   /* marks.c */
+    struct gs_blocks blocks; /* blocks.c */
+    struct gs_timeline timeline; /* timeline.c: device memory over time */
+    struct gs_timeline *device_timelines[GS_MAX_DEVICES + 1]; /* the same per device, made
+                                                              * on its first change */
+    struct gs_graphs graphs; /* graphs.c: CUDA graphs */
+    /* the analyses attached (gs_replay_attach): kept across gs_replay_reset */
+    const struct gs_replay_hook *hook[GS_REPLAY_HOOKS];
+    void *hook_ctx[GS_REPLAY_HOOKS];
+    unsigned nhooks;
+};
+
+/* Attaches an analysis: h's callbacks are called with ctx from now on. h
+ * must outlive r. Returns 0, or -1 when GS_REPLAY_HOOKS are attached. */
+int gs_replay_attach(struct gs_replay *r, const struct gs_replay_hook *h, void *ctx);
+/* The context attached with h, or NULL (an analysis finds its state). */
+void *gs_replay_hook_ctx(const struct gs_replay *r, const struct gs_replay_hook *h);
+
+/* What the device's page size adds to an allocation of size bytes: the
+ * driver maps device memory in 2 MiB pages, so one of 2 MiB or more takes
+ * whole pages; smaller ones share pages and count nothing (docs/api.md,
+ * "Fragmentation"). */
+#define GS_DEVICE_PAGE (2ull << 20)
+static inline uint64_t gs_rounding_waste(uint64_t size)
+{
+    return size < GS_DEVICE_PAGE ? 0 : (GS_DEVICE_PAGE - size % GS_DEVICE_PAGE) % GS_DEVICE_PAGE;
+}
+
+void gs_replay_init(struct gs_replay *r);
+void gs_replay_free(struct gs_replay *r);
+/* The replay's reader callbacks, less checkpoints (the shim's bounded
+ * model; the analyzer's gs_replay_ops adds the loader): ctx: struct gs_replay *. */
+extern const struct gs_reader_ops gs_model_ops;
+void gs_replay_on_module(void *ctx, const struct gs_rmodule *m);
+void gs_replay_on_stack(void *ctx, uint32_t id, const uint64_t *pcs, unsigned n);
+void gs_replay_on_pycode(void *ctx, const struct gs_rpycode *c);
+void gs_replay_on_event(void *ctx, const struct gs_revent *e);
+void gs_replay_on_thread(void *ctx, uint32_t tid, const char *name);
+/* Applies one event (exposed for tests; gs_replay_ops calls it). */
+void gs_replay_event(struct gs_replay *r, const struct gs_revent *e);
+/* Bytes a site held at the process's device peak (valid at any point). */
+uint64_t gs_site_peak_bytes(const struct gs_replay *r, const struct gs_site *s, uint64_t *count);
+/* Device bytes and allocations live now (at the end of the trace: unfreed). */
+uint64_t gs_replay_leaks(const struct gs_replay *r, uint64_t *count);
+const struct gs_stack *gs_replay_stack(const struct gs_replay *r, uint32_t id);
+const struct gs_module *gs_replay_module_at(const struct gs_replay *r, uint64_t pc);
+const struct gs_pycode *gs_replay_pycode(const struct gs_replay *r, uint32_t id);
+/* Thread names. A name is a number from 1 (0: none), the same for every
+ * thread that had it; gs_replay_thread_name gives its text (NULL for 0 or
+ * an unknown number). */
+const char *gs_replay_thread_name(const struct gs_replay *r, uint32_t name);
+/* The name of thread tid now (0: the trace never named it). */
+uint32_t gs_replay_thread_of(const struct gs_replay *r, uint32_t tid);
+/* The name text (at most GS_MAX_THREAD_NAME bytes are kept), made if new: 0
+ * when memory ran out. */
+uint32_t gs_replay_thread_intern(struct gs_replay *r, const char *text);
+/* Thread tid has the name text from now on. */
+void gs_replay_thread_named(struct gs_replay *r, uint32_t tid, const char *text);
+/* The live allocation at addr in space (below GS_SPACE_COUNT), or NULL. */
+struct gs_live_alloc *gs_replay_find_live(const struct gs_replay *r, uint32_t space,
+                                          uint64_t addr);
+/* Whether allocs[idx] holds a live allocation (not a free slot). */
+int gs_replay_slot_live(const struct gs_replay *r, size_t idx);
+
+/* Takes what a report reads that is still pending (the fragmentation at
+ * the device peak): call once the last event is in, before reporting. */
+void gs_replay_finish(struct gs_replay *r);
+
+#endif

@@ -1,0 +1,243 @@
+/*
+ * replay.c - the analyzer's one streaming pass over the events (and the
+ * shim's bounded model's): the dispatch at the top of the replay model,
+ * which hands each event to the part it is about and keeps the state's
+ * life (init, reset, free, finish).
+ *
+ * The state keeps only what grows with the live set and with distinct
+ * stacks: the live allocations (by address), one site per (stack, kind of
+ * memory) with its totals, per-device and per-kind usage, and the failed
+ * allocations (live.c, on state.c). Nothing grows with the number of
+ * events.
+ *
+ * Each failed allocation's outcome, and the probes' allocations that never
+ * join the live set, are outcome.c's: it sees each event first. A free goes
+ * through graphs.c, whose pools keep the bytes of graph allocations.
+ *
+ * A rotated trace starts with a checkpoint (checkpoint.c writes it, the
+ * analyzer's analyzer/read/checkpoint_load.c loads it): this state as it
+ * stood, loaded in place of the events it summarizes; the events after it
+ * replay as usual.
+ *
+ * What the program says through the public API has files of its own, called
+ * from here: marks and steps (marks.c), its own allocator's blocks and the
+ * fragmentation of driver allocations (blocks.c).
+ *
+ * Analyses attached with gs_replay_attach (the analyzer's growth and
+ * post-mortems) are called around each event, at allocations, marks and
+ * failures: the model knows them only as hooks.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer/model/model_int.h"
+
+#define RECENT_FREES GS_RECENT_FREES
+#define MAX_FAILURES GS_MAX_FAILURES
+
+/* The state the events build, apart from what the trace defines (modules
+ * and stacks): a checkpoint replaces the one and keeps the other. */
+static void init_state(struct gs_replay *r)
+{
+    for (int s = 0; s < GS_SPACE_COUNT; s++)
+        r->live[s] = gs_idmap_new();
+    r->pools_by_id = gs_idmap_new();
+    r->sites_by_key = gs_idmap_new();
+    r->recent = calloc(RECENT_FREES, sizeof *r->recent);
+    r->free_slot = SIZE_MAX;
+    gs_marks_init(&r->marks);
+    gs_blocks_init(&r->blocks);
+    gs_graphs_init(&r->graphs);
+}
+
+static void free_state(struct gs_replay *r)
+{
+    free(r->allocs);
+    free(r->sites);
+    free(r->failures);
+    free(r->chains);
+    free(r->recent);
+    free(r->pools);
+    for (int s = 0; s < GS_SPACE_COUNT; s++)
+        gs_idmap_free(r->live[s]);
+    gs_idmap_free(r->pools_by_id);
+    gs_idmap_free(r->sites_by_key);
+    gs_marks_free(&r->marks);
+    gs_blocks_free(&r->blocks);
+    gs_graphs_free(&r->graphs);
+    gs_timelines_free(r);
+}
+
+void gs_replay_init(struct gs_replay *r)
+{
+    memset(r, 0, sizeof *r);
+    r->modules_by_id = gs_idmap_new();
+    r->stacks_by_id = gs_idmap_new();
+    r->pycodes_by_id = gs_idmap_new();
+    r->thread_names_by_hash = gs_idmap_new();
+    r->threads_by_tid = gs_idmap_new();
+    init_state(r);
+}
+
+void gs_replay_free(struct gs_replay *r)
+{
+    for (size_t i = 0; i < r->nmodules; i++)
+        free(r->modules[i].path);
+    for (size_t i = 0; i < r->nstacks; i++)
+        free(r->stacks[i].pcs);
+    for (size_t i = 0; i < r->npycodes; i++) {
+        free(r->pycodes[i].file);
+        free(r->pycodes[i].function);
+    }
+    for (size_t i = 0; i < r->nthread_names; i++)
+        free(r->thread_names[i]);
+    free(r->modules);
+    free(r->stacks);
+    free(r->pycodes);
+    free(r->thread_names);
+    free(r->threads);
+    gs_idmap_free(r->modules_by_id);
+    gs_idmap_free(r->stacks_by_id);
+    gs_idmap_free(r->pycodes_by_id);
+    gs_idmap_free(r->thread_names_by_hash);
+    gs_idmap_free(r->threads_by_tid);
+    free_state(r);
+    for (unsigned i = 0; i < r->nhooks; i++)
+        if (r->hook[i]->free)
+            r->hook[i]->free(r->hook_ctx[i]);
+    memset(r, 0, sizeof *r);
+}
+
+void gs_replay_reset(struct gs_replay *r)
+{
+    struct gs_replay keep = *r;
+    free_state(r);
+    memset(r, 0, sizeof *r);
+    r->modules = keep.modules;
+    r->nmodules = keep.nmodules;
+    r->modules_cap = keep.modules_cap;
+    r->modules_by_id = keep.modules_by_id;
+    r->stacks = keep.stacks;
+    r->nstacks = keep.nstacks;
+    r->stacks_cap = keep.stacks_cap;
+    r->stacks_by_id = keep.stacks_by_id;
+    r->pycodes = keep.pycodes;
+    r->npycodes = keep.npycodes;
+    r->pycodes_cap = keep.pycodes_cap;
+    r->pycodes_by_id = keep.pycodes_by_id;
+    r->thread_names = keep.thread_names;
+    r->nthread_names = keep.nthread_names;
+    r->thread_names_cap = keep.thread_names_cap;
+    r->thread_names_by_hash = keep.thread_names_by_hash;
+    r->threads = keep.threads;
+    r->nthreads = keep.nthreads;
+    r->threads_cap = keep.threads_cap;
+    r->threads_by_tid = keep.threads_by_tid;
+    memcpy(r->hook, keep.hook, sizeof r->hook);
+    memcpy(r->hook_ctx, keep.hook_ctx, sizeof r->hook_ctx);
+    r->nhooks = keep.nhooks;
+    init_state(r);
+    for (unsigned i = 0; i < r->nhooks; i++)
+        if (r->hook[i]->reset)
+            r->hook[i]->reset(r->hook_ctx[i], r);
+}
+
+static void on_alloc_failed(struct gs_replay *r, const struct gs_revent *e)
+{
+    r->failed++;
+    if (r->nfailures >= MAX_FAILURES || gs_reserve((void **)&r->failures, &r->failures_cap,
+                                                   r->nfailures, sizeof *r->failures) != 0) {
+        r->failures_dropped++;
+        gs_outcome_on_failure(r, e, SIZE_MAX);
+        return;
+    }
+    r->failures[r->nfailures++] = (struct gs_failure){.time_ns = e->time_ns,
+                                                      .api = e->api,
+                                                      .result = e->result,
+                                                      .device = e->device,
+                                                      .requested = e->size,
+                                                      .free_bytes = e->free_bytes,
+                                                      .total_bytes = e->total_bytes,
+                                                      .process_live_bytes =
+                                                          e->device >= 0 && e->device < GS_MAX_DEVICES
+                                                              ? r->devices[e->device].live_bytes
+                                                              : r->live_bytes,
+                                                      .stack_id = e->stack_id,
+                                                      .thread = gs_replay_thread_of_event(r, e->tid)};
+    gs_outcome_on_failure(r, e, r->nfailures - 1);
+    gs_blocks_on_failure(r, r->nfailures - 1);
+    GS_REPLAY_HOOKS_CALL(r, on_failure, r->nfailures - 1);
+}
+
+void gs_replay_event(struct gs_replay *r, const struct gs_revent *e)
+{
+    struct gs_revent launch_failure;
+    if (e->type == GS_REC_ALLOC_FAILED && r->graphs.pending)
+        e = gs_graphs_failure(r, e, &launch_failure);
+    r->events++;
+    r->checkpoint.open = 0; /* its records all come before any event */
+    GS_REPLAY_HOOKS_CALL(r, before_event, e->time_ns);
+    if (e->time_ns > r->last_time_ns)
+        r->last_time_ns = e->time_ns;
+    if (gs_outcome_event(r, e)) { /* a probe's allocation, or its free: held apart */
+        GS_REPLAY_HOOKS_CALL(r, after_event, e->time_ns);
+        return;
+    }
+    switch (e->type) {
+    case GS_REC_ALLOC:
+        gs_replay_apply_alloc(r, e);
+        break;
+    case GS_REC_FREE:
+        gs_graphs_on_free(r, e);
+        break;
+    case GS_REC_FREE_FAILED:
+        gs_replay_apply_free_failed(r, e);
+        break;
+    case GS_REC_ALLOC_FAILED:
+        on_alloc_failed(r, e);
+        break;
+    case GS_REC_REF:
+        gs_replay_apply_ref(r, e);
+        break;
+    case GS_REC_POOL:
+        gs_replay_apply_pool(r, e);
+        break;
+    case GS_REC_MARK:
+        gs_marks_on_mark(r, e);
+        break;
+    case GS_REC_BLOCK_ALLOC:
+        gs_blocks_on_alloc(r, e);
+        break;
+    case GS_REC_BLOCK_FREE:
+        gs_blocks_on_free(r, e);
+        break;
+    case GS_REC_GRAPH_NODE:
+    case GS_REC_GRAPH:
+        gs_graphs_event(r, e);
+        break;
+    default:
+        break;
+    }
+    GS_REPLAY_HOOKS_CALL(r, after_event, e->time_ns);
+}
+
+void gs_replay_finish(struct gs_replay *r)
+{
+    gs_outcome_finish(r);
+    gs_blocks_finish(r);
+    for (unsigned i = 0; i < r->nhooks; i++)
+        if (r->hook[i]->finish)
+            r->hook[i]->finish(r->hook_ctx[i], r);
+}
+
+void gs_replay_on_event(void *ctx, const struct gs_revent *e) { gs_replay_event(ctx, e); }
+
+/* Checkpoints are the analyzer's to load (analyzer/read/checkpoint_load.c:
+ * gs_replay_ops); the shim's model never reads one. */
+const struct gs_reader_ops gs_model_ops = {
+    .module = gs_replay_on_module,
+    .stack = gs_replay_on_stack,
+    .pycode = gs_replay_on_pycode,
+    .event = gs_replay_on_event,
+    .thread = gs_replay_on_thread,
+};
