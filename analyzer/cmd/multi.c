@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "analyzer/util/bytes.h"
-#include "analyzer/analyzer.h"
+#include "analyzer/model/model.h"
 #include "analyzer/symbols/symbolize.h"
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/findings/findings.h"

@@ -29,7 +29,7 @@
 #include "gpushim_trace.h"
 #include "analyzer/util/bytes.h"
 #include "analyzer/util/json.h"
-#include "analyzer/analyzer.h"
+#include "analyzer/model/model.h"
 #include "analyzer/findings/findings.h"
 #include "analyzer/report/load.h"
 #include "analyzer/cmd/cmd.h"

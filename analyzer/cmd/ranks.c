@@ -26,7 +26,7 @@
 #include "analyzer/util/names.h"
 #include "analyzer/trace/trace.h"
 #include "analyzer/read/read.h"
-#include "analyzer/analyzer.h"
+#include "analyzer/model/model.h"
 #include "analyzer/findings/findings.h"
 #include "analyzer/report/load.h"
 #include "analyzer/cmd/cmd.h"

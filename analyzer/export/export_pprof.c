@@ -31,7 +31,7 @@
 #include "analyzer/util/protobuf.h"
 #include "analyzer/util/reserve.h"
 #include "analyzer/read/read.h"
-#include "analyzer/analyzer.h"
+#include "analyzer/model/model.h"
 #include "analyzer/symbols/symbolize.h"
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/report/report.h"

@@ -42,7 +42,7 @@
 #include "analyzer/util/reserve.h"
 #include "analyzer/util/text.h"
 #include "analyzer/trace/trace.h"
-#include "analyzer/analyzer.h"
+#include "analyzer/model/model.h"
 #include "analyzer/report/load.h"
 #include "analyzer/export/export.h"
 

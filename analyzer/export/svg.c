@@ -18,7 +18,7 @@
 #include "analyzer/util/escape.h"
 #include "analyzer/util/names.h"
 #include "analyzer/trace/trace.h"
-#include "analyzer/analyzer.h"
+#include "analyzer/model/model.h"
 #include "analyzer/export/html.h"
 
 #define W 960

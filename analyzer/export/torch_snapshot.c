@@ -52,7 +52,7 @@
 #include "analyzer/util/pickle.h"
 #include "analyzer/util/reserve.h"
 #include "analyzer/trace/trace.h"
-#include "analyzer/analyzer.h"
+#include "analyzer/model/model.h"
 #include "analyzer/symbols/symbolize.h"
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/report/load.h"

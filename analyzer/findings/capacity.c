@@ -8,7 +8,7 @@
  * itself takes a few hundred MiB of it, which the peak does not count.
  */
 #include "analyzer/trace/trace.h"
-#include "analyzer/analyzer.h"
+#include "analyzer/model/model.h"
 #include "analyzer/findings/findings.h"
 
 const struct gs_card gs_cards[GS_NCARDS] = {

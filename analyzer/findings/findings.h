@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analyzer/analyzer.h" /* GS_GROWTH_SAMPLES (growth.c) */
+#include "analyzer/findings/growth.h" /* GS_GROWTH_SAMPLES */
 #include "analyzer/symbols/symbols.h"
 
 struct gs_trace_info;

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "analyzer/read/read.h"
-#include "analyzer/analyzer.h"
+#include "analyzer/model/model.h"
 #include "analyzer/findings/findings.h"
 
 static const char *setting(const struct gs_trace_info *info, const char *name)

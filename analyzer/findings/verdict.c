@@ -19,7 +19,9 @@
 #include <string.h>
 
 #include "analyzer/util/bytes.h"
-#include "analyzer/analyzer.h"
+#include "analyzer/model/model.h"
+#include "analyzer/findings/growth.h"
+#include "analyzer/findings/oom.h"
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/findings/findings.h"
 

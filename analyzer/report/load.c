@@ -14,7 +14,10 @@
 #include "gpushim_trace.h"
 #include "analyzer/trace/trace.h"
 #include "analyzer/read/read.h"
-#include "analyzer/analyzer.h"
+#include "analyzer/model/model.h"
+#include "analyzer/findings/growth.h"
+#include "analyzer/findings/oom.h"
+#include "analyzer/read/checkpoint_load.h"
 #include "analyzer/symbols/symbolize.h"
 #include "analyzer/report/load.h"
 

@@ -9,7 +9,7 @@
 #ifndef GPUSHIM_REPORT_LOAD_H
 #define GPUSHIM_REPORT_LOAD_H
 
-#include "analyzer/analyzer.h" /* struct gs_replay (the model) */
+#include "analyzer/model/model.h" /* struct gs_replay */
 #include "analyzer/read/read.h"
 
 struct gs_symbolizer;

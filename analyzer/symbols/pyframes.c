@@ -31,7 +31,7 @@
 #include <string.h>
 
 #include "gpushim_trace.h"
-#include "analyzer/analyzer.h"
+#include "analyzer/model/model.h"
 #include "analyzer/symbols/symbolize.h"
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/symbols/symbols_int.h"

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """check_layers.py - the project's layers, checked (make layering; part of make check).
 
-Issue 16 asks for one-way layers: every include and every call goes down.
-This script owns the layer table (LAYERS: which files are in which layer)
+The layers are one way: every include and every call goes down
+(docs/architecture.md "The layers"). This script owns the layer table (LAYERS: which files are in which layer)
 and reports, one line each:
   - a file under shim/, analyzer/, include/ or tests/ that is in no layer;
   - an #include "..." that goes up a layer, to the other side (shim or
-    analyzer), or to the other side's umbrella header, or that is not in
-    the project; headers that include each other;
+    analyzer), or that is not in the project; headers that include each
+    other;
   - a project header longer than MAX_HEADER_LINES (but ALLOW_LONG), or one
     outside include/ whose first comment does not say "Included by:";
   - in each link unit (UNITS), a call between objects (nm: a U symbol
@@ -16,12 +16,12 @@ and reports, one line each:
   - a symbol in libgpushim.so that only the analyzer's objects define, or
     one named like the analyzer's alone (DENY_IN_SHIM: the checkpoint
     loader, the findings, ...).
-Then "layering: N problem(s)". Exit status 1 on any problem, 0 with --warn
-(while issue 16's steps land: the tree breaks these rules today).
+Then "layering: N problem(s)". Exit status 1 on any problem (make check
+fails), 0 with --warn (a report only).
 
-The layers are those of the planned folders (analyzer/util, analyzer/trace,
-... shim/base, ... shim/entry); until the files move there, each layer lists
-today's files by name. A file may use (include, call) its own layer, and a
+A layer is a folder (analyzer/util, analyzer/trace, ... shim/base, ...
+shim/entry), built as an archive of its own by the Makefile, which links
+the archives top layer first. A file may use (include, call) its own layer, and a
 layer of lower rank whose side is "public", "shared" or its own; of the shim,
 only shim/bound may use analyzer/model (SEAMS). Tests may use anything.
 
@@ -59,9 +59,6 @@ LAYERS = [
     ("tests/sim", 1, "sim", ["tests/sim/"]),
     ("tests", 99, "tests", ["tests/"]),
 ]
-# Headers that declare a whole side, until issue 16 splits them: any file of
-# these sides may include them (they include what their side may).
-UMBRELLAS = {"shim/shim.h": ("shim",), "analyzer/analyzer.h": ("analyzer", "shared")}
 # Of one side, only these layers may use this shared layer.
 SEAMS = {"analyzer/model": {"shim": {"shim/bound"}}}
 # Include search paths besides the including file's folder, include/ and the
@@ -185,7 +182,7 @@ def check_header(f, text):
 def check_includes(root):
     graph = collections.defaultdict(set)
     for f in files(root):
-        src = UMBRELLAS.get(f) and (f, 11, "umbrella") or layer_of(f)
+        src = layer_of(f)
         if src is None:
             problem(f"{f}: in no layer (add it to LAYERS in tests/layering/check_layers.py)")
             continue
@@ -200,12 +197,7 @@ def check_includes(root):
                 problem(f"{at}: includes \"{m.group(1)}\" (not in the project)")
                 continue
             graph[f].add(h)
-            if src[2] in ("umbrella", "tests"):
-                continue
-            if h in UMBRELLAS:
-                if src[2] not in UMBRELLAS[h]:
-                    problem(f"{at}: includes {h} (the umbrella header of "
-                            f"{' and '.join(UMBRELLAS[h])}; {f} is in {src[0]})")
+            if src[2] == "tests":
                 continue
             dst = layer_of(h)
             if dst and not may_use(src, dst):
@@ -335,7 +327,7 @@ def main():
     ap.add_argument("--root", default=os.path.normpath(os.path.join(here, "..", "..")))
     ap.add_argument("--build", default="build")
     ap.add_argument("--no-objects", action="store_true", help="includes and headers only")
-    ap.add_argument("--warn", action="store_true", help="report, but exit 0 (while migrating)")
+    ap.add_argument("--warn", action="store_true", help="report, but exit 0")
     a = ap.parse_args()
     build = a.build if os.path.isabs(a.build) else os.path.join(a.root, a.build)
     check_includes(a.root)

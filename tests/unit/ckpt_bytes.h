@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analyzer/analyzer.h"
+#include "gpushim_ring.h" /* GS_MAX_RECORD */
+#include "analyzer/model/model.h"
+#include "analyzer/read/checkpoint_load.h"
 
 /* ---- a checkpoint into memory, and back ---- */
 

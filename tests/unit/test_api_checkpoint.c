@@ -21,7 +21,8 @@
 #include "gpushim_trace.h"
 #include "analyzer/util/idmap.h"
 #include "analyzer/trace/trace.h"
-#include "analyzer/analyzer.h"
+#include "analyzer/model/model.h"
+#include "analyzer/read/checkpoint_load.h"
 #include "ckpt_bytes.h"
 #include "gpushim_ring.h"
 

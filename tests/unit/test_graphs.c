@@ -16,7 +16,7 @@
 
 #include "gpushim_trace.h"
 #include "analyzer/trace/trace.h"
-#include "analyzer/analyzer.h"
+#include "analyzer/model/model.h"
 #include "ckpt_bytes.h"
 #include "gpushim_cuda.h"
 #include "gpushim_ring.h"

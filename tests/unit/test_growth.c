@@ -18,7 +18,8 @@
 
 #include "gpushim_trace.h"
 #include "analyzer/trace/trace.h"
-#include "analyzer/analyzer.h"
+#include "analyzer/model/model.h"
+#include "analyzer/findings/growth.h"
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/findings/findings.h"
 

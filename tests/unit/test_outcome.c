@@ -16,7 +16,11 @@
 
 #include "gpushim_trace.h"
 #include "analyzer/trace/trace.h"
-#include "analyzer/analyzer.h"
+#include "analyzer/model/model.h"
+#include "analyzer/findings/growth.h"
+#include "analyzer/findings/oom.h"
+#include "analyzer/read/checkpoint_load.h"
+#include "analyzer/model/model_int.h"
 #include "ckpt_bytes.h"
 #include "gpushim_cuda.h"
 

@@ -11,7 +11,8 @@
 
 #include "gpushim_trace.h"
 #include "analyzer/trace/trace.h"
-#include "analyzer/analyzer.h"
+#include "analyzer/model/model.h"
+#include "analyzer/read/checkpoint_load.h"
 #include "analyzer/symbols/symbolize.h"
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/symbols/symbols_int.h"

@@ -19,7 +19,7 @@
 #include "analyzer/util/idmap.h"
 #include "analyzer/util/names.h"
 #include "analyzer/trace/trace.h"
-#include "analyzer/analyzer.h"
+#include "analyzer/model/model.h"
 
 /* ---- events ---- */
 

@@ -7,7 +7,8 @@
  */
 #include <criterion/criterion.h>
 
-#include "analyzer/analyzer.h"
+#include "analyzer/model/model.h"
+#include "analyzer/model/model_int.h"
 
 #define MS 1000000ull
 
