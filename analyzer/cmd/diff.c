@@ -5,7 +5,7 @@
  * Each trace is read whole (load.c) and its device sites ranked three ways
  * (gs_rank_sites: at the run's device peak, never freed, allocated over
  * the run). A site of A and a site of B are the same site when their
- * source frames are (multi.c's key: function, file and line of each frame,
+ * source frames are (across_runs.c's key: function, file and line of each frame,
  * as the ranking merges them), never by address or stack id, which differ
  * between runs. Sites are listed by how much more they held at B's peak
  * than at A's, largest growth first; a site of one run only is new (in B)
@@ -27,7 +27,7 @@
 #include "analyzer/report/report.h"
 #include "analyzer/report/load.h"
 #include "analyzer/cmd/cmd.h"
-#include "analyzer/cmd/multi.h"
+#include "analyzer/cmd/across_runs.h"
 
 static const char usage_diff[] =
     "usage: gpushim diff [options] A.trace B.trace\n"

@@ -3,7 +3,7 @@
  * grows with the batch, and the largest batch that fits a card.
  *
  * The peak of a run is the largest peak of device memory on one device
- * (capacity.c). Over the runs, peak = fixed + per_sample x batch is fitted
+ * (analyzer/findings/cards.c). Over the runs, peak = fixed + per_sample x batch is fitted
  * by least squares (exact integer sums, then one division). The largest
  * batch on a card is the largest whole batch whose predicted peak is at
  * most the card's memory less what the CUDA context takes (--context,
@@ -33,7 +33,7 @@
 #include "analyzer/findings/findings.h"
 #include "analyzer/report/load.h"
 #include "analyzer/cmd/cmd.h"
-#include "analyzer/cmd/multi.h"
+#include "analyzer/cmd/across_runs.h"
 
 #define DEFAULT_CONTEXT (512ull << 20)
 #define MAX_CARDS 16

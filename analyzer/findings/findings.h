@@ -1,8 +1,8 @@
 /*
  * findings.h - the analyzer's judgements on a replayed trace: what the
- * framework's allocator settings let the trace see (modes.c), leak suspects
+ * framework's allocator settings let the trace see (allocator_view.c), leak suspects
  * (suspects.c, from growth's samples), the verdict on a failed allocation
- * (verdict.c), the cards a peak fits on (capacity.c). Growth's sampling and
+ * (verdict.c), the cards a peak fits on (cards.c). Growth's sampling and
  * oom's post-mortems are declared with the model (analyzer/analyzer.h) until
  * they have headers of their own (analyzer/findings/growth.h, oom.h).
  *
@@ -22,7 +22,7 @@ struct gs_trace_info;
 struct gs_replay;
 struct gs_symbolizer;
 
-/* ---- modes.c ---- */
+/* ---- allocator_view.c ---- */
 enum { GS_FW_PYTORCH = 1, GS_FW_JAX = 2, GS_FW_TENSORFLOW = 4 };
 struct gs_alloc_mode {
     unsigned frameworks; /* GS_FW_*: found among the modules loaded */
@@ -78,7 +78,7 @@ void gs_oom_verdict(const struct gs_replay *r, size_t idx, const struct gs_suspe
                     size_t nsus, struct gs_symbolizer *sym, enum gs_stack_view view,
                     struct gs_oom_verdict *v);
 
-/* ---- capacity.c ---- */
+/* ---- cards.c ---- */
 #define GS_NCARDS 6
 struct gs_card {
     const char *name; /* as sold: "80 GB" */

@@ -180,9 +180,9 @@ def test_layering_analyzer_only_symbols_in_libgpushim_so():
         # a part the compiler split off a function (as gcc names them)
         "int split(void) __asm__(\"gs_oom_on_failure.cold\");\nint split(void) { return 6; }\n")
     files["analyzer/findings/growth.c"] = "int gs_growth_on_mark(void) { return 2; }\n"
-    files["analyzer/findings/modes.c"] = "int gs_allocator_mode(void) { return 4; }\n"
+    files["analyzer/findings/allocator_view.c"] = "int gs_allocator_mode(void) { return 4; }\n"
     files["analyzer/findings/verdict.c"] = "int gs_oom_verdict(void) { return 5; }\n"  # not linked
-    reported_built(files, IN_SHIM + ["analyzer/findings/growth.c", "analyzer/findings/modes.c"],
+    reported_built(files, IN_SHIM + ["analyzer/findings/growth.c", "analyzer/findings/allocator_view.c"],
                    ["libgpushim.so holds gs_checkpoint_load",   # by its name
                     "libgpushim.so holds gs_oom_on_failure",
                     "libgpushim.so holds gs_growth_on_mark",

@@ -1,5 +1,5 @@
 /*
- * capacity.c - which GPU the job fits on: the largest peak of device memory
+ * cards.c - which GPU the job fits on: the largest peak of device memory
  * on one device against the memory of common cards, with the headroom
  * left (or what is missing).
  *

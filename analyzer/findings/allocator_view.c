@@ -1,5 +1,5 @@
 /*
- * modes.c - what a trace can see, given the framework that made it and the
+ * allocator_view.c - what a trace can see, given the framework that made it and the
  * allocator settings it ran under.
  *
  * The shim sees the driver. A framework's caching allocator hands tensors

@@ -1,12 +1,12 @@
 /*
- * multi.h - what the commands over several traces share (multi.c): signed
+ * across_runs.h - what the commands over several traces share (across_runs.c): signed
  * byte counts, sizes from the command line, a call site named the same in
  * every run.
  *
- * Included by: analyzer/cmd's files (diff.c, plan.c, ranks.c, multi.c).
+ * Included by: analyzer/cmd's files (diff.c, plan.c, ranks.c, across_runs.c).
  */
-#ifndef GPUSHIM_CMD_MULTI_H
-#define GPUSHIM_CMD_MULTI_H
+#ifndef GPUSHIM_CMD_ACROSS_RUNS_H
+#define GPUSHIM_CMD_ACROSS_RUNS_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /*
- * multi.c - what the commands over several traces share (diff.c, ranks.c,
+ * across_runs.c - what the commands over several traces share (diff.c, ranks.c,
  * plan.c): a call site named so that it is the same site in another run of
  * the program, a site's frames in text and JSON, sizes for people and from
  * the command line.
@@ -21,7 +21,7 @@
 #include "analyzer/symbols/symbolize.h"
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/findings/findings.h"
-#include "analyzer/cmd/multi.h"
+#include "analyzer/cmd/across_runs.h"
 #include "gpushim_size.h"
 
 const char *gs_multi_signed_bytes(int64_t v, char *buf, size_t sz)
