@@ -6,8 +6,8 @@
  * trace, "<trace>.ring". A hook's event is in that file's pages the moment
  * the hook returns, and the kernel keeps those pages whatever happens to the
  * process (SIGKILL, a crash, _exit), so after a death the trace and its ring
- * together hold every event; the analyzer reads the trace's blocks, then the
- * ring's entries from the position the last block ends at (GS_REC_RING_POS).
+ * together hold every event; the analyzer reads the trace's chunks, then the
+ * ring's entries from the position the last chunk ends at (GS_REC_RING_POS).
  * A trace that ends with an END record no longer needs its ring, and the
  * shim removes it then.
  *

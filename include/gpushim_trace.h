@@ -12,16 +12,19 @@
  *             4  u32 header length H (at most GS_MAX_HEADER)
  *   header    H  records (below): GS_REC_PROCESS, GS_REC_CMDLINE, ...
  *             4  u32 crc32 of the preamble and the header
- *   blocks    any number, each independent of the others:
- *             4  magic "GBLK"
- *             4  u32 compressed length C (at most GS_MAX_BLOCK)
- *             4  u32 raw length R (at most GS_MAX_BLOCK)
+ *   chunks    any number, each independent of the others:
+ *             4  magic "GBLK" (GS_CHUNK_MAGIC)
+ *             4  u32 compressed length C (at most GS_MAX_CHUNK)
+ *             4  u32 raw length R (at most GS_MAX_CHUNK)
  *             4  u32 crc32 of the 12 bytes above and the C bytes below
  *             C  zlib (deflate) stream that inflates to exactly R bytes of records
  *
- * Any prefix of a file that ends on a block boundary is a valid trace. A
- * reader that meets a damaged block skips it (scanning for the next block
+ * Any prefix of a file that ends on a chunk boundary is a valid trace. A
+ * reader that meets a damaged chunk skips it (scanning for the next chunk
  * magic), counts it, and goes on.
+ *
+ * A chunk is a unit of the file only. "Block" in this format means the
+ * program's own allocator's blocks (GS_REC_BLOCK_ALLOC, gpushim_block_alloc).
  *
  * Record: u8 type, varint payload length L, L bytes of payload. A reader
  * skips record types it does not know, and ignores payload bytes past the
@@ -30,8 +33,8 @@
  * Varints are LEB128 (7 bits a byte, low first, at most 10 bytes). "zz" marks
  * a signed value in zigzag coding. Strings are a varint length and the bytes.
  *
- * Delta state restarts at every block: the first event of a block codes its
- * time against 0 and its address against 0, so every block decodes alone.
+ * Delta state restarts at every chunk: the first event of a chunk codes its
+ * time against 0 and its address against 0, so every chunk decodes alone.
  * Times are nanoseconds of CLOCK_MONOTONIC since GS_REC_CLOCK's start_ns.
  * Stack, module and Python code ids are global to the file; a record names only ids
  * defined earlier in the file.
@@ -51,9 +54,11 @@
 #define GS_PREAMBLE_LEN 16
 #define GS_MAX_HEADER (1u << 20)
 
-#define GS_BLOCK_MAGIC 0x4b4c4247u /* "GBLK" read as a little-endian u32 */
-#define GS_BLOCK_HEADER_LEN 16
-#define GS_MAX_BLOCK (16u << 20)
+/* "GBLK" read as a little-endian u32: chunks were once called blocks, and
+ * every trace already written starts its chunks with these bytes. */
+#define GS_CHUNK_MAGIC 0x4b4c4247u
+#define GS_CHUNK_HEADER_LEN 16
+#define GS_MAX_CHUNK (16u << 20)
 
 #define GS_MAX_FRAMES 256  /* deepest stack a writer may record */
 #define GS_MAX_BUILD_ID 64 /* longest build id a writer may record */
@@ -65,7 +70,7 @@ enum gs_record_type {
     GS_REC_CLOCK = 3,   /* varint start_ns (CLOCK_MONOTONIC), varint realtime_ns at start */
     GS_REC_CONFIG = 4,  /* varint stack_depth */
     GS_REC_RING = 5,    /* varint ring id, string ring file name (in the trace's
-                         * directory): the events not yet in blocks are kept in
+                         * directory): the events not yet in chunks are kept in
                          * that file (include/gpushim_ring.h) until the END record */
     GS_REC_SETTINGS = 6, /* varint n, n x (string name, string value): the allocator
                           * settings in the environment when the trace began (those
@@ -78,7 +83,7 @@ enum gs_record_type {
                          * bounded trace is rotated. Old readers skip it, as
                          * any unknown header record */
 
-    /* block records */
+    /* chunk records */
     GS_REC_MODULE = 16, /* varint id, varint bias, varint lo, varint span (image
                          * occupies [lo, lo+span)), string path, string build id
                          * (raw bytes, may be empty) */
@@ -115,8 +120,8 @@ enum gs_record_type {
                                * stream-ordered pool's state, sampled (both 0 once the
                                * pool is destroyed) */
     GS_REC_RING_POS = 25,     /* varint position: the ring entries below it are in
-                               * this block or an earlier one (the last record of
-                               * each block of a trace with a GS_REC_RING) */
+                               * this chunk or an earlier one (the last record of
+                               * each chunk of a trace with a GS_REC_RING) */
     GS_REC_RESUMED = 26,      /* varint time (ns since the start): the END record before
                                * it did not end the trace (an exec that failed) */
     GS_REC_THREAD = 27,       /* varint tid, string name (at most GS_MAX_THREAD_NAME
@@ -150,7 +155,7 @@ enum gs_record_type {
      * note below the enum): the analyzer's replay state, in place of the
      * history a rotated trace no longer holds. A reader that does not load
      * checkpoints skips them like any unknown record. All values are
-     * absolute (no block delta state), so each record decodes alone. */
+     * absolute (no chunk delta state), so each record decodes alone. */
     GS_REC_CKPT_BEGIN = 32,   /* varint events summarized, varint time (ns since the
                                * start: the last event's), varint allocations, varint
                                * frees, varint failed, varint frees of unknown
@@ -333,7 +338,7 @@ enum gs_record_type {
 #define GS_REC_CKPT_API_LAST 59
 
 /* Checkpoints. When a trace reaches its size limit (GPUSHIM_MAX_BYTES) the
- * shim goes on in a new file that starts, in its first blocks, with a
+ * shim goes on in a new file that starts, in its first chunks, with a
  * checkpoint: the MODULE, PYCODE and STACK records of every module, Python
  * code object and stack known so far and a THREAD record of every thread
  * named so far (its latest name), then GS_REC_CKPT_BEGIN, the other checkpoint records in any

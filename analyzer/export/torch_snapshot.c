@@ -525,7 +525,7 @@ static void after(void *ctx, struct gs_loaded *l, const struct gs_revent *e)
     case GS_REC_BLOCK_ALLOC: {
         uint64_t idx;
         blocks_given(s);
-        end_blk(s, l, e->addr, now); /* its free was lost with a damaged block */
+        end_blk(s, l, e->addr, now); /* its free was lost with a damaged chunk */
         if (gs_idmap_get(r->blocks.by_addr, e->addr, &idx) == 0)
             block_made(s, l, e->addr, e->size, e->stack_id, now, 0);
         break;

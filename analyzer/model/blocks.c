@@ -554,7 +554,7 @@ void gs_blocks_on_alloc(struct gs_replay *r, const struct gs_revent *e)
     before_change(r); /* the peak's figures, before this block and as "seen" was then */
     b->seen = 1;
     gs_blocks_index(r);
-    if (gs_idmap_get(b->by_addr, e->addr, &idx) == 0) /* its free was lost with a damaged block */
+    if (gs_idmap_get(b->by_addr, e->addr, &idx) == 0) /* its free was lost with a damaged chunk */
         remove_block(r, (size_t)idx);
     struct gs_site *s = gs_blocks_site(b, e->stack_id, 1);
     if (!s)

@@ -184,7 +184,7 @@ void gs_replay_apply_alloc(struct gs_replay *r, const struct gs_revent *e)
     struct gs_live_alloc old;
     if (e->kind >= GS_KIND_COUNT || e->space >= GS_SPACE_COUNT)
         return; /* from a newer writer: not counted here */
-    if (take(r, e->space, e->addr, &old) == 0) /* its free was lost with a damaged block */
+    if (take(r, e->space, e->addr, &old) == 0) /* its free was lost with a damaged chunk */
         remove_live(r, &old);
     struct gs_site *s = gs_replay_site(r, e->stack_id, e->kind, 1);
     if (!s)

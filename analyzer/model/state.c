@@ -46,7 +46,7 @@ void gs_replay_on_module(void *ctx, const struct gs_rmodule *m)
     struct gs_replay *r = ctx;
     uint64_t idx;
     if (gs_idmap_get(r->modules_by_id, m->id, &idx) == 0)
-        return; /* defined twice (a checkpoint, a copied block): the first stands */
+        return; /* defined twice (a checkpoint, a copied chunk): the first stands */
     if (gs_reserve((void **)&r->modules, &r->modules_cap, r->nmodules, sizeof *r->modules) != 0)
         return;
     char *path = strdup(m->path);

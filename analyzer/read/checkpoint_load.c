@@ -445,7 +445,7 @@ static int load_api(struct gs_replay *r, uint8_t type, struct gs_cursor *c)
     return rc;
 }
 
-/* Every record END counts arrived (a damaged block loses some). */
+/* Every record END counts arrived (a damaged chunk loses some). */
 static int load_end(struct gs_replay *r, struct gs_cursor *c)
 {
     int whole = 1;

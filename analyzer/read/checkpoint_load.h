@@ -22,7 +22,7 @@ struct gs_reader_ops;
  * place (before BEGIN, after END or an event), changing nothing but the
  * checkpoint's openness (an END is the last record, whole or not). */
 int gs_checkpoint_load(struct gs_replay *r, uint8_t type, const uint8_t *payload, size_t len);
-/* The replay's callbacks for gs_read_trace and gs_decode_block: gs_model_ops
+/* The replay's callbacks for gs_read_trace and gs_decode_chunk: gs_model_ops
  * and the checkpoint's records (ctx: struct gs_replay *). */
 extern const struct gs_reader_ops gs_replay_ops;
 

@@ -1,7 +1,7 @@
 /*
- * read.h - a trace file read (reader.c: its header, then its blocks,
+ * read.h - a trace file read (reader.c: its header, then its chunks,
  * checked and inflated, read ahead on a second thread), and a dead
- * process's ring file (recover.c: the events no block holds).
+ * process's ring file (recover.c: the events no chunk holds).
  *
  * Included by: the analyzer's layers from read up (read, symbols, findings,
  * report, export, cmd, main.c). Never the shim.
@@ -43,12 +43,12 @@ struct gs_trace_info {
 int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
                   struct gs_trace_info *info, struct gs_reader_stats *st, char *err,
                   size_t errsz);
-/* Traces whose blocks take at least this many bytes are read on two
+/* Traces whose chunks take at least this many bytes are read on two
  * threads (one inflates ahead while the other decodes); smaller ones on
  * one. 2 MiB; the fuzz targets lower it so both ways are fuzzed. */
 extern uint64_t gs_read_ahead_from;
 /* The trace is complete: every event the process recorded was read (from
- * its blocks, or its ring after a death) and nothing was damaged. */
+ * its chunks, or its ring after a death) and nothing was damaged. */
 int gs_trace_complete(const struct gs_reader_stats *st);
 /* How the recording ended: "finished" (the END record), "live" (the process
  * is still running), "died" (neither: it was killed or crashed). */
@@ -65,7 +65,7 @@ struct gs_ring_snapshot {
     struct gs_ring_header hdr;
 };
 /* Copies the ring file of the trace at trace_path (info from its header);
- * taken before the trace's blocks are read. */
+ * taken before the trace's chunks are read. */
 void gs_ring_snapshot_take(const char *trace_path, const struct gs_trace_info *info,
                            struct gs_ring_snapshot *snap);
 /* Hands the snapshot's entries from st->ring_pos on to ops as records, and

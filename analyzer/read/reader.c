@@ -1,12 +1,12 @@
 /*
  * reader.c - reads a trace file (include/gpushim_trace.h): its header, then
- * its blocks, checked and inflated, whose records decode.c hands in order
+ * its chunks, checked and inflated, whose records decode.c hands in order
  * to callbacks; and what the stats it gathers say of the trace.
  *
  * Every trace is untrusted input: every length is checked against what is
  * left and against the format's limits before anything is allocated or
- * read. A damaged block is skipped (the reader scans forward for the next
- * block magic whose checksum holds) and counted; an unfinished last block
+ * read. A damaged chunk is skipped (the reader scans forward for the next
+ * chunk magic whose checksum holds) and counted; an unfinished last chunk
  * marks the trace truncated. Only a file whose preamble or header cannot be
  * read is an error, reported in one line with the file and offset.
  */
@@ -33,9 +33,9 @@ static uint64_t u(struct gs_cursor *c) { return gs_cursor_u(c); }
 
 int gs_trace_complete(const struct gs_reader_stats *st)
 {
-    if (st->damaged_blocks || st->damaged_records)
+    if (st->damaged_chunks || st->damaged_records)
         return 0;
-    if (st->ring_use == GS_RING_READ) /* a last block cut short is in the ring too */
+    if (st->ring_use == GS_RING_READ) /* a last chunk cut short is in the ring too */
         return !st->ring_lost && !st->ring_gap;
     return st->end_seen && !st->truncated_at && !st->end_lost;
 }
@@ -218,21 +218,21 @@ static int read_header(struct file *f, struct gs_trace_info *info, uint64_t *bod
     return 0;
 }
 
-/* A block header at off that is whole and plausible: 1; else 0. */
-static int block_header(struct file *f, uint64_t off, uint32_t *clen, uint32_t *rlen, uint32_t *crc)
+/* A chunk header at off that is whole and plausible: 1; else 0. */
+static int chunk_header(struct file *f, uint64_t off, uint32_t *clen, uint32_t *rlen, uint32_t *crc)
 {
-    uint8_t h[GS_BLOCK_HEADER_LEN];
-    if (off + GS_BLOCK_HEADER_LEN > f->size || read_at(f, off, h, sizeof h) != 0)
+    uint8_t h[GS_CHUNK_HEADER_LEN];
+    if (off + GS_CHUNK_HEADER_LEN > f->size || read_at(f, off, h, sizeof h) != 0)
         return 0;
-    if (gs_get_u32le(h) != GS_BLOCK_MAGIC)
+    if (gs_get_u32le(h) != GS_CHUNK_MAGIC)
         return 0;
     *clen = gs_get_u32le(h + 4);
     *rlen = gs_get_u32le(h + 8);
     *crc = gs_get_u32le(h + 12);
-    return *clen <= GS_MAX_BLOCK && *rlen <= GS_MAX_BLOCK;
+    return *clen <= GS_MAX_CHUNK && *rlen <= GS_MAX_CHUNK;
 }
 
-/* The next offset after off where a block magic stands, or f->size. */
+/* The next offset after off where a chunk magic stands, or f->size. */
 static uint64_t next_magic(struct file *f, uint64_t off)
 {
     uint8_t buf[65536];
@@ -243,7 +243,7 @@ static uint64_t next_magic(struct file *f, uint64_t off)
         if (read_at(f, off, buf, len) != 0)
             return f->size;
         for (size_t i = 0; i + 4 <= len; i++)
-            if (gs_get_u32le(buf + i) == GS_BLOCK_MAGIC)
+            if (gs_get_u32le(buf + i) == GS_CHUNK_MAGIC)
                 return off + i;
         if (len < 4)
             return f->size;
@@ -251,22 +251,22 @@ static uint64_t next_magic(struct file *f, uint64_t off)
     }
 }
 
-enum block_result { BLOCK_OK, BLOCK_DAMAGED, BLOCK_TRUNCATED, BLOCK_GIVE_UP };
+enum chunk_result { CHUNK_OK, CHUNK_DAMAGED, CHUNK_TRUNCATED, CHUNK_GIVE_UP };
 
-/* Does a block of clen bytes at off end where the file or another block
- * starts? Checked before a block found by scanning is checksummed, so that
- * a hostile file of fake block magics costs a read of 4 bytes each, not a
+/* Does a chunk of clen bytes at off end where the file or another chunk
+ * starts? Checked before a chunk found by scanning is checksummed, so that
+ * a hostile file of fake chunk magics costs a read of 4 bytes each, not a
  * checksum of up to 16 MiB. */
 static int ends_at_a_boundary(struct file *f, uint64_t off, uint32_t clen)
 {
-    uint64_t end = off + GS_BLOCK_HEADER_LEN + clen;
+    uint64_t end = off + GS_CHUNK_HEADER_LEN + clen;
     uint8_t m[4];
     return end == f->size ||
-           (end + 4 <= f->size && read_at(f, end, m, 4) == 0 && gs_get_u32le(m) == GS_BLOCK_MAGIC);
+           (end + 4 <= f->size && read_at(f, end, m, 4) == 0 && gs_get_u32le(m) == GS_CHUNK_MAGIC);
 }
 
-/* A buffer as large as the largest block so far needed in it (at most
- * GS_MAX_BLOCK), not that up front, so a small trace costs little memory. */
+/* A buffer as large as the largest chunk so far needed in it (at most
+ * GS_MAX_CHUNK), not that up front, so a small trace costs little memory. */
 struct buffer {
     uint8_t *p;
     size_t cap;
@@ -279,8 +279,8 @@ static int grow(struct buffer *b, size_t need)
     size_t n = b->cap ? b->cap : 64 * 1024;
     while (n < need)
         n *= 2;
-    if (n > GS_MAX_BLOCK)
-        n = GS_MAX_BLOCK;
+    if (n > GS_MAX_CHUNK)
+        n = GS_MAX_CHUNK;
     uint8_t *p = realloc(b->p, n);
     if (!p)
         return -1;
@@ -289,71 +289,71 @@ static int grow(struct buffer *b, size_t need)
     return 0;
 }
 
-/* Reads the block at off into comp, checks it and inflates it into raw
+/* Reads the chunk at off into comp, checks it and inflates it into raw
  * (*rlen bytes); *next is the offset after it. */
-static enum block_result fetch_block(struct file *f, uint64_t off, int scanned, struct buffer *comp,
+static enum chunk_result fetch_chunk(struct file *f, uint64_t off, int scanned, struct buffer *comp,
                                      struct buffer *raw, uint32_t *rlen, uint64_t *next)
 {
     uint32_t clen, crc;
-    if (off + GS_BLOCK_HEADER_LEN > f->size)
-        return BLOCK_TRUNCATED;
-    if (!block_header(f, off, &clen, rlen, &crc))
-        return BLOCK_DAMAGED;
-    if (off + GS_BLOCK_HEADER_LEN + clen > f->size)
-        return BLOCK_TRUNCATED;
+    if (off + GS_CHUNK_HEADER_LEN > f->size)
+        return CHUNK_TRUNCATED;
+    if (!chunk_header(f, off, &clen, rlen, &crc))
+        return CHUNK_DAMAGED;
+    if (off + GS_CHUNK_HEADER_LEN + clen > f->size)
+        return CHUNK_TRUNCATED;
     if (scanned && !ends_at_a_boundary(f, off, clen))
-        return BLOCK_DAMAGED;
-    if (scanned) { /* a file of fake blocks must not cost a checksum per byte */
+        return CHUNK_DAMAGED;
+    if (scanned) { /* a file of fake chunks must not cost a checksum per byte */
         if (clen > f->scan_budget)
-            return BLOCK_GIVE_UP;
+            return CHUNK_GIVE_UP;
         f->scan_budget -= clen;
     }
     uint8_t h[12];
     if (grow(comp, clen) != 0)
-        return BLOCK_GIVE_UP;
+        return CHUNK_GIVE_UP;
     if (read_at(f, off, h, sizeof h) != 0 ||
-        read_at(f, off + GS_BLOCK_HEADER_LEN, comp->p, clen) != 0)
-        return BLOCK_DAMAGED;
+        read_at(f, off + GS_CHUNK_HEADER_LEN, comp->p, clen) != 0)
+        return CHUNK_DAMAGED;
     uLong sum = crc32(crc32(0, h, sizeof h), comp->p, clen);
     if ((uint32_t)sum != crc)
-        return BLOCK_DAMAGED;
+        return CHUNK_DAMAGED;
     if (grow(raw, *rlen) != 0)
-        return BLOCK_GIVE_UP;
+        return CHUNK_GIVE_UP;
     uLongf got = *rlen;
     if (uncompress(raw->p, &got, comp->p, clen) != Z_OK || got != *rlen)
-        return BLOCK_DAMAGED;
-    *next = off + GS_BLOCK_HEADER_LEN + clen;
-    return BLOCK_OK;
+        return CHUNK_DAMAGED;
+    *next = off + GS_CHUNK_HEADER_LEN + clen;
+    return CHUNK_OK;
 }
 
 /* ---- reading ahead ----
- * The blocks are found, read, checked and inflated by a second thread while
- * this one decodes the block before: inflating is a third of the work or
- * more. Two inflated blocks at most exist at once (each at most
- * GS_MAX_BLOCK). A trace smaller than gs_read_ahead_from, or a process that cannot start
+ * The chunks are found, read, checked and inflated by a second thread while
+ * this one decodes the chunk before: inflating is a third of the work or
+ * more. Two inflated chunks at most exist at once (each at most
+ * GS_MAX_CHUNK). A trace smaller than gs_read_ahead_from, or a process that cannot start
  * a thread, does the same steps in turn on one thread. */
 #define AHEAD 2
 uint64_t gs_read_ahead_from = 2u << 20;
 
 struct ahead {
     struct file *f;
-    uint64_t off; /* the first block */
+    uint64_t off; /* the first chunk */
     struct buffer comp, raw[AHEAD];
     uint32_t len[AHEAD];
-    unsigned produced, consumed; /* blocks inflated and decoded; block i is in raw[i % AHEAD] */
-    int done;                    /* no block after the last produced */
+    unsigned produced, consumed; /* chunks inflated and decoded; chunk i is in raw[i % AHEAD] */
+    int done;                    /* no chunk after the last produced */
     int threaded;
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    /* what finding the blocks saw, the stats' once it is over */
-    uint64_t blocks, damaged_blocks, truncated_at;
-    /* one thread: each block is decoded as soon as it is inflated */
+    /* what finding the chunks saw, the stats' once it is over */
+    uint64_t chunks, damaged_chunks, truncated_at;
+    /* one thread: each chunk is decoded as soon as it is inflated */
     const struct gs_reader_ops *ops;
     void *ctx;
     struct gs_reader_stats *st;
 };
 
-/* The buffer for the next block, once the decoder has left one. */
+/* The buffer for the next chunk, once the decoder has left one. */
 static unsigned next_slot(struct ahead *a)
 {
     if (!a->threaded)
@@ -366,10 +366,10 @@ static unsigned next_slot(struct ahead *a)
     return i;
 }
 
-static void block_ready(struct ahead *a, unsigned i)
+static void chunk_ready(struct ahead *a, unsigned i)
 {
     if (!a->threaded) {
-        gs_decode_block(a->raw[i].p, a->len[i], a->ops, a->ctx, a->st);
+        gs_decode_chunk(a->raw[i].p, a->len[i], a->ops, a->ctx, a->st);
         return;
     }
     pthread_mutex_lock(&a->lock);
@@ -378,8 +378,8 @@ static void block_ready(struct ahead *a, unsigned i)
     pthread_mutex_unlock(&a->lock);
 }
 
-/* Every block from a->off to the end, skipping damage. */
-static void *find_blocks(void *arg)
+/* Every chunk from a->off to the end, skipping damage. */
+static void *find_chunks(void *arg)
 {
     struct ahead *a = arg;
     struct file *f = a->f;
@@ -388,22 +388,22 @@ static void *find_blocks(void *arg)
     while (off < f->size) {
         uint64_t next = off;
         unsigned i = next_slot(a);
-        enum block_result r =
-            fetch_block(f, off, scanned, &a->comp, &a->raw[i], &a->len[i], &next);
-        if (r == BLOCK_OK) {
-            a->blocks++;
-            block_ready(a, i);
+        enum chunk_result r =
+            fetch_chunk(f, off, scanned, &a->comp, &a->raw[i], &a->len[i], &next);
+        if (r == CHUNK_OK) {
+            a->chunks++;
+            chunk_ready(a, i);
             off = next;
             scanned = 0;
-        } else if (r == BLOCK_GIVE_UP) {
+        } else if (r == CHUNK_GIVE_UP) {
             a->truncated_at = off; /* damage too dense to search, or no memory: no further */
             break;
-        } else if (r == BLOCK_TRUNCATED && next_magic(f, off + 1) >= f->size) {
+        } else if (r == CHUNK_TRUNCATED && next_magic(f, off + 1) >= f->size) {
             a->truncated_at = off; /* the process stopped while writing it */
             break;
         } else {
             if (!scanned)
-                a->damaged_blocks++;
+                a->damaged_chunks++;
             off = next_magic(f, off + 1);
             scanned = 1;
         }
@@ -417,8 +417,8 @@ static void *find_blocks(void *arg)
     return NULL;
 }
 
-/* Decodes the blocks find_blocks inflates on its thread, in order. */
-static void decode_blocks(struct ahead *a)
+/* Decodes the chunks find_chunks inflates on its thread, in order. */
+static void decode_chunks(struct ahead *a)
 {
     for (;;) {
         pthread_mutex_lock(&a->lock);
@@ -429,7 +429,7 @@ static void decode_blocks(struct ahead *a)
         pthread_mutex_unlock(&a->lock);
         if (!more)
             return;
-        gs_decode_block(a->raw[i].p, a->len[i], a->ops, a->ctx, a->st);
+        gs_decode_chunk(a->raw[i].p, a->len[i], a->ops, a->ctx, a->st);
         pthread_mutex_lock(&a->lock);
         a->consumed++;
         pthread_cond_signal(&a->cond);
@@ -437,7 +437,7 @@ static void decode_blocks(struct ahead *a)
     }
 }
 
-static void read_blocks(struct file *f, uint64_t off, const struct gs_reader_ops *ops, void *ctx,
+static void read_chunks(struct file *f, uint64_t off, const struct gs_reader_ops *ops, void *ctx,
                         struct gs_reader_stats *st)
 {
     struct ahead a = {.f = f, .off = off, .ops = ops, .ctx = ctx, .st = st};
@@ -449,11 +449,11 @@ static void read_blocks(struct file *f, uint64_t off, const struct gs_reader_ops
             sigfillset(&all);
             pthread_sigmask(SIG_SETMASK, &all, &old);
             a.threaded = 1; /* before the thread reads it */
-            if (pthread_create(&t, NULL, find_blocks, &a) != 0)
+            if (pthread_create(&t, NULL, find_chunks, &a) != 0)
                 a.threaded = 0;
             pthread_sigmask(SIG_SETMASK, &old, NULL);
             if (a.threaded) {
-                decode_blocks(&a);
+                decode_chunks(&a);
                 pthread_join(t, NULL);
             }
             pthread_cond_destroy(&a.cond);
@@ -461,9 +461,9 @@ static void read_blocks(struct file *f, uint64_t off, const struct gs_reader_ops
         pthread_mutex_destroy(&a.lock);
     }
     if (!a.threaded)
-        find_blocks(&a);
-    st->blocks += a.blocks;
-    st->damaged_blocks += a.damaged_blocks;
+        find_chunks(&a);
+    st->chunks += a.chunks;
+    st->damaged_chunks += a.damaged_chunks;
     if (a.truncated_at)
         st->truncated_at = a.truncated_at;
     free(a.comp.p);
@@ -494,12 +494,12 @@ int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
         close(f.fd);
         return -1;
     }
-    /* The ring first: what the writer takes from it after this is in blocks
+    /* The ring first: what the writer takes from it after this is in chunks
      * that are in the file by the time they are read below. */
     struct gs_ring_snapshot *snap = info->ring_id ? malloc(sizeof *snap) : NULL;
     if (snap)
         gs_ring_snapshot_take(path, info, snap);
-    read_blocks(&f, off, ops, ctx, st);
+    read_chunks(&f, off, ops, ctx, st);
     close(f.fd);
     if (snap) {
         if (!st->end_seen)

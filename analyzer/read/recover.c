@@ -1,17 +1,17 @@
 /*
  * recover.c - the end of a trace whose process did not finish it: the
- * entries of its ring file (include/gpushim_ring.h) that no block holds.
+ * entries of its ring file (include/gpushim_ring.h) that no chunk holds.
  *
  * When a process dies (SIGKILL, a crash, _exit) its last events are in the
- * ring file's pages, which outlive it. The trace's blocks each end with the
+ * ring file's pages, which outlive it. The trace's chunks each end with the
  * ring position they reach (GS_REC_RING_POS); the entries from the largest
  * such position up to the ring's head are the ones missing from the file.
  * They are turned into records with the shim's own encoder and handed to
- * the same callbacks as the blocks', so a report cannot tell them apart.
+ * the same callbacks as the chunks', so a report cannot tell them apart.
  *
- * The ring is copied before the trace's blocks are read (a snapshot of
+ * The ring is copied before the trace's chunks are read (a snapshot of
  * [tail, head)): for a process still running, everything the writer takes
- * out of the ring after the copy is in blocks written before the trace is
+ * out of the ring after the copy is in chunks written before the trace is
  * read, so the two meet without a gap. The copy is kept only if no producer
  * wrapped around into it while it was made.
  *
@@ -202,7 +202,7 @@ static void replay_entries(const uint8_t *copy, uint64_t n, const struct gs_read
         }
         if (is_event(*(const uint8_t *)body))
             st->recovered_events++;
-        gs_decode_block(rec, rlen, ops, ctx, st);
+        gs_decode_chunk(rec, rlen, ops, ctx, st);
     }
 }
 
@@ -215,7 +215,7 @@ void gs_ring_snapshot_replay(const struct gs_ring_snapshot *snap, const struct g
     if (snap->use != GS_RING_READ)
         return;
     uint64_t start = st->ring_pos;
-    if (start < snap->tail) { /* the ring moved past blocks this file does not have */
+    if (start < snap->tail) { /* the ring moved past chunks this file does not have */
         st->ring_gap = snap->tail - start;
         start = snap->tail;
     }

@@ -719,8 +719,10 @@ static void trace(struct gs_json *j, const struct gs_report *rep)
     gs_json_bool(j, "finished", st->end_seen);
     gs_json_bool(j, "live", gs_trace_live(rep->info, st));
     gs_json_uint(j, "bytes", st->bytes);
-    gs_json_uint(j, "blocks", st->blocks);
-    gs_json_uint(j, "damaged_blocks", st->damaged_blocks);
+    gs_json_uint(j, "blocks", st->chunks); /* the old names of the two after them, kept */
+    gs_json_uint(j, "damaged_blocks", st->damaged_chunks);
+    gs_json_uint(j, "chunks", st->chunks);
+    gs_json_uint(j, "damaged_chunks", st->damaged_chunks);
     gs_json_uint(j, "damaged_records", st->damaged_records);
     gs_json_uint(j, "truncated_at", st->truncated_at);
     gs_json_string(j, "ending", gs_trace_ending(rep->info, st));

@@ -241,13 +241,13 @@ static void trace_state(const struct gs_report *rep, FILE *out)
     const struct gs_reader_stats *st = rep->stats;
     const char *ending = gs_trace_ending(rep->info, st);
     int ring = st->ring_use == GS_RING_READ;
-    fprintf(out, "  trace     %s, %" PRIu64 " blocks", gs_trace_complete(st) ? "complete" : "INCOMPLETE",
-            st->blocks);
+    fprintf(out, "  trace     %s, %" PRIu64 " chunks", gs_trace_complete(st) ? "complete" : "INCOMPLETE",
+            st->chunks);
     if (ring)
         fprintf(out, " and %" PRIu64 " event%s from its ring file", st->recovered_events,
                 plural(st->recovered_events));
-    if (st->damaged_blocks)
-        fprintf(out, ", %" PRIu64 " damaged blocks skipped", st->damaged_blocks);
+    if (st->damaged_chunks)
+        fprintf(out, ", %" PRIu64 " damaged chunks skipped", st->damaged_chunks);
     if (st->damaged_records)
         fprintf(out, ", %" PRIu64 " damaged records skipped", st->damaged_records);
     if (st->truncated_at && !ring)
@@ -275,7 +275,7 @@ static void trace_state(const struct gs_report *rep, FILE *out)
         fprintf(out, "            %" PRIu64 " events were lost: the ring was full\n",
                 st->ring_lost + st->end_lost);
     if (st->ring_gap)
-        fprintf(out, "            the ring moved past blocks this file does not have: events "
+        fprintf(out, "            the ring moved past chunks this file does not have: events "
                      "are missing before the ones from the ring\n");
 }
 

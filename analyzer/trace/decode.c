@@ -1,13 +1,13 @@
 /*
- * decode.c - the records of one block (include/gpushim_trace.h), inflated,
+ * decode.c - the records of one chunk (include/gpushim_trace.h), inflated,
  * handed in order to callbacks: the analyzer's reader (reader.c) and ring
  * recovery (recover.c) decode with it, and so does the shim's model of a
  * bounded trace (shim/bound.c), so all three see the same events.
  *
- * A block's payload is untrusted: a record whose fields do not parse is
- * counted damaged and skipped, and the block's delta state moves only with
+ * A chunk's payload is untrusted: a record whose fields do not parse is
+ * counted damaged and skipped, and the chunk's delta state moves only with
  * a record that parsed whole; a length that cannot frame the rest ends the
- * block.
+ * chunk.
  */
 #include <stdint.h>
 #include <string.h>
@@ -22,9 +22,9 @@ static uint64_t u(struct gs_cursor *c) { return gs_cursor_u(c); }
 
 static int64_t s(struct gs_cursor *c) { return gs_unzigzag(u(c)); }
 
-/* ---- block records ---- */
+/* ---- chunk records ---- */
 
-struct block_state {
+struct chunk_state {
     uint64_t time, addr;
 };
 
@@ -34,16 +34,16 @@ static int32_t device(struct gs_cursor *c)
     return d < -1 || d >= GS_MAX_DEVICES ? GS_DEVICE_UNKNOWN : (int32_t)d;
 }
 
-/* Decodes an event; the block's delta state moves only if all of it parses. */
-static int event(struct gs_cursor *c, struct block_state *bs, uint8_t type, struct gs_revent *e)
+/* Decodes an event; the chunk's delta state moves only if all of it parses. */
+static int event(struct gs_cursor *c, struct chunk_state *cs, uint8_t type, struct gs_revent *e)
 {
     memset(e, 0, sizeof *e);
     e->type = (enum gs_record_type)type;
-    e->time_ns = bs->time + (uint64_t)s(c);
+    e->time_ns = cs->time + (uint64_t)s(c);
     e->tid = (uint32_t)u(c);
     e->api = (uint32_t)u(c);
     e->device = device(c);
-    uint64_t addr = bs->addr;
+    uint64_t addr = cs->addr;
     if (type != GS_REC_ALLOC_FAILED && type != GS_REC_POOL && type != GS_REC_GRAPH) {
         addr += (uint64_t)s(c);
         e->addr = addr;
@@ -105,23 +105,23 @@ static int event(struct gs_cursor *c, struct block_state *bs, uint8_t type, stru
     }
     if (c->bad)
         return -1;
-    bs->time = e->time_ns;
-    bs->addr = addr;
+    cs->time = e->time_ns;
+    cs->addr = addr;
     return 0;
 }
 
 /* The public API's records (include/gpushim.h): marks and the blocks of the
- * program's own allocator. They share the block's delta state with the
+ * program's own allocator. They share the chunk's delta state with the
  * events. */
-static int api_event(struct gs_cursor *c, struct block_state *bs, uint8_t type,
+static int api_event(struct gs_cursor *c, struct chunk_state *cs, uint8_t type,
                      struct gs_revent *e)
 {
     memset(e, 0, sizeof *e);
     e->type = (enum gs_record_type)type;
-    e->time_ns = bs->time + (uint64_t)s(c);
+    e->time_ns = cs->time + (uint64_t)s(c);
     e->tid = (uint32_t)u(c);
     e->device = GS_DEVICE_UNKNOWN;
-    uint64_t addr = bs->addr;
+    uint64_t addr = cs->addr;
     if (type == GS_REC_MARK) {
         e->stack_id = (uint32_t)u(c);
         e->label = (const char *)gs_cursor_bytes(c, &e->label_len);
@@ -135,8 +135,8 @@ static int api_event(struct gs_cursor *c, struct block_state *bs, uint8_t type,
     }
     if (c->bad)
         return -1;
-    bs->time = e->time_ns;
-    bs->addr = addr;
+    cs->time = e->time_ns;
+    cs->addr = addr;
     return 0;
 }
 
@@ -220,17 +220,17 @@ static int end_record(struct gs_cursor *c, struct gs_reader_stats *st)
     return 0;
 }
 
-uint64_t gs_decode_block(const uint8_t *raw, size_t len, const struct gs_reader_ops *ops,
+uint64_t gs_decode_chunk(const uint8_t *raw, size_t len, const struct gs_reader_ops *ops,
                          void *ctx, struct gs_reader_stats *st)
 {
-    struct block_state bs = {0, 0};
+    struct chunk_state cs = {0, 0};
     const uint8_t *p = raw, *end = raw + len;
     uint64_t records = 0;
     while (p < end) {
         uint8_t type = *p++;
         uint64_t plen;
         if (gs_get_varint(&p, end, &plen) != 0 || plen > (uint64_t)(end - p)) {
-            st->damaged_records++; /* the rest of the block cannot be framed */
+            st->damaged_records++; /* the rest of the chunk cannot be framed */
             break;
         }
         struct gs_cursor c = {p, p + plen, 0};
@@ -245,14 +245,14 @@ uint64_t gs_decode_block(const uint8_t *raw, size_t len, const struct gs_reader_
         case GS_REC_POOL:
         case GS_REC_GRAPH_NODE:
         case GS_REC_GRAPH:
-            bad = event(&c, &bs, type, &e);
+            bad = event(&c, &cs, type, &e);
             if (!bad && ops->event)
                 ops->event(ctx, &e);
             break;
         case GS_REC_MARK:
         case GS_REC_BLOCK_ALLOC:
         case GS_REC_BLOCK_FREE:
-            bad = api_event(&c, &bs, type, &e);
+            bad = api_event(&c, &cs, type, &e);
             if (!bad && ops->event)
                 ops->event(ctx, &e);
             break;

@@ -6,8 +6,8 @@
  *
  * Runs on the writer's side, off the program's threads: the hooks copy a
  * fixed-size struct into the ring, and the varint and delta coding happens
- * here. The delta state restarts with every block (gs_encoder_reset), so
- * each block decodes on its own.
+ * here. The delta state restarts with every chunk (gs_encoder_reset), so
+ * each chunk decodes on its own.
  */
 #include <string.h>
 

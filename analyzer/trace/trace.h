@@ -1,5 +1,5 @@
 /*
- * trace.h - the trace codec's analyzer half: the records of one block
+ * trace.h - the trace codec's analyzer half: the records of one chunk
  * decoded (decode.c) into callbacks, as modules, stacks, Python code
  * objects, threads, checkpoint records and events (struct gs_revent), and
  * what decoding counts (struct gs_reader_stats). The encoder's half is
@@ -82,25 +82,25 @@ struct gs_reader_ops {
  * (analyzer/read/recover.c). */
 enum gs_ring_use {
     GS_RING_NONE = 0,    /* none was needed: no ring record, or the END record was read */
-    GS_RING_READ,        /* its entries past the trace's blocks were read */
+    GS_RING_READ,        /* its entries past the trace's chunks were read */
     GS_RING_MISSING,     /* the trace names one, but it is not there */
     GS_RING_UNUSABLE,    /* it is there but cannot be read (ring_problem says why) */
 };
 
 /* What reading a trace counted: decoding (damaged records, END, RING_POS)
- * and the reader (blocks, the ring file). */
+ * and the reader (chunks, the ring file). */
 struct gs_reader_stats {
-    uint64_t blocks;          /* blocks read whole */
-    uint64_t damaged_blocks;  /* skipped: bad checksum, bad length, bad compression */
+    uint64_t chunks;          /* chunks read whole */
+    uint64_t damaged_chunks;  /* skipped: bad checksum, bad length, bad compression */
     uint64_t damaged_records; /* records whose payload did not parse */
     uint64_t bytes;           /* file size */
-    uint64_t truncated_at;    /* offset of an unfinished last block, 0 if none */
+    uint64_t truncated_at;    /* offset of an unfinished last chunk, 0 if none */
     int end_seen;             /* the END record: the process finished cleanly */
     uint64_t end_events;      /* events the END record says were recorded */
     uint64_t end_lost;
     uint64_t end_time_ns;     /* when the process finished the trace */
     /* The ring file (recover.c): what it added to a trace without an END. */
-    uint64_t ring_pos;          /* the largest GS_REC_RING_POS in the blocks */
+    uint64_t ring_pos;          /* the largest GS_REC_RING_POS in the chunks */
     enum gs_ring_use ring_use;
     char ring_path[4096 + 8];   /* the ring file read (or looked for) */
     char ring_problem[256];     /* GS_RING_MISSING, GS_RING_UNUSABLE: why */
@@ -112,10 +112,10 @@ struct gs_reader_stats {
     uint64_t fail_offset, fail_time_ns;
 };
 
-/* Decodes one inflated block's records, in order, into ops; counts in st
+/* Decodes one inflated chunk's records, in order, into ops; counts in st
  * the damaged records, END, RESUMED and the largest RING_POS. Returns the
  * records framed. */
-uint64_t gs_decode_block(const uint8_t *raw, size_t len, const struct gs_reader_ops *ops,
+uint64_t gs_decode_chunk(const uint8_t *raw, size_t len, const struct gs_reader_ops *ops,
                          void *ctx, struct gs_reader_stats *st);
 
 #endif

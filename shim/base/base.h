@@ -10,7 +10,7 @@
  *   base/    base.h     settings, the real functions
  *   file/    file.h     the trace file, the ring of entries
  *   bound/   bound.h    GPUSHIM_MAX_BYTES (the one seam to analyzer/model)
- *   writer/  writer.h   the trace's life: ring -> blocks -> file
+ *   writer/  writer.h   the trace's life: ring -> chunks -> file
  *   record/  record.h   one event: device, stack, Python frames, modules
  *   hooks/   hooks.h    the wrapped functions
  *   entry/   entry.h    how callers reach the hooks (dlsym, the getters),

@@ -3,27 +3,27 @@
  * runs that last weeks, keeping full detail for the most recent events and
  * an exact summary of everything before them.
  *
- * The writer hands every block it writes to a model of the analyzer's
+ * The writer hands every chunk it writes to a model of the analyzer's
  * state: the analyzer's own decoder and replay engine (analyzer/decode.c,
  * analyzer/replay.c, compiled into the shim), which read it as the analyzer
  * will, so the summary means exactly what a report of the whole history
  * would. When the trace reaches half the limit, the model's state is
  * written as a checkpoint (analyzer/checkpoint.c) into a new file
  * "<trace>.next", after the same header. When the trace then nears the
- * limit, the blocks written since that midpoint are copied after the
+ * limit, the chunks written since that midpoint are copied after the
  * checkpoint and the new file is renamed over the trace: one atomic step, so
  * a reader (or a death) sees either the old file or the new one, whole. The
  * ring's positions carry on across the swap, so recovery after a death is
  * unchanged.
  *
- * After a swap the file holds the checkpoint and the blocks since the last
+ * After a swap the file holds the checkpoint and the chunks since the last
  * midpoint; the next midpoint is half way from there to the limit. So the
  * detail kept is about half of what the limit leaves beside the checkpoint,
  * which grows with the live allocations and distinct stacks, not with time.
  *
  * The checkpoint and the swap are the writer thread's work, a little before
  * the limit; a program thread that drains a full ring does a swap itself
- * only when its next block would otherwise pass the limit. Every checkpoint
+ * only when its next chunk would otherwise pass the limit. Every checkpoint
  * ends with the ring position it reaches, so a trace that is all
  * checkpoint still joins its ring after a death. The files are the user's:
  * the next file's descriptor is checked to be still ours before each use,
@@ -49,8 +49,8 @@
 static struct {
     uint64_t max; /* 0: not bounding */
     struct gs_replay model;
-    struct gs_reader_ops model_ops; /* the replay's, less checkpoints (blocks hold none) */
-    struct gs_reader_stats decoded; /* what decoding the blocks counted: unused */
+    struct gs_reader_ops model_ops; /* the replay's, less checkpoints (chunks hold none) */
+    struct gs_reader_stats decoded; /* what decoding the chunks counted: unused */
     int next_fd;             /* the checkpoint file being prepared, or -1 */
     dev_t next_dev;          /* the file next_fd was opened on */
     ino_t next_ino;
@@ -58,7 +58,7 @@ static struct {
     uint64_t next_size;
     uint64_t mid_offset;     /* the trace's size when the checkpoint was taken */
     uint64_t base;           /* the trace's size after the last swap (or its header) */
-    uint8_t *raw, *scratch;  /* a block in the making, and its compressed form */
+    uint8_t *raw, *scratch;  /* a chunk in the making, and its compressed form */
     size_t raw_len, scratch_len;
 } b = {.next_fd = -1};
 
@@ -101,7 +101,7 @@ static void stop(const char *why, int err)
 
 void gs_bound_start(uint64_t max_bytes)
 {
-    b.scratch_len = gs_block_scratch_size(RAW_CAP);
+    b.scratch_len = gs_chunk_scratch_size(RAW_CAP);
     b.raw = malloc(RAW_CAP);
     b.scratch = malloc(b.scratch_len);
     gs_replay_init(&b.model);
@@ -114,10 +114,10 @@ void gs_bound_start(uint64_t max_bytes)
 
 /* ---- the model ---- */
 
-void gs_bound_feed_block(const uint8_t *raw, size_t len)
+void gs_bound_feed_chunk(const uint8_t *raw, size_t len)
 {
     if (b.max)
-        gs_decode_block(raw, len, &b.model_ops, &b.model, &b.decoded);
+        gs_decode_chunk(raw, len, &b.model_ops, &b.model, &b.decoded);
 }
 
 /* ---- the next file ---- */
@@ -128,7 +128,7 @@ static int flush_raw(void)
     if (b.raw_len && !next_ours())
         return -1;
     if (b.raw_len &&
-        gs_write_block(b.next_fd, b.raw, b.raw_len, b.scratch, b.scratch_len, &written) != 0)
+        gs_write_chunk(b.next_fd, b.raw, b.raw_len, b.scratch, b.scratch_len, &written) != 0)
         return -1;
     if (b.raw_len)
         b.next_size += written;
@@ -183,7 +183,7 @@ static int take_checkpoint(const struct gs_trace_file *tf, uint64_t ring_pos)
 }
 
 /* Copies [from, to) of the trace to the end of the next file. */
-static int copy_blocks(const struct gs_trace_file *tf, uint64_t from, uint64_t to)
+static int copy_chunks(const struct gs_trace_file *tf, uint64_t from, uint64_t to)
 {
     if (!gs_fsize_room(b.next_size + (to - from)))
         return -1;
@@ -205,11 +205,11 @@ static int copy_blocks(const struct gs_trace_file *tf, uint64_t from, uint64_t t
     return 0;
 }
 
-/* Copies the trace's blocks from the midpoint after the checkpoint and puts
+/* Copies the trace's chunks from the midpoint after the checkpoint and puts
  * the new file in the trace's place. */
 static int swap_in(struct gs_trace_file *tf)
 {
-    if (copy_blocks(tf, b.mid_offset, tf->size) != 0)
+    if (copy_chunks(tf, b.mid_offset, tf->size) != 0)
         return -1;
     struct stat sb, named;
     if (!next_ours() || fstat(b.next_fd, &sb) != 0)
@@ -230,17 +230,17 @@ static int swap_in(struct gs_trace_file *tf)
     return 0;
 }
 
-/* A block of at most this many bytes may come next. */
-static uint64_t next_block_bound(void) { return gs_block_scratch_size(1u << 20); }
+/* A chunk of at most this many bytes may come next. */
+static uint64_t next_chunk_bound(void) { return gs_chunk_scratch_size(1u << 20); }
 
-void gs_bound_after_block(struct gs_trace_file *tf, uint64_t ring_pos, int writer_thread)
+void gs_bound_after_chunk(struct gs_trace_file *tf, uint64_t ring_pos, int writer_thread)
 {
     if (!b.max)
         return;
     if (!b.base)
-        b.base = tf->size; /* the first block: the header before it */
-    uint64_t next = next_block_bound();
-    int must = tf->size + next > b.max;                              /* the next block won't fit */
+        b.base = tf->size; /* the first chunk: the header before it */
+    uint64_t next = next_chunk_bound();
+    int must = tf->size + next > b.max;                              /* the next chunk won't fit */
     int soon = tf->size + next + b.max / 8 > b.max;                  /* the writer's margin */
     int mid = tf->size >= b.base + (b.max - b.base) / 2;             /* time for a checkpoint */
     if (!writer_thread && !must)

@@ -69,10 +69,10 @@ int gs_write_all(int fd, const void *buf, size_t len);
 /* ring_name: the ring file's name (no directory), or NULL for none. */
 int gs_write_header(int fd, uint64_t start_ns, uint64_t realtime_ns, unsigned stack_depth,
                     uint64_t ring_id, const char *ring_name);
-/* Compresses raw[0..len) into one block and writes it; *written: its size
+/* Compresses raw[0..len) into one chunk and writes it; *written: its size
  * in the file. 0 or -1 with errno. */
-int gs_write_block(int fd, const uint8_t *raw, size_t len, uint8_t *scratch, size_t scratch_len,
+int gs_write_chunk(int fd, const uint8_t *raw, size_t len, uint8_t *scratch, size_t scratch_len,
                    size_t *written);
-size_t gs_block_scratch_size(size_t raw_len);
+size_t gs_chunk_scratch_size(size_t raw_len);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * tracefile.c - the trace file itself: its name, its creation, its header
- * and its framed blocks (the layout is in include/gpushim_trace.h).
+ * and its framed chunks (the layout is in include/gpushim_trace.h).
  *
  * The file is the user's data: created with O_EXCL | O_NOFOLLOW and mode
  * 0600, so it never replaces an existing file and never writes through a
@@ -56,7 +56,7 @@ static void make_parents(const char *path)
 
 static int create_exclusive(const char *path)
 {
-    /* read too: a bounded trace copies its recent blocks into the next file */
+    /* read too: a bounded trace copies its recent chunks into the next file */
     return open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 }
 
@@ -236,25 +236,25 @@ int gs_write_header(int fd, uint64_t start_ns, uint64_t realtime_ns, unsigned st
     return gs_write_all(fd, buf, n + 4);
 }
 
-size_t gs_block_scratch_size(size_t raw_len)
+size_t gs_chunk_scratch_size(size_t raw_len)
 {
-    return GS_BLOCK_HEADER_LEN + compressBound((uLong)raw_len);
+    return GS_CHUNK_HEADER_LEN + compressBound((uLong)raw_len);
 }
 
-int gs_write_block(int fd, const uint8_t *raw, size_t len, uint8_t *scratch, size_t scratch_len,
+int gs_write_chunk(int fd, const uint8_t *raw, size_t len, uint8_t *scratch, size_t scratch_len,
                    size_t *written)
 {
-    uLongf clen = (uLongf)(scratch_len - GS_BLOCK_HEADER_LEN);
-    if (compress2(scratch + GS_BLOCK_HEADER_LEN, &clen, raw, (uLong)len, 1) != Z_OK) {
+    uLongf clen = (uLongf)(scratch_len - GS_CHUNK_HEADER_LEN);
+    if (compress2(scratch + GS_CHUNK_HEADER_LEN, &clen, raw, (uLong)len, 1) != Z_OK) {
         errno = ENOMEM;
         return -1;
     }
-    gs_put_u32le(scratch, GS_BLOCK_MAGIC);
+    gs_put_u32le(scratch, GS_CHUNK_MAGIC);
     gs_put_u32le(scratch + 4, (uint32_t)clen);
     gs_put_u32le(scratch + 8, (uint32_t)len);
     uLong crc = crc32(0, scratch, 12);
-    crc = crc32(crc, scratch + GS_BLOCK_HEADER_LEN, (uInt)clen);
+    crc = crc32(crc, scratch + GS_CHUNK_HEADER_LEN, (uInt)clen);
     gs_put_u32le(scratch + 12, (uint32_t)crc);
-    *written = GS_BLOCK_HEADER_LEN + clen;
+    *written = GS_CHUNK_HEADER_LEN + clen;
     return gs_write_all(fd, scratch, *written);
 }

@@ -1,6 +1,6 @@
 /*
  * writer.c - the trace's life: created on the first event, drained from the
- * ring into blocks by a thread every GPUSHIM_FLUSH_MS (100 ms) and at exit,
+ * ring into chunks by a thread every GPUSHIM_FLUSH_MS (100 ms) and at exit,
  * let go of in a forked child.
  *
  * gs_emit is the one door into the ring. The first call creates the trace
@@ -10,14 +10,14 @@
  * the thread being scheduled.
  *
  * The ring file is what makes a death lose nothing: an event is in its
- * pages when the hook returns. Each block ends with the ring position it
- * covers (GS_REC_RING_POS), and the ring's tail moves only after the block
+ * pages when the hook returns. Each chunk ends with the ring position it
+ * covers (GS_REC_RING_POS), and the ring's tail moves only after the chunk
  * is in the file, so the trace and the ring together always hold every
  * event once; the analyzer joins them. A clean finish (the END record at
  * exit or exec) removes the ring file.
  *
  * When the trace cannot be written (disk full, quota, I/O error), the shim
- * says so once, cuts the file back to its last whole block, notes where and
+ * says so once, cuts the file back to its last whole chunk, notes where and
  * why in the ring's header, and stops writing; events then go on into the
  * ring (allocated on disk in advance) until it is full, and after that are
  * counted as lost. The program runs on unharmed.
@@ -45,7 +45,7 @@
 #include "shim/bound/bound.h"
 #include "shim/writer/writer.h"
 
-#define BLOCK_RAW (1u << 20) /* raw bytes of records per block, at most */
+#define CHUNK_RAW (1u << 20) /* raw bytes of records per chunk, at most */
 
 enum state { NONE, OPEN, FINISHED, FAILED };
 
@@ -59,7 +59,7 @@ static struct {
     pid_t pid; /* the process that created the trace */
     char ring_path[4096 + 8]; /* "" when the ring is not in a file */
     int ring_removed;         /* the trace was finished and the ring file removed */
-    uint64_t block_pos;  /* the ring position after the last entry in raw */
+    uint64_t chunk_pos;  /* the ring position after the last entry in raw */
     struct gs_encoder enc;
     uint8_t *raw, *scratch, *body;
     size_t raw_len, scratch_len;
@@ -93,8 +93,8 @@ static int still_ours(void)
     return 0;
 }
 
-/* The trace file could not take a block: said once; the file is cut back
- * to its last whole block, and the ring keeps what follows, with where and
+/* The trace file could not take a chunk: said once; the file is cut back
+ * to its last whole chunk, and the ring keeps what follows, with where and
  * why in its header, as long as it has room. */
 static void write_failed(void)
 {
@@ -114,49 +114,49 @@ static void write_failed(void)
                      w.tf.path, strerror(e));
     }
     if (still_ours() && ftruncate(w.tf.fd, (off_t)w.tf.size) != 0) {
-        /* the reader skips a partial last block anyway */
+        /* the reader skips a partial last chunk anyway */
     }
     __atomic_store_n(&w.state, FAILED, __ATOMIC_RELEASE);
 }
 
-/* Writes the records in raw as one block, ending with the ring position
+/* Writes the records in raw as one chunk, ending with the ring position
  * they reach; then the ring may reuse what they came from. */
-static void write_block(void)
+static void write_chunk(void)
 {
     if (!w.raw_len)
         return;
     if (w.ring.shared) {
         w.raw[w.raw_len++] = GS_REC_RING_POS;
         uint8_t pos[10];
-        size_t n = gs_put_varint(pos, w.block_pos);
+        size_t n = gs_put_varint(pos, w.chunk_pos);
         w.raw[w.raw_len++] = (uint8_t)n;
         memcpy(w.raw + w.raw_len, pos, n);
         w.raw_len += n;
     }
-    gs_bound_feed_block(w.raw, w.raw_len);
+    gs_bound_feed_chunk(w.raw, w.raw_len);
     size_t written;
     if (w.state != FAILED) {
         if (!still_ours() ||
-            gs_write_block(w.tf.fd, w.raw, w.raw_len, w.scratch, w.scratch_len, &written) != 0)
+            gs_write_chunk(w.tf.fd, w.raw, w.raw_len, w.scratch, w.scratch_len, &written) != 0)
             write_failed();
         else {
             w.tf.size += written;
-            __atomic_store_n(&w.ring.hdr->tail, w.block_pos, __ATOMIC_RELEASE);
-            gs_bound_after_block(&w.tf, w.block_pos, in_writer_thread);
+            __atomic_store_n(&w.ring.hdr->tail, w.chunk_pos, __ATOMIC_RELEASE);
+            gs_bound_after_chunk(&w.tf, w.chunk_pos, in_writer_thread);
         }
     }
     w.raw_len = 0;
     gs_encoder_reset(&w.enc);
 }
 
-/* Adds a record to the block in the making; next: the ring position after
+/* Adds a record to the chunk in the making; next: the ring position after
  * the entry it came from. */
 static void add_record(const void *body, uint32_t len, uint64_t next)
 {
-    if (w.raw_len + GS_MAX_RECORD + 16 > BLOCK_RAW)
-        write_block();
+    if (w.raw_len + GS_MAX_RECORD + 16 > CHUNK_RAW)
+        write_chunk();
     w.raw_len += gs_encode(&w.enc, body, len, w.raw + w.raw_len);
-    w.block_pos = next;
+    w.chunk_pos = next;
 }
 
 /* Moves everything in the ring into the file. Call with w.lock held. */
@@ -174,7 +174,7 @@ static void drain_locked(void)
         add_record(w.body, len, next);
         pos = next;
     }
-    write_block();
+    write_chunk();
     if (!w.ring.shared && w.state == FAILED) /* nowhere to keep it: let producers go on */
         __atomic_store_n(&w.ring.hdr->tail, head, __ATOMIC_RELEASE);
 }
@@ -296,9 +296,9 @@ static void open_locked(void)
             (size_t)snprintf(w.tf.path, sizeof w.tf.path, "%s/%s", cwd, rel) >= sizeof w.tf.path)
             snprintf(w.tf.path, sizeof w.tf.path, "%s", rel); /* too long: as given */
     }
-    w.scratch_len = gs_block_scratch_size(BLOCK_RAW);
+    w.scratch_len = gs_chunk_scratch_size(CHUNK_RAW);
     if (!w.raw)
-        w.raw = malloc(BLOCK_RAW);
+        w.raw = malloc(CHUNK_RAW);
     if (!w.scratch)
         w.scratch = malloc(w.scratch_len);
     if (!w.body)
@@ -446,8 +446,8 @@ static int finish_locked(int for_exec)
                               .lost = w.ring.hdr->lost,
                               .time_ns = gs_now_ns() - w.tf.start_ns};
     pthread_mutex_unlock(&w.ring_lock);
-    add_record(&end, sizeof end, w.block_pos);
-    write_block();
+    add_record(&end, sizeof end, w.chunk_pos);
+    write_chunk();
     gs_bound_finish(for_exec);
     if (w.state != FAILED)
         ring_remove(); /* the trace is whole without it */
@@ -526,7 +526,7 @@ void gs_writer_exec_failed(int finished)
         *p++ = (uint8_t)n;
         memcpy(p, t, n);
         w.raw_len += 2 + n;
-        write_block();
+        write_chunk();
         __atomic_store_n(&w.state, OPEN, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&w.lock);

@@ -1,6 +1,6 @@
 /*
  * writer.h - the trace's life (shim/writer/writer.c): gs_emit, the one door
- * into the ring; the file created on the first event, drained into blocks
+ * into the ring; the file created on the first event, drained into chunks
  * by a thread and at exit; finished before exec; let go of after fork.
  *
  * Included by: shim/writer, shim/record, shim/hooks, shim/entry.

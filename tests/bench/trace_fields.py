@@ -6,7 +6,7 @@ Usage: trace_fields.py TRACE
 Reads the ALLOC and FREE records of a gpushim trace (the layout is in
 include/gpushim_trace.h; other records are skipped), then writes those events
 again in layouts that keep more and more of what they say, and compresses
-each layout in 1 MiB blocks, as the shim does: zlib level 1 (the shim's) and
+each layout in 1 MiB chunks, as the shim does: zlib level 1 (the shim's) and
 level 6. It prints the bytes per event of each, from what heaptrack keeps
 (an event's type and its call site, and which allocation a free ends) up to
 everything the trace keeps today, so that a change of format can be judged
@@ -27,7 +27,7 @@ import sys
 import zlib
 
 REC_ALLOC, REC_FREE = 18, 19
-BLOCK = 1 << 20
+CHUNK = 1 << 20
 
 
 def fail(msg):
@@ -78,13 +78,13 @@ def read_events(path):
     while pos + 16 <= len(data):
         magic, clen, rlen, _ = struct.unpack_from("<4I", data, pos)
         if magic != 0x4B4C4247 or pos + 16 + clen > len(data):
-            fail("%s: damaged block at offset %d (run it on a whole trace)" % (path, pos))
+            fail("%s: damaged chunk at offset %d (run it on a whole trace)" % (path, pos))
         try:
             raw = zlib.decompress(data[pos + 16:pos + 16 + clen])
         except zlib.error as e:
-            fail("%s: block at offset %d: %s" % (path, pos, e))
+            fail("%s: chunk at offset %d: %s" % (path, pos, e))
         pos += 16 + clen
-        i, t, a = 0, 0, 0  # delta state restarts at every block
+        i, t, a = 0, 0, 0  # delta state restarts at every chunk
         try:
             while i < len(raw):
                 typ = raw[i]
@@ -111,7 +111,7 @@ def read_events(path):
                                    kind, space, parent))
                 i = end
         except (ValueError, IndexError) as e:
-            fail("%s: block ending at offset %d: %s" % (path, pos, e))
+            fail("%s: chunk ending at offset %d: %s" % (path, pos, e))
     if not events:
         fail("%s holds no allocations or frees" % path)
     return events
@@ -163,17 +163,17 @@ def current(events):
 
 
 def measure(records, n):
-    blocks, raw = [], bytearray()
+    chunks, raw = [], bytearray()
     for r in records:
         raw += r
-        if len(raw) >= BLOCK:
-            blocks.append(bytes(raw))
+        if len(raw) >= CHUNK:
+            chunks.append(bytes(raw))
             raw = bytearray()
     if raw:
-        blocks.append(bytes(raw))
-    total = sum(map(len, blocks))
-    z1 = sum(len(zlib.compress(b, 1)) for b in blocks)
-    z6 = sum(len(zlib.compress(b, 6)) for b in blocks)
+        chunks.append(bytes(raw))
+    total = sum(map(len, chunks))
+    z1 = sum(len(zlib.compress(b, 1)) for b in chunks)
+    z6 = sum(len(zlib.compress(b, 6)) for b in chunks)
     return total / n, z1 / n, z6 / n
 
 

@@ -7,9 +7,9 @@ Traces: drv_schedule, drv_oom (a failed allocation), drv_api_steps (marks),
 drv_api_blocks (the program's own blocks), drv_multidevice, Python frames
 (tests/progs/python/train.py), a killed crash_victim (its trace, and with
 its ring for the recover target), and two bounded by GPUSHIM_MAX_BYTES
-(drv_longhaul, drv_api_longrun) cut after their first blocks, checkpoint
+(drv_longhaul, drv_api_longrun) cut after their first chunks, checkpoint
 included, since a bounded trace is at least 4 MiB: any prefix of a trace
-that ends on a block boundary is a trace. Each target's input format is
+that ends on a chunk boundary is a trace. Each target's input format is
 in its harness (tests/fuzz/fuzz_*.c). Standard library only.
 """
 import argparse
@@ -25,18 +25,18 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 import harness  # noqa: E402
 from harness import E, run  # noqa: E402
 
-CUT = 48 * 1024  # a bounded trace is cut after the blocks within this many bytes
+CUT = 48 * 1024  # a bounded trace is cut after the chunks within this many bytes
 
 
 def prefix(data, limit):
-    """The header and the whole blocks of data within limit bytes (at least one)."""
+    """The header and the whole chunks of data within limit bytes (at least one)."""
     off = 16 + struct.unpack_from("<I", data, 12)[0] + 4
-    blocks = 0
+    chunks = 0
     while off + 16 <= len(data):
         end = off + 16 + struct.unpack_from("<I", data, off + 4)[0]
-        if end > len(data) or (blocks and end > limit):
+        if end > len(data) or (chunks and end > limit):
             break
-        off, blocks = end, blocks + 1
+        off, chunks = end, chunks + 1
     return data[:off]
 
 
@@ -57,7 +57,7 @@ def hidden(path):
     return bytes(c if c == ord("/") else ord("x") for c in path)
 
 
-def hide_block_modules(raw):
+def hide_chunk_modules(raw):
     out, i = bytearray(raw), 0
     while i < len(raw):
         t = raw[i]
@@ -73,13 +73,13 @@ def hide_block_modules(raw):
 
 
 def hide_modules(data):
-    """The trace with its modules' paths hidden (each block inflated, changed
+    """The trace with its modules' paths hidden (each chunk inflated, changed
     and deflated again, its checksum made anew)."""
     off = 16 + struct.unpack_from("<I", data, 12)[0] + 4
     out = bytearray(data[:off])
     while off + 16 <= len(data):
         clen, rlen = struct.unpack_from("<II", data, off + 4)
-        raw = hide_block_modules(zlib.decompress(data[off + 16:off + 16 + clen]))
+        raw = hide_chunk_modules(zlib.decompress(data[off + 16:off + 16 + clen]))
         comp = zlib.compress(raw)
         head = struct.pack("<4sII", b"GBLK", len(comp), rlen)
         out += head + struct.pack("<I", zlib.crc32(comp, zlib.crc32(head))) + comp

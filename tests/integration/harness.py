@@ -149,13 +149,13 @@ def same_behaviour(argv, env=None):
     return shimmed
 
 
-def block_offsets(data):
-    """Offsets of the blocks of a trace, found by walking its framing."""
+def chunk_offsets(data):
+    """Offsets of the chunks of a trace, found by walking its framing."""
     hlen = int.from_bytes(data[12:16], "little")
     off = 16 + hlen + 4
     out = []
     while off + 16 <= len(data):
-        check(data[off:off + 4] == b"GBLK", f"block magic at {off}")
+        check(data[off:off + 4] == b"GBLK", f"chunk magic at {off}")
         out.append(off)
         off += 16 + int.from_bytes(data[off + 4:off + 8], "little")
     return out

@@ -22,7 +22,7 @@ def diskfull(n, buffer_mb=1):
 
 
 def test_disk_full_midway_keeps_the_rest_in_the_ring():
-    # The first allocation made the files; then no file may grow: every block
+    # The first allocation made the files; then no file may grow: every chunk
     # the writer tries fails, and the 300 later events go to the ring.
     trace, d = diskfull(200)
     t = d["trace"]
@@ -47,7 +47,7 @@ def test_disk_full_and_ring_full_counts_what_was_lost():
     eq(d["events"]["allocations"] + d["events"]["frees"] + t["lost_events"], 75001,
        "what was kept and what was lost add up to what the program did")
     eq((t["blocks"], t["recovered_events"]), (0, d["events"]["allocations"] + d["events"]["frees"]),
-       "no block was ever written: every event came from the ring")
+       "no chunk was ever written: every event came from the ring")
     check("events were lost: the ring was full" in report(trace).stdout, "the text report says so")
 
 

@@ -124,7 +124,7 @@ def preamble(header=HEADER, hlen=None):
     return pre + struct.pack("<I", zlib.crc32(pre))
 
 
-def block(raw, rlen=None, clen=None, comp=None):
+def chunk(raw, rlen=None, clen=None, comp=None):
     comp = zlib.compress(raw) if comp is None else comp
     head = struct.pack("<4sII", b"GBLK", len(comp) if clen is None else clen,
                        len(raw) if rlen is None else rlen)
@@ -132,7 +132,7 @@ def block(raw, rlen=None, clen=None, comp=None):
 
 
 def alloc(addr, size, stack, dt=1, space=0, parent=0):
-    """An ALLOC on device 0 (addr: the delta from the block's last)."""
+    """An ALLOC on device 0 (addr: the delta from the chunk's last)."""
     return rec(18, zz(dt) + uv(1) + uv(1) + zz(0) + zz(addr) + uv(size) + uv(stack) + uv(0)
                + uv(0) + uv(space) + uv(parent))
 
@@ -187,30 +187,30 @@ def test_hostile_huge_lengths():
     one = alloc(0x1000, MiB, 0) + end(1, 0, 5)
     # A header claiming 4 GiB, and one just past the format's limit.
     for hlen in (0xffffffff, (1 << 20) + 1):
-        rc, err, _ = hostile("hdr", preamble(HEADER, hlen) + block(one))
+        rc, err, _ = hostile("hdr", preamble(HEADER, hlen) + chunk(one))
         eq((rc, err.split(": ", 2)[2]), (1, f"offset 12: header length {hlen} runs past the end "
                                             "of the file"), "a huge header length")
-    # Blocks that claim 4 GiB raw or compressed, and one that claims 16 MiB
+    # Chunks that claim 4 GiB raw or compressed, and one that claims 16 MiB
     # raw (the limit, checksum right) but inflates to less: each skipped and
-    # counted; the good block after them read.
-    bad = [block(one, rlen=0xffffffff), block(one, clen=0xfffffff0), block(one, rlen=16 << 20)]
+    # counted; the good chunk after them read.
+    bad = [chunk(one, rlen=0xffffffff), chunk(one, clen=0xfffffff0), chunk(one, rlen=16 << 20)]
     for i, b in enumerate(bad):
-        rc, d, _ = hostile(f"blk{i}", preamble() + b + block(one))
+        rc, d, _ = hostile(f"chunk{i}", preamble() + b + chunk(one))
         eq((rc, d["trace"]["damaged_blocks"], d["events"]["allocations"], d["leaks"]["bytes"]),
-           (0, 1, 1, MiB), f"bad block {i}")
-    # A block that claims more than the file holds, last: the trace was cut there.
-    rc, d, _ = hostile("cut", preamble() + block(one) + block(one, clen=1 << 20)[:64])
+           (0, 1, 1, MiB), f"bad chunk {i}")
+    # A chunk that claims more than the file holds, last: the trace was cut there.
+    rc, d, _ = hostile("cut", preamble() + chunk(one) + chunk(one, clen=1 << 20)[:64])
     eq((rc, d["trace"]["truncated_at"] > 0, d["trace"]["complete"], d["events"]["allocations"]),
        (0, True, False, 1), "cut short")
-    # A record claiming a payload of 2^63 bytes in a good block: the rest of
-    # the block cannot be framed; the records before it stand.
-    rc, d, _ = hostile("rec", preamble() + block(one + bytes([18]) + uv(1 << 63)))
+    # A record claiming a payload of 2^63 bytes in a good chunk: the rest of
+    # the chunk cannot be framed; the records before it stand.
+    rc, d, _ = hostile("rec", preamble() + chunk(one + bytes([18]) + uv(1 << 63)))
     eq((rc, d["trace"]["damaged_records"], d["events"]["allocations"]), (0, 1, 1), "huge record")
     # 16 MiB of zero bytes from 16 KiB (8 million empty records of an unknown
-    # type), in a block of its own: read, skipped, memory bounded.
-    rc, d, kib = hostile("bomb", preamble() + block(bytes(16 << 20)) + block(one))
+    # type), in a chunk of its own: read, skipped, memory bounded.
+    rc, d, kib = hostile("bomb", preamble() + chunk(bytes(16 << 20)) + chunk(one))
     eq((rc, d["trace"]["damaged_records"], d["events"]["allocations"], d["trace"]["complete"]),
-       (0, 0, 1, True), "a block that inflates 1000 times")
+       (0, 0, 1, True), "a chunk that inflates 1000 times")
 
 
 def test_hostile_deep_stacks():
@@ -223,13 +223,13 @@ def test_hostile_deep_stacks():
     raw = stack(1, pcs) + alloc(0x1000, MiB, 1)
     for sid, n in ((2, 257), (3, 1 << 32), (4, 1 << 62)):
         raw += stack(sid, pcs[:4], n=n) + alloc(MiB, 2 * MiB, sid)
-    rc, d, _ = hostile("deep", preamble() + block(raw + end(4, 0, 9)))
+    rc, d, _ = hostile("deep", preamble() + chunk(raw + end(4, 0, 9)))
     eq((rc, d["trace"]["damaged_records"], d["events"]["allocations"], d["leaks"]["bytes"]),
        (0, 3, 4, 7 * MiB), "three stacks refused, every allocation counted")
     deep = [s for s in d["leaks"]["sites"] if s["bytes"] == MiB]
     eq([len(s["frames"]) for s in deep], [256], "the 256 frames, every one")
     # The text report shows --frames of them, and export folded all 256.
-    rc, out, _ = hostile("deep", preamble() + block(raw + end(4, 0, 9)), "export",
+    rc, out, _ = hostile("deep", preamble() + chunk(raw + end(4, 0, 9)), "export",
                          "--format=folded", "--metric=leaked")
     lines = sorted(out.splitlines(), key=lambda x: x.count(";"))
     eq((rc, len(lines), lines[-1].count(";") + 1, lines[-1].split()[-1]), (0, 4, 256, str(MiB)),
@@ -247,7 +247,7 @@ def test_hostile_ids_that_name_themselves_or_nothing():
            + alloc(-0x2000 - 0x1000 - 0x10 + 0x5000, 4 * MiB, 7, space=1)   # handle 0x5000
            + alloc(0, 4 * MiB, 7, space=3, parent=0x5000)                    # mapping 0x5000
            + free(0, 4 * MiB, space=1) + free(0, 4 * MiB, space=3))
-    rc, d, _ = hostile("ids", preamble() + block(raw + end(7, 0, 20)) + block(end(7, 0, 21)))
+    rc, d, _ = hostile("ids", preamble() + chunk(raw + end(7, 0, 20)) + chunk(end(7, 0, 21)))
     eq((rc, d["events"]["allocations"], d["events"]["frees"], d["leaks"]["bytes"],
         d["trace"]["damaged_records"]), (0, 5, 2, 3 * MiB, 0), "every id taken as it stands")
     by_bytes = sorted(len(s["frames"]) for s in d["leaks"]["sites"])
@@ -259,7 +259,7 @@ def test_hostile_claimed_billions():
         return needs_time()
     one = alloc(0x1000, MiB, 0)
     # An END record that claims 5 billion events recorded and 3 billion lost.
-    rc, d, _ = hostile("end", preamble() + block(one + end(5_000_000_000, 3_000_000_000, 1 << 62)))
+    rc, d, _ = hostile("end", preamble() + chunk(one + end(5_000_000_000, 3_000_000_000, 1 << 62)))
     eq((rc, d["events"]["allocations"], d["trace"]["lost_events"], d["trace"]["complete"]),
        (0, 1, 3_000_000_000, False), "the claim is reported, not believed")
     # A checkpoint that claims 2^60 of everything: its totals are figures
@@ -269,7 +269,7 @@ def test_hostile_claimed_billions():
     begin = rec(32, b"".join(uv(big) for _ in range(20)))
     ckend = rec(40, b"".join(uv(big) for _ in range(7)))
     site = rec(35, uv(1) + uv(0) + uv(1) + b"".join(uv(big) for _ in range(7)))
-    rc, d, _ = hostile("ckpt", preamble() + block(begin + site + ckend + one + end(2, 0, 3)))
+    rc, d, _ = hostile("ckpt", preamble() + chunk(begin + site + ckend + one + end(2, 0, 3)))
     eq((rc, d["trace"]["damaged_records"], d["trace"]["complete"], d["events"]["allocations"]),
        (0, 1, False, big + 1), "the checkpoint's END refused, the trace marked incomplete; "
        "the figures it claimed, and the allocation after it, counted")
@@ -286,18 +286,18 @@ def test_hostile_sizes_past_int64():
     # integer; now exact, and saturated where it cannot be said.
     if needs_time():
         return needs_time()
-    rc, d, _ = hostile("peak", preamble() + block(alloc(0x1000, 1 << 63, 0) + end(1, 0, 2)))
+    rc, d, _ = hostile("peak", preamble() + chunk(alloc(0x1000, 1 << 63, 0) + end(1, 0, 2)))
     eq((rc, d["capacity"]["peak_bytes"]), (0, 1 << 63), "the peak as recorded")
     eq([c["headroom_bytes"] for c in d["capacity"]["cards"]],
        [c["bytes"] - (1 << 63) for c in d["capacity"]["cards"]], "each card's headroom")
-    rc, d, _ = hostile("peak", preamble() + block(alloc(0x1000, (1 << 64) - 1, 0) + end(1, 0, 2)))
+    rc, d, _ = hostile("peak", preamble() + chunk(alloc(0x1000, (1 << 64) - 1, 0) + end(1, 0, 2)))
     eq({c["headroom_bytes"] for c in d["capacity"]["cards"]}, {-(1 << 63)}, "saturated")
     # A failure whose device claims 2^63 + 5 bytes, 5 free, while the process
     # held 1 byte: what the others hold (total - free - held) is 2^63 - 1;
     # with 2^64 - 2 bytes held, -(2^64 - 2 - 2^63) (it was an overflow too).
     for held, other in ((1, (1 << 63) - 1), ((1 << 64) - 2, (1 << 63) - ((1 << 64) - 2))):
         raw = alloc(0x1000, held, 0) + alloc_failed(64, 5, (1 << 63) + 5) + end(2, 0, 3)
-        rc, d, _ = hostile("failed", preamble() + block(raw))
+        rc, d, _ = hostile("failed", preamble() + chunk(raw))
         eq((rc, [f["verdict"]["other_bytes"] for f in d["failures"]]), (0, [other]),
            f"what the others held, {held} held")
 
@@ -314,11 +314,11 @@ def test_hostile_step_growth_past_int64():
     big = 6 << 60
     raw = (mark(b"step") + alloc(0x1000, big, 0) + mark(b"step") + alloc(big, big, 0)
            + mark(b"step") + end(5, 0, 9))
-    rc, d, _ = hostile("steps", preamble() + block(raw))
+    rc, d, _ = hostile("steps", preamble() + chunk(raw))
     lab = d["mark_labels"]
     eq((rc, [(x["label"], x["steps"], x["growth_bytes"], x["max_growth_bytes"]) for x in lab]),
        (0, [("step", 2, (1 << 63) - 1, big)]), "the growth, saturated")
-    rc, out, _ = hostile("steps", preamble() + block(raw), "report")
+    rc, out, _ = hostile("steps", preamble() + chunk(raw), "report")
     line = [x for x in out.splitlines() if x.strip().startswith("step ") and "marks," in x]
     check(len(line) == 1 and "device memory +4194304.00 TiB a step on average, at most "
           "+6291456.00 TiB; 2 steps grew" in line[0], f"the text's average: {line}")

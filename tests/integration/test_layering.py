@@ -98,15 +98,15 @@ def test_layering_headers_that_include_each_other_long_ones_and_one_in_no_layer(
 CLEAN = {
     "analyzer/util/idmap.c": "int gs_idmap_new(void) { return 1; }\n",
     "analyzer/trace/decode.c": "int gs_idmap_new(void);\n"
-                               "int gs_decode_block(void) { return gs_idmap_new(); }\n",
-    "analyzer/model/replay.c": "int gs_decode_block(void);\n"
-                         "int gs_replay_init(void) { return gs_decode_block(); }\n",
+                               "int gs_decode_chunk(void) { return gs_idmap_new(); }\n",
+    "analyzer/model/replay.c": "int gs_decode_chunk(void);\n"
+                         "int gs_replay_init(void) { return gs_decode_chunk(); }\n",
     "analyzer/model/checkpoint.c": "int gs_replay_init(void);\n"
                              "int gs_checkpoint_write(void) { return gs_replay_init(); }\n",
     "shim/bound/bound.c": "int gs_replay_init(void);\nint gs_checkpoint_write(void);\n"
                     "int gs_bound_start(void) { return gs_replay_init() + gs_checkpoint_write(); }\n",
-    "shim/writer/writer.c": "int gs_bound_start(void);\nint gs_decode_block(void);\n"
-                     "int gs_emit(void) { return gs_bound_start() + gs_decode_block(); }\n",
+    "shim/writer/writer.c": "int gs_bound_start(void);\nint gs_decode_chunk(void);\n"
+                     "int gs_emit(void) { return gs_bound_start() + gs_decode_chunk(); }\n",
     "analyzer/report/report_text.c": "int gs_replay_init(void);\n"
                                      "int gs_report_text(void) { return gs_replay_init(); }\n",
 }

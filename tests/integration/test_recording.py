@@ -7,7 +7,7 @@ import stat
 import subprocess
 import tempfile
 
-from harness import (E, KiB, MiB, check, eq, launcher_env, one_trace, block_offsets, report,
+from harness import (E, KiB, MiB, check, eq, launcher_env, one_trace, chunk_offsets, report,
                      report_json, run, same_behaviour, site_summary)
 
 
@@ -176,24 +176,26 @@ def test_truncated_and_damaged_traces():
             f.write(content)
         return path
 
-    # Cut inside the last block (the END record): every event is there,
+    # Cut inside the last chunk (the END record): every event is there,
     # the trace is marked incomplete.
-    blocks = block_offsets(data)
-    eq(len(blocks), 2, "blocks in the schedule's trace")
-    cut = variant("cut.trace", data[:blocks[-1] + 10])
+    chunks = chunk_offsets(data)
+    eq(len(chunks), 2, "chunks in the schedule's trace")
+    cut = variant("cut.trace", data[:chunks[-1] + 10])
     d = report_json(cut)
     eq((d["trace"]["complete"], d["trace"]["finished"], d["trace"]["truncated_at"]),
-       (False, False, blocks[-1]), "cut trace")
+       (False, False, chunks[-1]), "cut trace")
     eq(d["events"]["allocations"], 13, "events read from a cut trace")
     check("INCOMPLETE" in report(cut).stdout, "text report says incomplete")
 
-    # A flipped byte in the first block: skipped, counted, the rest is read.
+    # A flipped byte in the first chunk: skipped, counted, the rest is read.
     bad = bytearray(data)
-    bad[blocks[0] + 20] ^= 0xff
+    bad[chunks[0] + 20] ^= 0xff
     d = report_json(variant("damaged.trace", bytes(bad)))
     eq((d["trace"]["complete"], d["trace"]["damaged_blocks"], d["trace"]["blocks"]),
        (False, 1, 1), "damaged trace")
-    eq(d["events"]["allocations"], 0, "events of a skipped block")
+    eq(d["events"]["allocations"], 0, "events of a skipped chunk")
+    eq((d["trace"]["damaged_chunks"], d["trace"]["chunks"]),
+       (d["trace"]["damaged_blocks"], d["trace"]["blocks"]), "the old keys kept, the same values")
 
     # Files that are not traces at all: one line naming the file and offset.
     for name, content, want in [("empty.trace", b"", "empty: nothing was recorded"),
@@ -214,41 +216,41 @@ def test_truncated_and_damaged_traces():
 
 def test_a_large_trace_read_ahead_skips_what_one_thread_skips():
     # 4.5 MB: the analyzer reads it ahead on a second thread (reader.c). A
-    # damaged block must be skipped, and a cut last block end the trace, as
-    # when the same blocks are read in turn: the same figures as a file
-    # without that block at all.
+    # damaged chunk must be skipped, and a cut last chunk end the trace, as
+    # when the same chunks are read in turn: the same figures as a file
+    # without that chunk at all.
     r = run([E.prog("drv_longhaul"), "100000"])
     trace = one_trace(r)
     data = open(trace, "rb").read()
-    blocks = block_offsets(data)
-    check(len(data) >= 2 * MiB and len(blocks) >= 4, f"{len(data)} bytes in {len(blocks)} blocks")
+    chunks = chunk_offsets(data)
+    check(len(data) >= 2 * MiB and len(chunks) >= 4, f"{len(data)} bytes in {len(chunks)} chunks")
     whole = report_json(trace)
     eq((whole["events"]["allocations"], whole["events"]["frees"], whole["events"]["failed"],
         whole["events"]["frees_unknown"]), (800102, 800001, 1, 0),
        "drv_longhaul 100000, read ahead: every free after its allocation")
     # the peak at step 10000 (drv_longhaul.c): weights, 11 leaks, 36 activations, the burst
     eq(whole["peak"]["bytes"], 100 * MiB + 11 * 4 * KiB + 36 * 64 * KiB + 64 * MiB, "the peak")
-    eq((whole["trace"]["complete"], whole["trace"]["blocks"]), (True, len(blocks)), "whole")
+    eq((whole["trace"]["complete"], whole["trace"]["blocks"]), (True, len(chunks)), "whole")
 
     tmp = tempfile.mkdtemp(prefix="gpushim-ahead-")
-    bad = bytearray(data[:blocks[-1] + 10])
-    bad[blocks[1] + 20] ^= 0xff
+    bad = bytearray(data[:chunks[-1] + 10])
+    bad[chunks[1] + 20] ^= 0xff
     damaged_path = os.path.join(tmp, "damaged.trace")
     with open(damaged_path, "wb") as f:
         f.write(bad)
     removed_path = os.path.join(tmp, "removed.trace")
     with open(removed_path, "wb") as f:
-        f.write(data[:blocks[1]] + data[blocks[2]:blocks[-1] + 10])
+        f.write(data[:chunks[1]] + data[chunks[2]:chunks[-1] + 10])
     damaged, removed = report_json(damaged_path), report_json(removed_path)
     eq((damaged["trace"]["complete"], damaged["trace"]["damaged_blocks"],
         damaged["trace"]["blocks"], damaged["trace"]["truncated_at"]),
-       (False, 1, len(blocks) - 2, blocks[-1]), "the damaged and cut trace")
-    eq((removed["trace"]["damaged_blocks"], removed["trace"]["blocks"]), (0, len(blocks) - 2),
-       "the trace without that block")
+       (False, 1, len(chunks) - 2, chunks[-1]), "the damaged and cut trace")
+    eq((removed["trace"]["damaged_blocks"], removed["trace"]["blocks"]), (0, len(chunks) - 2),
+       "the trace without that chunk")
     check(damaged["events"]["allocations"] < whole["events"]["allocations"],
-          "the damaged block's events are missing")
+          "the damaged chunk's events are missing")
     for key in ("events", "peak", "leaks", "devices"):
-        eq(damaged[key], removed[key], f"{key}: a damaged block skipped = a block never there")
+        eq(damaged[key], removed[key], f"{key}: a damaged chunk skipped = a chunk never there")
 
 
 def test_launcher():

@@ -74,7 +74,7 @@ UNITS = {
 DENY_IN_SHIM = re.compile(r"^gs_(checkpoint_load|growth_|oom_|failure_postmortem|findings_|"
                           r"suspects|read_trace|load|load_watch|sym_|rank_|report_|export_|cmd_)")
 # Sanity: the library read is the shim, with a symbol table.
-REQUIRED_IN_SHIM = ["gs_emit", "gs_replay_init", "gs_checkpoint_write", "gs_decode_block"]
+REQUIRED_IN_SHIM = ["gs_emit", "gs_replay_init", "gs_checkpoint_write", "gs_decode_chunk"]
 MAX_HEADER_LINES = 300
 ALLOW_LONG = {"include/gpushim_trace.h": "the trace format, defined once",
               "include/gpushim_cuda.h": "the CUDA ABI, checked against cuda.h by tests/abi"}

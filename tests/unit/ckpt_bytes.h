@@ -51,12 +51,12 @@ static struct buf checkpoint(const struct gs_replay *r)
     return b;
 }
 
-/* Decodes [p, p+n) as one block; returns its damaged records. */
+/* Decodes [p, p+n) as one chunk; returns its damaged records. */
 static uint64_t load(struct gs_replay *r, const uint8_t *p, size_t n)
 {
     struct gs_reader_stats st;
     memset(&st, 0, sizeof st);
-    gs_decode_block(p, n, &gs_replay_ops, r, &st);
+    gs_decode_chunk(p, n, &gs_replay_ops, r, &st);
     return st.damaged_records;
 }
 

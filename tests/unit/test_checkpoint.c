@@ -1,7 +1,7 @@
 /*
  * test_checkpoint.c - analyzer/model/checkpoint.c and analyzer/read/
  * checkpoint_load.c: a replay written as records by
- * gs_checkpoint_write, read back through gs_decode_block into a fresh
+ * gs_checkpoint_write, read back through gs_decode_chunk into a fresh
  * replay (gs_replay_ops), then fed the events that follow, must agree with
  * a replay of every event on every figure a report reads: counters, peak
  * and its time, each site's bytes and count at the peak
@@ -18,7 +18,7 @@
  * lays it out, loaded field by field and written back byte for byte (the
  * format itself, which a round trip cannot pin); an empty replay, a
  * checkpoint of a checkpoint, the failures cap, a whole trace file
- * (gs_read_trace) with the checkpoint spread over several blocks, STACK,
+ * (gs_read_trace) with the checkpoint spread over several chunks, STACK,
  * MODULE and PYCODE records defined twice, and hostile checkpoints (out of
  * place, out of range, truncated at every byte, random) that must be
  * refused and counted, never crash (run it under SAN=1).
@@ -295,8 +295,8 @@ static void define(struct gs_replay *r, uint32_t first_stack, uint32_t last_stac
 
 /* ---- a checkpoint into memory (ckpt_bytes.h), read back in chunks ---- */
 
-/* Decodes b as the reader would, in blocks of about chunk bytes cut at
- * record boundaries (0: one block). Returns the damaged records. */
+/* Decodes b as the reader would, in chunks of about chunk bytes cut at
+ * record boundaries (0: one chunk). Returns the damaged records. */
 static uint64_t load_chunks(struct gs_replay *r, const uint8_t *p, size_t n, size_t chunk)
 {
     struct gs_reader_stats st;
@@ -308,12 +308,12 @@ static uint64_t load_chunks(struct gs_replay *r, const uint8_t *p, size_t n, siz
         cr_assert_eq(gs_get_varint(&q, p + n, &len), 0, "framing");
         at = (size_t)(q - p) + (size_t)len;
         if (chunk && at - start >= chunk) {
-            gs_decode_block(p + start, at - start, &gs_replay_ops, r, &st);
+            gs_decode_chunk(p + start, at - start, &gs_replay_ops, r, &st);
             start = at;
         }
     }
     if (start < n)
-        gs_decode_block(p + start, n - start, &gs_replay_ops, r, &st);
+        gs_decode_chunk(p + start, n - start, &gs_replay_ops, r, &st);
     return st.damaged_records;
 }
 
@@ -563,7 +563,7 @@ static void full(struct gs_replay *r)
 }
 
 /* Replays [0, cut), checkpoints, loads that into a fresh replay (which is
- * given chunk-sized blocks), replays [cut, n) there: into *out. */
+ * given chunks of that many bytes), replays [cut, n) there: into *out. */
 static void through_checkpoint(struct gs_replay *out, size_t cut, size_t chunk)
 {
     struct gs_replay a;
@@ -802,7 +802,7 @@ Test(checkpoint, stacks_modules_and_code_objects_defined_twice_keep_the_first)
     struct gs_replay whole, r;
     full(&whole);
     through_checkpoint(&r, seq.n / 2, 0);
-    /* a copied block defines them again, differently: ignored */
+    /* a copied chunk defines them again, differently: ignored */
     uint64_t other[3] = {1, 2, 3};
     struct gs_rmodule m = {.id = 1, .lo = 0, .span = 1, .path = "/elsewhere"};
     struct gs_rpycode c = {.id = 1, .file = "/elsewhere.py", .function = "f"};
@@ -823,7 +823,7 @@ Test(checkpoint, stacks_modules_and_code_objects_defined_twice_keep_the_first)
     free(b.p);
 }
 
-/* ---- a whole trace file: header, a checkpoint over several blocks, events ---- */
+/* ---- a whole trace file: header, a checkpoint over several chunks, events ---- */
 
 static char tmpdir[256];
 
@@ -844,12 +844,12 @@ static void remove_tmpdir(void)
 
 TestSuite(checkpoint_file, .init = make_tmpdir, .fini = remove_tmpdir);
 
-static void write_block(int fd, const uint8_t *raw, size_t len)
+static void write_chunk(int fd, const uint8_t *raw, size_t len)
 {
-    size_t cap = gs_block_scratch_size(len), written;
+    size_t cap = gs_chunk_scratch_size(len), written;
     uint8_t *scratch = malloc(cap);
     cr_assert_not_null(scratch);
-    cr_assert_eq(gs_write_block(fd, raw, len, scratch, cap, &written), 0);
+    cr_assert_eq(gs_write_chunk(fd, raw, len, scratch, cap, &written), 0);
     free(scratch);
 }
 
@@ -885,21 +885,21 @@ Test(checkpoint_file, a_rotated_trace_reads_as_the_whole_history)
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
     cr_assert_geq(fd, 0);
     cr_assert_eq(gs_write_header(fd, 1, 2, 16, 0, NULL), 0);
-    /* the checkpoint in blocks of about 512 bytes, cut at record boundaries */
-    size_t start = 0, at = 0, blocks = 0;
+    /* the checkpoint in chunks of about 512 bytes, cut at record boundaries */
+    size_t start = 0, at = 0, chunks = 0;
     while (at < b.n) {
         const uint8_t *q = b.p + at + 1;
         uint64_t len;
         cr_assert_eq(gs_get_varint(&q, b.p + b.n, &len), 0);
         at = (size_t)(q - b.p) + (size_t)len;
         if (at - start >= 512 || at == b.n) {
-            write_block(fd, b.p + start, at - start);
+            write_chunk(fd, b.p + start, at - start);
             start = at;
-            blocks++;
+            chunks++;
         }
     }
-    cr_assert_gt(blocks, 3, "the checkpoint spans blocks");
-    /* then the events, 50 to a block, each block's deltas from 0 */
+    cr_assert_gt(chunks, 3, "the checkpoint spans chunks");
+    /* then the events, 50 to a chunk, each chunk's deltas from 0 */
     uint8_t *raw = malloc(64 * GS_MAX_RECORD);
     cr_assert_not_null(raw);
     for (size_t i = cut; i < seq.n;) {
@@ -910,7 +910,7 @@ Test(checkpoint_file, a_rotated_trace_reads_as_the_whole_history)
             struct gs_ev ev = ring_body(&seq.ev[i]);
             n += gs_encode(&enc, &ev, sizeof ev, raw + n);
         }
-        write_block(fd, raw, n);
+        write_chunk(fd, raw, n);
     }
     free(raw);
     close(fd);
@@ -921,7 +921,7 @@ Test(checkpoint_file, a_rotated_trace_reads_as_the_whole_history)
     gs_replay_init(&r);
     cr_assert_eq(gs_read_trace(path, &gs_replay_ops, &r, &info, &st, err, sizeof err), 0, "%s",
                  err);
-    ASSERT_U64(st.damaged_blocks, 0, "no damaged blocks");
+    ASSERT_U64(st.damaged_chunks, 0, "no damaged chunks");
     ASSERT_U64(st.damaged_records, 0, "no damaged records");
     cr_assert(r.checkpoint.present, "the checkpoint was loaded");
     ASSERT_U64(r.checkpoint.events, cut, "events it summarizes");

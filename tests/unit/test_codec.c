@@ -1,11 +1,11 @@
 /*
- * test_codec.c - analyzer/trace/encode.c against decode.c's gs_decode_block:
+ * test_codec.c - analyzer/trace/encode.c against decode.c's gs_decode_chunk:
  * ring bodies (events of every type with extreme values, stacks of 0, 1 and
- * GS_MAX_FRAMES frames, modules, the END record) encoded into one raw block
+ * GS_MAX_FRAMES frames, modules, the END record) encoded into one raw chunk
  * come back field for field, in order. Also: unknown record types are
  * skipped, a record whose payload is short is counted as damaged and the
- * records after it still decode, a record whose length runs past the block
- * ends that block with one damaged record, and gs_encode refuses malformed
+ * records after it still decode, a record whose length runs past the chunk
+ * ends that chunk with one damaged record, and gs_encode refuses malformed
  * bodies. Marks and blocks (the public API's records) round-trip among events,
  * and malformed ones are refused or counted; so do threads' names.
  */
@@ -96,21 +96,21 @@ static struct cap *cap_new(void)
     return c;
 }
 
-/* ---- building a raw block ---- */
+/* ---- building a raw chunk ---- */
 
-struct blk {
+struct chunk {
     uint8_t *buf;
     size_t len;
 };
 
-static void blk_init(struct blk *b)
+static void chunk_init(struct chunk *b)
 {
     b->buf = malloc(1 << 20);
     cr_assert_not_null(b->buf);
     b->len = 0;
 }
 
-static void put(struct blk *b, struct gs_encoder *e, const void *body, uint32_t len)
+static void put(struct chunk *b, struct gs_encoder *e, const void *body, uint32_t len)
 {
     size_t n = gs_encode(e, body, len, b->buf + b->len);
     cr_assert_gt(n, 0, "gs_encode refused a well-formed body of type %u", *(const uint8_t *)body);
@@ -118,7 +118,7 @@ static void put(struct blk *b, struct gs_encoder *e, const void *body, uint32_t 
     b->len += n;
 }
 
-static void put_raw(struct blk *b, const void *bytes, size_t len)
+static void put_raw(struct chunk *b, const void *bytes, size_t len)
 {
     memcpy(b->buf + b->len, bytes, len);
     b->len += len;
@@ -206,15 +206,15 @@ static const struct gs_ev extreme_events[] = {
 
 Test(codec, events_with_extreme_values_round_trip)
 {
-    struct blk b;
-    blk_init(&b);
+    struct chunk b;
+    chunk_init(&b);
     struct gs_encoder e;
     gs_encoder_reset(&e);
     for (size_t i = 0; i < NEXTREME; i++)
         put(&b, &e, &extreme_events[i], sizeof extreme_events[i]);
     struct cap *c = cap_new();
     struct gs_reader_stats st = {0};
-    uint64_t recs = gs_decode_block(b.buf, b.len, &ops, c, &st);
+    uint64_t recs = gs_decode_chunk(b.buf, b.len, &ops, c, &st);
     cr_assert_eq(recs, NEXTREME, "records decoded: %llu", (unsigned long long)recs);
     cr_assert_eq(st.damaged_records, 0);
     cr_assert_eq(c->nev, (int)NEXTREME);
@@ -226,8 +226,8 @@ Test(codec, events_with_extreme_values_round_trip)
 
 Test(codec, every_record_kind_round_trips_in_order)
 {
-    struct blk b;
-    blk_init(&b);
+    struct chunk b;
+    chunk_init(&b);
     struct gs_encoder e;
     gs_encoder_reset(&e);
 
@@ -275,7 +275,7 @@ Test(codec, every_record_kind_round_trips_in_order)
 
     struct cap *c = cap_new();
     struct gs_reader_stats st = {0};
-    uint64_t recs = gs_decode_block(b.buf, b.len, &ops, c, &st);
+    uint64_t recs = gs_decode_chunk(b.buf, b.len, &ops, c, &st);
     cr_assert_eq(recs, 11, "records: %llu", (unsigned long long)recs);
     cr_assert_eq(st.damaged_records, 0, "damaged: %llu", (unsigned long long)st.damaged_records);
     cr_assert_str_eq(c->order, "msesmesmee", "callback order %s", c->order);
@@ -326,14 +326,14 @@ Test(codec, every_record_kind_round_trips_in_order)
     free(b.buf);
 }
 
-Test(codec, encoder_reset_restarts_deltas_per_block)
+Test(codec, encoder_reset_restarts_deltas_per_chunk)
 {
-    /* The same events in two blocks, with a reset between: each block
+    /* The same events in two chunks, with a reset between: each chunk
      * decodes alone, and the second's bytes equal the first's. */
     struct gs_encoder e;
-    struct blk b1, b2;
-    blk_init(&b1);
-    blk_init(&b2);
+    struct chunk b1, b2;
+    chunk_init(&b1);
+    chunk_init(&b2);
     gs_encoder_reset(&e);
     for (size_t i = 0; i < NEXTREME; i++)
         put(&b1, &e, &extreme_events[i], sizeof(struct gs_ev));
@@ -341,10 +341,10 @@ Test(codec, encoder_reset_restarts_deltas_per_block)
     for (size_t i = 0; i < NEXTREME; i++)
         put(&b2, &e, &extreme_events[i], sizeof(struct gs_ev));
     cr_assert_eq(b1.len, b2.len);
-    cr_assert_eq(memcmp(b1.buf, b2.buf, b1.len), 0, "identical blocks after reset");
+    cr_assert_eq(memcmp(b1.buf, b2.buf, b1.len), 0, "identical chunks after reset");
     struct cap *c = cap_new();
     struct gs_reader_stats st = {0};
-    gs_decode_block(b2.buf, b2.len, &ops, c, &st);
+    gs_decode_chunk(b2.buf, b2.len, &ops, c, &st);
     cr_assert_eq(c->nev, (int)NEXTREME);
     for (size_t i = 0; i < NEXTREME; i++)
         check_event(&c->ev[i], &extreme_events[i], (int)i);
@@ -355,8 +355,8 @@ Test(codec, encoder_reset_restarts_deltas_per_block)
 
 Test(codec, unknown_record_type_is_skipped)
 {
-    struct blk b;
-    blk_init(&b);
+    struct chunk b;
+    chunk_init(&b);
     struct gs_encoder e;
     gs_encoder_reset(&e);
     put(&b, &e, &extreme_events[0], sizeof(struct gs_ev));
@@ -366,7 +366,7 @@ Test(codec, unknown_record_type_is_skipped)
     put(&b, &e, &extreme_events[1], sizeof(struct gs_ev));
     struct cap *c = cap_new();
     struct gs_reader_stats st = {0};
-    uint64_t recs = gs_decode_block(b.buf, b.len, &ops, c, &st);
+    uint64_t recs = gs_decode_chunk(b.buf, b.len, &ops, c, &st);
     cr_assert_eq(recs, 3, "three records framed, got %llu", (unsigned long long)recs);
     cr_assert_eq(st.damaged_records, 0, "unknown type is not damage");
     cr_assert_eq(c->nev, 2);
@@ -379,8 +379,8 @@ Test(codec, unknown_record_type_is_skipped)
 Test(codec, extra_payload_bytes_are_ignored)
 {
     /* An END record with a field appended by a newer writer. */
-    struct blk b;
-    blk_init(&b);
+    struct chunk b;
+    chunk_init(&b);
     const uint8_t endrec[] = {GS_REC_END, 4, 7, 1, 0x80, 0x01};
     put_raw(&b, endrec, sizeof endrec);
     struct gs_encoder e;
@@ -388,7 +388,7 @@ Test(codec, extra_payload_bytes_are_ignored)
     put(&b, &e, &extreme_events[0], sizeof(struct gs_ev));
     struct cap *c = cap_new();
     struct gs_reader_stats st = {0};
-    cr_assert_eq(gs_decode_block(b.buf, b.len, &ops, c, &st), 2);
+    cr_assert_eq(gs_decode_chunk(b.buf, b.len, &ops, c, &st), 2);
     cr_assert_eq(st.damaged_records, 0);
     cr_assert_eq(st.end_seen, 1);
     cr_assert_eq(st.end_events, 7);
@@ -400,8 +400,8 @@ Test(codec, extra_payload_bytes_are_ignored)
 
 Test(codec, short_payload_is_damaged_and_decoding_goes_on)
 {
-    struct blk b;
-    blk_init(&b);
+    struct chunk b;
+    chunk_init(&b);
     struct gs_encoder e;
     gs_encoder_reset(&e);
     struct gs_ev a = {.type = GS_REC_ALLOC, .device = 0, .tid = 1, .time_ns = 100,
@@ -425,7 +425,7 @@ Test(codec, short_payload_is_damaged_and_decoding_goes_on)
 
     struct cap *c = cap_new();
     struct gs_reader_stats st = {0};
-    uint64_t recs = gs_decode_block(b.buf, b.len, &ops, c, &st);
+    uint64_t recs = gs_decode_chunk(b.buf, b.len, &ops, c, &st);
     cr_assert_eq(recs, 7, "all 7 records framed, got %llu", (unsigned long long)recs);
     cr_assert_eq(st.damaged_records, 4, "four damaged, got %llu",
                  (unsigned long long)st.damaged_records);
@@ -455,8 +455,8 @@ Test(codec, oversized_build_id_is_refused_and_damaged)
     cr_assert_eq(gs_encode(&e, m, len, out), 0, "the encoder takes no build id over the limit");
     free(m);
 
-    struct blk b;
-    blk_init(&b);
+    struct chunk b;
+    chunk_init(&b);
     uint8_t rec[128], *p = rec + 2;
     p += gs_put_varint(p, 1);                    /* id */
     p += gs_put_varint(p, 0);                    /* bias */
@@ -474,17 +474,17 @@ Test(codec, oversized_build_id_is_refused_and_damaged)
     put(&b, &e, &extreme_events[0], sizeof(struct gs_ev));
     struct cap *c = cap_new();
     struct gs_reader_stats st = {0};
-    cr_assert_eq(gs_decode_block(b.buf, b.len, &ops, c, &st), 2);
+    cr_assert_eq(gs_decode_chunk(b.buf, b.len, &ops, c, &st), 2);
     cr_assert_eq(st.damaged_records, 1);
     cr_assert_str_eq(c->order, "e");
     free(c);
     free(b.buf);
 }
 
-Test(codec, length_past_block_end_stops_the_block)
+Test(codec, length_past_chunk_end_stops_the_chunk)
 {
-    struct blk b;
-    blk_init(&b);
+    struct chunk b;
+    chunk_init(&b);
     struct gs_encoder e;
     gs_encoder_reset(&e);
     put(&b, &e, &extreme_events[0], sizeof(struct gs_ev));
@@ -501,7 +501,7 @@ Test(codec, length_past_block_end_stops_the_block)
     cr_assert_gt((size_t)127, b.len - good - 2);
     struct cap *c = cap_new();
     struct gs_reader_stats st = {0};
-    uint64_t recs = gs_decode_block(b.buf, b.len, &ops, c, &st);
+    uint64_t recs = gs_decode_chunk(b.buf, b.len, &ops, c, &st);
     cr_assert_eq(recs, 1, "only the first record, got %llu", (unsigned long long)recs);
     cr_assert_eq(st.damaged_records, 1, "one damaged record, got %llu",
                  (unsigned long long)st.damaged_records);
@@ -511,10 +511,10 @@ Test(codec, length_past_block_end_stops_the_block)
     free(b.buf);
 }
 
-Test(codec, cut_length_varint_stops_the_block)
+Test(codec, cut_length_varint_stops_the_chunk)
 {
-    struct blk b;
-    blk_init(&b);
+    struct chunk b;
+    chunk_init(&b);
     struct gs_encoder e;
     gs_encoder_reset(&e);
     put(&b, &e, &extreme_events[0], sizeof(struct gs_ev));
@@ -522,15 +522,15 @@ Test(codec, cut_length_varint_stops_the_block)
     put_raw(&b, cut, sizeof cut);
     struct cap *c = cap_new();
     struct gs_reader_stats st = {0};
-    cr_assert_eq(gs_decode_block(b.buf, b.len, &ops, c, &st), 1);
+    cr_assert_eq(gs_decode_chunk(b.buf, b.len, &ops, c, &st), 1);
     cr_assert_eq(st.damaged_records, 1);
     cr_assert_eq(c->nev, 1);
     const uint8_t lone_type[] = {GS_REC_ALLOC}; /* a type byte and nothing else */
     memset(&st, 0, sizeof st);
-    cr_assert_eq(gs_decode_block(lone_type, 1, &ops, c, &st), 0);
+    cr_assert_eq(gs_decode_chunk(lone_type, 1, &ops, c, &st), 0);
     cr_assert_eq(st.damaged_records, 1);
     memset(&st, 0, sizeof st);
-    cr_assert_eq(gs_decode_block(lone_type, 0, &ops, c, &st), 0, "an empty block");
+    cr_assert_eq(gs_decode_chunk(lone_type, 0, &ops, c, &st), 0, "an empty chunk");
     cr_assert_eq(st.damaged_records, 0);
     free(c);
     free(b.buf);
@@ -653,8 +653,8 @@ static struct gs_pycode_body *pycode_body(uint32_t id, const char *file, size_t 
 Test(codec, python_code_objects_round_trip_and_python_pcs_stay_in_stacks)
 {
     static const struct gs_reader_ops pyops = {.pycode = on_pycode};
-    struct blk b;
-    blk_init(&b);
+    struct chunk b;
+    chunk_init(&b);
     struct gs_encoder e;
     gs_encoder_reset(&e);
     static char longfile[GS_PY_MAX_FILE], longname[GS_PY_MAX_NAME];
@@ -673,7 +673,7 @@ Test(codec, python_code_objects_round_trip_and_python_pcs_stay_in_stacks)
     put(&b, &e, c3, l3);
     struct cap_pycode *c = calloc(1, sizeof *c);
     struct gs_reader_stats st = {0};
-    cr_assert_eq(gs_decode_block(b.buf, b.len, &pyops, c, &st), 3);
+    cr_assert_eq(gs_decode_chunk(b.buf, b.len, &pyops, c, &st), 3);
     cr_assert_eq(st.damaged_records, 0);
     cr_assert_eq(c->n, 3);
     cr_assert_eq(c->id[0], 1);
@@ -715,7 +715,7 @@ Test(codec, python_code_records_out_of_range_are_damaged)
     };
     struct cap_pycode *c = calloc(1, sizeof *c);
     struct gs_reader_stats st = {0};
-    cr_assert_eq(gs_decode_block(raw, sizeof raw, &pyops, c, &st), 4);
+    cr_assert_eq(gs_decode_chunk(raw, sizeof raw, &pyops, c, &st), 4);
     cr_assert_eq(st.damaged_records, 3);
     cr_assert_eq(c->n, 1);
     cr_assert_eq(c->id[0], 2);
@@ -790,8 +790,8 @@ static struct gs_thread_body *thread_body(uint32_t tid, const char *name, uint8_
 Test(codec, thread_names_round_trip_in_order_with_events)
 {
     static const struct gs_reader_ops tops = {.thread = on_thread, .event = on_thread_event};
-    struct blk b;
-    blk_init(&b);
+    struct chunk b;
+    chunk_init(&b);
     struct gs_encoder e;
     gs_encoder_reset(&e);
     static char longest[GS_MAX_THREAD_NAME];
@@ -809,7 +809,7 @@ Test(codec, thread_names_round_trip_in_order_with_events)
     put(&b, &e, t4, l4);
     struct cap_thread *c = calloc(1, sizeof *c);
     struct gs_reader_stats st = {0};
-    cr_assert_eq(gs_decode_block(b.buf, b.len, &tops, c, &st), 5);
+    cr_assert_eq(gs_decode_chunk(b.buf, b.len, &tops, c, &st), 5);
     cr_assert_eq(st.damaged_records, 0);
     cr_assert_str_eq(c->order, "tettt", "a name before the event it names");
     cr_assert_eq(c->n, 4);
@@ -823,7 +823,7 @@ Test(codec, thread_names_round_trip_in_order_with_events)
     /* a reader without the callback skips them, as an older reader does */
     struct gs_reader_stats st2 = {0};
     static const struct gs_reader_ops none = {0};
-    cr_assert_eq(gs_decode_block(b.buf, b.len, &none, NULL, &st2), 5);
+    cr_assert_eq(gs_decode_chunk(b.buf, b.len, &none, NULL, &st2), 5);
     cr_assert_eq(st2.damaged_records, 0);
     free(t1);
     free(t2);
@@ -855,7 +855,7 @@ Test(codec, thread_names_out_of_range_are_damaged_or_cut)
     n += 100;
     struct cap_thread *c = calloc(1, sizeof *c);
     struct gs_reader_stats st = {0};
-    cr_assert_eq(gs_decode_block(raw, n, &tops, c, &st), 3);
+    cr_assert_eq(gs_decode_chunk(raw, n, &tops, c, &st), 3);
     cr_assert_eq(st.damaged_records, 2);
     cr_assert_eq(c->n, 1);
     cr_assert_eq(c->tid[0], 9);
@@ -900,8 +900,8 @@ static struct gs_mark_body *mark_body(uint32_t tid, uint32_t stack, uint64_t t, 
 
 Test(codec, marks_and_blocks_round_trip_among_events)
 {
-    struct blk b;
-    blk_init(&b);
+    struct chunk b;
+    chunk_init(&b);
     struct gs_encoder e;
     gs_encoder_reset(&e);
     char longest[GS_MAX_LABEL];
@@ -927,7 +927,7 @@ Test(codec, marks_and_blocks_round_trip_among_events)
 
     struct cap *c = cap_new();
     struct gs_reader_stats st = {0};
-    cr_assert_eq(gs_decode_block(b.buf, b.len, &ops, c, &st), 8);
+    cr_assert_eq(gs_decode_chunk(b.buf, b.len, &ops, c, &st), 8);
     cr_assert_eq(st.damaged_records, 0);
     cr_assert_eq(c->nev, 8);
     const struct gs_mark_body *marks[] = {m0, m1, m2};
@@ -941,7 +941,7 @@ Test(codec, marks_and_blocks_round_trip_among_events)
         cr_assert_eq(g->label_len, marks[k]->label_len, "mark %d label length", k);
         cr_assert_eq(g->device, GS_DEVICE_UNKNOWN, "mark %d device", k);
     }
-    /* the labels point into the block, which is still there */
+    /* the labels point into the chunk, which is still there */
     cr_assert_eq(memcmp(c->ev[0].label, "step", 4), 0);
     cr_assert_eq(memcmp(c->ev[6].label, longest, GS_MAX_LABEL), 0, "any bytes, NULs too");
     check_event(&c->ev[1], &extreme_events[0], 1);
@@ -985,8 +985,8 @@ Test(codec, malformed_marks_and_blocks)
 
     /* By hand: a mark whose label runs past its payload, a block with no
      * fields; both damaged, and the event after them decodes. */
-    struct blk b;
-    blk_init(&b);
+    struct chunk b;
+    chunk_init(&b);
     const uint8_t bad_mark[] = {GS_REC_MARK, 4, 2, 1, 1, 9}; /* label says 9 bytes, has 0 */
     put_raw(&b, bad_mark, sizeof bad_mark);
     const uint8_t empty_block[] = {GS_REC_BLOCK_ALLOC, 0};
@@ -994,7 +994,7 @@ Test(codec, malformed_marks_and_blocks)
     put(&b, &e, &extreme_events[0], sizeof(struct gs_ev));
     struct cap *c = cap_new();
     struct gs_reader_stats st = {0};
-    cr_assert_eq(gs_decode_block(b.buf, b.len, &ops, c, &st), 3);
+    cr_assert_eq(gs_decode_chunk(b.buf, b.len, &ops, c, &st), 3);
     cr_assert_eq(st.damaged_records, 2);
     cr_assert_eq(c->nev, 1);
     check_event(&c->ev[0], &extreme_events[0], 0);

@@ -211,12 +211,12 @@ Test(graphs, records_decode_as_encoded)
     size_t len = gs_encode(&enc, &n, sizeof n, rec);
     cr_assert_gt(len, 0);
     gs_encoder_reset(&enc);
-    gs_decode_block(rec, len, &ops, NULL, &st);
+    gs_decode_chunk(rec, len, &ops, NULL, &st);
     cr_assert(decoded.type == GS_REC_GRAPH_NODE && decoded.addr == 0xabc000 &&
               decoded.op == 1 && decoded.graph == 0x9000 && decoded.stream == 0x77 &&
               decoded.stack_id == 9 && decoded.device == 2 && decoded.time_ns == 500);
     len = gs_encode(&enc, &g, sizeof g, rec);
-    gs_decode_block(rec, len, &ops, NULL, &st);
+    gs_decode_chunk(rec, len, &ops, NULL, &st);
     cr_assert(decoded.type == GS_REC_GRAPH && decoded.op == GS_GRAPH_LAUNCH &&
               decoded.graph == 0x9000 && decoded.exec == 0x9100 && decoded.stream == 0x77 &&
               decoded.flags == 9 && decoded.result == 2 && decoded.stack_id == 4 &&

@@ -144,7 +144,7 @@ Test(pyframes, python_frames_are_named_from_the_traces_code_objects)
     cr_assert_str_eq(f.file, "/srv/model.py");
     cr_assert_eq(f.line, 88);
     cr_assert_null(f.module);
-    /* a code id the trace never defined (a damaged block): nameless, still Python */
+    /* a code id the trace never defined (a damaged chunk): nameless, still Python */
     gs_py_frame(&r, gs_py_pc(6, 1), &f);
     cr_assert(f.python);
     cr_assert_null(f.function);

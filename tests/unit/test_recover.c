@@ -1,6 +1,6 @@
 /*
  * test_recover.c - analyzer/read/recover.c: the events of a ring file past the
- * trace's last block position are handed on, exactly those and in order;
+ * trace's last chunk position are handed on, exactly those and in order;
  * a ring file that is not the trace's, of another layout, or whose positions
  * or entries are hostile is refused or counted as damaged, never trusted.
  * Rings are made with shim/file/ring.c, as the shim makes them.
@@ -79,7 +79,7 @@ static void recover_as(uint64_t id, uint64_t ring_pos, struct seen *s,
     memset(st, 0, sizeof *st);
     memset(s, 0, sizeof *s);
     gs_ring_snapshot_take(trace, &info, &snap);
-    st->ring_pos = ring_pos; /* what the trace's blocks, read after the snapshot, reach */
+    st->ring_pos = ring_pos; /* what the trace's chunks, read after the snapshot, reach */
     gs_ring_snapshot_replay(&snap, &ops, s, st);
     gs_ring_snapshot_free(&snap);
 }
@@ -89,7 +89,7 @@ static void recover(uint64_t ring_pos, struct seen *s, struct gs_reader_stats *s
     recover_as(ID, ring_pos, s, st);
 }
 
-Test(recover, only_the_entries_past_the_last_block)
+Test(recover, only_the_entries_past_the_last_chunk)
 {
     uint64_t pos = 0;
     struct gs_ring r = make_ring(10, 4, &pos);
@@ -115,7 +115,7 @@ Test(recover, ring_moved_past_the_trace_is_a_gap)
 {
     uint64_t pos = 0;
     struct gs_ring r = make_ring(10, 4, &pos);
-    r.hdr->tail = pos; /* the writer wrote blocks this copy of the trace lacks */
+    r.hdr->tail = pos; /* the writer wrote chunks this copy of the trace lacks */
     struct seen s;
     struct gs_reader_stats st;
     recover(0, &s, &st);
@@ -149,7 +149,7 @@ Test(recover, refuses_what_is_not_this_traces_ring)
     cr_assert_str_eq(st.ring_problem, "its positions are not those of a ring");
     cr_assert_eq(s.events, 0, "nothing read");
     r.hdr->head = head;
-    /* blocks written after the snapshot, read with the trace: nothing from the ring */
+    /* chunks written after the snapshot, read with the trace: nothing from the ring */
     recover(head + 100, &s, &st);
     cr_assert_eq((st.ring_use << 8) | s.events, GS_RING_READ << 8);
 

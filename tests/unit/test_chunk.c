@@ -1,11 +1,11 @@
 /*
- * test_block.c - the trace file end to end through files in a temp dir:
+ * test_chunk.c - the trace file end to end through files in a temp dir:
  * shim/file/tracefile.c writes it (gs_create_trace, gs_write_header,
- * gs_write_block), analyzer/read/reader.c reads it back (gs_read_trace). Covers
- * block framing and checksums: every record arrives in order with the
- * header's fields; a flipped byte in one block's payload loses only that
- * block; a file cut inside its last block is reported truncated at that
- * block; a damaged header is an error naming the file and the offset; the
+ * gs_write_chunk), analyzer/read/reader.c reads it back (gs_read_trace). Covers
+ * chunk framing and checksums: every record arrives in order with the
+ * header's fields; a flipped byte in one chunk's payload loses only that
+ * chunk; a file cut inside its last chunk is reported truncated at that
+ * chunk; a damaged header is an error naming the file and the offset; the
  * read-ahead thread reads what one thread reads.
  * Also gs_create_trace's rules (never overwrite: NAME-1.trace; never follow
  * a symlink; mode 0600) and gs_expand_path's %p, %h, %% and a lone %.
@@ -60,7 +60,7 @@ static void remove_tmpdir(void)
     rmdir(tmpdir);
 }
 
-TestSuite(block, .init = make_tmpdir, .fini = remove_tmpdir);
+TestSuite(chunk, .init = make_tmpdir, .fini = remove_tmpdir);
 TestSuite(create, .init = make_tmpdir, .fini = remove_tmpdir);
 
 static void in_tmp(char *out, size_t outsz, const char *name)
@@ -68,14 +68,14 @@ static void in_tmp(char *out, size_t outsz, const char *name)
     snprintf(out, outsz, "%s/%s", tmpdir, name);
 }
 
-/* ---- writing a trace of NBLOCKS blocks ---- */
+/* ---- writing a trace of NCHUNKS chunks ---- */
 
-#define NBLOCKS 4
-#define PER_BLOCK 200 /* events per block: enough for a payload worth flipping */
+#define NCHUNKS 4
+#define PER_CHUNK 200 /* events per chunk: enough for a payload worth flipping */
 
 struct written {
     char path[PATH_MAX];
-    uint64_t off[NBLOCKS]; /* where each block starts */
+    uint64_t off[NCHUNKS]; /* where each chunk starts */
     uint64_t end;          /* the file's size */
 };
 
@@ -102,12 +102,12 @@ static void write_trace(struct written *w)
     cr_assert_eq(gs_write_header(fd, 111, 222, 48, 0, NULL), 0, "gs_write_header");
     size_t rawcap = 1 << 16;
     uint8_t *raw = malloc(rawcap);
-    size_t scratch_len = gs_block_scratch_size(rawcap);
+    size_t scratch_len = gs_chunk_scratch_size(rawcap);
     uint8_t *scratch = malloc(scratch_len);
     cr_assert(raw && scratch);
     struct gs_encoder e;
     unsigned k = 0;
-    for (int b = 0; b < NBLOCKS; b++) {
+    for (int b = 0; b < NCHUNKS; b++) {
         size_t len = 0;
         gs_encoder_reset(&e);
         if (b == 0) {
@@ -120,13 +120,13 @@ static void write_trace(struct written *w)
             st->pcs[1] = 0x402000;
             len += gs_encode(&e, st, sizeof body, raw + len);
         }
-        for (int i = 0; i < PER_BLOCK; i++, k++) {
+        for (int i = 0; i < PER_CHUNK; i++, k++) {
             struct gs_ev ev = nth_event(k);
             size_t n = gs_encode(&e, &ev, sizeof ev, raw + len);
             cr_assert_gt(n, 0);
             len += n;
         }
-        if (b == NBLOCKS - 1) {
+        if (b == NCHUNKS - 1) {
             struct gs_end_body end = {.type = GS_REC_END, .events = k, .lost = 3};
             len += gs_encode(&e, &end, sizeof end, raw + len);
         }
@@ -135,8 +135,8 @@ static void write_trace(struct written *w)
         cr_assert_geq(at, 0);
         w->off[b] = (uint64_t)at;
         size_t written;
-        cr_assert_eq(gs_write_block(fd, raw, len, scratch, scratch_len, &written), 0,
-                     "gs_write_block %d", b);
+        cr_assert_eq(gs_write_chunk(fd, raw, len, scratch, scratch_len, &written), 0,
+                     "gs_write_chunk %d", b);
         cr_assert_eq(lseek(fd, 0, SEEK_CUR), at + (off_t)written, "its size in the file");
     }
     off_t end = lseek(fd, 0, SEEK_CUR);
@@ -149,7 +149,7 @@ static void write_trace(struct written *w)
 /* ---- reading it back ---- */
 
 struct seen {
-    unsigned tids[NBLOCKS * PER_BLOCK];
+    unsigned tids[NCHUNKS * PER_CHUNK];
     unsigned n;
     unsigned stacks;
     int in_order;
@@ -165,7 +165,7 @@ static void seen_event(void *ctx, const struct gs_revent *e)
     if (e->type != want.type || e->time_ns != want.time_ns || e->addr != want.addr ||
         e->device != want.device || (e->type == GS_REC_ALLOC && e->size != want.size))
         s->fields_ok = 0;
-    if (s->n < NBLOCKS * PER_BLOCK)
+    if (s->n < NCHUNKS * PER_CHUNK)
         s->tids[s->n++] = e->tid;
 }
 
@@ -192,23 +192,23 @@ static struct seen *read_back(const char *path, struct gs_trace_info *info,
     return s;
 }
 
-/* Events of block b are the tids [b*PER_BLOCK, (b+1)*PER_BLOCK). */
-static int has_block(const struct seen *s, int b)
+/* Events of chunk b are the tids [b*PER_CHUNK, (b+1)*PER_CHUNK). */
+static int has_chunk(const struct seen *s, int b)
 {
     unsigned found = 0;
     for (unsigned i = 0; i < s->n; i++)
-        found += s->tids[i] / PER_BLOCK == (unsigned)b;
-    return found == PER_BLOCK ? 1 : found == 0 ? 0 : -1;
+        found += s->tids[i] / PER_CHUNK == (unsigned)b;
+    return found == PER_CHUNK ? 1 : found == 0 ? 0 : -1;
 }
 
-static uint32_t block_clen(const char *path, uint64_t off)
+static uint32_t chunk_clen(const char *path, uint64_t off)
 {
-    uint8_t h[GS_BLOCK_HEADER_LEN];
+    uint8_t h[GS_CHUNK_HEADER_LEN];
     int fd = open(path, O_RDONLY);
     cr_assert_geq(fd, 0);
     cr_assert_eq(pread(fd, h, sizeof h, (off_t)off), (ssize_t)sizeof h);
     close(fd);
-    cr_assert_eq(gs_get_u32le(h), GS_BLOCK_MAGIC, "a block starts at %llu",
+    cr_assert_eq(gs_get_u32le(h), GS_CHUNK_MAGIC, "a chunk starts at %llu",
                  (unsigned long long)off);
     return gs_get_u32le(h + 4);
 }
@@ -224,23 +224,23 @@ static void flip_byte(const char *path, uint64_t off)
     close(fd);
 }
 
-Test(block, whole_trace_reads_back_complete)
+Test(chunk, whole_trace_reads_back_complete)
 {
     struct written w;
     write_trace(&w);
     struct gs_trace_info info;
     struct gs_reader_stats st;
     struct seen *s = read_back(w.path, &info, &st);
-    cr_assert_eq(st.blocks, NBLOCKS, "blocks %llu", (unsigned long long)st.blocks);
-    cr_assert_eq(s->n, NBLOCKS * PER_BLOCK, "all %u events, got %u", NBLOCKS * PER_BLOCK, s->n);
+    cr_assert_eq(st.chunks, NCHUNKS, "chunks %llu", (unsigned long long)st.chunks);
+    cr_assert_eq(s->n, NCHUNKS * PER_CHUNK, "all %u events, got %u", NCHUNKS * PER_CHUNK, s->n);
     for (unsigned i = 0; i < s->n; i++)
         cr_assert_eq(s->tids[i], i, "event %u in order", i);
     cr_assert_eq(s->stacks, 1, "the stack arrived");
-    cr_assert_eq(st.damaged_blocks, 0);
+    cr_assert_eq(st.damaged_chunks, 0);
     cr_assert_eq(st.damaged_records, 0);
     cr_assert_eq(st.truncated_at, 0);
     cr_assert_eq(st.end_seen, 1, "END seen");
-    cr_assert_eq(st.end_events, NBLOCKS * PER_BLOCK);
+    cr_assert_eq(st.end_events, NCHUNKS * PER_CHUNK);
     cr_assert_eq(st.end_lost, 3);
     cr_assert_eq(st.bytes, w.end, "file size");
     cr_assert_eq(info.version, GS_TRACE_VERSION);
@@ -257,7 +257,7 @@ Test(block, whole_trace_reads_back_complete)
     free(s);
 }
 
-Test(block, header_only_trace_has_no_blocks)
+Test(chunk, header_only_trace_has_no_chunks)
 {
     char path[PATH_MAX];
     in_tmp(path, sizeof path, "empty.trace");
@@ -268,36 +268,36 @@ Test(block, header_only_trace_has_no_blocks)
     struct gs_trace_info info;
     struct gs_reader_stats st;
     struct seen *s = read_back(path, &info, &st);
-    cr_assert_eq(st.blocks, 0);
-    cr_assert_eq(st.damaged_blocks, 0);
+    cr_assert_eq(st.chunks, 0);
+    cr_assert_eq(st.damaged_chunks, 0);
     cr_assert_eq(st.truncated_at, 0);
     cr_assert_eq(st.end_seen, 0);
     cr_assert_eq(s->n, 0);
     free(s);
 }
 
-Test(block, flipped_payload_byte_loses_only_that_block)
+Test(chunk, flipped_payload_byte_loses_only_that_chunk)
 {
     struct written w;
     write_trace(&w);
-    uint32_t clen = block_clen(w.path, w.off[1]);
-    flip_byte(w.path, w.off[1] + GS_BLOCK_HEADER_LEN + clen / 2);
+    uint32_t clen = chunk_clen(w.path, w.off[1]);
+    flip_byte(w.path, w.off[1] + GS_CHUNK_HEADER_LEN + clen / 2);
     struct gs_trace_info info;
     struct gs_reader_stats st;
     struct seen *s = read_back(w.path, &info, &st);
-    cr_assert_eq(st.damaged_blocks, 1, "damaged blocks %llu",
-                 (unsigned long long)st.damaged_blocks);
-    cr_assert_eq(st.blocks, NBLOCKS - 1);
-    cr_assert_eq(has_block(s, 0), 1, "block 1's events arrive");
-    cr_assert_eq(has_block(s, 1), 0, "block 2's events are dropped whole");
-    cr_assert_eq(has_block(s, 2), 1, "block 3's events arrive");
-    cr_assert_eq(has_block(s, 3), 1, "block 4's events arrive");
+    cr_assert_eq(st.damaged_chunks, 1, "damaged chunks %llu",
+                 (unsigned long long)st.damaged_chunks);
+    cr_assert_eq(st.chunks, NCHUNKS - 1);
+    cr_assert_eq(has_chunk(s, 0), 1, "chunk 1's events arrive");
+    cr_assert_eq(has_chunk(s, 1), 0, "chunk 2's events are dropped whole");
+    cr_assert_eq(has_chunk(s, 2), 1, "chunk 3's events arrive");
+    cr_assert_eq(has_chunk(s, 3), 1, "chunk 4's events arrive");
     cr_assert_eq(st.truncated_at, 0);
     cr_assert_eq(st.end_seen, 1);
     free(s);
 }
 
-Test(block, flipped_block_header_byte_loses_only_that_block)
+Test(chunk, flipped_chunk_header_byte_loses_only_that_chunk)
 {
     struct written w;
     write_trace(&w);
@@ -305,46 +305,46 @@ Test(block, flipped_block_header_byte_loses_only_that_block)
     struct gs_trace_info info;
     struct gs_reader_stats st;
     struct seen *s = read_back(w.path, &info, &st);
-    cr_assert_eq(st.damaged_blocks, 1);
-    cr_assert_eq(st.blocks, NBLOCKS - 1);
-    cr_assert_eq(has_block(s, 1), 1);
-    cr_assert_eq(has_block(s, 2), 0);
-    cr_assert_eq(has_block(s, 3), 1);
+    cr_assert_eq(st.damaged_chunks, 1);
+    cr_assert_eq(st.chunks, NCHUNKS - 1);
+    cr_assert_eq(has_chunk(s, 1), 1);
+    cr_assert_eq(has_chunk(s, 2), 0);
+    cr_assert_eq(has_chunk(s, 3), 1);
     free(s);
 }
 
-Test(block, cut_inside_last_block_is_truncated_there)
+Test(chunk, cut_inside_last_chunk_is_truncated_there)
 {
     struct written w;
     write_trace(&w);
-    uint64_t last = w.off[NBLOCKS - 1];
-    uint32_t clen = block_clen(w.path, last);
-    cr_assert_eq(last + GS_BLOCK_HEADER_LEN + clen, w.end, "the last block ends the file");
-    cr_assert_eq(truncate(w.path, (off_t)(last + GS_BLOCK_HEADER_LEN + clen / 2)), 0);
+    uint64_t last = w.off[NCHUNKS - 1];
+    uint32_t clen = chunk_clen(w.path, last);
+    cr_assert_eq(last + GS_CHUNK_HEADER_LEN + clen, w.end, "the last chunk ends the file");
+    cr_assert_eq(truncate(w.path, (off_t)(last + GS_CHUNK_HEADER_LEN + clen / 2)), 0);
     struct gs_trace_info info;
     struct gs_reader_stats st;
     struct seen *s = read_back(w.path, &info, &st);
     cr_assert_eq(st.truncated_at, last, "truncated at %llu, expected %llu",
                  (unsigned long long)st.truncated_at, (unsigned long long)last);
-    cr_assert_eq(st.blocks, NBLOCKS - 1);
-    cr_assert_eq(st.damaged_blocks, 0, "a cut last block is not damage");
-    cr_assert_eq(st.end_seen, 0, "END was in the lost block");
-    cr_assert_eq(s->n, (NBLOCKS - 1) * PER_BLOCK);
+    cr_assert_eq(st.chunks, NCHUNKS - 1);
+    cr_assert_eq(st.damaged_chunks, 0, "a cut last chunk is not damage");
+    cr_assert_eq(st.end_seen, 0, "END was in the lost chunk");
+    cr_assert_eq(s->n, (NCHUNKS - 1) * PER_CHUNK);
     free(s);
 }
 
-Test(block, cut_inside_last_block_header_is_truncated_there)
+Test(chunk, cut_inside_last_chunk_header_is_truncated_there)
 {
     struct written w;
     write_trace(&w);
-    uint64_t last = w.off[NBLOCKS - 1];
+    uint64_t last = w.off[NCHUNKS - 1];
     cr_assert_eq(truncate(w.path, (off_t)(last + 7)), 0);
     struct gs_trace_info info;
     struct gs_reader_stats st;
     struct seen *s = read_back(w.path, &info, &st);
     cr_assert_eq(st.truncated_at, last);
-    cr_assert_eq(st.blocks, NBLOCKS - 1);
-    cr_assert_eq(st.damaged_blocks, 0);
+    cr_assert_eq(st.chunks, NCHUNKS - 1);
+    cr_assert_eq(st.damaged_chunks, 0);
     free(s);
 }
 
@@ -365,30 +365,30 @@ static void same_both_ways(const struct written *w)
     cr_assert_eq(memcmp(s[1]->tids, s[0]->tids, s[0]->n * sizeof s[0]->tids[0]), 0,
                  "the same events in the same order");
     cr_assert_eq(s[1]->stacks, s[0]->stacks);
-    cr_assert_eq(st[1].blocks, st[0].blocks);
-    cr_assert_eq(st[1].damaged_blocks, st[0].damaged_blocks);
+    cr_assert_eq(st[1].chunks, st[0].chunks);
+    cr_assert_eq(st[1].damaged_chunks, st[0].damaged_chunks);
     cr_assert_eq(st[1].truncated_at, st[0].truncated_at);
     cr_assert_eq(st[1].end_seen, st[0].end_seen);
     free(s[0]);
     free(s[1]);
 }
 
-Test(block, read_ahead_thread_reads_what_one_thread_reads)
+Test(chunk, read_ahead_thread_reads_what_one_thread_reads)
 {
     struct written w;
     write_trace(&w);
     same_both_ways(&w);
-    /* damage in the middle, then a cut last block, as reader.c's two
-     * threads must agree on where one block ends and the next begins */
-    flip_byte(w.path, w.off[1] + GS_BLOCK_HEADER_LEN + block_clen(w.path, w.off[1]) / 2);
+    /* damage in the middle, then a cut last chunk, as reader.c's two
+     * threads must agree on where one chunk ends and the next begins */
+    flip_byte(w.path, w.off[1] + GS_CHUNK_HEADER_LEN + chunk_clen(w.path, w.off[1]) / 2);
     same_both_ways(&w);
-    uint64_t last = w.off[NBLOCKS - 1];
-    cr_assert_eq(truncate(w.path, (off_t)(last + GS_BLOCK_HEADER_LEN +
-                                          block_clen(w.path, last) / 2)), 0);
+    uint64_t last = w.off[NCHUNKS - 1];
+    cr_assert_eq(truncate(w.path, (off_t)(last + GS_CHUNK_HEADER_LEN +
+                                          chunk_clen(w.path, last) / 2)), 0);
     same_both_ways(&w);
 }
 
-Test(block, flipped_header_byte_is_an_error_naming_file_and_offset)
+Test(chunk, flipped_header_byte_is_an_error_naming_file_and_offset)
 {
     struct written w;
     write_trace(&w);
@@ -406,7 +406,7 @@ Test(block, flipped_header_byte_is_an_error_naming_file_and_offset)
     free(s);
 }
 
-Test(block, bad_magic_and_missing_file_are_errors)
+Test(chunk, bad_magic_and_missing_file_are_errors)
 {
     struct written w;
     write_trace(&w);
