@@ -49,7 +49,6 @@
 static struct {
     uint64_t max; /* 0: not bounding */
     struct gs_replay model;
-    struct gs_reader_ops model_ops; /* the replay's, less checkpoints (chunks hold none) */
     struct gs_reader_stats decoded; /* what decoding the chunks counted: unused */
     int next_fd;             /* the checkpoint file being prepared, or -1 */
     dev_t next_dev;          /* the file next_fd was opened on */
@@ -105,8 +104,6 @@ void gs_bound_start(uint64_t max_bytes)
     b.raw = malloc(RAW_CAP);
     b.scratch = malloc(b.scratch_len);
     gs_replay_init(&b.model);
-    b.model_ops = gs_model_ops;
-    b.model_ops.checkpoint = NULL;
     b.max = max_bytes;
     if (!b.raw || !b.scratch)
         stop("out of memory", 0);
@@ -117,7 +114,7 @@ void gs_bound_start(uint64_t max_bytes)
 void gs_bound_feed_chunk(const uint8_t *raw, size_t len)
 {
     if (b.max)
-        gs_decode_chunk(raw, len, &b.model_ops, &b.model, &b.decoded);
+        gs_decode_chunk(raw, len, &gs_model_ops, &b.model, &b.decoded); /* no checkpoint loader */
 }
 
 /* ---- the next file ---- */
