@@ -53,7 +53,7 @@ SIMTENSOR := $(BUILD)/examples/python/simtensor$(PY_EXT_SUFFIX)
 # share, then each side's. A layer's archive holds the objects of its folder.
 SHARED_LAYERS := analyzer/util analyzer/trace analyzer/model
 SHIM_LAYERS := shim/base shim/file shim/bound shim/writer shim/record shim/hooks shim/entry
-ANALYZER_LAYERS := analyzer/read analyzer/symbols analyzer/findings analyzer/report \
+ANALYZER_LAYERS := analyzer/read analyzer/symbols analyzer/whatif analyzer/findings analyzer/report \
                    analyzer/export analyzer/cmd
 # $(call lib,LAYERS,VARIANT): their archives, in the order given; VARIANT
 # "pic/" for objects that go into libgpushim.so, "" for the rest.
@@ -73,10 +73,10 @@ $(foreach l,$(SHARED_LAYERS) $(SHIM_LAYERS) $(ANALYZER_LAYERS),$(eval $(call lay
 SHIM_LIBS := $(call lib,shim/entry shim/hooks shim/record shim/writer shim/bound shim/file shim/base,pic/)
 SHIM_SHARED_LIBS := $(call lib,analyzer/model analyzer/trace analyzer/util,pic/)
 ANALYZER_LIBS := $(call lib,analyzer/cmd analyzer/export analyzer/report analyzer/findings \
-                   analyzer/symbols analyzer/read analyzer/model analyzer/trace analyzer/util,)
+                   analyzer/whatif analyzer/symbols analyzer/read analyzer/model analyzer/trace analyzer/util,)
 # Unit tests: the analyzer's layers and the shim's pure ones (built without -fPIC).
 UNIT_LIBS := $(call lib,analyzer/cmd analyzer/export analyzer/report analyzer/findings \
-               analyzer/symbols analyzer/read shim/record shim/file shim/base analyzer/model \
+               analyzer/whatif analyzer/symbols analyzer/read shim/record shim/file shim/base analyzer/model \
                analyzer/trace analyzer/util,)
 
 ANALYZER_SRC := $(wildcard $(addsuffix /*.c,$(SHARED_LAYERS) $(ANALYZER_LAYERS))) analyzer/main.c

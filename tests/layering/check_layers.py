@@ -51,11 +51,12 @@ LAYERS = [
     ("shim/entry", 10, "shim", ["shim/entry/"]),
     ("analyzer/read", 4, "analyzer", ["analyzer/read/"]),
     ("analyzer/symbols", 5, "analyzer", ["analyzer/symbols/"]),
-    ("analyzer/findings", 6, "analyzer", ["analyzer/findings/"]),
-    ("analyzer/report", 7, "analyzer", ["analyzer/report/"]),
-    ("analyzer/export", 8, "analyzer", ["analyzer/export/"]),
-    ("analyzer/cmd", 9, "analyzer", ["analyzer/cmd/"]),
-    ("analyzer/main", 10, "analyzer", ["analyzer/main.c"]),
+    ("analyzer/whatif", 6, "analyzer", ["analyzer/whatif/"]),
+    ("analyzer/findings", 7, "analyzer", ["analyzer/findings/"]),
+    ("analyzer/report", 8, "analyzer", ["analyzer/report/"]),
+    ("analyzer/export", 9, "analyzer", ["analyzer/export/"]),
+    ("analyzer/cmd", 10, "analyzer", ["analyzer/cmd/"]),
+    ("analyzer/main", 11, "analyzer", ["analyzer/main.c"]),
     ("tests/sim", 1, "sim", ["tests/sim/"]),
     ("tests", 99, "tests", ["tests/"]),
 ]
@@ -72,7 +73,7 @@ UNITS = {
     "libcudart.so.13": ("pic", ["tests/sim/runtime/"]),
 }
 DENY_IN_SHIM = re.compile(r"^gs_(checkpoint_load|growth_|oom_|failure_postmortem|findings_|"
-                          r"suspects|read_trace|load|load_watch|sym_|rank_|report_|export_|cmd_)")
+                          r"suspects|read_trace|load|load_watch|sym_|rank_|report_|export_|cmd_|tc_)")
 # Sanity: the library read is the shim, with a symbol table.
 REQUIRED_IN_SHIM = ["gs_emit", "gs_replay_init", "gs_checkpoint_write", "gs_decode_chunk"]
 MAX_HEADER_LINES = 300

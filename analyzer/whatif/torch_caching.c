@@ -1,0 +1,898 @@
+/*
+ * torch_caching.c - owns the model of PyTorch's CUDA caching allocator
+ * (DeviceCachingAllocator in c10/cuda/CUDACachingAllocator.cpp, with the
+ * options of c10/cuda/CUDAAllocatorConfig.{h,cpp}), written here in C from
+ * reading that source (pytorch/pytorch, as of torch 2.12, 13eab2b3ef4e),
+ * one device: the small (<= 1 MiB) and large pools, round_size,
+ * get_allocation_size, the best fit per stream (get_free_block),
+ * should_split, the merging of free neighbours (free_block,
+ * try_merge_blocks), max_split_size_mb (get_free_block's oversize rules,
+ * release_available_cached_blocks), OOM -> release_cached_blocks -> retry
+ * (malloc, alloc_block), garbage_collection_threshold
+ * (garbage_collect_cached_blocks) and expandable segments (ExpandableSegment,
+ * find_expandable_block, try_allocate_expandable_block, map_block,
+ * unmap_block, release_blocks). Each function below names the one it follows.
+ *
+ * Addresses are the model's own: segments take fresh virtual ranges and no
+ * range is ever reused; only their order and adjacency matter, as in the
+ * source's comparators. The source's ordered sets are unordered arrays here
+ * searched in full (a pool's free blocks, its unmapped blocks): the results
+ * are the source's, the cost linear in the cached blocks.
+ *
+ * Not modelled: CUDA graphs' private pools, recordStream and events (a block
+ * freed is reusable at once, as on a synchronised stream), the free-memory
+ * callbacks, other devices, and the IPC and peer-access side of expandable
+ * segments.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer/util/idmap.h"
+#include "analyzer/whatif/torch_caching.h"
+
+/* The source's constants (CUDACachingAllocator.cpp, top of namespace
+ * Native; CUDAAllocatorConfig.h). */
+#define K_MIN_BLOCK 512ull                /* kMinBlockSize */
+#define K_SMALL_SIZE (1ull << 20)         /* kSmallSize */
+#define K_SMALL_BUFFER (2ull << 20)       /* kSmallBuffer */
+#define K_LARGE_BUFFER (20ull << 20)      /* kLargeBuffer */
+#define K_MIN_LARGE_ALLOC (10ull << 20)   /* kMinLargeAlloc */
+#define K_ROUND_LARGE (2ull << 20)        /* kRoundLarge */
+#define K_POW2_START_LOG 20               /* roundup_power2_divisions: intervals from 1 MiB */
+#define NONE UINT32_MAX
+#define ZERO_ID UINT64_MAX                /* an id live with size 0: no block */
+
+struct tcb { /* a Block */
+    uint64_t addr, size, requested, stream, gc_base;
+    uint32_t prev, next; /* neighbours in the segment */
+    uint32_t seg;        /* its expandable segment, or NONE */
+    uint32_t pos;        /* its index in the pool's free or unmapped array */
+    uint8_t small, allocated, mapped, used;
+};
+
+struct tcseg { /* an ExpandableSegment: one range of address space, mapped by pages */
+    uint64_t base, size, page;
+    uint8_t used;
+};
+
+struct ixs { /* an array of block indices */
+    uint32_t *v;
+    uint32_t n, cap;
+};
+
+struct tcpool { /* a BlockPool */
+    struct ixs fr; /* blocks: free, mapped */
+    struct ixs um; /* unmapped: the unmapped ranges of expandable segments */
+    uint64_t gfb_calls; /* get_free_blocks_call_count */
+    int small;
+};
+
+struct gs_tc {
+    struct gs_tc_config c;
+    struct gs_tc_stats s;
+    struct tcb *b;
+    uint32_t nb, capb, free_slot; /* free_slot: a chain through .prev of unused slots */
+    struct tcseg *seg;
+    uint32_t nseg, capseg;
+    struct tcpool pool[2]; /* [0] small, [1] large */
+    struct gs_idmap *ids;  /* id -> block index */
+    struct ixs scratch;    /* a snapshot of a pool's free blocks while releasing */
+    uint64_t next_va;
+    uint64_t max_split; /* UINT64_MAX when unlimited */
+    uint64_t allowed;   /* allowed_memory_maximum, with set_fraction */
+    int set_fraction, peak_pending;
+    int err; /* the model's own memory ran out during this request */
+};
+
+/* ---- the configuration (CUDAAllocatorConfig) ---- */
+
+void gs_tc_config_default(struct gs_tc_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->torch = GS_TC_TORCH_NEWEST;
+    c->max_non_split_rounding = K_LARGE_BUFFER; /* max_non_split_rounding_mb's default */
+}
+
+void gs_tc_config_pow2_all(struct gs_tc_config *c, uint32_t divisions)
+{
+    for (int i = 0; i < GS_TC_POW2_INTERVALS; i++)
+        c->roundup_power2_divisions[i] = divisions;
+}
+
+int gs_tc_config_check(const struct gs_tc_config *c)
+{
+    /* CUDAAllocatorConfig::parseMaxSplitSize: max_split_size_mb must be > 20
+     * (kLargeBuffer in MiB). */
+    if (c->max_split_size && c->max_split_size <= K_LARGE_BUFFER)
+        return -1;
+    /* parseRoundUpPower2Divisions: each a power of two (0 or 1 off). */
+    for (int i = 0; i < GS_TC_POW2_INTERVALS; i++) {
+        uint32_t d = c->roundup_power2_divisions[i];
+        if (d > 1 && (d & (d - 1)))
+            return -1;
+    }
+    /* parseGarbageCollectionThreshold: 0 < threshold < 1. */
+    if (c->gc_threshold != 0.0 && !(c->gc_threshold > 0.0 && c->gc_threshold < 1.0))
+        return -1;
+    if (c->memory_fraction != 0.0 && !(c->memory_fraction > 0.0 && c->memory_fraction <= 1.0))
+        return -1;
+    if (c->torch != GS_TC_TORCH_2_12 && c->torch != GS_TC_TORCH_PR193400)
+        return -1;
+    return 0;
+}
+
+/* ---- rounding: round_size, roundup_power2_next_division, get_allocation_size ---- */
+
+static int log2_floor(uint64_t x) { return 63 - __builtin_clzll(x); }
+
+/* CUDAAllocatorConfig::roundup_power2_divisions(size): the interval is
+ * log2(size) - log2(1 MiB), 0 below 1 MiB, the last one for all above. */
+static uint32_t pow2_divisions(const struct gs_tc_config *c, uint64_t size)
+{
+    int lg = log2_floor(size);
+    int i = lg > K_POW2_START_LOG ? lg - K_POW2_START_LOG : 0;
+    if (i > GS_TC_POW2_INTERVALS - 1)
+        i = GS_TC_POW2_INTERVALS - 1;
+    return c->roundup_power2_divisions[i];
+}
+
+/* roundup_power2_next_division: the power-of-two interval [2^k, 2^(k+1))
+ * cut into `divisions` equal steps, size rounded up to the next step. */
+static uint64_t pow2_next_division(uint64_t size, uint32_t divisions)
+{
+    if ((size & (size - 1)) == 0)
+        return size;
+    uint64_t floor2 = 1ull << log2_floor(size);
+    uint64_t step = floor2 >> log2_floor(divisions);
+    if (step == 0)
+        return floor2 > UINT64_MAX / 2 ? UINT64_MAX : floor2 << 1;
+    uint64_t r = size & ~(step - 1);
+    if (r == size)
+        return size;
+    return r > UINT64_MAX - step ? UINT64_MAX : r + step;
+}
+
+static uint64_t round_up(uint64_t x, uint64_t unit)
+{
+    if (x > UINT64_MAX - (unit - 1))
+        return UINT64_MAX;
+    return (x + unit - 1) / unit * unit;
+}
+
+/* round_size: at least kMinBlockSize; with roundup_power2_divisions set for
+ * the size's interval and size > kMinBlockSize * divisions, the next
+ * division; else a multiple of 512. */
+uint64_t gs_tc_round_size(const struct gs_tc_config *c, uint64_t size)
+{
+    if (size < K_MIN_BLOCK)
+        return K_MIN_BLOCK;
+    uint32_t d = pow2_divisions(c, size);
+    if (d > 1 && size > K_MIN_BLOCK * d)
+        return pow2_next_division(size, d);
+    return round_up(size, K_MIN_BLOCK);
+}
+
+/* get_allocation_size: a 2 MiB segment for the small pool, 20 MiB for
+ * requests under 10 MiB (kMinLargeAlloc), else rounded up to 2 MiB. */
+uint64_t gs_tc_segment_size(uint64_t rounded)
+{
+    if (rounded <= K_SMALL_SIZE)
+        return K_SMALL_BUFFER;
+    if (rounded < K_MIN_LARGE_ALLOC)
+        return K_LARGE_BUFFER;
+    return round_up(rounded, K_ROUND_LARGE);
+}
+
+/* ---- blocks, pools ---- */
+
+static int ixs_push(struct ixs *a, uint32_t v)
+{
+    if (a->n == a->cap) {
+        uint32_t cap = a->cap ? a->cap * 2 : 16;
+        uint32_t *nv = realloc(a->v, (size_t)cap * sizeof *nv);
+        if (!nv)
+            return -1;
+        a->v = nv;
+        a->cap = cap;
+    }
+    a->v[a->n++] = v;
+    return 0;
+}
+
+static uint32_t block_new(struct gs_tc *t)
+{
+    uint32_t i;
+    if (t->free_slot != NONE) {
+        i = t->free_slot;
+        t->free_slot = t->b[i].prev;
+    } else {
+        if (t->nb == t->capb) {
+            uint32_t cap = t->capb ? t->capb * 2 : 64;
+            if (cap <= t->capb || cap == NONE) {
+                t->err = 1;
+                return NONE;
+            }
+            struct tcb *nb = realloc(t->b, (size_t)cap * sizeof *nb);
+            if (!nb) {
+                t->err = 1;
+                return NONE;
+            }
+            t->b = nb;
+            t->capb = cap;
+        }
+        i = t->nb++;
+    }
+    memset(&t->b[i], 0, sizeof t->b[i]);
+    t->b[i].prev = t->b[i].next = t->b[i].seg = t->b[i].pos = NONE;
+    t->b[i].used = 1;
+    t->s.live_blocks++;
+    return i;
+}
+
+static void block_drop(struct gs_tc *t, uint32_t i)
+{
+    t->b[i].used = 0;
+    t->b[i].prev = t->free_slot;
+    t->free_slot = i;
+    t->s.live_blocks--;
+}
+
+static struct tcpool *pool_of(struct gs_tc *t, uint32_t i) { return &t->pool[t->b[i].small ? 0 : 1]; }
+static struct ixs *set_of(struct gs_tc *t, uint32_t i)
+{
+    return t->b[i].mapped ? &pool_of(t, i)->fr : &pool_of(t, i)->um;
+}
+
+/* BlockPool::insert_into_blocks (a free block gets its gc_count_base), or
+ * pool.unmapped.insert for an unmapped one. */
+static void pool_insert(struct gs_tc *t, uint32_t i)
+{
+    struct ixs *a = set_of(t, i);
+    if (t->b[i].mapped)
+        t->b[i].gc_base = pool_of(t, i)->gfb_calls;
+    t->b[i].pos = a->n;
+    if (ixs_push(a, i) < 0) {
+        t->err = 1;
+        t->b[i].pos = NONE;
+    }
+}
+
+static void pool_erase(struct gs_tc *t, uint32_t i)
+{
+    struct ixs *a = set_of(t, i);
+    uint32_t p = t->b[i].pos;
+    if (p == NONE || p >= a->n || a->v[p] != i)
+        return;
+    uint32_t last = a->v[--a->n];
+    a->v[p] = last;
+    t->b[last].pos = p;
+    t->b[i].pos = NONE;
+}
+
+/* BlockComparatorSize: (stream, size, address). */
+static int size_less(const struct tcb *x, const struct tcb *y)
+{
+    if (x->stream != y->stream)
+        return x->stream < y->stream;
+    if (x->size != y->size)
+        return x->size < y->size;
+    return x->addr < y->addr;
+}
+
+static int key_less(const struct tcb *x, uint64_t stream, uint64_t size, uint64_t addr)
+{
+    struct tcb k = {.stream = stream, .size = size, .addr = addr};
+    return size_less(x, &k);
+}
+
+/* pool.blocks.lower_bound((stream, size, 0)): the first free block not less
+ * than the key, of any stream. */
+static uint32_t lower_bound(struct gs_tc *t, struct tcpool *p, uint64_t stream, uint64_t size)
+{
+    uint32_t best = NONE;
+    for (uint32_t k = 0; k < p->fr.n; k++) {
+        uint32_t i = p->fr.v[k];
+        if (key_less(&t->b[i], stream, size, 0))
+            continue;
+        if (best == NONE || size_less(&t->b[i], &t->b[best]))
+            best = i;
+    }
+    return best;
+}
+
+/* The block after (successor) or before (predecessor) `of` in the pool's order. */
+static uint32_t neighbour_in_order(struct gs_tc *t, struct tcpool *p, const struct tcb *of, int after)
+{
+    uint32_t best = NONE;
+    for (uint32_t k = 0; k < p->fr.n; k++) {
+        uint32_t i = p->fr.v[k];
+        const struct tcb *x = &t->b[i];
+        if (after ? !size_less(of, x) : !size_less(x, of))
+            continue;
+        if (best == NONE || (after ? size_less(x, &t->b[best]) : size_less(&t->b[best], x)))
+            best = i;
+    }
+    return best;
+}
+
+static void reserve_add(struct gs_tc *t, uint64_t n)
+{
+    t->s.reserved += n;
+    if (t->s.reserved > t->s.reserved_peak) {
+        t->s.reserved_peak = t->s.reserved;
+        t->peak_pending = 1;
+    }
+}
+
+/* try_merge_blocks: src into dst when src is free and mapped alike. */
+static void try_merge(struct gs_tc *t, uint32_t dst, uint32_t src)
+{
+    if (src == NONE || t->b[src].allocated || t->b[src].mapped != t->b[dst].mapped)
+        return;
+    struct tcb *d = &t->b[dst], *s = &t->b[src];
+    if (d->prev == src) {
+        d->addr = s->addr;
+        d->prev = s->prev;
+        if (d->prev != NONE)
+            t->b[d->prev].next = dst;
+    } else {
+        d->next = s->next;
+        if (d->next != NONE)
+            t->b[d->next].prev = dst;
+    }
+    d->size += s->size;
+    pool_erase(t, src);
+    block_drop(t, src);
+}
+
+/* A new block in the same segment right before (before=1) or after `at`. */
+static uint32_t block_splice(struct gs_tc *t, uint32_t at, int before, uint64_t addr,
+                             uint64_t size, int mapped)
+{
+    uint32_t n = block_new(t);
+    if (n == NONE)
+        return NONE;
+    struct tcb *a = &t->b[at], *x = &t->b[n];
+    x->addr = addr;
+    x->size = size;
+    x->stream = a->stream;
+    x->small = a->small;
+    x->seg = a->seg;
+    x->mapped = (uint8_t)mapped;
+    if (before) {
+        x->prev = a->prev;
+        x->next = at;
+        if (x->prev != NONE)
+            t->b[x->prev].next = n;
+        a->prev = n;
+    } else {
+        x->next = a->next;
+        x->prev = at;
+        if (x->next != NONE)
+            t->b[x->next].prev = n;
+        a->next = n;
+    }
+    return n;
+}
+
+/* release_block: cudaFree of a whole (unsplit) cached segment. */
+static void release_block(struct gs_tc *t, uint32_t i)
+{
+    t->s.reserved -= t->b[i].size;
+    t->s.segment_frees++;
+    pool_erase(t, i);
+    block_drop(t, i);
+}
+
+static int is_split(const struct tcb *x) { return x->prev != NONE || x->next != NONE; }
+
+/* ---- expandable segments (ExpandableSegment and the allocator's use of it) ---- */
+
+/* ExpandableSegment::map: the pages covering [addr, addr+size) are created
+ * and mapped (cuMemCreate + cuMemMap a page each), all or none.
+ * map_block: the block becomes mapped, what is left of it beyond the pages
+ * stays unmapped, and it merges with its free neighbours. */
+static int map_block(struct gs_tc *t, uint32_t i, uint64_t size)
+{
+    struct tcseg *g = &t->seg[t->b[i].seg];
+    uint64_t off = t->b[i].addr - g->base;
+    uint64_t begin = off / g->page, end = (off + size + g->page - 1) / g->page;
+    uint64_t bytes = (end - begin) * g->page;
+    if (bytes > t->b[i].size)
+        bytes = t->b[i].size;
+    if (t->c.capacity && (t->s.reserved > t->c.capacity || bytes > t->c.capacity - t->s.reserved))
+        return 0; /* cuMemCreate: out of memory */
+    pool_erase(t, i);
+    t->b[i].mapped = 1;
+    if (bytes < t->b[i].size) {
+        uint32_t rest = block_splice(t, i, 0, t->b[i].addr + bytes, t->b[i].size - bytes, 0);
+        if (rest == NONE)
+            return 0;
+        t->b[i].size = bytes;
+        pool_insert(t, rest);
+    }
+    try_merge(t, i, t->b[i].prev);
+    try_merge(t, i, t->b[i].next);
+    pool_insert(t, i);
+    reserve_add(t, bytes);
+    t->s.segment_allocs += bytes / g->page;
+    return 1;
+}
+
+/* ExpandableSegment::unmap: the whole pages inside the free block go;
+ * unmap_block: the parts before and after them stay free and mapped, the
+ * unmapped part merges with unmapped neighbours. */
+static void unmap_block(struct gs_tc *t, uint32_t i)
+{
+    struct tcseg *g = &t->seg[t->b[i].seg];
+    uint64_t off = t->b[i].addr - g->base, endoff = off + t->b[i].size;
+    uint64_t begin = (off + g->page - 1) / g->page, end = endoff / g->page;
+    if (begin >= end)
+        return;
+    pool_erase(t, i);
+    uint64_t before = begin * g->page - off, after = endoff - end * g->page;
+    if (before) {
+        uint32_t x = block_splice(t, i, 1, t->b[i].addr, before, 1);
+        if (x != NONE)
+            pool_insert(t, x);
+    }
+    if (after) {
+        uint32_t x = block_splice(t, i, 0, g->base + end * g->page, after, 1);
+        if (x != NONE)
+            pool_insert(t, x);
+    }
+    uint64_t bytes = (end - begin) * g->page;
+    t->b[i].addr = g->base + begin * g->page;
+    t->b[i].size = bytes;
+    t->b[i].mapped = 0;
+    try_merge(t, i, t->b[i].prev);
+    try_merge(t, i, t->b[i].next);
+    pool_insert(t, i);
+    t->s.reserved -= bytes;
+    t->s.segment_frees += end - begin;
+}
+
+static int allocatable(struct gs_tc *t, uint32_t i) { return i != NONE && !t->b[i].allocated; }
+
+/* find_expandable_block's has_available_address_space. */
+static int has_space(struct gs_tc *t, uint32_t i, uint64_t size)
+{
+    uint64_t bytes = 0;
+    while (bytes < size && allocatable(t, i)) {
+        bytes += t->b[i].size;
+        i = t->b[i].next;
+    }
+    return bytes >= size;
+}
+
+/* find_expandable_block: the unmapped ranges of the stream's segments in
+ * address order, each with the free block before it; the first with room.
+ * Else a new segment: address space for 1 1/8 of the card, in pages of
+ * kSmallBuffer (small pool) or kLargeBuffer (large pool). */
+static uint32_t find_expandable_block(struct gs_tc *t, struct tcpool *p, uint64_t stream,
+                                      uint64_t size)
+{
+    uint32_t best = NONE;
+    for (uint32_t k = 0; k < p->um.n; k++) {
+        uint32_t u = p->um.v[k], c = u;
+        if (t->b[u].stream != stream || (best != NONE && t->b[u].addr > t->b[best].addr))
+            continue;
+        if (allocatable(t, t->b[c].prev))
+            c = t->b[c].prev;
+        if (has_space(t, c, size))
+            best = u;
+    }
+    if (best != NONE)
+        return allocatable(t, t->b[best].prev) ? t->b[best].prev : best;
+
+    uint64_t page = p->small ? K_SMALL_BUFFER : K_LARGE_BUFFER;
+    uint64_t space = t->c.capacity ? t->c.capacity + t->c.capacity / 8 : (1ull << 44);
+    space = round_up(space, page);
+    if (size > space || t->next_va > UINT64_MAX - space - page)
+        return NONE;
+    if (t->nseg == t->capseg) {
+        uint32_t cap = t->capseg ? t->capseg * 2 : 8;
+        struct tcseg *ns = realloc(t->seg, (size_t)cap * sizeof *ns);
+        if (!ns) {
+            t->err = 1;
+            return NONE;
+        }
+        t->seg = ns;
+        t->capseg = cap;
+    }
+    uint32_t gi = t->nseg; /* a released segment's slot is reused */
+    for (uint32_t k = 0; k < t->nseg; k++)
+        if (!t->seg[k].used) {
+            gi = k;
+            break;
+        }
+    if (gi == t->nseg)
+        t->nseg++;
+    t->seg[gi] = (struct tcseg){.base = t->next_va, .size = space, .page = page, .used = 1};
+    t->next_va += space + page;
+    uint32_t c = block_new(t);
+    if (c == NONE)
+        return NONE;
+    t->b[c].addr = t->seg[gi].base;
+    t->b[c].size = space;
+    t->b[c].stream = stream;
+    t->b[c].small = (uint8_t)p->small;
+    t->b[c].seg = gi;
+    pool_insert(t, c);
+    return c;
+}
+
+/* try_allocate_expandable_block: map the candidate's first pages if it is
+ * unmapped, then map following unmapped ranges into it until it holds
+ * size; the block leaves the free pool. */
+static uint32_t try_allocate_expandable(struct gs_tc *t, struct tcpool *p, uint64_t stream,
+                                        uint64_t size)
+{
+    uint32_t c = find_expandable_block(t, p, stream, size);
+    if (c == NONE)
+        return NONE;
+    if (!t->b[c].mapped && !map_block(t, c, size < t->b[c].size ? size : t->b[c].size))
+        return NONE;
+    while (t->b[c].size < size) {
+        uint32_t n = t->b[c].next;
+        if (n == NONE || t->b[n].mapped || t->b[n].allocated)
+            return NONE;
+        uint64_t rem = size - t->b[c].size;
+        if (!map_block(t, n, rem < t->b[n].size ? rem : t->b[n].size))
+            return NONE;
+        c = n; /* map_block merged c into n */
+    }
+    pool_erase(t, c);
+    return c;
+}
+
+/* ---- the allocator's steps ---- */
+
+/* get_free_block: the best fit of the stream in the pool; with expandable
+ * segments a block's "size" for the fit counts the unmapped range after it;
+ * then the max_split_size oversize rules (2.12: source L3436-L3439, applied
+ * to every block; PR #193400: not to blocks of expandable segments). */
+static uint32_t get_free_block(struct gs_tc *t, struct tcpool *p, uint64_t stream, uint64_t size)
+{
+    if (t->set_fraction && t->c.gc_threshold > 0.0)
+        p->gfb_calls++;
+    uint32_t it = lower_bound(t, p, stream, size);
+    if (it == NONE || t->b[it].stream != stream)
+        return NONE;
+    if (t->b[it].seg != NONE && t->c.expandable_segments) {
+        for (;;) {
+            uint32_t nx = neighbour_in_order(t, p, &t->b[it], 1);
+            if (t->b[it].seg == NONE || nx == NONE || t->b[nx].stream != stream)
+                break;
+            uint32_t a = t->b[nx].next, z = t->b[it].next;
+            uint64_t es_nx = t->b[nx].size + (a != NONE && !t->b[a].mapped ? t->b[a].size : 0);
+            uint64_t es_it = t->b[it].size + (z != NONE && !t->b[z].mapped ? t->b[z].size : 0);
+            if (!(es_nx < es_it))
+                break;
+            it = nx;
+        }
+    }
+    int rules = !(t->c.torch >= GS_TC_TORCH_PR193400 && t->b[it].seg != NONE);
+    if (rules) {
+        uint64_t bs = t->b[it].size;
+        if (size < t->max_split && bs >= t->max_split)
+            return NONE; /* no oversized block for a small request */
+        if (size >= t->max_split && size <= UINT64_MAX - t->c.max_non_split_rounding &&
+            bs >= size + t->c.max_non_split_rounding)
+            return NONE; /* nor one too much bigger for a large request */
+    }
+    pool_erase(t, it);
+    return it;
+}
+
+/* garbage_collect_cached_blocks: with a memory fraction set and reserved
+ * over threshold * allowed, free unsplit cached blocks of the large pool
+ * at least as old (get_free_block calls since freed) as the average, until
+ * reserved - threshold * allowed is reclaimed. */
+static void garbage_collect(struct gs_tc *t)
+{
+    if (!(t->set_fraction && t->c.gc_threshold > 0.0))
+        return;
+    struct tcpool *p = &t->pool[1];
+    uint64_t thr = (uint64_t)(t->c.gc_threshold * (double)t->allowed);
+    if (t->s.reserved <= thr)
+        return;
+    uint64_t target = t->s.reserved - thr, reclaimed = 0, total_age = 0, count = 0;
+    for (uint32_t k = 0; k < p->fr.n; k++) {
+        const struct tcb *x = &t->b[p->fr.v[k]];
+        if (!is_split(x)) {
+            total_age += p->gfb_calls - x->gc_base;
+            count++;
+        }
+    }
+    int freed = 1;
+    while (reclaimed < target && freed && count > 0) {
+        double age_thr = (double)total_age / (double)count;
+        freed = 0;
+        t->scratch.n = 0;
+        for (uint32_t k = 0; k < p->fr.n; k++)
+            if (ixs_push(&t->scratch, p->fr.v[k]) < 0) {
+                t->err = 1;
+                return;
+            }
+        for (uint32_t k = 0; k < t->scratch.n; k++) {
+            uint32_t i = t->scratch.v[k];
+            const struct tcb *x = &t->b[i];
+            uint64_t age = p->gfb_calls - x->gc_base;
+            if (!is_split(x) && x->seg == NONE && (double)age >= age_thr) {
+                freed = 1;
+                reclaimed += x->size;
+                total_age -= age;
+                count--;
+                t->s.gc_frees++;
+                release_block(t, i);
+            }
+        }
+    }
+}
+
+/* alloc_block: a new segment (cudaMalloc of get_allocation_size), or with
+ * expandable segments pages mapped; a retry is counted (stats
+ * num_alloc_retries). The memory fraction refuses first. */
+static uint32_t alloc_block(struct gs_tc *t, struct tcpool *p, uint64_t stream, uint64_t size,
+                            uint64_t alloc_size, int retry)
+{
+    if (retry)
+        t->s.oom_retries++;
+    if (t->set_fraction && (t->s.reserved > t->allowed || alloc_size > t->allowed - t->s.reserved))
+        return NONE;
+    if (t->c.expandable_segments)
+        return try_allocate_expandable(t, p, stream, size);
+    if (t->c.capacity &&
+        (t->s.reserved > t->c.capacity || alloc_size > t->c.capacity - t->s.reserved))
+        return NONE; /* cudaMalloc: out of memory */
+    if (t->next_va > UINT64_MAX - alloc_size - K_ROUND_LARGE)
+        return NONE;
+    uint32_t i = block_new(t);
+    if (i == NONE)
+        return NONE;
+    t->b[i].addr = t->next_va;
+    t->next_va += alloc_size + K_ROUND_LARGE;
+    t->b[i].size = alloc_size;
+    t->b[i].stream = stream;
+    t->b[i].small = (uint8_t)p->small;
+    t->b[i].mapped = 1;
+    reserve_add(t, alloc_size);
+    t->s.segment_allocs++;
+    return i;
+}
+
+/* release_available_cached_blocks (max_split_size set): free one cached
+ * unsplit block of the stream at least max(size, max_split_size) big, or
+ * else the stream's oversize blocks from the largest down until that much
+ * is freed; blocks of expandable segments are skipped. */
+static int release_available(struct gs_tc *t, struct tcpool *p, uint64_t stream, uint64_t size)
+{
+    if (t->max_split == UINT64_MAX)
+        return 0;
+    uint64_t key = size < t->max_split ? t->max_split : size;
+    uint32_t it = lower_bound(t, p, stream, key);
+    if (it == NONE || t->b[it].stream != stream || t->b[it].seg != NONE) {
+        struct tcb k = {.stream = stream, .size = key, .addr = 0};
+        uint32_t cur = neighbour_in_order(t, p, &k, 0);
+        if (cur == NONE)
+            return 0;
+        uint64_t total = 0;
+        while (total < key && t->b[cur].size >= t->max_split && t->b[cur].stream == stream) {
+            uint32_t before = neighbour_in_order(t, p, &t->b[cur], 0);
+            /* The source frees any such block; one split in two is not
+             * reachable with max_split_size_mb > 20 and is kept here. */
+            if (t->b[cur].seg == NONE && !is_split(&t->b[cur])) {
+                total += t->b[cur].size;
+                release_block(t, cur);
+            }
+            if (before == NONE)
+                break;
+            cur = before;
+        }
+        return total >= key;
+    }
+    if (is_split(&t->b[it]))
+        return 0;
+    release_block(t, it);
+    return 1;
+}
+
+/* release_blocks: every unsplit cached segment freed; the free blocks of
+ * expandable segments unmapped, a segment left all unmapped released. */
+static void release_pool(struct gs_tc *t, struct tcpool *p)
+{
+    t->scratch.n = 0;
+    for (uint32_t k = 0; k < p->fr.n; k++)
+        if (ixs_push(&t->scratch, p->fr.v[k]) < 0) {
+            t->err = 1;
+            return;
+        }
+    uint32_t n = t->scratch.n;
+    for (uint32_t k = 0; k < n; k++) { /* the segments first, expandable ones kept */
+        uint32_t i = t->scratch.v[k];
+        if (t->b[i].seg == NONE && !is_split(&t->b[i]))
+            release_block(t, i);
+    }
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = t->scratch.v[k];
+        if (!t->b[i].used || t->b[i].seg == NONE || !t->b[i].mapped || t->b[i].allocated)
+            continue;
+        unmap_block(t, i);
+        if (!t->b[i].mapped && !is_split(&t->b[i])) { /* release_expandable_segment */
+            t->seg[t->b[i].seg].used = 0;
+            pool_erase(t, i);
+            block_drop(t, i);
+        }
+    }
+}
+
+/* release_cached_blocks: what an OOM retry and empty_cache do (after a
+ * device synchronise): the large pool, then the small. */
+static void release_cached(struct gs_tc *t)
+{
+    release_pool(t, &t->pool[1]);
+    release_pool(t, &t->pool[0]);
+}
+
+/* alloc_found_block: split when should_split says so - the small pool, or
+ * any pool with expandable segments, at a remainder >= kMinBlockSize; the
+ * large pool at a remainder > kSmallSize for a request under
+ * max_split_size. The remainder stays cached. */
+static void alloc_found(struct gs_tc *t, uint32_t *bi, uint64_t size, uint64_t orig)
+{
+    uint32_t i = *bi;
+    uint64_t rem = t->b[i].size - size;
+    int split = (t->b[i].small || t->c.expandable_segments) ? rem >= K_MIN_BLOCK
+                                                            : size < t->max_split && rem > K_SMALL_SIZE;
+    if (split) {
+        uint32_t n = block_splice(t, i, 1, t->b[i].addr, size, 1);
+        if (n != NONE) {
+            t->b[i].addr += size;
+            t->b[i].size -= size;
+            pool_insert(t, i);
+            i = n;
+        }
+    }
+    t->b[i].allocated = 1;
+    t->b[i].requested = orig;
+    t->s.allocated += t->b[i].size;
+    t->s.requested += orig;
+    if (t->s.allocated > t->s.allocated_peak)
+        t->s.allocated_peak = t->s.allocated;
+    *bi = i;
+}
+
+/* free_block: merge with free neighbours, back to the pool. */
+static void free_block(struct gs_tc *t, uint32_t i)
+{
+    t->s.allocated -= t->b[i].size;
+    t->s.requested -= t->b[i].requested;
+    t->b[i].allocated = 0;
+    try_merge(t, i, t->b[i].prev);
+    try_merge(t, i, t->b[i].next);
+    pool_insert(t, i);
+}
+
+static void end_request(struct gs_tc *t)
+{
+    if (t->peak_pending) {
+        t->s.unallocated_at_peak = t->s.reserved_peak - t->s.allocated;
+        t->peak_pending = 0;
+    }
+}
+
+/* ---- the interface ---- */
+
+struct gs_tc *gs_tc_new(const struct gs_tc_config *c)
+{
+    if (gs_tc_config_check(c) < 0)
+        return NULL;
+    struct gs_tc *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->ids = gs_idmap_new();
+    if (!t->ids) {
+        free(t);
+        return NULL;
+    }
+    t->c = *c;
+    t->free_slot = NONE;
+    t->pool[0].small = 1;
+    t->next_va = 1ull << 32;
+    t->max_split = c->max_split_size ? c->max_split_size : UINT64_MAX;
+    t->set_fraction = c->memory_fraction > 0.0 && c->capacity > 0;
+    if (t->set_fraction)
+        t->allowed = (uint64_t)(c->memory_fraction * (double)c->capacity);
+    return t;
+}
+
+void gs_tc_free(struct gs_tc *t)
+{
+    if (!t)
+        return;
+    gs_idmap_free(t->ids);
+    free(t->b);
+    free(t->seg);
+    for (int k = 0; k < 2; k++) {
+        free(t->pool[k].fr.v);
+        free(t->pool[k].um.v);
+    }
+    free(t->scratch.v);
+    free(t);
+}
+
+static int oom(struct gs_tc *t, uint64_t size)
+{
+    if (!t->s.ooms++) {
+        t->s.first_oom_request = t->s.requests - 1;
+        t->s.first_oom_size = size;
+    }
+    end_request(t);
+    return GS_TC_OOM;
+}
+
+/* DeviceCachingAllocator::malloc: the pool by the rounded size, the cached
+ * fit, else garbage collection, a new segment, the oversize cached blocks
+ * freed and a new one, all unsplit cached blocks freed and a new one (the
+ * retry), else out of memory. */
+int gs_tc_alloc(struct gs_tc *t, uint64_t id, uint64_t size, uint64_t stream)
+{
+    uint64_t v;
+    t->s.requests++;
+    t->err = 0;
+    if (gs_idmap_get(t->ids, id, &v) == 0)
+        return GS_TC_BAD;
+    if (size == 0)
+        return gs_idmap_put(t->ids, id, ZERO_ID) < 0 ? GS_TC_NOMEM : GS_TC_OK;
+    uint64_t rs = gs_tc_round_size(&t->c, size);
+    uint64_t as = gs_tc_segment_size(rs);
+    if (rs == UINT64_MAX || as == UINT64_MAX)
+        return oom(t, size);
+    struct tcpool *p = &t->pool[rs <= K_SMALL_SIZE ? 0 : 1];
+    uint32_t bi = get_free_block(t, p, stream, rs);
+    if (bi == NONE) {
+        garbage_collect(t);
+        bi = alloc_block(t, p, stream, rs, as, 0);
+        if (bi == NONE && release_available(t, p, stream, rs))
+            bi = alloc_block(t, p, stream, rs, as, 0);
+        if (bi == NONE) {
+            release_cached(t);
+            bi = alloc_block(t, p, stream, rs, as, 1);
+        }
+    }
+    if (t->err)
+        return GS_TC_NOMEM;
+    if (bi == NONE)
+        return oom(t, size);
+    alloc_found(t, &bi, rs, size);
+    if (t->err || gs_idmap_put(t->ids, id, bi) < 0) {
+        free_block(t, bi);
+        end_request(t);
+        return GS_TC_NOMEM;
+    }
+    end_request(t);
+    return GS_TC_OK;
+}
+
+int gs_tc_release(struct gs_tc *t, uint64_t id)
+{
+    uint64_t v;
+    t->s.requests++;
+    t->err = 0;
+    if (gs_idmap_get(t->ids, id, &v) < 0)
+        return GS_TC_BAD;
+    gs_idmap_del(t->ids, id);
+    if (v != ZERO_ID)
+        free_block(t, (uint32_t)v);
+    return t->err ? GS_TC_NOMEM : GS_TC_OK;
+}
+
+void gs_tc_empty_cache(struct gs_tc *t)
+{
+    t->s.requests++;
+    t->err = 0;
+    release_cached(t);
+}
+
+const struct gs_tc_stats *gs_tc_stats(const struct gs_tc *t) { return &t->s; }

@@ -1,0 +1,98 @@
+/*
+ * torch_caching.h - a model of PyTorch's CUDA caching allocator
+ * (analyzer/whatif/torch_caching.c): its configuration (what
+ * PYTORCH_CUDA_ALLOC_CONF sets, the card's bytes, the PyTorch version where
+ * the behaviour differs), the requests it takes (alloc, free, empty_cache)
+ * and the figures it keeps (reserved, allocated, segment calls, OOM retries,
+ * where it ran out).
+ *
+ * Included by: analyzer/whatif, the layers above it (findings, report,
+ * export, cmd, main.c) and tests. Never by the shim or the model.
+ */
+#ifndef GPUSHIM_WHATIF_TORCH_CACHING_H
+#define GPUSHIM_WHATIF_TORCH_CACHING_H
+
+#include <stdint.h>
+
+/* PyTorch versions whose allocator behaves differently, oldest first. */
+enum gs_tc_torch {
+    /* The source as of torch 2.12 (13eab2b3ef4e): get_free_block applies
+     * the max_split_size oversize rules to blocks of expandable segments
+     * too (pytorch/pytorch#123548: reserved grows without bound when
+     * max_split_size_mb and expandable_segments:True are set together). */
+    GS_TC_TORCH_2_12 = 0,
+    /* With pytorch/pytorch#193400 ("Let expandable segments reuse free
+     * blocks larger than max_split_size"): the oversize rules skip blocks
+     * of expandable segments. Open when this was written. */
+    GS_TC_TORCH_PR193400 = 1,
+};
+#define GS_TC_TORCH_NEWEST GS_TC_TORCH_2_12 /* the newest released behaviour */
+
+/* roundup_power2_divisions has one value per power-of-two interval from
+ * 1 MiB up (CUDAAllocatorConfig: kRoundUpPowerOfTwoIntervals, the last
+ * interval holding everything above). */
+#define GS_TC_POW2_INTERVALS 16
+
+struct gs_tc_config {
+    enum gs_tc_torch torch;
+    uint64_t capacity;       /* the card's bytes; 0: unlimited */
+    uint64_t max_split_size; /* max_split_size_mb in bytes; 0: unlimited (the default) */
+    uint64_t max_non_split_rounding; /* max_non_split_rounding_mb in bytes (20 MiB) */
+    /* 0 or 1: off; otherwise a power of two (CUDAAllocatorConfig checks it) */
+    uint32_t roundup_power2_divisions[GS_TC_POW2_INTERVALS];
+    double gc_threshold;     /* garbage_collection_threshold, 0: off; acts only with a
+                              * memory fraction set, as in the source */
+    double memory_fraction;  /* torch.cuda.set_per_process_memory_fraction; 0: not set */
+    int expandable_segments; /* expandable_segments:True */
+};
+
+/* The defaults: torch GS_TC_TORCH_NEWEST, unlimited card, no options. */
+void gs_tc_config_default(struct gs_tc_config *c);
+/* roundup_power2_divisions:N for every interval. */
+void gs_tc_config_pow2_all(struct gs_tc_config *c, uint32_t divisions);
+/* 0, or -1 when a value is one PyTorch refuses (max_split_size_mb <= 20,
+ * divisions not a power of two, a threshold outside (0, 1)). */
+int gs_tc_config_check(const struct gs_tc_config *c);
+
+struct gs_tc_stats {
+    uint64_t requests;           /* alloc, free and empty_cache requests taken */
+    uint64_t reserved, reserved_peak;   /* bytes in segments (mapped pages) */
+    uint64_t allocated, allocated_peak; /* bytes in allocated blocks (rounded sizes) */
+    uint64_t requested;          /* bytes asked for by the live allocations */
+    uint64_t unallocated_at_peak; /* reserved - allocated when reserved last peaked */
+    uint64_t segment_allocs;     /* cudaMalloc calls, or pages mapped (expandable) */
+    uint64_t segment_frees;      /* cudaFree calls, or pages unmapped */
+    uint64_t oom_retries;        /* allocations retried after the cache was emptied */
+    uint64_t gc_frees;           /* segments freed by garbage_collection_threshold */
+    uint64_t ooms;               /* allocations that ran out */
+    uint64_t first_oom_request;  /* the request's index (from 0) of the first, if any */
+    uint64_t first_oom_size;     /* its size */
+    uint64_t live_blocks;        /* blocks the model holds now (allocated, free, unmapped) */
+};
+
+struct gs_tc;
+/* NULL on no memory or a config gs_tc_config_check refuses. */
+struct gs_tc *gs_tc_new(const struct gs_tc_config *c);
+void gs_tc_free(struct gs_tc *t);
+
+enum {
+    GS_TC_OK = 0,
+    GS_TC_OOM = 1,    /* ran out: counted, the allocation is not live */
+    GS_TC_BAD = -1,   /* an id already live, or an id not live (free) */
+    GS_TC_NOMEM = -2, /* the model's own memory ran out */
+};
+/* An allocation of size bytes on stream, known by id until freed. Size 0
+ * takes no memory (PyTorch returns no pointer) but the id is live. */
+int gs_tc_alloc(struct gs_tc *t, uint64_t id, uint64_t size, uint64_t stream);
+int gs_tc_release(struct gs_tc *t, uint64_t id);
+/* torch.cuda.empty_cache(): release_cached_blocks. */
+void gs_tc_empty_cache(struct gs_tc *t);
+const struct gs_tc_stats *gs_tc_stats(const struct gs_tc *t);
+
+/* The rounding rules, for tests and reports: round_size (the block size a
+ * request gets) and get_allocation_size (the segment cudaMalloc gets for
+ * it). UINT64_MAX when the size cannot be rounded without overflow. */
+uint64_t gs_tc_round_size(const struct gs_tc_config *c, uint64_t size);
+uint64_t gs_tc_segment_size(uint64_t rounded);
+
+#endif
