@@ -116,6 +116,8 @@ int gs_tc_config_check(const struct gs_tc_config *c)
         return -1;
     if (c->memory_fraction != 0.0 && !(c->memory_fraction > 0.0 && c->memory_fraction <= 1.0))
         return -1;
+    if (c->capacity > (1ull << 60)) /* an exbibyte: the model's address arithmetic stays exact */
+        return -1;
     if (c->torch != GS_TC_TORCH_2_12 && c->torch != GS_TC_TORCH_PR193400)
         return -1;
     return 0;
@@ -485,10 +487,13 @@ static uint32_t find_expandable_block(struct gs_tc *t, struct tcpool *p, uint64_
     if (best != NONE)
         return allocatable(t, t->b[best].prev) ? t->b[best].prev : best;
 
+    /* Every segment's range the same size (a multiple of both pages), so a
+     * released segment's range is taken again with its slot: the model's
+     * address space stays bounded by the live segments. */
     uint64_t page = p->small ? K_SMALL_BUFFER : K_LARGE_BUFFER;
     uint64_t space = t->c.capacity ? t->c.capacity + t->c.capacity / 8 : (1ull << 44);
-    space = round_up(space, page);
-    if (size > space || t->next_va > UINT64_MAX - space - page)
+    space = round_up(space, K_LARGE_BUFFER);
+    if (size > space)
         return NONE;
     if (t->nseg == t->capseg) {
         uint32_t cap = t->capseg ? t->capseg * 2 : 8;
@@ -506,10 +511,17 @@ static uint32_t find_expandable_block(struct gs_tc *t, struct tcpool *p, uint64_
             gi = k;
             break;
         }
-    if (gi == t->nseg)
+    uint64_t base;
+    if (gi == t->nseg) {
+        if (t->next_va > UINT64_MAX - space - K_LARGE_BUFFER)
+            return NONE;
+        base = t->next_va;
+        t->next_va += space + K_LARGE_BUFFER;
         t->nseg++;
-    t->seg[gi] = (struct tcseg){.base = t->next_va, .size = space, .page = page, .used = 1};
-    t->next_va += space + page;
+    } else {
+        base = t->seg[gi].base;
+    }
+    t->seg[gi] = (struct tcseg){.base = base, .size = space, .page = page, .used = 1};
     uint32_t c = block_new(t);
     if (c == NONE)
         return NONE;
@@ -896,3 +908,65 @@ void gs_tc_empty_cache(struct gs_tc *t)
 }
 
 const struct gs_tc_stats *gs_tc_stats(const struct gs_tc *t) { return &t->s; }
+
+int gs_tc_check(const struct gs_tc *t)
+{
+    uint64_t alloc = 0, mapped = 0, live = 0, req = 0;
+    for (uint32_t i = 0; i < t->nb; i++) {
+        const struct tcb *x = &t->b[i];
+        if (!x->used)
+            continue;
+        live++;
+        if (x->size == 0)
+            return 1;
+        if (x->allocated) {
+            alloc += x->size;
+            req += x->requested;
+            if (!x->mapped || x->pos != NONE)
+                return 2; /* allocated blocks are mapped and in no pool */
+        } else {
+            const struct tcpool *p = &t->pool[x->small ? 0 : 1];
+            const struct ixs *a = x->mapped ? &p->fr : &p->um;
+            if (x->pos == NONE || x->pos >= a->n || a->v[x->pos] != i)
+                return 3; /* a cached block is in its pool */
+        }
+        if (x->mapped)
+            mapped += x->size;
+        if (!x->mapped && x->seg == NONE)
+            return 4;
+        if (x->next != NONE) {
+            const struct tcb *n = &t->b[x->next];
+            if (!n->used || n->prev != i || x->addr + x->size != n->addr || n->seg != x->seg)
+                return 5; /* neighbours contiguous and linked both ways */
+            if (!x->allocated && !n->allocated && x->mapped == n->mapped)
+                return 6; /* free neighbours alike are merged */
+        }
+        if (x->prev != NONE && t->b[x->prev].next != i)
+            return 5;
+        if (x->seg != NONE) {
+            const struct tcseg *g = &t->seg[x->seg];
+            if (!g->used || x->addr < g->base || x->addr - g->base + x->size > g->size)
+                return 7;
+            if (!x->mapped && ((x->addr - g->base) % g->page || x->size % g->page))
+                return 8; /* unmapped ranges are whole pages */
+        }
+    }
+    for (int k = 0; k < 2; k++) {
+        const struct tcpool *p = &t->pool[k];
+        for (uint32_t j = 0; j < p->fr.n; j++)
+            if (!t->b[p->fr.v[j]].used || t->b[p->fr.v[j]].allocated || !t->b[p->fr.v[j]].mapped)
+                return 3;
+        for (uint32_t j = 0; j < p->um.n; j++)
+            if (!t->b[p->um.v[j]].used || t->b[p->um.v[j]].mapped)
+                return 3;
+    }
+    if (alloc != t->s.allocated || req != t->s.requested)
+        return 9;
+    if (mapped != t->s.reserved || t->s.reserved > t->s.reserved_peak)
+        return 10;
+    if (t->c.capacity && t->s.reserved > t->c.capacity)
+        return 11;
+    if (live != t->s.live_blocks)
+        return 12;
+    return 0;
+}

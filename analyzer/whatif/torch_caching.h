@@ -51,7 +51,8 @@ void gs_tc_config_default(struct gs_tc_config *c);
 /* roundup_power2_divisions:N for every interval. */
 void gs_tc_config_pow2_all(struct gs_tc_config *c, uint32_t divisions);
 /* 0, or -1 when a value is one PyTorch refuses (max_split_size_mb <= 20,
- * divisions not a power of two, a threshold outside (0, 1)). */
+ * divisions not a power of two, a threshold outside (0, 1)), or a
+ * capacity over 1 EiB. */
 int gs_tc_config_check(const struct gs_tc_config *c);
 
 struct gs_tc_stats {
@@ -88,6 +89,11 @@ int gs_tc_release(struct gs_tc *t, uint64_t id);
 /* torch.cuda.empty_cache(): release_cached_blocks. */
 void gs_tc_empty_cache(struct gs_tc *t);
 const struct gs_tc_stats *gs_tc_stats(const struct gs_tc *t);
+/* The model's invariants, for tests and fuzzing: 0 when they hold (each
+ * segment's blocks contiguous, no two free or two unmapped neighbours
+ * unmerged, every cached block in its pool, the figures the blocks' sums),
+ * else the number of the first that does not. */
+int gs_tc_check(const struct gs_tc *t);
 
 /* The rounding rules, for tests and reports: round_size (the block size a
  * request gets) and get_allocation_size (the segment cudaMalloc gets for

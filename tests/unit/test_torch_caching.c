@@ -388,3 +388,64 @@ Test(torch_caching, untrusted_requests)
     gs_tc_free(x);
     gs_tc_free(t);
 }
+
+/* Every rule together: a seeded random schedule (sizes from 1 byte to
+ * 600 MiB, three streams, frees, empty_cache) under each combination of
+ * the options, on an unlimited card and a 2 GiB one; gs_tc_check's
+ * invariants after every request, and all memory given back at the end. */
+static uint64_t lcg(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return *s >> 33;
+}
+
+Test(torch_caching, invariants_hold_under_a_random_schedule)
+{
+    for (int v = 0; v < 16; v++) {
+        struct gs_tc_config c = cfg();
+        c.expandable_segments = v & 1;
+        if (v & 2)
+            c.max_split_size = 64 * MiB;
+        if (v & 4)
+            gs_tc_config_pow2_all(&c, 4);
+        if (v & 8)
+            c.capacity = 2048 * MiB;
+        if ((v & 8) && (v & 2)) {
+            c.gc_threshold = 0.6;
+            c.memory_fraction = 0.9;
+        }
+        if (v == 5)
+            c.torch = GS_TC_TORCH_PR193400;
+        struct gs_tc *t = model(&c);
+        uint64_t seed = (uint64_t)v + 1, live[128], id = 1;
+        int n = 0;
+        for (int op = 0; op < 4000; op++) {
+            uint64_t r = lcg(&seed) % 100;
+            if (r < 50 && n < 128) {
+                static const uint64_t top[4] = {1 * MiB, 10 * MiB, 200 * MiB, 600 * MiB};
+                uint64_t size = lcg(&seed) % top[lcg(&seed) % 4] + 1;
+                int rc = gs_tc_alloc(t, id, size, lcg(&seed) % 3);
+                cr_assert(rc == GS_TC_OK || (rc == GS_TC_OOM && c.capacity), "variant %d op %d", v, op);
+                if (rc == GS_TC_OK)
+                    live[n++] = id;
+                id++;
+            } else if (r < 98 && n) {
+                int k = (int)(lcg(&seed) % (uint64_t)n);
+                ok_free(t, live[k]);
+                live[k] = live[--n];
+            } else {
+                gs_tc_empty_cache(t);
+            }
+            cr_assert_eq(gs_tc_check(t), 0, "variant %d op %d: invariant %d", v, op, gs_tc_check(t));
+        }
+        while (n)
+            ok_free(t, live[--n]);
+        gs_tc_empty_cache(t);
+        const struct gs_tc_stats *s = gs_tc_stats(t);
+        ASSERT_U64(s->reserved, 0, "variant %d: all given back", v);
+        ASSERT_U64(s->live_blocks, 0, "variant %d: no block left", v);
+        ASSERT_U64(s->segment_allocs, s->segment_frees, "variant %d: each segment freed", v);
+        cr_assert_leq(s->reserved_peak, c.capacity ? c.capacity : UINT64_MAX, "variant %d", v);
+        gs_tc_free(t);
+    }
+}
