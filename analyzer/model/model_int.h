@@ -29,7 +29,7 @@
     do {                                                                             \
         for (unsigned gs_h_ = 0; gs_h_ < (r)->nhooks; gs_h_++)                       \
             if ((r)->hook[gs_h_]->cb)                                                \
-                (r)->hook[gs_h_]->cb((r)->hook_ctx[gs_h_], (r), __VA_ARGS__);        \
+                (r)->hook[gs_h_]->cb((r)->hook_ctx[gs_h_], (r), ##__VA_ARGS__);      \
     } while (0)
 
 /* One more allocation at site s by a thread of that name (0: ignored). */

@@ -137,9 +137,7 @@ void gs_replay_reset(struct gs_replay *r)
     memcpy(r->hook_ctx, keep.hook_ctx, sizeof r->hook_ctx);
     r->nhooks = keep.nhooks;
     init_state(r);
-    for (unsigned i = 0; i < r->nhooks; i++)
-        if (r->hook[i]->reset)
-            r->hook[i]->reset(r->hook_ctx[i], r);
+    GS_REPLAY_HOOKS_CALL(r, reset);
 }
 
 static void on_alloc_failed(struct gs_replay *r, const struct gs_revent *e)
@@ -225,9 +223,7 @@ void gs_replay_finish(struct gs_replay *r)
 {
     gs_outcome_finish(r);
     gs_blocks_finish(r);
-    for (unsigned i = 0; i < r->nhooks; i++)
-        if (r->hook[i]->finish)
-            r->hook[i]->finish(r->hook_ctx[i], r);
+    GS_REPLAY_HOOKS_CALL(r, finish);
 }
 
 void gs_replay_on_event(void *ctx, const struct gs_revent *e) { gs_replay_event(ctx, e); }
