@@ -62,9 +62,6 @@ LAYERS = [
 ]
 # Of one side, only these layers may use this shared layer.
 SEAMS = {"analyzer/model": {"shim": {"shim/bound"}}}
-# Include search paths besides the including file's folder, include/ and the
-# root (the Makefile's -I flags), by the prefix of the including file.
-INCLUDE_PATH = {}
 # Link units: (objects under build/obj/VARIANT, the sources they are built from).
 UNITS = {
     "libgpushim.so": ("pic", ["shim/", "analyzer/"]),
@@ -132,8 +129,8 @@ def files(root):
 
 
 def resolve(root, src, name):
-    extra = [d for prefix, ds in INCLUDE_PATH.items() if src.startswith(prefix) for d in ds]
-    for base in [os.path.dirname(src), "include", "."] + extra:
+    # the including file's folder, then the Makefile's -Iinclude -I.
+    for base in [os.path.dirname(src), "include", "."]:
         p = os.path.normpath(os.path.join(base, name))
         if os.path.isfile(os.path.join(root, p)):
             return p
