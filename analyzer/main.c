@@ -32,6 +32,8 @@ static const char usage_main[] =
     "  diff [--json] A B                what grew from run A to run B, by call site\n"
     "  plan [--json] TRACE:N TRACE:M... the largest batch that fits a card, from runs of\n"
     "                                   different batch sizes\n"
+    "  whatif [--card SIZE] TRACE       the run under other PyTorch allocator settings:\n"
+    "                                   which fits, at what peak, at what cost\n"
     "  help [COMMAND]                   this text, or a command's own\n"
     "\n"
     "  gpushim --version                the version\n"
@@ -147,6 +149,8 @@ int main(int argc, char **argv)
         return gs_cmd_diff(argc - 1, argv + 1);
     if (!strcmp(cmd, "plan"))
         return gs_cmd_plan(argc - 1, argv + 1);
+    if (!strcmp(cmd, "whatif"))
+        return gs_cmd_whatif(argc - 1, argv + 1);
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
         printf("gpushim %s (trace format %u)\n", GPUSHIM_VERSION, GS_TRACE_VERSION);
         return 0;
@@ -163,6 +167,8 @@ int main(int argc, char **argv)
             return gs_cmd_diff(2, (char *[]){"diff", "--help", NULL});
         else if (!strcmp(topic, "plan"))
             return gs_cmd_plan(2, (char *[]){"plan", "--help", NULL});
+        else if (!strcmp(topic, "whatif"))
+            return gs_cmd_whatif(2, (char *[]){"whatif", "--help", NULL});
         else
             fputs(usage_main, stdout);
         return 0;

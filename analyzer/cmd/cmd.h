@@ -1,6 +1,7 @@
 /*
  * cmd.h - the commands over traces (besides report and export): run (run.c),
- * diff (diff.c), report over a job's ranks (ranks.c), plan (plan.c).
+ * diff (diff.c), report over a job's ranks (ranks.c), plan (plan.c), whatif
+ * (whatif.c).
  *
  * Included by: analyzer/main.c (and analyzer/cmd's files).
  */
@@ -21,5 +22,8 @@ int gs_report_ranks(char **paths, size_t n, int json);
 
 /* ---- plan.c: gpushim plan ---- */
 int gs_cmd_plan(int argc, char **argv);
+
+/* ---- whatif.c: gpushim whatif ---- */
+int gs_cmd_whatif(int argc, char **argv);
 
 #endif

@@ -38,6 +38,10 @@ int gs_export_pprof(FILE *out, const struct gs_report *rep, enum gs_pprof_inuse 
 /* ---- export_html.c: gpushim export --format=html ---- */
 void gs_export_html(FILE *out, const struct gs_report *rep);
 
+/* ---- whatif_html.c: gpushim whatif --format=html ---- */
+struct gs_wi_report;
+void gs_export_whatif_html(FILE *out, const struct gs_wi_report *rep);
+
 /* ---- perfetto.c: export --format=perfetto ---- */
 /* Chrome's trace-event JSON of the trace at path; "gpushim export: ..." on
  * stderr and -1 when it cannot be read or written. */

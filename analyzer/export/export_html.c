@@ -512,16 +512,24 @@ static void graph_pools(FILE *out, struct devices_ctx *dc)
                       graph_pool_cols, 6, n, graph_pool_cell, dc);
 }
 
+void gs_html_page_begin(FILE *out, const char *title, const char *heading)
+{
+    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n", out);
+    fputs("<meta name=\"generator\" content=\"gpushim\">\n", out);
+    fputs("<title>gpushim: ", out);
+    gs_html_escape(out, title);
+    fprintf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<h1>", style);
+    gs_html_escape(out, heading);
+    fputs("</h1>\n", out);
+}
+
+void gs_html_page_end(FILE *out) { fprintf(out, "<script>\n%s</script>\n</body>\n</html>\n", script); }
+
 void gs_export_html(FILE *out, const struct gs_report *rep)
 {
     const struct gs_replay *r = rep->replay;
     uint64_t duration = gs_trace_duration_ns(rep->stats, r->last_time_ns);
-    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n", out);
-    fputs("<meta name=\"generator\" content=\"gpushim\">\n", out);
-    fputs("<title>gpushim: ", out);
-    gs_html_escape(out, rep->info->command);
-    fprintf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n", style);
-    fputs("<h1>gpushim report</h1>\n", out);
+    gs_html_page_begin(out, rep->info->command, "gpushim report");
     summary(out, rep, duration);
 
     struct devices_ctx *dc = calloc(1, sizeof *dc);
@@ -602,5 +610,5 @@ void gs_export_html(FILE *out, const struct gs_report *rep)
     free(rows);
     free(fc);
     free(sus);
-    fprintf(out, "<script>\n%s</script>\n</body>\n</html>\n", script);
+    gs_html_page_end(out);
 }

@@ -2,7 +2,8 @@
  * html.h - what the HTML export's files share: the page's sortable tables
  * (export_html.c) and its charts (svg.c).
  *
- * Included by: analyzer/export/export_html.c, analyzer/export/svg.c.
+ * Included by: analyzer/export/export_html.c, analyzer/export/svg.c,
+ * analyzer/export/whatif_html.c.
  */
 #ifndef GPUSHIM_EXPORT_HTML_H
 #define GPUSHIM_EXPORT_HTML_H
@@ -13,7 +14,11 @@
 
 struct gs_replay;
 
-/* ---- export_html.c: the page's tables ---- */
+/* ---- export_html.c: the page and its tables ---- */
+/* A page's head (its style, title and heading) and end (the script that
+ * sorts its tables). */
+void gs_html_page_begin(FILE *out, const char *title, const char *heading);
+void gs_html_page_end(FILE *out);
 /* A sortable table: a header per column, a row per call of cell for each
  * column. A numeric column sorts by the cells' key (an integer, written
  * exactly as data-v); the others by their text. At most 1000 rows are

@@ -80,6 +80,7 @@ struct gs_tc {
     uint64_t next_va;
     uint64_t max_split; /* UINT64_MAX when unlimited */
     uint64_t allowed;   /* allowed_memory_maximum, with set_fraction */
+    uint64_t external;  /* device memory held outside the allocator (gs_tc_set_external) */
     int set_fraction, peak_pending;
     int err; /* the model's own memory ran out during this request */
 };
@@ -386,6 +387,15 @@ static void release_block(struct gs_tc *t, uint32_t i)
     block_drop(t, i);
 }
 
+/* The device cannot give bytes more: the card's capacity less what the
+ * allocator reserved and what is held outside it. */
+static int device_full(const struct gs_tc *t, uint64_t bytes)
+{
+    uint64_t held = t->s.reserved + t->external;
+    return t->c.capacity && (held < t->s.reserved || held > t->c.capacity ||
+                             bytes > t->c.capacity - held);
+}
+
 static int is_split(const struct tcb *x) { return x->prev != NONE || x->next != NONE; }
 
 /* ---- expandable segments (ExpandableSegment and the allocator's use of it) ---- */
@@ -402,7 +412,7 @@ static int map_block(struct gs_tc *t, uint32_t i, uint64_t size)
     uint64_t bytes = (end - begin) * g->page;
     if (bytes > t->b[i].size)
         bytes = t->b[i].size;
-    if (t->c.capacity && (t->s.reserved > t->c.capacity || bytes > t->c.capacity - t->s.reserved))
+    if (device_full(t, bytes))
         return 0; /* cuMemCreate: out of memory */
     pool_erase(t, i);
     t->b[i].mapped = 1;
@@ -655,8 +665,7 @@ static uint32_t alloc_block(struct gs_tc *t, struct tcpool *p, uint64_t stream, 
         return NONE;
     if (t->c.expandable_segments)
         return try_allocate_expandable(t, p, stream, size);
-    if (t->c.capacity &&
-        (t->s.reserved > t->c.capacity || alloc_size > t->c.capacity - t->s.reserved))
+    if (device_full(t, alloc_size))
         return NONE; /* cudaMalloc: out of memory */
     if (t->next_va > UINT64_MAX - alloc_size - K_ROUND_LARGE)
         return NONE;
@@ -906,6 +915,8 @@ void gs_tc_empty_cache(struct gs_tc *t)
     t->err = 0;
     release_cached(t);
 }
+
+void gs_tc_set_external(struct gs_tc *t, uint64_t bytes) { t->external = bytes; }
 
 const struct gs_tc_stats *gs_tc_stats(const struct gs_tc *t) { return &t->s; }
 

@@ -86,6 +86,10 @@ enum {
  * takes no memory (PyTorch returns no pointer) but the id is live. */
 int gs_tc_alloc(struct gs_tc *t, uint64_t id, uint64_t size, uint64_t stream);
 int gs_tc_release(struct gs_tc *t, uint64_t id);
+/* Device memory held outside the allocator from now on (NCCL's buffers,
+ * the program's own cudaMalloc): the driver then gives the allocator at
+ * most the capacity less it. */
+void gs_tc_set_external(struct gs_tc *t, uint64_t bytes);
 /* torch.cuda.empty_cache(): release_cached_blocks. */
 void gs_tc_empty_cache(struct gs_tc *t);
 const struct gs_tc_stats *gs_tc_stats(const struct gs_tc *t);

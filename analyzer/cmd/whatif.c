@@ -1,0 +1,171 @@
+/*
+ * whatif.c - gpushim whatif: the options, the trace read once for its call
+ * sites and failures (report/load.c), then the what-if replay
+ * (analyzer/whatif/answer.c) and its answer in text, JSON or HTML.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "analyzer/util/bytes.h"
+#include "analyzer/report/load.h"
+#include "analyzer/report/whatif_report.h"
+#include "analyzer/export/export.h"
+#include "analyzer/cmd/cmd.h"
+#include "analyzer/cmd/across_runs.h"
+
+#define DEFAULT_CONTEXT (512ull << 20)
+
+static const char usage_whatif[] =
+    "usage: gpushim whatif [options] TRACE\n"
+    "\n"
+    "Replays the run's tensor-level allocations and frees, in their order and on\n"
+    "their streams, through a model of PyTorch's CUDA caching allocator under\n"
+    "each setting, on each card, and says for each: peak reserved and allocated,\n"
+    "memory reserved but unallocated at the peak, whether and where it runs out,\n"
+    "how many cudaMalloc and cudaFree calls and OOM retries it makes, and what it\n"
+    "breaks; then the best setting for each card.\n"
+    "\n"
+    "Tensor-level: recorded with gpushim run --per-tensor, with\n"
+    "PYTORCH_NO_CUDA_MEMORY_CACHING=1, by a program without a caching allocator,\n"
+    "or by one that reports its blocks (gpushim_block_alloc).\n"
+    "\n"
+    "options:\n"
+    "  --setting CONF   a PYTORCH_CUDA_ALLOC_CONF value to compare, e.g.\n"
+    "                   'expandable_segments:True,max_split_size_mb:256' (more than\n"
+    "                   once; memory_fraction:F stands for\n"
+    "                   torch.cuda.set_per_process_memory_fraction(F)). Default: the\n"
+    "                   run's own, default, expandable_segments:True,\n"
+    "                   max_split_size_mb:512, roundup_power2_divisions:4,\n"
+    "                   garbage_collection_threshold:0.8,memory_fraction:1.0 and\n"
+    "                   expandable_segments:True,max_split_size_mb:512\n"
+    "  --card SIZE      a card: 24GB (a card as sold), or bytes with K, M, G, T\n"
+    "                   (more than once, at most 4). Default: the run's own, the\n"
+    "                   memory the process had when an allocation failed\n"
+    "  --context SIZE   taken from each --card for the CUDA context and others\n"
+    "                   (default 512M)\n"
+    "  --torch VERSION  the allocator's rules: 2.12 (the default, the newest\n"
+    "                   modelled) or pr193400 (2.12 with pytorch/pytorch#193400)\n"
+    "  --format FMT     text (the default), json (schema in docs/json.md), html\n"
+    "  --json           the same as --format json\n"
+    "  --native         call sites as native frames only\n"
+    "  -o FILE          write to FILE instead of standard output\n"
+    "  -h, --help       this text\n"
+    "\n"
+    "Exit status: 0 when replayed, 1 when the trace could not be read or has no\n"
+    "tensor-level allocations, 2 for a usage error.\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fputs("gpushim whatif: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputs("\nTry 'gpushim whatif --help'.\n", stderr);
+    return 2;
+}
+
+int gs_cmd_whatif(int argc, char **argv)
+{
+    static const struct option longopts[] = {{"setting", required_argument, NULL, 's'},
+                                             {"card", required_argument, NULL, 'c'},
+                                             {"context", required_argument, NULL, 'x'},
+                                             {"torch", required_argument, NULL, 't'},
+                                             {"format", required_argument, NULL, 'f'},
+                                             {"json", no_argument, NULL, 'j'},
+                                             {"native", no_argument, NULL, 'n'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    static struct gs_wi_question q; /* large: not on the stack */
+    const char *confs[GS_WI_SETTINGS], *format = "text", *output = NULL, *torch = NULL;
+    size_t nconfs = 0;
+    enum gs_stack_view view = GS_VIEW_MERGED;
+    int c;
+    memset(&q, 0, sizeof q);
+    q.context = DEFAULT_CONTEXT;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            if (nconfs == GS_WI_SETTINGS)
+                return usage_error("at most %s settings", "16");
+            confs[nconfs++] = optarg;
+            break;
+        case 'c':
+            if (q.ncards == GS_WI_CARDS)
+                return usage_error("at most %s cards", "4");
+            if (gs_multi_parse_size(optarg, &q.cards[q.ncards].bytes) != 0 ||
+                !q.cards[q.ncards].bytes)
+                return usage_error("--card needs a size (80GB, 81920M, bytes), not '%s'", optarg);
+            snprintf(q.cards[q.ncards].name, sizeof q.cards[q.ncards].name, "%s", optarg);
+            q.ncards++;
+            break;
+        case 'x':
+            if (gs_multi_parse_size(optarg, &q.context) != 0)
+                return usage_error("--context needs a size (512M, bytes), not '%s'", optarg);
+            break;
+        case 't': torch = optarg; break;
+        case 'f': format = optarg; break;
+        case 'j': format = "json"; break;
+        case 'n': view = GS_VIEW_NATIVE; break;
+        case 'o': output = optarg; break;
+        case 'h': fputs(usage_whatif, stdout); return 0;
+        default: fputs("Try 'gpushim whatif --help'.\n", stderr); return 2;
+        }
+    }
+    if (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "html"))
+        return usage_error("--format is text, json or html, not '%s'", format);
+    if (argc - optind != 1)
+        return usage_error("%s", argc - optind ? "one trace at a time" : "a trace to replay");
+    int approx = 0;
+    q.torch = GS_TC_TORCH_NEWEST;
+    if (torch && (approx = gs_wi_parse_torch_version(torch, &q.torch)) < 0)
+        return usage_error("--torch is a PyTorch 2 version (2.12) or pr193400, not '%s'", torch);
+    for (size_t i = 0; i < nconfs; i++) {
+        char err[512];
+        if (gs_wi_parse_torch(confs[i], q.torch, &q.settings[i], err, sizeof err) != 0) {
+            fprintf(stderr, "gpushim whatif: --setting '%s': %s\n", confs[i], err);
+            return 2;
+        }
+    }
+    q.nsettings = nconfs;
+    if (q.ncards * (nconfs ? nconfs : 7) + (nconfs ? nconfs : 7) > GS_WI_CASES)
+        return usage_error("%s", "too many settings and cards at once (at most 64 pairs)");
+
+    const char *path = argv[optind];
+    struct gs_loaded l;
+    if (gs_load("whatif", path, &l) != 0)
+        return 1;
+    static struct gs_wi_answer a;
+    char err[512];
+    int rc = 0;
+    if (gs_wi_answer(path, &l.info, &l.r, &q, &a, err, sizeof err) != 0) {
+        fprintf(stderr, "gpushim whatif: %s\n", err);
+        gs_loaded_free(&l);
+        return 1;
+    }
+    FILE *out = output ? fopen(output, "w") : stdout;
+    if (!out) {
+        fprintf(stderr, "gpushim whatif: cannot write %s: %m\n", output);
+        rc = 1;
+    } else {
+        struct gs_wi_report rep = {.path = path, .a = &a, .r = &l.r, .sym = l.sym, .view = view,
+                                   .torch_approx = approx > 0, .torch_asked = torch};
+        if (!strcmp(format, "json"))
+            gs_whatif_json(out, &rep);
+        else if (!strcmp(format, "html"))
+            gs_export_whatif_html(out, &rep);
+        else
+            gs_whatif_text(out, &rep);
+        if ((out == stdout ? fflush(out) : fclose(out)) != 0) {
+            fprintf(stderr, "gpushim whatif: cannot write %s\n", output ? output : "the answer");
+            rc = 1;
+        }
+        if (!rc && gs_whatif_source(a.w) == GS_WI_SRC_NONE) {
+            fprintf(stderr, "gpushim whatif: %s has no tensor-level allocation to replay\n",
+                    path);
+            rc = 1;
+        }
+    }
+    gs_wi_answer_free(&a);
+    gs_loaded_free(&l);
+    return rc;
+}

@@ -1,0 +1,67 @@
+/*
+ * answer.h - the question gpushim whatif and the OOM verdict ask (answer.c):
+ * a run's tensors under each setting on each card, the run's own card taken
+ * from what its failed allocations said, and the best setting per card.
+ *
+ * Included by: analyzer/whatif, the layers above it and tests.
+ */
+#ifndef GPUSHIM_WHATIF_ANSWER_H
+#define GPUSHIM_WHATIF_ANSWER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analyzer/whatif/whatif.h"
+
+struct gs_replay;
+struct gs_trace_info;
+
+#define GS_WI_CARDS 4 /* cards one answer compares, besides no limit */
+
+struct gs_wi_card {
+    char name[40];  /* "24 GB", or "the run's" */
+    uint64_t bytes; /* the card's memory; 0 for the run's own (per device) */
+    int run;        /* the run's own card */
+};
+
+struct gs_wi_question {
+    struct gs_wi_setting settings[GS_WI_SETTINGS];
+    size_t nsettings;    /* 0: gs_wi_default_settings, with the run's own */
+    enum gs_tc_torch torch;
+    struct gs_wi_card cards[GS_WI_CARDS];
+    size_t ncards;       /* 0: the run's own card */
+    uint64_t context;    /* taken from each card given: the CUDA context and others */
+};
+
+struct gs_wi_answer {
+    struct gs_wi_question q; /* with its defaults filled in */
+    struct gs_whatif *w;     /* case c * nsettings + s: setting s on card c; case
+                              * ncards * nsettings + s: setting s with no limit */
+    uint64_t run_card[GS_MAX_DEVICES + 1]; /* the memory the process had on each
+                                            * device (0: unknown) */
+    int ipc_seen;            /* the run imported another process's memory (CUDA IPC) */
+};
+
+/* The run's allocator settings (PYTORCH_ALLOC_CONF, else
+ * PYTORCH_CUDA_ALLOC_CONF) without the backend option gpushim run
+ * --per-tensor adds, in buf; NULL when it had none. */
+const char *gs_wi_run_conf(const struct gs_trace_info *info, char *buf, size_t sz);
+
+/* Replays the trace at path (already read into r, whose failures give the
+ * run's card) for q: 0, or -1 with why in err. */
+int gs_wi_answer(const char *path, const struct gs_trace_info *info, const struct gs_replay *r,
+                 const struct gs_wi_question *q, struct gs_wi_answer *a, char *err, size_t errsz);
+void gs_wi_answer_free(struct gs_wi_answer *a);
+
+/* The outcome of setting s on card c (c == ncards: no limit) on a device. */
+const struct gs_wi_outcome *gs_wi_outcome_of(const struct gs_wi_answer *a,
+                                             const struct gs_wi_device *d, size_t c, size_t s);
+/* The best setting on card c for the device: one that does not run out,
+ * then the fewest OOM retries (each empties the cache and synchronises),
+ * then the lowest peak, then the fewest cudaMalloc and cudaFree calls; one
+ * that breaks CUDA IPC only when the run used none. SIZE_MAX: none fits. */
+size_t gs_wi_best(const struct gs_wi_answer *a, const struct gs_wi_device *d, size_t c);
+/* The card's bytes the allocator may take on the device: 0 when unknown. */
+uint64_t gs_wi_card_bytes(const struct gs_wi_answer *a, const struct gs_wi_device *d, size_t c);
+
+#endif

@@ -1,0 +1,54 @@
+/*
+ * settings.h - the allocator settings a what-if replay compares
+ * (settings.c): a PYTORCH_CUDA_ALLOC_CONF value read the way PyTorch reads
+ * it, the PyTorch versions the model knows, and the settings compared when
+ * the user names none.
+ *
+ * Included by: analyzer/whatif, the layers above it and tests.
+ */
+#ifndef GPUSHIM_WHATIF_SETTINGS_H
+#define GPUSHIM_WHATIF_SETTINGS_H
+
+#include <stddef.h>
+
+#include "analyzer/whatif/torch_caching.h"
+
+#define GS_WI_NAME 160     /* a setting's name, as the user writes it */
+#define GS_WI_SETTINGS 16  /* the most settings one replay compares */
+
+/* What a setting costs besides memory. */
+#define GS_WI_BREAKS_IPC 1u   /* expandable segments: PyTorch cannot share such memory with
+                               * another process through CUDA IPC (torch.multiprocessing) */
+#define GS_WI_SLOWER_SPLIT 2u /* max_split_size_mb: large blocks not split, so more
+                               * cudaMalloc calls and OOM retries (pytorch/pytorch#113481) */
+
+struct gs_wi_setting {
+    char name[GS_WI_NAME]; /* "default", or the options as PYTORCH_CUDA_ALLOC_CONF has them */
+    struct gs_tc_config tc;
+    unsigned costs;        /* GS_WI_BREAKS_IPC, GS_WI_SLOWER_SPLIT */
+};
+
+/* Reads a PYTORCH_CUDA_ALLOC_CONF value (CUDAAllocatorConfig::parseArgs'
+ * options; pinned-memory options and backend:native change nothing here)
+ * over the defaults of torch, with one option of gpushim's own:
+ * memory_fraction:F, what torch.cuda.set_per_process_memory_fraction(F)
+ * sets (garbage_collection_threshold acts only with it). "" or "default":
+ * the defaults. 0, or -1 with why in err. */
+int gs_wi_parse_torch(const char *conf, enum gs_tc_torch torch, struct gs_wi_setting *s,
+                      char *err, size_t errsz);
+
+/* The settings compared when the user names none, the run's own first when
+ * it had any (conf: the PYTORCH_CUDA_ALLOC_CONF it ran with, may be NULL).
+ * Returns how many were written to out (at most max). */
+size_t gs_wi_default_settings(enum gs_tc_torch torch, const char *conf,
+                              struct gs_wi_setting *out, size_t max);
+
+/* "2.12", or "pr193400" (2.12 with pytorch/pytorch#193400). 0 for a
+ * version the model follows as it is; 1 for another 2.x release, read as
+ * the nearest the model knows (its differences are not modelled); -1 when
+ * it names no PyTorch 2 version. */
+int gs_wi_parse_torch_version(const char *s, enum gs_tc_torch *out);
+/* What the model follows for that version, in a few words. */
+const char *gs_wi_torch_version_name(enum gs_tc_torch torch);
+
+#endif

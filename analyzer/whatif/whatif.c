@@ -1,0 +1,401 @@
+/*
+ * whatif.c - owns the what-if replay: a run's tensor-level allocations and
+ * frees, in the trace's order and on their streams, handed to one model of
+ * PyTorch's caching allocator (torch_caching.c) per (setting, card) and per
+ * device, side by side in one pass; and what each model did: its figures,
+ * where it first ran out (call site, step), and which of the run's failed
+ * requests it would have served.
+ *
+ * What a tensor is depends on how the run was recorded (enum
+ * gs_wi_source): each device allocation, until the trace shows
+ * stream-ordered or pluggable-allocator allocations (gpushim run
+ * --per-tensor), which then are the tensors and everything else is memory
+ * outside the allocator; or the program allocator's own blocks, whose
+ * segments the model replaces. When the trace shows a finer source than
+ * the one replayed so far, the models start over with it: the events
+ * before it were not tensors.
+ *
+ * A request that failed in the run is offered to each model; one that
+ * serves it frees it at once, since what the program did next in the run
+ * was the failure's path, not the tensor's life.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer/util/idmap.h"
+#include "analyzer/read/read.h"
+#include "analyzer/whatif/whatif.h"
+
+#define LABELS 32               /* mark labels counted for the step of an OOM */
+#define FAILED_ID (1ull << 63)  /* ids of the run's failed requests (no address) */
+
+struct label {
+    char text[GS_MAX_LABEL + 1];
+    uint64_t marks;
+};
+
+struct dev {
+    struct gs_wi_device d;
+    struct gs_tc *m[GS_WI_CASES];
+    struct gs_idmap *live; /* tensor id (address) -> size as requested */
+};
+
+struct gs_whatif {
+    struct gs_wi_setting settings[GS_WI_SETTINGS];
+    size_t nsettings;
+    struct gs_wi_case cases[GS_WI_CASES];
+    size_t ncases;
+    enum gs_wi_source source;
+    struct dev *dev[GS_MAX_DEVICES + 1]; /* [GS_MAX_DEVICES]: device -1 */
+    uint64_t run_card[GS_MAX_DEVICES + 1];
+    struct label labels[LABELS];
+    size_t nlabels;
+    size_t step_label; /* the label with the most marks; LABELS: none */
+    uint64_t failed_seq;
+    int nomem;
+};
+
+int gs_wi_tensor_api(uint32_t api, int *stream_ordered)
+{
+    switch (api) {
+    case GS_API_cuMemAllocAsync:
+    case GS_API_cuMemAllocAsync_ptsz:
+    case GS_API_cuMemAllocFromPoolAsync:
+    case GS_API_cuMemAllocFromPoolAsync_ptsz:
+    case GS_API_cudaMallocAsync:
+    case GS_API_cudaMallocAsync_ptsz:
+    case GS_API_cudaMallocFromPoolAsync:
+    case GS_API_cudaMallocFromPoolAsync_ptsz:
+    case GS_API_gpushim_torch_alloc:
+        *stream_ordered = 1;
+        return 1;
+    case GS_API_cuMemAlloc_v2:
+    case GS_API_cuMemAllocPitch_v2:
+    case GS_API_cudaMalloc:
+    case GS_API_cudaMallocPitch:
+    case GS_API_cudaMalloc3D:
+        *stream_ordered = 0;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+struct gs_whatif *gs_whatif_new(const struct gs_wi_setting *settings, size_t nsettings,
+                                const struct gs_wi_case *cases, size_t ncases)
+{
+    if (nsettings > GS_WI_SETTINGS || ncases > GS_WI_CASES || (nsettings && !settings) ||
+        (ncases && !cases))
+        return NULL;
+    for (size_t i = 0; i < ncases; i++)
+        if (cases[i].setting >= nsettings)
+            return NULL;
+    struct gs_whatif *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    if (nsettings)
+        memcpy(w->settings, settings, nsettings * sizeof *settings);
+    if (ncases)
+        memcpy(w->cases, cases, ncases * sizeof *cases);
+    w->nsettings = nsettings;
+    w->ncases = ncases;
+    w->step_label = LABELS;
+    return w;
+}
+
+static void dev_drop(struct dev *d, size_t ncases)
+{
+    for (size_t i = 0; i < ncases; i++)
+        gs_tc_free(d->m[i]);
+    gs_idmap_free(d->live);
+}
+
+void gs_whatif_free(struct gs_whatif *w)
+{
+    if (!w)
+        return;
+    for (size_t i = 0; i <= GS_MAX_DEVICES; i++)
+        if (w->dev[i]) {
+            dev_drop(w->dev[i], w->ncases);
+            free(w->dev[i]);
+        }
+    free(w);
+}
+
+static size_t slot_of(int32_t device)
+{
+    return device >= 0 && device < GS_MAX_DEVICES ? (size_t)device : GS_MAX_DEVICES;
+}
+
+void gs_whatif_set_run_card(struct gs_whatif *w, int32_t device, uint64_t bytes)
+{
+    w->run_card[slot_of(device)] = bytes;
+}
+
+/* The device's models, made on its first tensor (or made again when the
+ * source changes). NULL when the model's memory ran out. */
+static struct dev *dev_of(struct gs_whatif *w, int32_t device)
+{
+    size_t s = slot_of(device);
+    struct dev *d = w->dev[s];
+    if (d && d->d.present)
+        return d;
+    if (!d && !(d = w->dev[s] = calloc(1, sizeof *d))) {
+        w->nomem = 1;
+        return NULL;
+    }
+    d->d.device = s == GS_MAX_DEVICES ? -1 : device;
+    d->d.run_card = w->run_card[s];
+    d->live = gs_idmap_new();
+    for (size_t i = 0; i < w->ncases; i++) {
+        struct gs_tc_config c = w->settings[w->cases[i].setting].tc;
+        uint64_t cap = w->cases[i].capacity;
+        c.capacity = cap == GS_WI_RUN_CARD ? d->d.run_card : cap;
+        d->d.out[i].capacity = c.capacity;
+        d->m[i] = gs_tc_new(&c);
+        if (!d->m[i]) {
+            w->nomem = 1;
+            dev_drop(d, i);
+            memset(d, 0, sizeof *d);
+            return NULL;
+        }
+    }
+    if (!d->live) {
+        w->nomem = 1;
+        dev_drop(d, w->ncases);
+        memset(d, 0, sizeof *d);
+        return NULL;
+    }
+    d->d.present = 1;
+    return d;
+}
+
+/* The source is now src: what was replayed under another starts over. */
+static void switch_source(struct gs_whatif *w, enum gs_wi_source src)
+{
+    for (size_t i = 0; i <= GS_MAX_DEVICES; i++) {
+        struct dev *d = w->dev[i];
+        if (!d || !d->d.present)
+            continue;
+        /* what were tensors under the driver source is now memory outside
+         * the allocator, when the stream-ordered ones take over */
+        uint64_t outside = src == GS_WI_SRC_STREAM ? d->d.tensor_bytes + d->d.outside_bytes : 0;
+        dev_drop(d, w->ncases);
+        memset(d, 0, sizeof *d);
+        if (outside && (d = dev_of(w, i == GS_MAX_DEVICES ? -1 : (int32_t)i)) != NULL) {
+            d->d.outside_bytes = d->d.outside_peak = outside;
+            for (size_t k = 0; k < w->ncases; k++)
+                gs_tc_set_external(d->m[k], outside);
+        }
+    }
+    w->source = src;
+}
+
+static void after_request(struct dev *d, size_t ncases)
+{
+    for (size_t i = 0; i < ncases; i++) {
+        uint64_t held = gs_tc_stats(d->m[i])->reserved + d->d.outside_bytes;
+        if (held > d->d.out[i].device_peak)
+            d->d.out[i].device_peak = held;
+    }
+}
+
+static void outside_change(struct gs_whatif *w, struct dev *d, uint64_t bytes, int add)
+{
+    if (add)
+        d->d.outside_bytes += bytes;
+    else
+        d->d.outside_bytes -= bytes < d->d.outside_bytes ? bytes : d->d.outside_bytes;
+    if (d->d.outside_bytes > d->d.outside_peak)
+        d->d.outside_peak = d->d.outside_bytes;
+    for (size_t i = 0; i < w->ncases; i++)
+        gs_tc_set_external(d->m[i], d->d.outside_bytes);
+    after_request(d, w->ncases);
+}
+
+static void ran_out(struct gs_whatif *w, struct gs_wi_outcome *o, const struct gs_revent *e,
+                    uint64_t request)
+{
+    if (o->ran_out++)
+        return;
+    o->first_oom = (struct gs_wi_oom){.request = request,
+                                      .size = e->size,
+                                      .time_ns = e->time_ns,
+                                      .stack_id = e->stack_id,
+                                      .tid = e->tid};
+    if (w->step_label < LABELS) {
+        o->first_oom.step = w->labels[w->step_label].marks;
+        snprintf(o->first_oom.step_label, sizeof o->first_oom.step_label, "%s",
+                 w->labels[w->step_label].text);
+    }
+}
+
+/* An allocation request of the run, on the device's models. */
+static void request(struct gs_whatif *w, const struct gs_revent *e, int failed)
+{
+    struct dev *d = dev_of(w, e->device);
+    if (!d)
+        return;
+    uint64_t idx = d->d.requests++;
+    uint64_t id = failed ? FAILED_ID | w->failed_seq++ : e->addr;
+    if (!failed) {
+        if (gs_idmap_get(d->live, id, &(uint64_t){0}) == 0)
+            return; /* an address live twice: the trace's damage, not a tensor */
+        if (gs_idmap_put(d->live, id, e->size) != 0) {
+            w->nomem = 1;
+            return;
+        }
+        d->d.tensor_bytes += e->size;
+        if (d->d.tensor_bytes > d->d.tensor_peak)
+            d->d.tensor_peak = d->d.tensor_bytes;
+    } else {
+        d->d.failed_requests++;
+    }
+    for (size_t i = 0; i < w->ncases; i++) {
+        struct gs_wi_outcome *o = &d->d.out[i];
+        int rc = gs_tc_alloc(d->m[i], id, e->size, e->stream);
+        if (rc == GS_TC_NOMEM)
+            w->nomem = 1;
+        else if (rc == GS_TC_OOM)
+            ran_out(w, o, e, idx);
+        else if (rc == GS_TC_OK && failed) {
+            o->failures_served++;
+            if (d->d.failed_requests == 1)
+                o->served_first_failure = 1;
+        }
+    }
+    after_request(d, w->ncases);
+    if (failed)
+        for (size_t i = 0; i < w->ncases; i++)
+            gs_tc_release(d->m[i], id); /* served: the run's failure path came next */
+}
+
+/* A free of address on device: a tensor's, or memory outside the allocator. */
+static void release(struct gs_whatif *w, int32_t device, uint64_t addr, uint64_t size)
+{
+    struct dev *d = w->dev[slot_of(device)];
+    if (!d || !d->d.present)
+        return;
+    uint64_t was;
+    if (gs_idmap_get(d->live, addr, &was) == 0) {
+        gs_idmap_del(d->live, addr);
+        d->d.tensor_bytes -= was;
+        d->d.frees++;
+        for (size_t i = 0; i < w->ncases; i++)
+            gs_tc_release(d->m[i], addr); /* not live where it ran out: nothing to do */
+        after_request(d, w->ncases);
+    } else if (w->source == GS_WI_SRC_STREAM) {
+        outside_change(w, d, size, 0);
+    }
+}
+
+static void on_mark(struct gs_whatif *w, const struct gs_revent *e)
+{
+    size_t len = e->label_len > GS_MAX_LABEL ? GS_MAX_LABEL : e->label_len;
+    size_t i;
+    for (i = 0; i < w->nlabels; i++)
+        if (strlen(w->labels[i].text) == len && !memcmp(w->labels[i].text, e->label, len))
+            break;
+    if (i == w->nlabels) {
+        if (w->nlabels == LABELS)
+            return;
+        memcpy(w->labels[i].text, e->label, len);
+        w->labels[i].text[len] = 0;
+        for (size_t k = 0; k < len; k++) /* as marks.c shows a label */
+            if ((unsigned char)w->labels[i].text[k] < 0x20 || w->labels[i].text[k] == 0x7f)
+                w->labels[i].text[k] = '?';
+        w->nlabels++;
+    }
+    w->labels[i].marks++;
+    if (w->step_label == LABELS || w->labels[i].marks > w->labels[w->step_label].marks)
+        w->step_label = i;
+}
+
+void gs_whatif_event(struct gs_whatif *w, const struct gs_revent *e)
+{
+    int so;
+    switch (e->type) {
+    case GS_REC_ALLOC:
+    case GS_REC_ALLOC_FAILED:
+        if (w->source == GS_WI_SRC_BLOCKS || !gs_wi_tensor_api(e->api, &so) ||
+            (e->type == GS_REC_ALLOC &&
+             (e->kind != GS_KIND_DEVICE || e->space != GS_SPACE_ADDRESS)))
+            return;
+        if (w->source < GS_WI_SRC_DRIVER)
+            w->source = GS_WI_SRC_DRIVER;
+        if (so && w->source == GS_WI_SRC_DRIVER)
+            switch_source(w, GS_WI_SRC_STREAM);
+        if (!so && w->source == GS_WI_SRC_STREAM) { /* outside the allocator */
+            struct dev *d = dev_of(w, e->device);
+            if (d && e->type == GS_REC_ALLOC)
+                outside_change(w, d, e->size, 1);
+            return;
+        }
+        request(w, e, e->type == GS_REC_ALLOC_FAILED);
+        return;
+    case GS_REC_FREE:
+        if (w->source != GS_WI_SRC_BLOCKS && e->space == GS_SPACE_ADDRESS)
+            release(w, e->device, e->addr, e->size);
+        return;
+    case GS_REC_BLOCK_ALLOC:
+        if (w->source != GS_WI_SRC_BLOCKS)
+            switch_source(w, GS_WI_SRC_BLOCKS);
+        {
+            struct gs_revent b = *e;
+            b.device = -1;
+            b.stream = 0;
+            request(w, &b, 0);
+        }
+        return;
+    case GS_REC_BLOCK_FREE:
+        if (w->source == GS_WI_SRC_BLOCKS)
+            release(w, -1, e->addr, 0);
+        return;
+    case GS_REC_MARK:
+        on_mark(w, e);
+        return;
+    default:
+        return;
+    }
+}
+
+/* ---- one pass over a trace's events ---- */
+
+static void no_module(void *ctx, const struct gs_rmodule *m) { (void)ctx, (void)m; }
+static void no_stack(void *ctx, uint32_t id, const uint64_t *pcs, unsigned n)
+{
+    (void)ctx, (void)id, (void)pcs, (void)n;
+}
+static void each_event(void *ctx, const struct gs_revent *e) { gs_whatif_event(ctx, e); }
+
+int gs_whatif_replay(const char *path, struct gs_whatif *w, char *err, size_t errsz)
+{
+    static const struct gs_reader_ops ops = {
+        .module = no_module, .stack = no_stack, .event = each_event};
+    struct gs_trace_info info;
+    struct gs_reader_stats st;
+    if (gs_read_trace(path, &ops, w, &info, &st, err, errsz) != 0)
+        return -1;
+    gs_whatif_finish(w);
+    return 0;
+}
+
+void gs_whatif_finish(struct gs_whatif *w)
+{
+    for (size_t i = 0; i <= GS_MAX_DEVICES; i++) {
+        struct dev *d = w->dev[i];
+        for (size_t k = 0; d && d->d.present && k < w->ncases; k++)
+            d->d.out[k].st = *gs_tc_stats(d->m[k]);
+    }
+}
+
+enum gs_wi_source gs_whatif_source(const struct gs_whatif *w) { return w->source; }
+
+const struct gs_wi_device *gs_whatif_device(const struct gs_whatif *w, size_t idx)
+{
+    return idx <= GS_MAX_DEVICES && w->dev[idx] && w->dev[idx]->d.present ? &w->dev[idx]->d
+                                                                          : NULL;
+}
+
+int gs_whatif_nomem(const struct gs_whatif *w) { return w->nomem; }

@@ -1,0 +1,168 @@
+"""test_whatif.py - gpushim whatif (issue 17, items 1 and 7) on the schedule of
+pytorch/pytorch#123548 (tests/progs/rt_whatif_loop.c: 101 steps, each of A =
+91 MiB, B = 45.5 MiB and a 2 MiB tensor kept, then A and B freed), one
+cudaMalloc per tensor, replayed through the model of PyTorch 2.12's caching
+allocator. The figures are the allocator's rules worked by hand
+(c10/cuda/CUDACachingAllocator.cpp):
+
+default: A takes a 92 MiB segment (get_allocation_size rounds to kRoundLarge,
+2 MiB) and B a 46 MiB one; neither is split again (should_split: the large
+pool splits only past kSmallSize, 1 MiB, left). Each 2 MiB tensor is cut from
+a 20 MiB segment (kLargeBuffer), ten to a segment: 101 need 11. Reserved
+92 + 46 + 11 x 20 = 358 MiB, 13 cudaMalloc calls; allocated at the peak 92 +
+46 + 202 = 340 MiB. max_split_size_mb:128 changes nothing (no block reaches
+it).
+
+expandable_segments:True: one segment mapped in 20 MiB pages, blocks split at
+any 512 bytes; the last step needs 91 + 45.5 + 202 = 338.5 MiB, 17 pages:
+340 MiB, each page mapped once.
+
+Both together (torch 2.12): the merged 136.5 MiB free block is refused by
+get_free_block's oversize rule and each step maps new pages: 14,000 MiB
+reserved after 101 steps (the unit test holds the model to the thread's
+figures). With PR #193400 (--torch pr193400) it is 340 MiB again.
+
+On a 300 MiB card: default needs a ninth keep segment at step 81 (138 + 9 x 20
+> 300; request 3 x 80 + 2 = 242); expandable segments last one step more
+(136.5 + 2 x 82 > 300 at step 82, request 245).
+"""
+import json
+import os
+import subprocess
+import tempfile
+
+from harness import E, MiB, check, eq, one_trace, run
+
+SETTINGS = ["default", "expandable_segments:True", "max_split_size_mb:128",
+            "expandable_segments:True,max_split_size_mb:128"]
+
+
+def loop_trace(*args, env=None):
+    r = run([E.prog("rt_whatif_loop"), *args], env=env)
+    return one_trace(r), r
+
+
+def whatif(trace, *args, rc=0):
+    argv = [E.gpushim, "whatif", *args, trace]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    eq(p.returncode, rc, f"{' '.join(argv)}: {p.stderr}")
+    return p
+
+
+def whatif_json(trace, *args):
+    return json.loads(whatif(trace, "--json", *args).stdout)
+
+
+def settings_args(names=SETTINGS):
+    return [a for n in names for a in ("--setting", n)]
+
+
+def outcomes(card):
+    return {o["setting"]: o for o in card["outcomes"]}
+
+
+def test_whatif_123548_loop_on_each_setting():
+    trace, r = loop_trace()
+    eq(r.rc, 0, f"rt_whatif_loop: {r.err}")
+    d = whatif_json(trace, "--card", "1G", "--context", "0", *settings_args())
+    eq(d["source"], "driver", "tensors are the cudaMallocs")
+    eq(d["torch"], "2.12", "the newest model by default")
+    eq([s["name"] for s in d["settings"]], SETTINGS, "the settings asked for, in order")
+    eq(len(d["devices"]), 1, "one device")
+    dev = d["devices"][0]
+    eq((dev["requests"], dev["frees"], dev["failed_requests"]), (303, 303, 0), "requests")
+    eq(dev["tensor_peak_bytes"], 338 * MiB + MiB // 2, "tensors live at most")
+    eq([c["name"] for c in dev["cards"]], ["1G", "no limit"], "the card, then no limit")
+    card, free = (outcomes(c) for c in dev["cards"])
+    eq(dev["cards"][0]["capacity_bytes"], 1024 * MiB, "1G with no context")
+    for name, o in (("default", card["default"]), ("max_split_size_mb:128", free["max_split_size_mb:128"])):
+        eq((o["peak_reserved_bytes"], o["peak_allocated_bytes"], o["cuda_malloc_calls"],
+            o["cuda_free_calls"], o["oom_retries"]), (358 * MiB, 340 * MiB, 13, 0, 0), name)
+    e = free["expandable_segments:True"]
+    eq((e["peak_reserved_bytes"], e["peak_allocated_bytes"], e["cuda_malloc_calls"]),
+       (340 * MiB, 338 * MiB + MiB // 2, 17), "expandable: 17 pages of 20 MiB")
+    both = free["expandable_segments:True,max_split_size_mb:128"]
+    eq(both["peak_reserved_bytes"], 14000 * MiB, "#123548: reserved grows every step")
+    eq(both["oom_retries"], 0, "no limit: no retry")
+    # On the 1 GiB card the same pair fits only by emptying its cache.
+    c = card["expandable_segments:True,max_split_size_mb:128"]
+    check(c["fits"] and c["oom_retries"] >= 1 and c["peak_reserved_bytes"] <= 1024 * MiB,
+          f"on 1 GiB the pair fits through OOM retries: {c}")
+    eq(dev["cards"][0]["best"], "expandable_segments:True", "the lowest peak with no retry")
+    eq(dev["cards"][1]["best"], None, "no best without a card")
+
+
+def test_whatif_pr193400_fixes_the_pair():
+    trace, _ = loop_trace()
+    d = whatif_json(trace, "--torch", "pr193400", *settings_args(SETTINGS[3:]))
+    eq(d["torch"], "pr193400", "the version asked for")
+    o = d["devices"][0]["cards"][-1]["outcomes"][0]
+    eq(o["peak_reserved_bytes"], 340 * MiB, "with the fix the pair reuses its free block")
+
+
+def test_whatif_where_each_runs_out_on_a_small_card():
+    trace, _ = loop_trace()
+    d = whatif_json(trace, "--card", "300M", "--context", "0", *settings_args(SETTINGS[:2]))
+    card = outcomes(d["devices"][0]["cards"][0])
+    for name, step, request in (("default", 81, 242), ("expandable_segments:True", 82, 245)):
+        o = card[name]
+        check(not o["fits"], f"{name} runs out on 300 MiB")
+        oom = o["first_oom"]
+        eq((oom["step"], oom["step_label"], oom["request"], oom["size_bytes"]),
+           (step, "step", request, 2 * MiB), f"{name}: where it runs out")
+        eq(oom["frames"][0]["function"], "keep", f"{name}: the call site")
+        check("keep (rt_whatif_loop.c:" in oom["site"], f"{name}: site {oom['site']}")
+    eq(d["devices"][0]["cards"][0]["best"], None, "none fits 300 MiB")
+    text = whatif(trace, "--card", "300M", "--context", "0", *settings_args(SETTINGS[:2])).stdout
+    check("runs out: step 81 (step): 2.00 MiB at keep (rt_whatif_loop.c:" in text, text)
+    check("best: none fits this card" in text, text)
+
+
+def test_whatif_the_runs_card_from_its_failure():
+    trace, r = loop_trace("fail", "900", env={"SIMCUDA_MEMORY": "1G"})
+    eq(r.rc, 1, f"the last request fails: {r.err}")
+    d = whatif_json(trace, "--setting", "default")
+    dev = d["devices"][0]
+    eq(dev["run_card_bytes"], 1024 * MiB, "free plus held at the failure: the 1 GiB device")
+    eq(dev["failed_requests"], 1, "the failed request is replayed")
+    o = dev["cards"][0]["outcomes"][0]
+    eq((o["fits"], o["served_run_failure"], o["first_oom"]["request"],
+        o["first_oom"]["size_bytes"], o["first_oom"]["step"]), (False, False, 303, 900 * MiB, 101),
+       "the model runs out where the run did")
+    d = whatif_json(trace, "--setting", "default", "--card", "2G")
+    o = d["devices"][0]["cards"][0]["outcomes"][0]
+    eq((o["fits"], o["served_run_failure"]), (True, True), "a 2 GB card would have served it")
+
+
+def test_whatif_html_and_text_agree_with_json():
+    trace, _ = loop_trace()
+    out = os.path.join(tempfile.mkdtemp(prefix="gpushim-whatif-"), "w.html")
+    whatif(trace, "--format", "html", "-o", out, "--card", "1G", "--context", "0",
+           *settings_args())
+    page = open(out).read()
+    check(page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>"), "a whole page")
+    check("<svg" in page and "Best: expandable_segments:True" in page, "chart and best")
+    check('data-v="375390208"' in page, "default's 358 MiB as an exact figure")
+    check("http://" not in page and "https://" not in page.replace("https://github.com", ""),
+          "self-contained")
+    text = whatif(trace, "--card", "1G", "--context", "0", *settings_args()).stdout
+    check("best: expandable_segments:True: peak 340.00 MiB of 1.00 GiB" in text, text)
+    check("14000.00 MiB" in text or "13.67 GiB" in text, text)
+
+
+def test_whatif_usage_errors():
+    trace, _ = loop_trace()
+    for args, says in ((["--setting", "expandable_segments:Yes"], "True or False"),
+                       (["--setting", "max_split_size_mb:10"], "PyTorch refuses"),
+                       (["--setting", "roundup_power2_divisions:[256:1]"], "list form"),
+                       (["--setting", "bogus:1"], "unknown option bogus"),
+                       (["--torch", "3.0"], "--torch"),
+                       (["--format", "xml"], "--format"),
+                       (["--card", "lots"], "--card")):
+        p = whatif(trace, *args, rc=2)
+        check(says in p.stderr, f"{args}: {p.stderr}")
+    p = subprocess.run([E.gpushim, "whatif", "/nonexistent.trace"], capture_output=True, text=True)
+    eq(p.returncode, 1, "an unreadable trace")
+    check("gpushim whatif:" in p.stderr, p.stderr)
+    p = subprocess.run([E.gpushim, "help", "whatif"], capture_output=True, text=True)
+    check(p.returncode == 0 and "--setting" in p.stdout, "help whatif")
