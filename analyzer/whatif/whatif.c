@@ -292,19 +292,21 @@ static void release(struct gs_whatif *w, int32_t device, uint64_t addr, uint64_t
 
 static void on_mark(struct gs_whatif *w, const struct gs_revent *e)
 {
+    char text[GS_MAX_LABEL + 1];
     size_t len = e->label_len > GS_MAX_LABEL ? GS_MAX_LABEL : e->label_len;
+    memcpy(text, e->label, len);
+    text[len] = 0;
+    for (size_t k = 0; k < len; k++) /* as marks.c shows a label */
+        if ((unsigned char)text[k] < 0x20 || text[k] == 0x7f)
+            text[k] = '?';
     size_t i;
     for (i = 0; i < w->nlabels; i++)
-        if (strlen(w->labels[i].text) == len && !memcmp(w->labels[i].text, e->label, len))
+        if (!strcmp(w->labels[i].text, text))
             break;
     if (i == w->nlabels) {
         if (w->nlabels == LABELS)
             return;
-        memcpy(w->labels[i].text, e->label, len);
-        w->labels[i].text[len] = 0;
-        for (size_t k = 0; k < len; k++) /* as marks.c shows a label */
-            if ((unsigned char)w->labels[i].text[k] < 0x20 || w->labels[i].text[k] == 0x7f)
-                w->labels[i].text[k] = '?';
+        memcpy(w->labels[i].text, text, len + 1);
         w->nlabels++;
     }
     w->labels[i].marks++;
