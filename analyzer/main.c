@@ -13,6 +13,7 @@
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/report/report.h"
 #include "analyzer/report/load.h"
+#include "analyzer/report/whatif_report.h"
 #include "analyzer/export/export.h"
 #include "analyzer/cmd/cmd.h"
 
@@ -124,10 +125,15 @@ static int cmd_report(int argc, char **argv)
         return 1;
     struct gs_report rep = {.path = path, .info = &l.info, .stats = &l.st, .replay = &l.r,
                             .sym = l.sym, .opt = &opt};
+    static struct gs_wi_answer whatif; /* large: not on the stack */
+    if (gs_report_whatif(path, &l.info, &l.r, &whatif))
+        rep.whatif = &whatif;
     if (json)
         gs_report_json(stdout, &rep);
     else
         gs_report_text(stdout, &rep);
+    if (rep.whatif)
+        gs_wi_answer_free(&whatif);
     gs_loaded_free(&l);
     return fflush(stdout) == 0 ? 0 : 1;
 }

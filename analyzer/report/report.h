@@ -19,6 +19,7 @@ struct gs_reader_stats;
 struct gs_replay;
 struct gs_symbolizer;
 struct gs_json;
+struct gs_wi_answer;
 
 struct gs_report_options {
     unsigned top;    /* sites listed per section */
@@ -34,6 +35,9 @@ struct gs_report {
     const struct gs_replay *replay;
     struct gs_symbolizer *sym;
     const struct gs_report_options *opt;
+    /* the what-if replay on the run's card, for the verdicts on failures
+     * (gs_report_whatif); NULL: none */
+    const struct gs_wi_answer *whatif;
 };
 
 void gs_report_text(FILE *out, const struct gs_report *rep);

@@ -19,6 +19,7 @@
 #include "analyzer/symbols/symbolize.h"
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/findings/findings.h"
+#include "analyzer/whatif/answer.h"
 #include "analyzer/report/report.h"
 
 static void frame(void *ctx, const struct gs_frame *f, unsigned index)
@@ -396,6 +397,21 @@ static void verdict(struct gs_json *j, const struct gs_report *rep, size_t i,
     gs_json_uint(j, "largest_held_free_bytes", v.largest_free);
     gs_json_bool(j, "fits_in_held_free", v.held_free && r->failures[i].requested <= v.held_free);
     gs_json_uint(j, "leak_growth_bytes", v.leak_growth);
+    struct gs_wi_verdict wv;
+    if (rep->whatif &&
+        gs_wi_verdict(rep->whatif, r->failures[i].device, r->failures[i].time_ns, &wv) == 0) {
+        gs_json_begin_object(j, "allocator");
+        gs_json_string(j, "setting", wv.setting == SIZE_MAX
+                                         ? NULL : rep->whatif->q.settings[wv.setting].name);
+        gs_json_uint(j, "peak_bytes", wv.peak);
+        gs_json_uint(j, "capacity_bytes", wv.capacity);
+        gs_json_string(j, "compared_to", rep->whatif->q.settings[0].name);
+        gs_json_uint(j, "compared_needs_bytes", wv.needs);
+        gs_json_string(j, "sentence", wv.sentence);
+        gs_json_end_object(j);
+    } else {
+        gs_json_null(j, "allocator");
+    }
     gs_json_end_object(j);
 }
 

@@ -27,6 +27,7 @@
 #include "analyzer/symbols/symbolize.h"
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/findings/findings.h"
+#include "analyzer/whatif/answer.h"
 #include "analyzer/report/report.h"
 
 int gs_report_outcomes(const struct gs_replay *r, char *buf, size_t sz)
@@ -485,6 +486,10 @@ static void failure_postmortem(const struct gs_report *rep, FILE *out, size_t i,
     char a[32], where[256];
     gs_oom_verdict(r, i, sus, nsus, rep->sym, rep->opt->view, &v);
     fprintf(out, "             verdict: %s\n", v.sentence);
+    struct gs_wi_verdict wv;
+    if (rep->whatif &&
+        gs_wi_verdict(rep->whatif, r->failures[i].device, r->failures[i].time_ns, &wv) == 0)
+        fprintf(out, "           allocator: %s\n", wv.sentence);
     const struct gs_postmortem *pm = gs_failure_postmortem(r, i);
     if (!pm)
         return;

@@ -12,6 +12,8 @@
 #include "analyzer/util/bytes.h"
 #include "analyzer/util/json.h"
 #include "analyzer/model/model.h"
+#include "analyzer/read/read.h"
+#include "analyzer/findings/findings.h"
 #include "analyzer/report/report.h"
 #include "analyzer/report/whatif_report.h"
 
@@ -75,10 +77,13 @@ static void device_text(FILE *out, const struct gs_wi_report *rep, const struct 
 {
     const struct gs_wi_answer *a = rep->a;
     char b1[32], b2[32], b3[32], line[512];
-    fprintf(out, "\ndevice %s%" PRId32 ": %" PRIu64 " requests (%" PRIu64
-                 " failed in the run), %" PRIu64 " frees; tensors live at most %s",
-            d->device < 0 ? "(of the blocks) " : "", d->device, d->requests,
-            d->failed_requests, d->frees, bytes(d->tensor_peak, b1, sizeof b1));
+    if (d->device < 0)
+        fputs("\nthe blocks (they name no device)", out);
+    else
+        fprintf(out, "\ndevice %" PRId32, d->device);
+    fprintf(out, ": %" PRIu64 " requests (%" PRIu64 " failed in the run), %" PRIu64
+                 " frees; tensors live at most %s",
+            d->requests, d->failed_requests, d->frees, bytes(d->tensor_peak, b1, sizeof b1));
     if (d->outside_peak)
         fprintf(out, "; outside the allocator at most %s", bytes(d->outside_peak, b2, sizeof b2));
     fputc('\n', out);
@@ -269,4 +274,25 @@ void gs_whatif_json(FILE *out, const struct gs_wi_report *rep)
     gs_json_end_array(&j);
     gs_json_end_object(&j);
     fputc('\n', out);
+}
+
+int gs_report_whatif(const char *path, const struct gs_trace_info *info,
+                     const struct gs_replay *r, struct gs_wi_answer *a)
+{
+    int unrecovered = 0;
+    for (size_t i = 0; i < r->nfailures && !unrecovered; i++)
+        unrecovered = r->failures[i].outcome == GS_OUTCOME_UNRECOVERED;
+    struct gs_alloc_mode m;
+    gs_allocator_mode(info, r, &m);
+    if (!unrecovered || !(m.frameworks & GS_FW_PYTORCH) || !(m.per_tensor == 1 || r->blocks.seen))
+        return 0;
+    static struct gs_wi_question q; /* the defaults: the run's card, the usual settings */
+    memset(&q, 0, sizeof q);
+    q.torch = GS_TC_TORCH_NEWEST;
+    char err[512];
+    if (gs_wi_answer(path, info, r, &q, a, err, sizeof err) != 0) {
+        fprintf(stderr, "gpushim report: the what-if replay for the verdict: %s\n", err);
+        return 0;
+    }
+    return 1;
 }

@@ -33,6 +33,13 @@ const char *gs_wi_source_text(enum gs_wi_source s);
 void gs_wi_oom_text(const struct gs_wi_report *rep, const struct gs_wi_oom *o, char *buf,
                     size_t sz);
 void gs_whatif_text(FILE *out, const struct gs_wi_report *rep);
+/* For the OOM verdicts of a report: when the trace read into r (from path)
+ * is a PyTorch run recorded per tensor (or reporting its blocks) with a
+ * failure it did not recover from, replays it on the run's card under the
+ * settings compared by default and returns 1 with a filled; else 0. */
+struct gs_trace_info;
+int gs_report_whatif(const char *path, const struct gs_trace_info *info,
+                     const struct gs_replay *r, struct gs_wi_answer *a);
 void gs_whatif_json(FILE *out, const struct gs_wi_report *rep);
 
 #endif

@@ -6,9 +6,11 @@
  * handed to whatif.c (each setting on each card, and each with no limit
  * for what it would take), and which setting is best for a card.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "analyzer/util/bytes.h"
 #include "analyzer/model/model.h"
 #include "analyzer/read/read.h"
 #include "analyzer/whatif/answer.h"
@@ -154,4 +156,54 @@ size_t gs_wi_best(const struct gs_wi_answer *a, const struct gs_wi_device *d, si
             best = s;
     }
     return best;
+}
+
+int gs_wi_verdict(const struct gs_wi_answer *a, int32_t device, uint64_t time_ns,
+                  struct gs_wi_verdict *v)
+{
+    memset(v, 0, sizeof *v);
+    v->setting = SIZE_MAX;
+    if (!a->w)
+        return -1;
+    /* blocks carry no device: theirs is the replay's device -1 */
+    size_t slot = gs_whatif_source(a->w) == GS_WI_SRC_BLOCKS || device < 0 ||
+                          device >= GS_MAX_DEVICES
+                      ? GS_MAX_DEVICES
+                      : (size_t)device;
+    const struct gs_wi_device *d = gs_whatif_device(a->w, slot);
+    if (!d || !a->q.ncards || !a->q.cards[0].run || !gs_wi_card_bytes(a, d, 0))
+        return -1;
+    const struct gs_wi_failed *f = NULL;
+    for (size_t k = 0; k < d->nfailed && !f; k++)
+        if (d->failed[k].time_ns == time_ns)
+            f = &d->failed[k];
+    if (!f)
+        return -1;
+    v->replayed = 1;
+    v->capacity = gs_wi_card_bytes(a, d, 0);
+    v->needs = gs_wi_outcome_of(a, d, a->q.ncards, 0)->device_peak;
+    for (size_t s = 0; s < a->q.nsettings; s++) {
+        const struct gs_wi_outcome *o = gs_wi_outcome_of(a, d, 0, s);
+        if (!(f->served & (1ull << s)) || (o->ran_out && o->first_oom.time_ns < time_ns) ||
+            (a->ipc_seen && (a->q.settings[s].costs & GS_WI_BREAKS_IPC)))
+            continue; /* case s of card 0 is case s */
+        if (v->setting == SIZE_MAX || better(o, gs_wi_outcome_of(a, d, 0, v->setting))) {
+            v->setting = s;
+            v->peak = o->device_peak;
+        }
+    }
+    char p[32], c[32], n[32];
+    gs_human_bytes(v->capacity, c, sizeof c);
+    gs_human_bytes(v->needs, n, sizeof n);
+    if (v->setting != SIZE_MAX)
+        snprintf(v->sentence, sizeof v->sentence,
+                 "%s would have fitted: peak %s of %s, where %s reserves %s with no limit "
+                 "(gpushim whatif)", a->q.settings[v->setting].name,
+                 gs_human_bytes(v->peak, p, sizeof p), c, a->q.settings[0].name, n);
+    else
+        snprintf(v->sentence, sizeof v->sentence,
+                 "no allocator setting of the %zu compared would have avoided it: each runs out "
+                 "on this card (%s for the process); with no limit %s reserves %s "
+                 "(gpushim whatif)", a->q.nsettings, c, a->q.settings[0].name, n);
+    return 0;
 }

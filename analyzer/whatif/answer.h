@@ -64,4 +64,22 @@ size_t gs_wi_best(const struct gs_wi_answer *a, const struct gs_wi_device *d, si
 /* The card's bytes the allocator may take on the device: 0 when unknown. */
 uint64_t gs_wi_card_bytes(const struct gs_wi_answer *a, const struct gs_wi_device *d, size_t c);
 
+/* What the replay says of one of the run's failed requests (the OOM
+ * verdict): on the run's card (the answer's first), the best setting (as
+ * gs_wi_best ranks them) that served it without running out before it. */
+struct gs_wi_verdict {
+    int replayed;       /* the request was replayed (0: nothing to say) */
+    size_t setting;     /* the setting, SIZE_MAX when none served it */
+    uint64_t peak;      /* its peak on the card (reserved plus outside memory) */
+    uint64_t capacity;  /* the card's bytes for the process */
+    uint64_t needs;     /* what the first setting (the run's own, or default)
+                         * reserves with no limit (the most; with a limit, an OOM
+                         * empties its cache first) */
+    char sentence[400];
+};
+/* 0 and v filled, or -1 when the answer has nothing on that request (the
+ * failure at time_ns on device). */
+int gs_wi_verdict(const struct gs_wi_answer *a, int32_t device, uint64_t time_ns,
+                  struct gs_wi_verdict *v);
+
 #endif

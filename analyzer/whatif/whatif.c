@@ -17,7 +17,10 @@
  *
  * A request that failed in the run is offered to each model; one that
  * serves it frees it at once, since what the program did next in the run
- * was the failure's path, not the tensor's life.
+ * was the failure's path, not the tensor's life. Under blocks, what failed
+ * is the segment the program's allocator asked the driver for: its size
+ * stands for the block's. Blocks are as the program's allocator sized them
+ * (its rounding included): those sizes are the requests replayed.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -251,7 +254,13 @@ static void request(struct gs_whatif *w, const struct gs_revent *e, int failed)
             d->d.tensor_peak = d->d.tensor_bytes;
     } else {
         d->d.failed_requests++;
+        if (d->d.nfailed < GS_WI_FAILED_KEPT)
+            d->d.failed[d->d.nfailed++] = (struct gs_wi_failed){.time_ns = e->time_ns,
+                                                                .size = e->size};
     }
+    struct gs_wi_failed *kept = failed && d->d.nfailed && d->d.failed_requests <= GS_WI_FAILED_KEPT
+                                    ? &d->d.failed[d->d.nfailed - 1]
+                                    : NULL;
     for (size_t i = 0; i < w->ncases; i++) {
         struct gs_wi_outcome *o = &d->d.out[i];
         int rc = gs_tc_alloc(d->m[i], id, e->size, e->stream);
@@ -263,6 +272,8 @@ static void request(struct gs_whatif *w, const struct gs_revent *e, int failed)
             o->failures_served++;
             if (d->d.failed_requests == 1)
                 o->served_first_failure = 1;
+            if (kept)
+                kept->served |= 1ull << i;
         }
     }
     after_request(d, w->ncases);
@@ -320,6 +331,14 @@ void gs_whatif_event(struct gs_whatif *w, const struct gs_revent *e)
     switch (e->type) {
     case GS_REC_ALLOC:
     case GS_REC_ALLOC_FAILED:
+        if (w->source == GS_WI_SRC_BLOCKS && e->type == GS_REC_ALLOC_FAILED &&
+            gs_wi_tensor_api(e->api, &so)) { /* the segment it wanted stands for the block */
+            struct gs_revent b = *e;
+            b.device = -1;
+            b.stream = 0;
+            request(w, &b, 1);
+            return;
+        }
         if (w->source == GS_WI_SRC_BLOCKS || !gs_wi_tensor_api(e->api, &so) ||
             (e->type == GS_REC_ALLOC &&
              (e->kind != GS_KIND_DEVICE || e->space != GS_SPACE_ADDRESS)))

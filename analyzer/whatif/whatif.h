@@ -63,6 +63,14 @@ struct gs_wi_outcome { /* one case on one device */
     int served_first_failure; /* the run's first failed request on the device */
 };
 
+#define GS_WI_FAILED_KEPT 32 /* the run's failed requests kept per device, the first */
+
+/* One of the run's failed requests, and which cases served it. */
+struct gs_wi_failed {
+    uint64_t time_ns, size;
+    uint64_t served; /* bit k: case k served it (and released it at once) */
+};
+
 struct gs_wi_device {
     int present;
     int32_t device;        /* -1: unknown (blocks carry none) */
@@ -72,6 +80,8 @@ struct gs_wi_device {
     uint64_t tensor_bytes, tensor_peak; /* bytes of live tensors as requested, and the most */
     uint64_t outside_bytes, outside_peak; /* device memory outside the allocator */
     uint64_t run_card;     /* the run's own capacity (gs_whatif_set_run_card), 0: unknown */
+    struct gs_wi_failed failed[GS_WI_FAILED_KEPT]; /* the first failed requests */
+    size_t nfailed;
     struct gs_wi_outcome out[GS_WI_CASES];
 };
 

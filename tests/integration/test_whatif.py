@@ -166,3 +166,75 @@ def test_whatif_usage_errors():
     check("gpushim whatif:" in p.stderr, p.stderr)
     p = subprocess.run([E.gpushim, "help", "whatif"], capture_output=True, text=True)
     check(p.returncode == 0 and "--setting" in p.stdout, "help whatif")
+
+
+def torch_blocks_run(*phases, env):
+    """tests/progs/rt_torch_caching.c, the caching allocator's imitation that
+    reports its tensors as blocks, with libc10_cuda.so's stub loaded as import
+    torch loads the real one (so the report knows the run is PyTorch's)."""
+    stub = os.path.join(E.build, "progs", "fw", "libc10_cuda.so")
+    r = run([E.prog("rt_torch_caching"), "lib=" + stub, *phases], env=env)
+    eq(r.rc, 1, f"rt_torch_caching {' '.join(phases)} ends in the OutOfMemoryError: {r.err}")
+    return one_trace(r)
+
+
+def test_verdict_names_the_setting_that_would_have_fitted():
+    """Issue 17, item 2. The frag phase (its header works it out): four 5 MiB
+    tensors pin four 20 MiB segments whose 15 MiB rests are freed; a 25 MiB
+    tensor then needs a 26 MiB segment with 20 MiB free, and the run dies.
+    Replayed on the run's card (20 MiB free + 80 MiB held = 100 MiB), default
+    runs out at the same request; expandable segments put it after the last
+    free 15 MiB and map one more 20 MiB page: 100 MiB of 100."""
+    trace = torch_blocks_run("frag", env={"SIMCUDA_MEMORY": "100M"})
+    d = report_json_of(trace)
+    unrecovered = [f for f in d["failures"] if f["verdict"]]
+    check(unrecovered, "the run's failures have verdicts")
+    for f in unrecovered:
+        a = f["verdict"]["allocator"]
+        eq((a["setting"], a["peak_bytes"], a["capacity_bytes"], a["compared_to"],
+            a["compared_needs_bytes"]),
+           ("expandable_segments:True", 100 * MiB, 100 * MiB, "default", 106 * MiB),
+           "the allocator's verdict")
+    text = subprocess.run([E.gpushim, "report", trace], capture_output=True, text=True).stdout
+    check("allocator: expandable_segments:True would have fitted: peak 100.00 MiB of 100.00 MiB, "
+          "where default reserves 106.00 MiB with no limit" in text, text)
+    w = whatif_json(trace)
+    eq(w["source"], "blocks", "the blocks are the tensors")
+    dev = w["devices"][0]
+    eq((dev["device"], dev["requests"], dev["failed_requests"], dev["run_card_bytes"]),
+       (-1, 10, 2, 100 * MiB), "8 tensors and the two failed tries")
+    card = outcomes(dev["cards"][0])
+    eq((card["default"]["fits"], card["default"]["first_oom"]["size_bytes"]), (False, 26 * MiB),
+       "default runs out where the run did")
+    e = card["expandable_segments:True"]
+    eq((e["fits"], e["served_run_failure"], e["peak_reserved_bytes"], e["cuda_malloc_calls"],
+        e["oom_retries"]), (True, True, 100 * MiB, 5, 0), "expandable: five pages")
+    eq(dev["cards"][0]["best"], "expandable_segments:True", "best: no retry")
+
+
+def test_verdict_says_when_no_setting_would_have():
+    """The oom phase on 64 MiB with 20 held by another process: 40 MiB more
+    than the tensors already live can have on 44 MiB, under any setting."""
+    trace = torch_blocks_run("small", "large", "retry", "oom",
+                             env={"SIMCUDA_MEMORY": "64M", "SIMCUDA_OTHER": "20M"})
+    d = report_json_of(trace)
+    a = [f["verdict"]["allocator"] for f in d["failures"] if f["verdict"]][-1]
+    eq((a["setting"], a["capacity_bytes"]), (None, 44 * MiB), "none fits 44 MiB")
+    check(a["sentence"].startswith("no allocator setting of the 6 compared would have avoided "
+                                   "it: each runs out on this card (44.00 MiB"), a["sentence"])
+
+
+def test_no_allocator_verdict_outside_pytorch():
+    """A program the report does not know as PyTorch's gets no allocator
+    verdict (its failure is still replayed by gpushim whatif when asked)."""
+    trace, r = loop_trace("fail", "900", env={"SIMCUDA_MEMORY": "1G"})
+    d = report_json_of(trace)
+    for f in d["failures"]:
+        if f["verdict"]:
+            eq(f["verdict"]["allocator"], None, "no PyTorch: no allocator verdict")
+
+
+def report_json_of(trace):
+    p = subprocess.run([E.gpushim, "report", "--json", trace], capture_output=True, text=True)
+    eq(p.returncode, 0, p.stderr)
+    return json.loads(p.stdout)

@@ -81,7 +81,20 @@
  *   retry     del t1, t2, t3, t5, t8; t9 of 20 MiB; del t9; t10 of 20 MiB
  *             (the next step's tensor: from the cache, no driver call)
  *   oom       t11 of 40 MiB: the OutOfMemoryError, nobody catches it: exit 1
+ *   frag      (run alone, SIMCUDA_MEMORY=100M) four pairs: t of 5 MiB cut
+ *             from a new 20 MiB segment (kLargeBuffer; 15 MiB left is more
+ *             than kSmallSize: split), then one of 15 MiB that takes the
+ *             rest; the four 15 MiB tensors deleted: 60 MiB cached in
+ *             pieces that live tensors pin. Then 25 MiB: no cached block
+ *             holds it, cudaMalloc(26 MiB) finds 20 MiB free, the retry
+ *             after release_cached_blocks (no whole segment cached) fails
+ *             too: the OutOfMemoryError, exit 1. 20 MiB of tensors live, 45
+ *             with the request, on a 100 MiB device: fragmentation ran out
+ *             (gpushim whatif: expandable segments put the request after
+ *             the last free piece and map one more page, 100 MiB in all)
  *   teardown  del of every live tensor, then torch.cuda.empty_cache()
+ *   lib=PATH  dlopen PATH, as import torch loads libc10_cuda.so (the
+ *             report names the framework from its modules)
  *
  * What the driver sees, run with SIMCUDA_MEMORY=64M SIMCUDA_OTHER=20M
  * (20 MiB held by another process; 44 MiB free at the start):
@@ -108,6 +121,7 @@
  *            and 40 of large pages. teardown: each page unmapped and
  *            released, each reservation freed.
  */
+#include <dlfcn.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -737,7 +751,7 @@ NOINLINE static void caching_free(struct block *block)
 /* ---- the program ---- */
 
 static gs_custream side;
-static struct block *t[12];
+static struct block *t[21];
 
 /* A tensor of size bytes on stream: the allocator's allocate(). */
 NOINLINE static void empty(int i, size_t size, gs_custream stream)
@@ -785,9 +799,20 @@ NOINLINE static void oom(void)
     empty(11, 40 * MiB, NULL);
 }
 
+NOINLINE static void frag(void)
+{
+    for (int i = 12; i < 20; i += 2) {
+        empty(i, 5 * MiB, NULL);
+        empty(i + 1, 15 * MiB, NULL);
+    }
+    for (int i = 13; i < 20; i += 2)
+        del(i);
+    empty(20, 25 * MiB, NULL);
+}
+
 NOINLINE static void teardown(void)
 {
-    for (int i = 0; i < 12; i++)
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         if (t[i])
             del(i);
     release_cached_blocks(); /* torch.cuda.empty_cache() */
@@ -809,8 +834,12 @@ int main(int argc, char **argv)
             retry();
         else if (!strcmp(argv[i], "oom"))
             oom();
+        else if (!strcmp(argv[i], "frag"))
+            frag();
         else if (!strcmp(argv[i], "teardown"))
             teardown();
+        else if (!strncmp(argv[i], "lib=", 4))
+            EXPECT(dlopen(argv[i] + 4, RTLD_NOW | RTLD_GLOBAL) != NULL, 1);
         else
             EXPECT(argv[i][0], 0); /* a phase it does not know */
     }
