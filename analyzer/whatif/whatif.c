@@ -57,6 +57,8 @@ struct gs_whatif {
     size_t step_label; /* the label with the most marks; LABELS: none */
     uint64_t failed_seq;
     int nomem;
+    gs_wi_size_fn size_of; /* gs_whatif_set_sizes */
+    void *size_ctx;
 };
 
 int gs_wi_tensor_api(uint32_t api, int *stream_ordered)
@@ -129,6 +131,12 @@ void gs_whatif_free(struct gs_whatif *w)
 static size_t slot_of(int32_t device)
 {
     return device >= 0 && device < GS_MAX_DEVICES ? (size_t)device : GS_MAX_DEVICES;
+}
+
+void gs_whatif_set_sizes(struct gs_whatif *w, gs_wi_size_fn fn, void *ctx)
+{
+    w->size_of = fn;
+    w->size_ctx = ctx;
 }
 
 void gs_whatif_set_run_card(struct gs_whatif *w, int32_t device, uint64_t bytes)
@@ -218,12 +226,12 @@ static void outside_change(struct gs_whatif *w, struct dev *d, uint64_t bytes, i
 }
 
 static void ran_out(struct gs_whatif *w, struct gs_wi_outcome *o, const struct gs_revent *e,
-                    uint64_t request)
+                    uint64_t request, uint64_t size)
 {
     if (o->ran_out++)
         return;
     o->first_oom = (struct gs_wi_oom){.request = request,
-                                      .size = e->size,
+                                      .size = size,
                                       .time_ns = e->time_ns,
                                       .stack_id = e->stack_id,
                                       .tid = e->tid};
@@ -263,11 +271,12 @@ static void request(struct gs_whatif *w, const struct gs_revent *e, int failed)
                                     : NULL;
     for (size_t i = 0; i < w->ncases; i++) {
         struct gs_wi_outcome *o = &d->d.out[i];
-        int rc = gs_tc_alloc(d->m[i], id, e->size, e->stream);
+        uint64_t size = w->size_of ? w->size_of(w->size_ctx, i, e) : e->size;
+        int rc = gs_tc_alloc(d->m[i], id, size, e->stream);
         if (rc == GS_TC_NOMEM)
             w->nomem = 1;
         else if (rc == GS_TC_OOM)
-            ran_out(w, o, e, idx);
+            ran_out(w, o, e, idx, size);
         else if (rc == GS_TC_OK && failed) {
             o->failures_served++;
             if (d->d.failed_requests == 1)

@@ -92,6 +92,12 @@ struct gs_whatif;
 struct gs_whatif *gs_whatif_new(const struct gs_wi_setting *settings, size_t nsettings,
                                 const struct gs_wi_case *cases, size_t ncases);
 void gs_whatif_free(struct gs_whatif *w);
+/* Sizes other than the trace's: fn gives the size case k is to request
+ * for an allocation event e (its request as recorded, e->size bytes): to
+ * replay the run at another batch size (gpushim plan). Set before the
+ * first event; NULL: the trace's sizes. */
+typedef uint64_t (*gs_wi_size_fn)(void *ctx, size_t k, const struct gs_revent *e);
+void gs_whatif_set_sizes(struct gs_whatif *w, gs_wi_size_fn fn, void *ctx);
 /* The run's own capacity on device (-1: the blocks' device), for the
  * cases of GS_WI_RUN_CARD: set before the device's first event. */
 void gs_whatif_set_run_card(struct gs_whatif *w, int32_t device, uint64_t bytes);
