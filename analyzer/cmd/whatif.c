@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "analyzer/util/bytes.h"
+#include "analyzer/findings/findings.h"
 #include "analyzer/report/load.h"
 #include "analyzer/report/whatif_report.h"
 #include "analyzer/export/export.h"
@@ -20,17 +21,20 @@ static const char usage_whatif[] =
     "usage: gpushim whatif [options] TRACE\n"
     "\n"
     "Replays the run's tensor-level allocations and frees, in their order and on\n"
-    "their streams, through a model of PyTorch's CUDA caching allocator under\n"
-    "each setting, on each card, and says for each: peak reserved and allocated,\n"
+    "their streams, through a model of PyTorch's CUDA caching allocator (or, for\n"
+    "a JAX run, XLA's BFC allocator) under each setting, on each card, and says\n"
+    "for each: peak reserved and allocated,\n"
     "memory reserved but unallocated at the peak, whether and where it runs out,\n"
     "how many cudaMalloc and cudaFree calls and OOM retries it makes, and what it\n"
     "breaks; then the best setting for each card.\n"
     "\n"
     "Tensor-level: recorded with gpushim run --per-tensor, with\n"
-    "PYTORCH_NO_CUDA_MEMORY_CACHING=1, by a program without a caching allocator,\n"
-    "or by one that reports its blocks (gpushim_block_alloc).\n"
+    "PYTORCH_NO_CUDA_MEMORY_CACHING=1 or XLA_PYTHON_CLIENT_ALLOCATOR=platform, by a\n"
+    "program without a caching allocator, or by one that reports its blocks\n"
+    "(gpushim_block_alloc).\n"
     "\n"
     "options:\n"
+    "  --allocator A    torch or xla (default: xla for a JAX run, else torch)\n"
     "  --setting CONF   a PYTORCH_CUDA_ALLOC_CONF value to compare, e.g.\n"
     "                   'expandable_segments:True,max_split_size_mb:256' (more than\n"
     "                   once; memory_fraction:F stands for\n"
@@ -38,7 +42,10 @@ static const char usage_whatif[] =
     "                   run's own, default, expandable_segments:True,\n"
     "                   max_split_size_mb:512, roundup_power2_divisions:4,\n"
     "                   garbage_collection_threshold:0.8,memory_fraction:1.0 and\n"
-    "                   expandable_segments:True,max_split_size_mb:512\n"
+    "                   expandable_segments:True,max_split_size_mb:512. For xla,\n"
+    "                   JAX's NAME=VALUE: XLA_PYTHON_CLIENT_MEM_FRACTION=.9,\n"
+    "                   XLA_PYTHON_CLIENT_PREALLOCATE=false (default: the run's\n"
+    "                   fraction, default, .9, .95, and no preallocation)\n"
     "  --card SIZE      a card: 24GB (a card as sold), or bytes with K, M, G, T\n"
     "                   (more than once, at most 4). Default: the run's own, the\n"
     "                   memory the process had when an allocation failed\n"
@@ -65,7 +72,8 @@ static int usage_error(const char *fmt, const char *arg)
 
 int gs_cmd_whatif(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"setting", required_argument, NULL, 's'},
+    static const struct option longopts[] = {{"allocator", required_argument, NULL, 'a'},
+                                             {"setting", required_argument, NULL, 's'},
                                              {"card", required_argument, NULL, 'c'},
                                              {"context", required_argument, NULL, 'x'},
                                              {"torch", required_argument, NULL, 't'},
@@ -76,6 +84,7 @@ int gs_cmd_whatif(int argc, char **argv)
                                              {NULL, 0, NULL, 0}};
     static struct gs_wi_question q; /* large: not on the stack */
     const char *confs[GS_WI_SETTINGS], *format = "text", *output = NULL, *torch = NULL;
+    const char *allocator = NULL;
     size_t nconfs = 0;
     enum gs_stack_view view = GS_VIEW_MERGED;
     int c;
@@ -103,6 +112,7 @@ int gs_cmd_whatif(int argc, char **argv)
                 return usage_error("--context needs a size (512M, bytes), not '%s'", optarg);
             break;
         case 't': torch = optarg; break;
+        case 'a': allocator = optarg; break;
         case 'f': format = optarg; break;
         case 'j': format = "json"; break;
         case 'n': view = GS_VIEW_NATIVE; break;
@@ -119,14 +129,8 @@ int gs_cmd_whatif(int argc, char **argv)
     q.torch = GS_TC_TORCH_NEWEST;
     if (torch && (approx = gs_wi_parse_torch_version(torch, &q.torch)) < 0)
         return usage_error("--torch is a PyTorch 2 version (2.12) or pr193400, not '%s'", torch);
-    for (size_t i = 0; i < nconfs; i++) {
-        char err[512];
-        if (gs_wi_parse_torch(confs[i], q.torch, &q.settings[i], err, sizeof err) != 0) {
-            fprintf(stderr, "gpushim whatif: --setting '%s': %s\n", confs[i], err);
-            return 2;
-        }
-    }
-    q.nsettings = nconfs;
+    if (allocator && strcmp(allocator, "torch") && strcmp(allocator, "xla"))
+        return usage_error("--allocator is torch or xla, not '%s'", allocator);
     if (q.ncards * (nconfs ? nconfs : 7) + (nconfs ? nconfs : 7) > GS_WI_CASES)
         return usage_error("%s", "too many settings and cards at once (at most 64 pairs)");
 
@@ -134,6 +138,26 @@ int gs_cmd_whatif(int argc, char **argv)
     struct gs_loaded l;
     if (gs_load("whatif", path, &l) != 0)
         return 1;
+    if (allocator) {
+        q.allocator = !strcmp(allocator, "xla") ? GS_WI_XLA : GS_WI_TORCH;
+    } else {
+        struct gs_alloc_mode m;
+        gs_allocator_mode(&l.info, &l.r, &m);
+        q.allocator = (m.frameworks & GS_FW_JAX) && !(m.frameworks & GS_FW_PYTORCH) ? GS_WI_XLA
+                                                                                  : GS_WI_TORCH;
+    }
+    for (size_t i = 0; i < nconfs; i++) {
+        char err[512];
+        int bad = q.allocator == GS_WI_XLA
+                      ? gs_wi_parse_xla(confs[i], &q.settings[i], err, sizeof err)
+                      : gs_wi_parse_torch(confs[i], q.torch, &q.settings[i], err, sizeof err);
+        if (bad) {
+            fprintf(stderr, "gpushim whatif: --setting '%s': %s\n", confs[i], err);
+            gs_loaded_free(&l);
+            return 2;
+        }
+    }
+    q.nsettings = nconfs;
     static struct gs_wi_answer a;
     char err[512];
     int rc = 0;

@@ -107,7 +107,7 @@ void gs_export_whatif_html(FILE *out, const struct gs_wi_report *rep)
     fputs("<p>", out);
     gs_html_escape(out, rep->path);
     fputs(": ", out);
-    gs_html_escape(out, gs_wi_torch_version_name(a->q.torch));
+    gs_html_escape(out, gs_wi_model_name(a));
     fputs(".<br>Tensors: ", out);
     gs_html_escape(out, gs_wi_source_text(gs_whatif_source(a->w)));
     fputs(".</p>\n", out);

@@ -21,8 +21,8 @@ const char *gs_wi_source_text(enum gs_wi_source s)
 {
     switch (s) {
     case GS_WI_SRC_DRIVER:
-        return "each device allocation (cudaMalloc, cuMemAlloc): the program's requests as the "
-               "caching allocator would get them";
+        return "each device allocation (cudaMalloc, cuMemAlloc): the program's requests as an "
+               "allocator would get them";
     case GS_WI_SRC_STREAM:
         return "each stream-ordered or pluggable-allocator allocation (gpushim run --per-tensor); "
                "other device memory is outside the allocator";
@@ -35,6 +35,11 @@ const char *gs_wi_source_text(enum gs_wi_source s)
 }
 
 static const char *bytes(uint64_t b, char *buf, size_t sz) { return gs_human_bytes(b, buf, sz); }
+
+const char *gs_wi_model_name(const struct gs_wi_answer *a)
+{
+    return a->q.allocator == GS_WI_XLA ? gs_wi_xla_name() : gs_wi_torch_version_name(a->q.torch);
+}
 
 void gs_wi_oom_text(const struct gs_wi_report *rep, const struct gs_wi_oom *o, char *buf,
                     size_t sz)
@@ -142,7 +147,7 @@ void gs_whatif_text(FILE *out, const struct gs_wi_report *rep)
 {
     const struct gs_wi_answer *a = rep->a;
     fprintf(out, "gpushim whatif %s\n", rep->path);
-    fprintf(out, "model: %s\n", gs_wi_torch_version_name(a->q.torch));
+    fprintf(out, "model: %s\n", gs_wi_model_name(a));
     if (rep->torch_approx)
         fprintf(out, "       (--torch %s: read with these rules; what differs in that version "
                      "is not modelled)\n", rep->torch_asked);
@@ -200,8 +205,10 @@ void gs_whatif_json(FILE *out, const struct gs_wi_report *rep)
     struct gs_json j = {.out = out};
     gs_json_begin_object(&j, NULL);
     gs_json_string(&j, "trace", rep->path);
-    gs_json_string(&j, "model", gs_wi_torch_version_name(a->q.torch));
-    gs_json_string(&j, "torch", a->q.torch == GS_TC_TORCH_PR193400 ? "pr193400" : "2.12");
+    gs_json_string(&j, "allocator", a->q.allocator == GS_WI_XLA ? "xla" : "torch");
+    gs_json_string(&j, "model", gs_wi_model_name(a));
+    gs_json_string(&j, "torch", a->q.allocator == GS_WI_XLA ? NULL
+                                : a->q.torch == GS_TC_TORCH_PR193400 ? "pr193400" : "2.12");
     gs_json_bool(&j, "torch_approximate", rep->torch_approx);
     gs_json_string(&j, "source", source_name(gs_whatif_source(a->w)));
     gs_json_uint(&j, "context_bytes", a->q.context);
@@ -284,11 +291,14 @@ int gs_report_whatif(const char *path, const struct gs_trace_info *info,
         unrecovered = r->failures[i].outcome == GS_OUTCOME_UNRECOVERED;
     struct gs_alloc_mode m;
     gs_allocator_mode(info, r, &m);
-    if (!unrecovered || !(m.frameworks & GS_FW_PYTORCH) || !(m.per_tensor == 1 || r->blocks.seen))
+    int torch = (m.frameworks & GS_FW_PYTORCH) && (m.per_tensor == 1 || r->blocks.seen);
+    int jax = (m.frameworks & GS_FW_JAX) && !(m.frameworks & GS_FW_PYTORCH) && m.per_tensor == 1;
+    if (!unrecovered || !(torch || jax))
         return 0;
     static struct gs_wi_question q; /* the defaults: the run's card, the usual settings */
     memset(&q, 0, sizeof q);
     q.torch = GS_TC_TORCH_NEWEST;
+    q.allocator = jax ? GS_WI_XLA : GS_WI_TORCH;
     char err[512];
     if (gs_wi_answer(path, info, r, &q, a, err, sizeof err) != 0) {
         fprintf(stderr, "gpushim report: the what-if replay for the verdict: %s\n", err);

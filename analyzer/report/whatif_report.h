@@ -26,6 +26,8 @@ struct gs_wi_report {
     const char *torch_asked;     /* the version asked for, or NULL */
 };
 
+/* The model the answer replayed through, in a few words. */
+const char *gs_wi_model_name(const struct gs_wi_answer *a);
 /* What the replay took as tensors, in a few words. */
 const char *gs_wi_source_text(enum gs_wi_source s);
 /* Where a case ran out, in a few words: "step 37 (step): 300.00 MiB at
@@ -34,9 +36,10 @@ void gs_wi_oom_text(const struct gs_wi_report *rep, const struct gs_wi_oom *o, c
                     size_t sz);
 void gs_whatif_text(FILE *out, const struct gs_wi_report *rep);
 /* For the OOM verdicts of a report: when the trace read into r (from path)
- * is a PyTorch run recorded per tensor (or reporting its blocks) with a
- * failure it did not recover from, replays it on the run's card under the
- * settings compared by default and returns 1 with a filled; else 0. */
+ * is a PyTorch run recorded per tensor (or reporting its blocks), or a JAX
+ * run with XLA_PYTHON_CLIENT_ALLOCATOR=platform, with a failure it did not
+ * recover from, replays it on the run's card under the settings compared by
+ * default and returns 1 with a filled; else 0. */
 struct gs_trace_info;
 int gs_report_whatif(const char *path, const struct gs_trace_info *info,
                      const struct gs_replay *r, struct gs_wi_answer *a);

@@ -15,15 +15,18 @@
 #include "analyzer/read/read.h"
 #include "analyzer/whatif/answer.h"
 
+const char *gs_wi_run_setting(const struct gs_trace_info *info, const char *name)
+{
+    for (unsigned i = 0; i < info->nsettings; i++)
+        if (!strcmp(info->settings[i].name, name))
+            return info->settings[i].value;
+    return NULL;
+}
+
 const char *gs_wi_run_conf(const struct gs_trace_info *info, char *buf, size_t sz)
 {
-    const char *conf = NULL, *legacy = NULL;
-    for (unsigned i = 0; i < info->nsettings; i++) {
-        if (!strcmp(info->settings[i].name, "PYTORCH_ALLOC_CONF"))
-            conf = info->settings[i].value;
-        else if (!strcmp(info->settings[i].name, "PYTORCH_CUDA_ALLOC_CONF"))
-            legacy = info->settings[i].value;
-    }
+    const char *conf = gs_wi_run_setting(info, "PYTORCH_ALLOC_CONF");
+    const char *legacy = gs_wi_run_setting(info, "PYTORCH_CUDA_ALLOC_CONF");
     if (!conf)
         conf = legacy;
     if (!conf || !sz)
@@ -68,7 +71,11 @@ int gs_wi_answer(const char *path, const struct gs_trace_info *info, const struc
 {
     memset(a, 0, sizeof *a);
     a->q = *q;
-    if (!a->q.nsettings) {
+    if (!a->q.nsettings && q->allocator == GS_WI_XLA) {
+        a->q.nsettings = gs_wi_default_xla_settings(
+            gs_wi_run_setting(info, "XLA_PYTHON_CLIENT_MEM_FRACTION"), a->q.settings,
+            GS_WI_SETTINGS);
+    } else if (!a->q.nsettings) {
         char conf[512];
         a->q.nsettings = gs_wi_default_settings(q->torch, gs_wi_run_conf(info, conf, sizeof conf),
                                                 a->q.settings, GS_WI_SETTINGS);

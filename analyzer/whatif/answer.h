@@ -26,7 +26,9 @@ struct gs_wi_card {
 
 struct gs_wi_question {
     struct gs_wi_setting settings[GS_WI_SETTINGS];
-    size_t nsettings;    /* 0: gs_wi_default_settings, with the run's own */
+    size_t nsettings;    /* 0: the default settings of the allocator, with the run's own */
+    enum gs_wi_allocator allocator; /* whose defaults (the caller tells from the trace's
+                                     * framework: analyzer/findings' gs_allocator_mode) */
     enum gs_tc_torch torch;
     struct gs_wi_card cards[GS_WI_CARDS];
     size_t ncards;       /* 0: the run's own card */
@@ -42,6 +44,8 @@ struct gs_wi_answer {
     int ipc_seen;            /* the run imported another process's memory (CUDA IPC) */
 };
 
+/* The value of the setting name the run had (GS_REC_SETTINGS), or NULL. */
+const char *gs_wi_run_setting(const struct gs_trace_info *info, const char *name);
 /* The run's allocator settings (PYTORCH_ALLOC_CONF, else
  * PYTORCH_CUDA_ALLOC_CONF) without the backend option gpushim run
  * --per-tensor adds, in buf; NULL when it had none. */

@@ -4,7 +4,9 @@
  * reads it (c10/cuda/CUDAAllocatorConfig.cpp, torch 2.12: options
  * "key:value" separated by commas; the checks it makes on each value are
  * gs_tc_config_check's), the PyTorch versions the model knows, and the
- * settings compared when the user names none.
+ * settings compared when the user names none; and JAX's settings for the
+ * model of XLA's BFC allocator, as jax/_src/xla_bridge.py reads them from
+ * the environment.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -221,4 +223,97 @@ const char *gs_wi_torch_version_name(enum gs_tc_torch torch)
     return torch == GS_TC_TORCH_PR193400
                ? "PyTorch 2.12's caching allocator with pytorch/pytorch#193400"
                : "PyTorch 2.12's caching allocator (c10/cuda/CUDACachingAllocator.cpp, 13eab2b)";
+}
+
+/* A JAX setting's value: "true"/"false" (and 1/0) as xla_bridge.py's
+ * bool_env reads them. */
+static int truth(const char *v, size_t n, int *out)
+{
+    if (is(v, n, "true") || is(v, n, "1") || is(v, n, "True")) {
+        *out = 1;
+        return 0;
+    }
+    if (is(v, n, "false") || is(v, n, "0") || is(v, n, "False")) {
+        *out = 0;
+        return 0;
+    }
+    return -1;
+}
+
+int gs_wi_parse_xla(const char *conf, struct gs_wi_setting *s, char *err, size_t errsz)
+{
+    memset(s, 0, sizeof *s);
+    s->allocator = GS_WI_XLA;
+    gs_bfc_config_default(&s->bfc);
+    if (!conf)
+        conf = "";
+    if (strlen(conf) >= sizeof s->name) {
+        snprintf(err, errsz, "a setting of %zu characters is too long", strlen(conf));
+        return -1;
+    }
+    const char *p = conf;
+    while (*p == ' ')
+        p++;
+    snprintf(s->name, sizeof s->name, "%s", *p && strcmp(p, "default") ? p : "default");
+    if (!strcmp(s->name, "default"))
+        return 0;
+    while (*p) {
+        while (*p == ',' || *p == ' ')
+            p++;
+        if (!*p)
+            break;
+        size_t n = strcspn(p, ","), kn = strcspn(p, "=,");
+        while (n && p[n - 1] == ' ')
+            n--;
+        if (kn >= n)
+            return fail(err, errsz, "%.*s: a JAX setting is NAME=VALUE", p, n);
+        const char *v = p + kn + 1;
+        size_t vn = n - kn - 1;
+        if (is(p, kn, "XLA_PYTHON_CLIENT_MEM_FRACTION")) {
+            if (fraction(v, vn, &s->bfc.memory_fraction) != 0 || s->bfc.memory_fraction <= 0.0)
+                return fail(err, errsz, "%.*s: a fraction in (0, 1] expected", p, kn);
+        } else if (is(p, kn, "XLA_PYTHON_CLIENT_PREALLOCATE")) {
+            if (truth(v, vn, &s->bfc.preallocate) != 0)
+                return fail(err, errsz, "%.*s: true or false expected", p, kn);
+        } else {
+            return fail(err, errsz, "unknown JAX setting %.*s (the BFC model takes "
+                                    "XLA_PYTHON_CLIENT_MEM_FRACTION and "
+                                    "XLA_PYTHON_CLIENT_PREALLOCATE)", p, kn);
+        }
+        p += n;
+        p += strcspn(p, ",");
+    }
+    return 0;
+}
+
+static const char *const compared_xla[] = {
+    "default",
+    "XLA_PYTHON_CLIENT_MEM_FRACTION=.9",
+    "XLA_PYTHON_CLIENT_MEM_FRACTION=.95",
+    "XLA_PYTHON_CLIENT_PREALLOCATE=false",
+};
+
+size_t gs_wi_default_xla_settings(const char *fraction_set, struct gs_wi_setting *out, size_t max)
+{
+    size_t n = 0;
+    char err[256], own[96];
+    if (fraction_set && n < max) {
+        snprintf(own, sizeof own, "XLA_PYTHON_CLIENT_MEM_FRACTION=%s", fraction_set);
+        n += gs_wi_parse_xla(own, &out[n], err, sizeof err) == 0;
+    }
+    for (size_t i = 0; i < sizeof compared_xla / sizeof compared_xla[0] && n < max; i++) {
+        if (gs_wi_parse_xla(compared_xla[i], &out[n], err, sizeof err) != 0)
+            continue;
+        int twin = 0;
+        for (size_t k = 0; k < n; k++)
+            twin |= !strcmp(out[k].name, out[n].name);
+        n += !twin;
+    }
+    return n;
+}
+
+const char *gs_wi_xla_name(void)
+{
+    return "XLA's BFC allocator as JAX builds it (xla/tsl/framework/bfc_allocator.cc, "
+           "openxla/xla 00df9ee)";
 }

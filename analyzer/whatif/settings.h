@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "analyzer/whatif/torch_caching.h"
+#include "analyzer/whatif/xla_bfc.h"
 
 #define GS_WI_NAME 160     /* a setting's name, as the user writes it */
 #define GS_WI_SETTINGS 16  /* the most settings one replay compares */
@@ -22,9 +23,18 @@
 #define GS_WI_SLOWER_SPLIT 2u /* max_split_size_mb: large blocks not split, so more
                                * cudaMalloc calls and OOM retries (pytorch/pytorch#113481) */
 
+/* The allocator a setting is of. */
+enum gs_wi_allocator {
+    GS_WI_TORCH = 0, /* PyTorch's CUDA caching allocator (torch_caching.c) */
+    GS_WI_XLA = 1,   /* XLA's BFC allocator as JAX builds it (xla_bfc.c) */
+};
+
 struct gs_wi_setting {
-    char name[GS_WI_NAME]; /* "default", or the options as PYTORCH_CUDA_ALLOC_CONF has them */
-    struct gs_tc_config tc;
+    char name[GS_WI_NAME]; /* "default", or the options as the user writes them:
+                            * PYTORCH_CUDA_ALLOC_CONF's, or JAX's NAME=VALUE */
+    enum gs_wi_allocator allocator;
+    struct gs_tc_config tc;   /* GS_WI_TORCH */
+    struct gs_bfc_config bfc; /* GS_WI_XLA (its capacity is the card's, set per case) */
     unsigned costs;        /* GS_WI_BREAKS_IPC, GS_WI_SLOWER_SPLIT */
 };
 
@@ -36,6 +46,17 @@ struct gs_wi_setting {
  * the defaults. 0, or -1 with why in err. */
 int gs_wi_parse_torch(const char *conf, enum gs_tc_torch torch, struct gs_wi_setting *s,
                       char *err, size_t errsz);
+
+/* Reads JAX's allocator settings, "NAME=VALUE" separated by commas:
+ * XLA_PYTHON_CLIENT_MEM_FRACTION (in (0, 1]; default .75) and
+ * XLA_PYTHON_CLIENT_PREALLOCATE (true or false; default true), as
+ * jax/_src/xla_bridge.py reads them. "" or "default": JAX's defaults. 0, or
+ * -1 with why in err. */
+int gs_wi_parse_xla(const char *conf, struct gs_wi_setting *s, char *err, size_t errsz);
+/* The JAX settings compared when the user names none, the run's own
+ * fraction first when it set one (fraction: XLA_PYTHON_CLIENT_MEM_FRACTION
+ * as it ran, may be NULL). */
+size_t gs_wi_default_xla_settings(const char *fraction, struct gs_wi_setting *out, size_t max);
 
 /* The settings compared when the user names none, the run's own first when
  * it had any (conf: the PYTORCH_CUDA_ALLOC_CONF it ran with, may be NULL).
@@ -50,5 +71,7 @@ size_t gs_wi_default_settings(enum gs_tc_torch torch, const char *conf,
 int gs_wi_parse_torch_version(const char *s, enum gs_tc_torch *out);
 /* What the model follows for that version, in a few words. */
 const char *gs_wi_torch_version_name(enum gs_tc_torch torch);
+/* What the XLA model follows, in a few words. */
+const char *gs_wi_xla_name(void);
 
 #endif

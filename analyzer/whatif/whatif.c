@@ -1,8 +1,8 @@
 /*
  * whatif.c - owns the what-if replay: a run's tensor-level allocations and
- * frees, in the trace's order and on their streams, handed to one model of
- * PyTorch's caching allocator (torch_caching.c) per (setting, card) and per
- * device, side by side in one pass; and what each model did: its figures,
+ * frees, in the trace's order and on their streams, handed to one allocator
+ * model (models.c: PyTorch's caching allocator or XLA's BFC) per (setting,
+ * card) and per device, side by side in one pass; and what each model did: its figures,
  * where it first ran out (call site, step), and which of the run's failed
  * requests it would have served.
  *
@@ -40,7 +40,7 @@ struct label {
 
 struct dev {
     struct gs_wi_device d;
-    struct gs_tc *m[GS_WI_CASES];
+    struct gs_wi_model *m[GS_WI_CASES];
     struct gs_idmap *live; /* tensor id (address) -> size as requested */
 };
 
@@ -112,7 +112,7 @@ struct gs_whatif *gs_whatif_new(const struct gs_wi_setting *settings, size_t nse
 static void dev_drop(struct dev *d, size_t ncases)
 {
     for (size_t i = 0; i < ncases; i++)
-        gs_tc_free(d->m[i]);
+        gs_wi_model_free(d->m[i]);
     gs_idmap_free(d->live);
 }
 
@@ -160,11 +160,10 @@ static struct dev *dev_of(struct gs_whatif *w, int32_t device)
     d->d.run_card = w->run_card[s];
     d->live = gs_idmap_new();
     for (size_t i = 0; i < w->ncases; i++) {
-        struct gs_tc_config c = w->settings[w->cases[i].setting].tc;
         uint64_t cap = w->cases[i].capacity;
-        c.capacity = cap == GS_WI_RUN_CARD ? d->d.run_card : cap;
-        d->d.out[i].capacity = c.capacity;
-        d->m[i] = gs_tc_new(&c);
+        cap = cap == GS_WI_RUN_CARD ? d->d.run_card : cap;
+        d->d.out[i].capacity = cap;
+        d->m[i] = gs_wi_model_new(&w->settings[w->cases[i].setting], cap);
         if (!d->m[i]) {
             w->nomem = 1;
             dev_drop(d, i);
@@ -197,7 +196,7 @@ static void switch_source(struct gs_whatif *w, enum gs_wi_source src)
         if (outside && (d = dev_of(w, i == GS_MAX_DEVICES ? -1 : (int32_t)i)) != NULL) {
             d->d.outside_bytes = d->d.outside_peak = outside;
             for (size_t k = 0; k < w->ncases; k++)
-                gs_tc_set_external(d->m[k], outside);
+                gs_wi_model_set_external(d->m[k], outside);
         }
     }
     w->source = src;
@@ -206,7 +205,7 @@ static void switch_source(struct gs_whatif *w, enum gs_wi_source src)
 static void after_request(struct dev *d, size_t ncases)
 {
     for (size_t i = 0; i < ncases; i++) {
-        uint64_t held = gs_tc_stats(d->m[i])->reserved + d->d.outside_bytes;
+        uint64_t held = gs_wi_model_reserved(d->m[i]) + d->d.outside_bytes;
         if (held > d->d.out[i].device_peak)
             d->d.out[i].device_peak = held;
     }
@@ -221,7 +220,7 @@ static void outside_change(struct gs_whatif *w, struct dev *d, uint64_t bytes, i
     if (d->d.outside_bytes > d->d.outside_peak)
         d->d.outside_peak = d->d.outside_bytes;
     for (size_t i = 0; i < w->ncases; i++)
-        gs_tc_set_external(d->m[i], d->d.outside_bytes);
+        gs_wi_model_set_external(d->m[i], d->d.outside_bytes);
     after_request(d, w->ncases);
 }
 
@@ -272,12 +271,12 @@ static void request(struct gs_whatif *w, const struct gs_revent *e, int failed)
     for (size_t i = 0; i < w->ncases; i++) {
         struct gs_wi_outcome *o = &d->d.out[i];
         uint64_t size = w->size_of ? w->size_of(w->size_ctx, i, e) : e->size;
-        int rc = gs_tc_alloc(d->m[i], id, size, e->stream);
-        if (rc == GS_TC_NOMEM)
+        int rc = gs_wi_model_alloc(d->m[i], id, size, e->stream);
+        if (rc == GS_WI_NOMEM)
             w->nomem = 1;
-        else if (rc == GS_TC_OOM)
+        else if (rc == GS_WI_OOM)
             ran_out(w, o, e, idx, size);
-        else if (rc == GS_TC_OK && failed) {
+        else if (rc == GS_WI_OK && failed) {
             o->failures_served++;
             if (d->d.failed_requests == 1)
                 o->served_first_failure = 1;
@@ -288,7 +287,7 @@ static void request(struct gs_whatif *w, const struct gs_revent *e, int failed)
     after_request(d, w->ncases);
     if (failed)
         for (size_t i = 0; i < w->ncases; i++)
-            gs_tc_release(d->m[i], id); /* served: the run's failure path came next */
+            gs_wi_model_release(d->m[i], id); /* served: the run's failure path came next */
 }
 
 /* A free of address on device: a tensor's, or memory outside the allocator. */
@@ -303,7 +302,7 @@ static void release(struct gs_whatif *w, int32_t device, uint64_t addr, uint64_t
         d->d.tensor_bytes -= was;
         d->d.frees++;
         for (size_t i = 0; i < w->ncases; i++)
-            gs_tc_release(d->m[i], addr); /* not live where it ran out: nothing to do */
+            gs_wi_model_release(d->m[i], addr); /* not live where it ran out: nothing to do */
         after_request(d, w->ncases);
     } else if (w->source == GS_WI_SRC_STREAM) {
         outside_change(w, d, size, 0);
@@ -416,7 +415,7 @@ void gs_whatif_finish(struct gs_whatif *w)
     for (size_t i = 0; i <= GS_MAX_DEVICES; i++) {
         struct dev *d = w->dev[i];
         for (size_t k = 0; d && d->d.present && k < w->ncases; k++)
-            d->d.out[k].st = *gs_tc_stats(d->m[k]);
+            gs_wi_model_figures(d->m[k], &d->d.out[k].st);
     }
 }
 

@@ -1,8 +1,8 @@
 /*
  * whatif.h - a run's tensor-level allocations replayed, in their order and
- * on their streams, through the model of PyTorch's caching allocator under
- * several settings and cards side by side (whatif.c), and the figures each
- * gives.
+ * on their streams, through models of the frameworks' allocators (PyTorch's
+ * caching allocator, XLA's BFC) under several settings and cards side by
+ * side (whatif.c), and the figures each gives.
  *
  * Included by: analyzer/whatif, the layers above it and tests.
  */
@@ -15,7 +15,7 @@
 #include "gpushim_trace.h"
 #include "analyzer/trace/trace.h"
 #include "analyzer/whatif/settings.h"
-#include "analyzer/whatif/torch_caching.h"
+#include "analyzer/whatif/models.h"
 
 #define GS_WI_CASES 64 /* the most (setting, card) pairs one replay takes */
 /* A case's capacity: the memory the run's own device had for the process
@@ -55,7 +55,7 @@ struct gs_wi_oom {
 
 struct gs_wi_outcome { /* one case on one device */
     uint64_t capacity;     /* the bytes it had (0: no limit) */
-    struct gs_tc_stats st; /* the model's figures */
+    struct gs_wi_figures st; /* the model's figures */
     uint64_t device_peak;  /* the most reserved plus memory outside the allocator */
     int ran_out;
     struct gs_wi_oom first_oom;

@@ -238,3 +238,42 @@ def report_json_of(trace):
     p = subprocess.run([E.gpushim, "report", "--json", trace], capture_output=True, text=True)
     eq(p.returncode, 0, p.stderr)
     return json.loads(p.stdout)
+
+
+def test_whatif_jax_platform_run_through_the_bfc_model():
+    """Issue 17, item 5. tests/progs/drv_xla_platform.c: a JAX process (the
+    xla_extension.so stub loaded) with XLA_PYTHON_CLIENT_ALLOCATOR=platform,
+    eight buffers of 100 MiB live at once. On a 1 GiB card the BFC allocator
+    as JAX builds it (xla/tsl/framework/bfc_allocator.cc) preallocates its
+    memory limit, 0.75 x 1 GiB = 768 MiB, in one region at the first request;
+    each 100 MiB buffer is split off (the rest is at least twice the request)
+    until 168 MiB are left, which the seventh takes whole (168 < 200 and the
+    68 MiB it wastes are under 128 MiB); the eighth finds no chunk and the
+    pool cannot grow: out of memory at request 7. With .9 the region is 0.9
+    GiB rounded down to 256 bytes (Extend's available_bytes) and all eight
+    fit."""
+    stub = os.path.join(E.build, "progs", "fw", "xla_extension.so")
+    r = run([E.prog("drv_xla_platform"), stub],
+            env={"SIMCUDA_MEMORY": "2G", "XLA_PYTHON_CLIENT_ALLOCATOR": "platform",
+                 "XLA_PYTHON_CLIENT_PREALLOCATE": "false"})
+    eq(r.rc, 0, r.err)
+    trace = one_trace(r)
+    d = whatif_json(trace, "--card", "1G", "--context", "0")
+    eq(d["allocator"], "xla", "a JAX run: the BFC model")
+    check("BFC" in d["model"], d["model"])
+    eq([s["name"] for s in d["settings"]],
+       ["default", "XLA_PYTHON_CLIENT_MEM_FRACTION=.9", "XLA_PYTHON_CLIENT_MEM_FRACTION=.95",
+        "XLA_PYTHON_CLIENT_PREALLOCATE=false"], "JAX's settings")
+    card = outcomes(d["devices"][0]["cards"][0])
+    o = card["default"]
+    eq((o["fits"], o["first_oom"]["request"], o["peak_reserved_bytes"], o["peak_allocated_bytes"],
+        o["cuda_malloc_calls"]), (False, 7, 768 * MiB, 768 * MiB, 1), "default: 768 MiB")
+    o = card["XLA_PYTHON_CLIENT_MEM_FRACTION=.9"]
+    eq((o["fits"], o["peak_reserved_bytes"], o["peak_allocated_bytes"]),
+       (True, (int(1024 * MiB * 0.9) // 256) * 256, 800 * MiB), ".9 fits")
+    eq(d["devices"][0]["cards"][0]["best"], "XLA_PYTHON_CLIENT_MEM_FRACTION=.9",
+       "the smaller pool that fits")
+    p = whatif(trace, "--setting", "XLA_PYTHON_CLIENT_PREALLOCATE=maybe", rc=2)
+    check("true or false" in p.stderr, p.stderr)
+    t = whatif_json(trace, "--allocator", "torch", "--setting", "default")
+    eq(t["allocator"], "torch", "--allocator chooses the model")

@@ -70,7 +70,7 @@ UNITS = {
     "libcudart.so.13": ("pic", ["tests/sim/runtime/"]),
 }
 DENY_IN_SHIM = re.compile(r"^gs_(checkpoint_load|growth_|oom_|failure_postmortem|findings_|"
-                          r"suspects|read_trace|load|load_watch|sym_|rank_|report_|export_|cmd_|tc_|bfc_)")
+                          r"suspects|read_trace|load|load_watch|sym_|rank_|report_|export_|cmd_|tc_|bfc_|wi_|whatif_)")
 # Sanity: the library read is the shim, with a symbol table.
 REQUIRED_IN_SHIM = ["gs_emit", "gs_replay_init", "gs_checkpoint_write", "gs_decode_chunk"]
 MAX_HEADER_LINES = 300
