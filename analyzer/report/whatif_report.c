@@ -97,10 +97,13 @@ static void device_text(FILE *out, const struct gs_wi_report *rep, const struct 
         if ((int)strlen(a->q.settings[s].name) > width)
             width = (int)strlen(a->q.settings[s].name);
     width = width > 60 ? 60 : width;
+    if (a->run_card_unknown)
+        fputs("  the run's card: unknown (no failed allocation said how much memory was free); "
+              "give --card\n", out);
     for (size_t c = 0; c <= a->q.ncards; c++) {
         if (c < a->q.ncards && a->q.cards[c].run && !gs_wi_card_bytes(a, d, c)) {
-            fputs("  the run's card: unknown (no failed allocation said how much memory was "
-                  "free); give --card\n", out);
+            fputs("  the run's card on this device: unknown (no failed allocation here said "
+                  "how much memory was free)\n", out);
             continue;
         }
         card_title(rep, d, c, line, sizeof line);
@@ -213,6 +216,7 @@ void gs_whatif_json(FILE *out, const struct gs_wi_report *rep)
     gs_json_string(&j, "source", source_name(gs_whatif_source(a->w)));
     gs_json_uint(&j, "context_bytes", a->q.context);
     gs_json_bool(&j, "ipc_seen", a->ipc_seen);
+    gs_json_bool(&j, "run_card_unknown", a->run_card_unknown);
     gs_json_begin_array(&j, "settings");
     for (size_t s = 0; s < a->q.nsettings; s++) {
         gs_json_begin_object(&j, NULL);

@@ -86,13 +86,21 @@ int gs_wi_answer(const char *path, const struct gs_trace_info *info, const struc
         snprintf(a->q.cards[0].name, sizeof a->q.cards[0].name, "the run's");
         a->q.cards[0].run = 1;
     }
+    run_cards(r, a->run_card);
+    int known = 0;
+    for (size_t d = 0; d <= GS_MAX_DEVICES; d++)
+        known |= a->run_card[d] != 0;
+    if (!known && a->q.ncards == 1 && a->q.cards[0].run) { /* it would be no limit twice */
+        a->q.ncards = 0;
+        a->run_card_unknown = 1;
+    }
     size_t ns = a->q.nsettings, nc = a->q.ncards;
     if ((nc + 1) * ns > GS_WI_CASES) {
         snprintf(err, errsz, "%zu settings on %zu cards: at most %d comparisons", ns, nc + 1,
                  GS_WI_CASES);
         return -1;
     }
-    run_cards(r, a->run_card);
+
     a->ipc_seen = r->kinds[GS_KIND_IMPORTED].allocs > 0;
     struct gs_wi_case cases[GS_WI_CASES];
     for (size_t c = 0; c <= nc; c++)

@@ -42,6 +42,8 @@ struct gs_wi_answer {
     uint64_t run_card[GS_MAX_DEVICES + 1]; /* the memory the process had on each
                                             * device (0: unknown) */
     int ipc_seen;            /* the run imported another process's memory (CUDA IPC) */
+    int run_card_unknown;    /* the run's card was asked for and no failure told it: the
+                              * answer has no card (q.ncards 0), only no limit */
 };
 
 /* The value of the setting name the run had (GS_REC_SETTINGS), or NULL. */
