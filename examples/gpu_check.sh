@@ -43,4 +43,6 @@ else
 fi
 echo "== gpushim against PyTorch's own counters (examples/gpu_torch_check.py)"
 python3 "$here/examples/gpu_torch_check.py" --build "$here/build" --out "$out/torch-check"
+echo "== gpushim whatif against PyTorch's own reserved memory (examples/gpu_whatif_check.py)"
+python3 "$here/examples/gpu_whatif_check.py" --build "$here/build" --out "$out/whatif-check"
 echo "reports in $out"
