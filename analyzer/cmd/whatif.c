@@ -1,7 +1,8 @@
 /*
- * whatif.c - gpushim whatif: the options, the trace read once for its call
- * sites and failures (report/load.c), then the what-if replay
- * (analyzer/whatif/answer.c) and its answer in text, JSON or HTML.
+ * whatif.c - gpushim whatif: the options; the trace read once (report/load.c)
+ * with the what-if replay (analyzer/whatif/answer.c) watching its events,
+ * a second pass only for the run's own card, which its failures tell at the
+ * end; the answer in text, JSON or HTML.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -70,6 +71,37 @@ static int usage_error(const char *fmt, const char *arg)
     return 2;
 }
 
+/* The replay, watching the trace as gs_load reads it. */
+struct pass {
+    struct gs_wi_question *q;
+    struct gs_wi_answer *a;
+    int auto_allocator; /* the framework chooses the model */
+    int begun, failed;
+    char err[512];
+};
+
+static void begin(struct pass *p, struct gs_loaded *l)
+{
+    p->begun = 1;
+    if (p->auto_allocator) {
+        struct gs_alloc_mode m;
+        gs_allocator_mode(&l->info, &l->r, &m);
+        p->q->allocator = (m.frameworks & GS_FW_JAX) && !(m.frameworks & GS_FW_PYTORCH)
+                              ? GS_WI_XLA
+                              : GS_WI_TORCH;
+    }
+    p->failed = gs_wi_answer_begin(p->a, p->q, &l->info, NULL, p->err, sizeof p->err) != 0;
+}
+
+static void on_event(void *ctx, struct gs_loaded *l, const struct gs_revent *e)
+{
+    struct pass *p = ctx;
+    if (!p->begun)
+        begin(p, l);
+    if (!p->failed)
+        gs_wi_answer_event(p->a, e);
+}
+
 int gs_cmd_whatif(int argc, char **argv)
 {
     static const struct option longopts[] = {{"allocator", required_argument, NULL, 'a'},
@@ -134,18 +166,13 @@ int gs_cmd_whatif(int argc, char **argv)
     if (q.ncards * (nconfs ? nconfs : 7) + (nconfs ? nconfs : 7) > GS_WI_CASES)
         return usage_error("%s", "too many settings and cards at once (at most 64 pairs)");
 
-    const char *path = argv[optind];
-    struct gs_loaded l;
-    if (gs_load("whatif", path, &l) != 0)
-        return 1;
-    if (allocator) {
+    /* The settings' words say their allocator (JAX's are NAME=VALUE); read
+     * them now, so that a mistake is told before the trace is. */
+    int xla_words = nconfs && strchr(confs[0], '=') != NULL;
+    if (allocator)
         q.allocator = !strcmp(allocator, "xla") ? GS_WI_XLA : GS_WI_TORCH;
-    } else {
-        struct gs_alloc_mode m;
-        gs_allocator_mode(&l.info, &l.r, &m);
-        q.allocator = (m.frameworks & GS_FW_JAX) && !(m.frameworks & GS_FW_PYTORCH) ? GS_WI_XLA
-                                                                                  : GS_WI_TORCH;
-    }
+    else if (nconfs)
+        q.allocator = xla_words ? GS_WI_XLA : GS_WI_TORCH;
     for (size_t i = 0; i < nconfs; i++) {
         char err[512];
         int bad = q.allocator == GS_WI_XLA
@@ -153,16 +180,34 @@ int gs_cmd_whatif(int argc, char **argv)
                       : gs_wi_parse_torch(confs[i], q.torch, &q.settings[i], err, sizeof err);
         if (bad) {
             fprintf(stderr, "gpushim whatif: --setting '%s': %s\n", confs[i], err);
-            gs_loaded_free(&l);
             return 2;
         }
     }
     q.nsettings = nconfs;
+
+    /* One pass: the replay watches the trace being read, made at its first
+     * event (the header and the modules loaded by then say the framework);
+     * the run's own card, known only at the end, takes a second. */
+    const char *path = argv[optind];
     static struct gs_wi_answer a;
+    struct pass p = {.q = &q, .a = &a, .auto_allocator = !allocator && !nconfs};
+    struct gs_event_watch watch = {.ctx = &p, .after = on_event};
+    struct gs_loaded l;
+    if (gs_load_watch("whatif", path, &l, &watch) != 0) {
+        gs_wi_answer_free(&a);
+        return 1;
+    }
     char err[512];
     int rc = 0;
-    if (gs_wi_answer(path, &l.info, &l.r, &q, &a, err, sizeof err) != 0) {
-        fprintf(stderr, "gpushim whatif: %s\n", err);
+    if (!p.begun)
+        begin(&p, &l);
+    if (!p.failed && gs_wi_answer_finish(&a, path, &l.r, err, sizeof err) != 0) {
+        p.failed = 1;
+        snprintf(p.err, sizeof p.err, "%s", err);
+    }
+    if (p.failed) {
+        fprintf(stderr, "gpushim whatif: %s\n", p.err);
+        gs_wi_answer_free(&a);
         gs_loaded_free(&l);
         return 1;
     }
@@ -183,7 +228,7 @@ int gs_cmd_whatif(int argc, char **argv)
             fprintf(stderr, "gpushim whatif: cannot write %s\n", output ? output : "the answer");
             rc = 1;
         }
-        if (!rc && gs_whatif_source(a.w) == GS_WI_SRC_NONE) {
+        if (!rc && a.source == GS_WI_SRC_NONE) {
             fprintf(stderr, "gpushim whatif: %s has no tensor-level allocation to replay\n",
                     path);
             rc = 1;

@@ -109,11 +109,11 @@ void gs_export_whatif_html(FILE *out, const struct gs_wi_report *rep)
     fputs(": ", out);
     gs_html_escape(out, gs_wi_model_name(a));
     fputs(".<br>Tensors: ", out);
-    gs_html_escape(out, gs_wi_source_text(gs_whatif_source(a->w)));
+    gs_html_escape(out, gs_wi_source_text(a->source));
     fputs(".</p>\n", out);
     struct card_ctx cc = {.rep = rep};
     for (size_t i = 0; i <= GS_MAX_DEVICES; i++) {
-        const struct gs_wi_device *d = gs_whatif_device(a->w, i);
+        const struct gs_wi_device *d = gs_wi_answer_device(a, i);
         if (!d)
             continue;
         cc.d = d;

@@ -154,10 +154,10 @@ void gs_whatif_text(FILE *out, const struct gs_wi_report *rep)
     if (rep->torch_approx)
         fprintf(out, "       (--torch %s: read with these rules; what differs in that version "
                      "is not modelled)\n", rep->torch_asked);
-    fprintf(out, "tensors: %s\n", gs_wi_source_text(gs_whatif_source(a->w)));
+    fprintf(out, "tensors: %s\n", gs_wi_source_text(a->source));
     size_t shown = 0;
     for (size_t i = 0; i <= GS_MAX_DEVICES; i++) {
-        const struct gs_wi_device *d = gs_whatif_device(a->w, i);
+        const struct gs_wi_device *d = gs_wi_answer_device(a, i);
         if (d) {
             device_text(out, rep, d);
             shown++;
@@ -213,7 +213,7 @@ void gs_whatif_json(FILE *out, const struct gs_wi_report *rep)
     gs_json_string(&j, "torch", a->q.allocator == GS_WI_XLA ? NULL
                                 : a->q.torch == GS_TC_TORCH_PR193400 ? "pr193400" : "2.12");
     gs_json_bool(&j, "torch_approximate", rep->torch_approx);
-    gs_json_string(&j, "source", source_name(gs_whatif_source(a->w)));
+    gs_json_string(&j, "source", source_name(a->source));
     gs_json_uint(&j, "context_bytes", a->q.context);
     gs_json_bool(&j, "ipc_seen", a->ipc_seen);
     gs_json_bool(&j, "run_card_unknown", a->run_card_unknown);
@@ -228,7 +228,7 @@ void gs_whatif_json(FILE *out, const struct gs_wi_report *rep)
     gs_json_end_array(&j);
     gs_json_begin_array(&j, "devices");
     for (size_t i = 0; i <= GS_MAX_DEVICES; i++) {
-        const struct gs_wi_device *d = gs_whatif_device(a->w, i);
+        const struct gs_wi_device *d = gs_wi_answer_device(a, i);
         if (!d)
             continue;
         gs_json_begin_object(&j, NULL);

@@ -8,6 +8,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analyzer/util/bytes.h"
@@ -66,8 +67,48 @@ static void run_cards(const struct gs_replay *r, uint64_t *card)
             }
 }
 
-int gs_wi_answer(const char *path, const struct gs_trace_info *info, const struct gs_replay *r,
-                 const struct gs_wi_question *q, struct gs_wi_answer *a, char *err, size_t errsz)
+/* The cases of card c for each setting: its capacity, or GS_WI_SKIP when
+ * this pass is not the one that replays it. */
+static void card_cases(const struct gs_wi_answer *a, size_t c, int run_pass,
+                       struct gs_wi_case *cases)
+{
+    size_t ns = a->q.nsettings, nc = a->q.ncards;
+    for (size_t s = 0; s < ns; s++) {
+        uint64_t cap = 0; /* c == nc: no limit */
+        if (c < nc && a->q.cards[c].run)
+            cap = GS_WI_RUN_CARD;
+        else if (c < nc)
+            cap = a->q.cards[c].bytes > a->q.context ? a->q.cards[c].bytes - a->q.context : 1;
+        if ((cap == GS_WI_RUN_CARD) != run_pass)
+            cap = GS_WI_SKIP;
+        cases[c * ns + s] = (struct gs_wi_case){.setting = s, .capacity = cap};
+    }
+}
+
+static int has_run_card(const struct gs_wi_answer *a)
+{
+    for (size_t c = 0; c < a->q.ncards; c++)
+        if (a->q.cards[c].run)
+            return 1;
+    return 0;
+}
+
+static struct gs_whatif *engine(struct gs_wi_answer *a, int run_pass)
+{
+    struct gs_wi_case cases[GS_WI_CASES];
+    for (size_t c = 0; c <= a->q.ncards; c++)
+        card_cases(a, c, run_pass, cases);
+    struct gs_whatif *w =
+        gs_whatif_new(a->q.settings, a->q.nsettings, cases, (a->q.ncards + 1) * a->q.nsettings);
+    for (size_t d = 0; w && d <= GS_MAX_DEVICES; d++)
+        if (a->run_card[d])
+            gs_whatif_set_run_card(w, d == GS_MAX_DEVICES ? -1 : (int32_t)d, a->run_card[d]);
+    return w;
+}
+
+int gs_wi_answer_begin(struct gs_wi_answer *a, const struct gs_wi_question *q,
+                       const struct gs_trace_info *info, const struct gs_replay *r, char *err,
+                       size_t errsz)
 {
     memset(a, 0, sizeof *a);
     a->q = *q;
@@ -86,46 +127,117 @@ int gs_wi_answer(const char *path, const struct gs_trace_info *info, const struc
         snprintf(a->q.cards[0].name, sizeof a->q.cards[0].name, "the run's");
         a->q.cards[0].run = 1;
     }
-    run_cards(r, a->run_card);
-    int known = 0;
-    for (size_t d = 0; d <= GS_MAX_DEVICES; d++)
-        known |= a->run_card[d] != 0;
-    if (!known && a->q.ncards == 1 && a->q.cards[0].run) { /* it would be no limit twice */
-        a->q.ncards = 0;
-        a->run_card_unknown = 1;
-    }
     size_t ns = a->q.nsettings, nc = a->q.ncards;
     if ((nc + 1) * ns > GS_WI_CASES) {
         snprintf(err, errsz, "%zu settings on %zu cards: at most %d comparisons", ns, nc + 1,
                  GS_WI_CASES);
         return -1;
     }
-
-    a->ipc_seen = r->kinds[GS_KIND_IMPORTED].allocs > 0;
+    a->cards_known = r != NULL;
+    if (r) /* the run's cards known: every case in this one pass */
+        run_cards(r, a->run_card);
     struct gs_wi_case cases[GS_WI_CASES];
-    for (size_t c = 0; c <= nc; c++)
-        for (size_t s = 0; s < ns; s++) {
-            uint64_t cap = 0;
-            if (c < nc)
-                cap = a->q.cards[c].run ? GS_WI_RUN_CARD
-                      : a->q.cards[c].bytes > a->q.context ? a->q.cards[c].bytes - a->q.context
-                                                           : 1;
-            cases[c * ns + s] = (struct gs_wi_case){.setting = s, .capacity = cap};
-        }
+    for (size_t c = 0; c <= nc; c++) {
+        card_cases(a, c, 0, cases);
+        if (r && c < nc && a->q.cards[c].run)
+            card_cases(a, c, 1, cases);
+    }
     a->w = gs_whatif_new(a->q.settings, ns, cases, (nc + 1) * ns);
+    for (size_t d = 0; a->w && d <= GS_MAX_DEVICES; d++)
+        if (a->run_card[d])
+            gs_whatif_set_run_card(a->w, d == GS_MAX_DEVICES ? -1 : (int32_t)d, a->run_card[d]);
     if (!a->w) {
         snprintf(err, errsz, "out of memory");
         return -1;
     }
-    for (size_t d = 0; d <= GS_MAX_DEVICES; d++)
-        if (a->run_card[d])
-            gs_whatif_set_run_card(a->w, d == GS_MAX_DEVICES ? -1 : (int32_t)d, a->run_card[d]);
-    if (gs_whatif_replay(path, a->w, err, errsz) != 0) {
-        gs_wi_answer_free(a);
+    return 0;
+}
+
+void gs_wi_answer_event(struct gs_wi_answer *a, const struct gs_revent *e)
+{
+    gs_whatif_event(a->w, e);
+}
+
+/* The devices as the answer shows them: the first pass's, with the run's
+ * cards' outcomes from the second; without any run's card known, that card
+ * left out (it would be no limit twice). */
+static int merge(struct gs_wi_answer *a)
+{
+    size_t ns = a->q.nsettings, nc = a->q.ncards;
+    size_t from[GS_WI_CARDS + 1], n = 0; /* the cards shown: their index as replayed */
+    for (size_t c = 0; c <= nc; c++)
+        if (c == nc || !a->q.cards[c].run || !a->run_card_unknown)
+            from[n++] = c;
+    for (size_t i = 0; i <= GS_MAX_DEVICES; i++) {
+        const struct gs_wi_device *d = gs_whatif_device(a->w, i);
+        const struct gs_wi_device *dr = a->w_run ? gs_whatif_device(a->w_run, i) : NULL;
+        if (!d && !dr)
+            continue;
+        struct gs_wi_device *m = a->dev[i] = malloc(sizeof *m);
+        if (!m)
+            return -1;
+        *m = d ? *d : *dr;
+        for (size_t c = 0; c < n; c++)
+            for (size_t s = 0; s < ns; s++) {
+                const struct gs_wi_device *src =
+                    dr && from[c] < nc && a->q.cards[from[c]].run ? dr : d;
+                if (src)
+                    m->out[c * ns + s] = src->out[from[c] * ns + s];
+                else
+                    memset(&m->out[c * ns + s], 0, sizeof m->out[0]);
+            }
+        if (dr) { /* the failed requests' served bits of the run's cases */
+            m->run_card = dr->run_card;
+            for (size_t k = 0; k < m->nfailed && k < dr->nfailed; k++)
+                m->failed[k].served |= dr->failed[k].served;
+        }
+    }
+    if (a->run_card_unknown) { /* the card list as shown */
+        size_t k = 0;
+        for (size_t c = 0; c < nc; c++)
+            if (!a->q.cards[c].run)
+                a->q.cards[k++] = a->q.cards[c];
+        a->q.ncards = k;
+    }
+    return 0;
+}
+
+int gs_wi_answer_finish(struct gs_wi_answer *a, const char *path, const struct gs_replay *r,
+                        char *err, size_t errsz)
+{
+    gs_whatif_finish(a->w);
+    a->source = gs_whatif_source(a->w);
+    a->ipc_seen = r->kinds[GS_KIND_IMPORTED].allocs > 0;
+    if (!a->cards_known && has_run_card(a)) {
+        run_cards(r, a->run_card);
+        int known = 0;
+        for (size_t d = 0; d <= GS_MAX_DEVICES; d++)
+            known |= a->run_card[d] != 0;
+        if (!known) {
+            a->run_card_unknown = 1;
+        } else { /* the run's cards, in a second pass */
+            a->w_run = engine(a, 1);
+            if (!a->w_run) {
+                snprintf(err, errsz, "out of memory");
+                return -1;
+            }
+            if (gs_whatif_replay(path, a->w_run, err, errsz) != 0)
+                return -1;
+        }
+    }
+    if (gs_whatif_nomem(a->w) || (a->w_run && gs_whatif_nomem(a->w_run)) || merge(a) != 0) {
+        snprintf(err, errsz, "out of memory while replaying");
         return -1;
     }
-    if (gs_whatif_nomem(a->w)) {
-        snprintf(err, errsz, "out of memory while replaying");
+    return 0;
+}
+
+int gs_wi_answer(const char *path, const struct gs_trace_info *info, const struct gs_replay *r,
+                 const struct gs_wi_question *q, struct gs_wi_answer *a, char *err, size_t errsz)
+{
+    if (gs_wi_answer_begin(a, q, info, r, err, errsz) != 0 ||
+        gs_whatif_replay(path, a->w, err, errsz) != 0 ||
+        gs_wi_answer_finish(a, path, r, err, errsz) != 0) {
         gs_wi_answer_free(a);
         return -1;
     }
@@ -135,7 +247,17 @@ int gs_wi_answer(const char *path, const struct gs_trace_info *info, const struc
 void gs_wi_answer_free(struct gs_wi_answer *a)
 {
     gs_whatif_free(a->w);
-    a->w = NULL;
+    gs_whatif_free(a->w_run);
+    a->w = a->w_run = NULL;
+    for (size_t i = 0; i <= GS_MAX_DEVICES; i++) {
+        free(a->dev[i]);
+        a->dev[i] = NULL;
+    }
+}
+
+const struct gs_wi_device *gs_wi_answer_device(const struct gs_wi_answer *a, size_t idx)
+{
+    return idx <= GS_MAX_DEVICES ? a->dev[idx] : NULL;
 }
 
 const struct gs_wi_outcome *gs_wi_outcome_of(const struct gs_wi_answer *a,
@@ -178,14 +300,11 @@ int gs_wi_verdict(const struct gs_wi_answer *a, int32_t device, uint64_t time_ns
 {
     memset(v, 0, sizeof *v);
     v->setting = SIZE_MAX;
-    if (!a->w)
-        return -1;
     /* blocks carry no device: theirs is the replay's device -1 */
-    size_t slot = gs_whatif_source(a->w) == GS_WI_SRC_BLOCKS || device < 0 ||
-                          device >= GS_MAX_DEVICES
+    size_t slot = a->source == GS_WI_SRC_BLOCKS || device < 0 || device >= GS_MAX_DEVICES
                       ? GS_MAX_DEVICES
                       : (size_t)device;
-    const struct gs_wi_device *d = gs_whatif_device(a->w, slot);
+    const struct gs_wi_device *d = gs_wi_answer_device(a, slot);
     if (!d || !a->q.ncards || !a->q.cards[0].run || !gs_wi_card_bytes(a, d, 0))
         return -1;
     const struct gs_wi_failed *f = NULL;

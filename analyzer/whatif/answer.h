@@ -36,14 +36,19 @@ struct gs_wi_question {
 };
 
 struct gs_wi_answer {
-    struct gs_wi_question q; /* with its defaults filled in */
-    struct gs_whatif *w;     /* case c * nsettings + s: setting s on card c; case
-                              * ncards * nsettings + s: setting s with no limit */
+    struct gs_wi_question q; /* with its defaults filled in; the run's card left out when
+                              * unknown */
+    /* outcome c * nsettings + s: setting s on card c; c == ncards: no limit */
+    struct gs_wi_device *dev[GS_MAX_DEVICES + 1]; /* by device (the last: -1), NULL: none */
+    enum gs_wi_source source;
     uint64_t run_card[GS_MAX_DEVICES + 1]; /* the memory the process had on each
                                             * device (0: unknown) */
     int ipc_seen;            /* the run imported another process's memory (CUDA IPC) */
-    int run_card_unknown;    /* the run's card was asked for and no failure told it: the
-                              * answer has no card (q.ncards 0), only no limit */
+    int run_card_unknown;    /* the run's card was asked for and no failure told it */
+    /* the passes */
+    struct gs_whatif *w;     /* the cards known at the start, and no limit */
+    struct gs_whatif *w_run; /* the run's cards, once the trace told them (NULL: none) */
+    int cards_known;         /* the run's cards were known at the start */
 };
 
 /* The value of the setting name the run had (GS_REC_SETTINGS), or NULL. */
@@ -53,11 +58,26 @@ const char *gs_wi_run_setting(const struct gs_trace_info *info, const char *name
  * --per-tensor adds, in buf; NULL when it had none. */
 const char *gs_wi_run_conf(const struct gs_trace_info *info, char *buf, size_t sz);
 
-/* Replays the trace at path (already read into r, whose failures give the
- * run's card) for q: 0, or -1 with why in err. */
+/* The answer in one pass or two. begin: the question's defaults from the
+ * trace's header (info) and the cases; r, when the trace was already read,
+ * gives the run's cards up front (else NULL). Then each event of the trace
+ * to gs_wi_answer_event (or gs_whatif_replay of a->w), and finish with the
+ * trace read into r: the run's cards from its failures, replayed in a
+ * second pass over path when they were not known at begin. 0, or -1 with
+ * why in err; gs_wi_answer_free in either case. */
+int gs_wi_answer_begin(struct gs_wi_answer *a, const struct gs_wi_question *q,
+                       const struct gs_trace_info *info, const struct gs_replay *r, char *err,
+                       size_t errsz);
+void gs_wi_answer_event(struct gs_wi_answer *a, const struct gs_revent *e);
+int gs_wi_answer_finish(struct gs_wi_answer *a, const char *path, const struct gs_replay *r,
+                        char *err, size_t errsz);
+/* All of it for a trace at path already read into r: 0, or -1 with why. */
 int gs_wi_answer(const char *path, const struct gs_trace_info *info, const struct gs_replay *r,
                  const struct gs_wi_question *q, struct gs_wi_answer *a, char *err, size_t errsz);
 void gs_wi_answer_free(struct gs_wi_answer *a);
+/* The devices replayed: index 0 .. GS_MAX_DEVICES (the last: device -1);
+ * NULL for one with no tensor. */
+const struct gs_wi_device *gs_wi_answer_device(const struct gs_wi_answer *a, size_t idx);
 
 /* The outcome of setting s on card c (c == ncards: no limit) on a device. */
 const struct gs_wi_outcome *gs_wi_outcome_of(const struct gs_wi_answer *a,

@@ -49,6 +49,8 @@ struct gs_whatif {
     size_t nsettings;
     struct gs_wi_case cases[GS_WI_CASES];
     size_t ncases;
+    uint8_t active[GS_WI_CASES]; /* the cases replayed (not GS_WI_SKIP), in order */
+    size_t nactive;
     enum gs_wi_source source;
     struct dev *dev[GS_MAX_DEVICES + 1]; /* [GS_MAX_DEVICES]: device -1 */
     uint64_t run_card[GS_MAX_DEVICES + 1];
@@ -60,6 +62,10 @@ struct gs_whatif {
     gs_wi_size_fn size_of; /* gs_whatif_set_sizes */
     void *size_ctx;
 };
+
+/* Each case replayed, as i. */
+#define FOR_CASES(w, k, i) \
+    for (size_t k = 0, i = 0; k < (w)->nactive && ((i = (w)->active[k]), 1); k++)
 
 int gs_wi_tensor_api(uint32_t api, int *stream_ordered)
 {
@@ -105,13 +111,16 @@ struct gs_whatif *gs_whatif_new(const struct gs_wi_setting *settings, size_t nse
         memcpy(w->cases, cases, ncases * sizeof *cases);
     w->nsettings = nsettings;
     w->ncases = ncases;
+    for (size_t i = 0; i < ncases; i++)
+        if (cases[i].capacity != GS_WI_SKIP)
+            w->active[w->nactive++] = (uint8_t)i;
     w->step_label = LABELS;
     return w;
 }
 
-static void dev_drop(struct dev *d, size_t ncases)
+static void dev_drop(struct dev *d)
 {
-    for (size_t i = 0; i < ncases; i++)
+    for (size_t i = 0; i < GS_WI_CASES; i++)
         gs_wi_model_free(d->m[i]);
     gs_idmap_free(d->live);
 }
@@ -122,7 +131,7 @@ void gs_whatif_free(struct gs_whatif *w)
         return;
     for (size_t i = 0; i <= GS_MAX_DEVICES; i++)
         if (w->dev[i]) {
-            dev_drop(w->dev[i], w->ncases);
+            dev_drop(w->dev[i]);
             free(w->dev[i]);
         }
     free(w);
@@ -159,21 +168,21 @@ static struct dev *dev_of(struct gs_whatif *w, int32_t device)
     d->d.device = s == GS_MAX_DEVICES ? -1 : device;
     d->d.run_card = w->run_card[s];
     d->live = gs_idmap_new();
-    for (size_t i = 0; i < w->ncases; i++) {
+    FOR_CASES(w, k, i) {
         uint64_t cap = w->cases[i].capacity;
         cap = cap == GS_WI_RUN_CARD ? d->d.run_card : cap;
         d->d.out[i].capacity = cap;
         d->m[i] = gs_wi_model_new(&w->settings[w->cases[i].setting], cap);
         if (!d->m[i]) {
             w->nomem = 1;
-            dev_drop(d, i);
+            dev_drop(d);
             memset(d, 0, sizeof *d);
             return NULL;
         }
     }
     if (!d->live) {
         w->nomem = 1;
-        dev_drop(d, w->ncases);
+        dev_drop(d);
         memset(d, 0, sizeof *d);
         return NULL;
     }
@@ -191,20 +200,20 @@ static void switch_source(struct gs_whatif *w, enum gs_wi_source src)
         /* what were tensors under the driver source is now memory outside
          * the allocator, when the stream-ordered ones take over */
         uint64_t outside = src == GS_WI_SRC_STREAM ? d->d.tensor_bytes + d->d.outside_bytes : 0;
-        dev_drop(d, w->ncases);
+        dev_drop(d);
         memset(d, 0, sizeof *d);
         if (outside && (d = dev_of(w, i == GS_MAX_DEVICES ? -1 : (int32_t)i)) != NULL) {
             d->d.outside_bytes = d->d.outside_peak = outside;
-            for (size_t k = 0; k < w->ncases; k++)
-                gs_wi_model_set_external(d->m[k], outside);
+            FOR_CASES(w, k, i)
+                gs_wi_model_set_external(d->m[i], outside);
         }
     }
     w->source = src;
 }
 
-static void after_request(struct dev *d, size_t ncases)
+static void after_request(const struct gs_whatif *w, struct dev *d)
 {
-    for (size_t i = 0; i < ncases; i++) {
+    FOR_CASES(w, k, i) {
         uint64_t held = gs_wi_model_reserved(d->m[i]) + d->d.outside_bytes;
         if (held > d->d.out[i].device_peak)
             d->d.out[i].device_peak = held;
@@ -219,9 +228,9 @@ static void outside_change(struct gs_whatif *w, struct dev *d, uint64_t bytes, i
         d->d.outside_bytes -= bytes < d->d.outside_bytes ? bytes : d->d.outside_bytes;
     if (d->d.outside_bytes > d->d.outside_peak)
         d->d.outside_peak = d->d.outside_bytes;
-    for (size_t i = 0; i < w->ncases; i++)
+    FOR_CASES(w, k, i)
         gs_wi_model_set_external(d->m[i], d->d.outside_bytes);
-    after_request(d, w->ncases);
+    after_request(w, d);
 }
 
 static void ran_out(struct gs_whatif *w, struct gs_wi_outcome *o, const struct gs_revent *e,
@@ -268,7 +277,7 @@ static void request(struct gs_whatif *w, const struct gs_revent *e, int failed)
     struct gs_wi_failed *kept = failed && d->d.nfailed && d->d.failed_requests <= GS_WI_FAILED_KEPT
                                     ? &d->d.failed[d->d.nfailed - 1]
                                     : NULL;
-    for (size_t i = 0; i < w->ncases; i++) {
+    FOR_CASES(w, k, i) {
         struct gs_wi_outcome *o = &d->d.out[i];
         uint64_t size = w->size_of ? w->size_of(w->size_ctx, i, e) : e->size;
         int rc = gs_wi_model_alloc(d->m[i], id, size, e->stream);
@@ -284,9 +293,9 @@ static void request(struct gs_whatif *w, const struct gs_revent *e, int failed)
                 kept->served |= 1ull << i;
         }
     }
-    after_request(d, w->ncases);
+    after_request(w, d);
     if (failed)
-        for (size_t i = 0; i < w->ncases; i++)
+        FOR_CASES(w, k, i)
             gs_wi_model_release(d->m[i], id); /* served: the run's failure path came next */
 }
 
@@ -301,9 +310,9 @@ static void release(struct gs_whatif *w, int32_t device, uint64_t addr, uint64_t
         gs_idmap_del(d->live, addr);
         d->d.tensor_bytes -= was;
         d->d.frees++;
-        for (size_t i = 0; i < w->ncases; i++)
+        FOR_CASES(w, k, i)
             gs_wi_model_release(d->m[i], addr); /* not live where it ran out: nothing to do */
-        after_request(d, w->ncases);
+        after_request(w, d);
     } else if (w->source == GS_WI_SRC_STREAM) {
         outside_change(w, d, size, 0);
     }
@@ -414,8 +423,9 @@ void gs_whatif_finish(struct gs_whatif *w)
 {
     for (size_t i = 0; i <= GS_MAX_DEVICES; i++) {
         struct dev *d = w->dev[i];
-        for (size_t k = 0; d && d->d.present && k < w->ncases; k++)
-            gs_wi_model_figures(d->m[k], &d->d.out[k].st);
+        if (d && d->d.present)
+            FOR_CASES(w, k, i)
+                gs_wi_model_figures(d->m[i], &d->d.out[i].st);
     }
 }
 

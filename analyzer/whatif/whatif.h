@@ -21,6 +21,8 @@
 /* A case's capacity: the memory the run's own device had for the process
  * (gs_whatif_set_run_card), or no limit when the trace does not say. */
 #define GS_WI_RUN_CARD UINT64_MAX
+/* A case this replay leaves to another (its outcome stays zero). */
+#define GS_WI_SKIP (UINT64_MAX - 1)
 
 /* What the replay took as the run's tensors. */
 enum gs_wi_source {
@@ -40,7 +42,7 @@ enum gs_wi_source {
 struct gs_wi_case {
     size_t setting;
     uint64_t capacity; /* bytes the process may take on the device: 0 no limit,
-                        * GS_WI_RUN_CARD the run's own */
+                        * GS_WI_RUN_CARD the run's own, GS_WI_SKIP not here */
 };
 
 /* Where a case first ran out. */
