@@ -161,6 +161,7 @@ int gs_cmd_whatif(int argc, char **argv)
     q.torch = GS_TC_TORCH_NEWEST;
     if (torch && (approx = gs_wi_parse_torch_version(torch, &q.torch)) < 0)
         return usage_error("--torch is a PyTorch 2 version (2.12) or pr193400, not '%s'", torch);
+    q.torch_before_2_5 = torch && gs_wi_torch_minor(torch) >= 0 && gs_wi_torch_minor(torch) < 5;
     if (allocator && strcmp(allocator, "torch") && strcmp(allocator, "xla"))
         return usage_error("--allocator is torch or xla, not '%s'", allocator);
     if (q.ncards * (nconfs ? nconfs : 7) + (nconfs ? nconfs : 7) > GS_WI_CASES)

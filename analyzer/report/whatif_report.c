@@ -53,10 +53,13 @@ void gs_wi_oom_text(const struct gs_wi_report *rep, const struct gs_wi_oom *o, c
 
 static const char *costs_text(unsigned costs)
 {
-    if ((costs & GS_WI_BREAKS_IPC) && (costs & GS_WI_SLOWER_SPLIT))
-        return "breaks CUDA IPC; large blocks unsplit: more cudaMalloc calls";
-    if (costs & GS_WI_BREAKS_IPC)
-        return "breaks CUDA IPC (tensors shared between processes)";
+    if ((costs & GS_WI_IPC_HANDLES) && (costs & GS_WI_SLOWER_SPLIT))
+        return "CUDA IPC through exported handles (PyTorch 2.5 and later); large blocks "
+               "unsplit: more cudaMalloc calls";
+    if (costs & GS_WI_IPC_HANDLES)
+        return "tensors shared with other processes go through exported handles, not "
+               "cudaIpcGetMemHandle (PyTorch 2.5 and later, pytorch/pytorch#130890; before "
+               "it, sharing them fails)";
     if (costs & GS_WI_SLOWER_SPLIT)
         return "large blocks unsplit: more cudaMalloc calls (pytorch/pytorch#113481)";
     return NULL;
@@ -176,9 +179,9 @@ void gs_whatif_text(FILE *out, const struct gs_wi_report *rep)
                     a->q.settings[s].name, cost);
         }
     }
-    if (a->ipc_seen)
-        fputs("the run imported memory from another process (CUDA IPC): settings that break it "
-              "are not named best\n", out);
+    if (a->ipc_breaks)
+        fputs("the run imported memory from another process (CUDA IPC), and before PyTorch 2.5 "
+              "expandable segments cannot be shared: they are not named best\n", out);
 }
 
 static void oom_json(struct gs_json *j, const struct gs_wi_report *rep, const struct gs_wi_oom *o)
@@ -216,12 +219,14 @@ void gs_whatif_json(FILE *out, const struct gs_wi_report *rep)
     gs_json_string(&j, "source", source_name(a->source));
     gs_json_uint(&j, "context_bytes", a->q.context);
     gs_json_bool(&j, "ipc_seen", a->ipc_seen);
+    gs_json_bool(&j, "ipc_breaks", a->ipc_breaks);
     gs_json_bool(&j, "run_card_unknown", a->run_card_unknown);
     gs_json_begin_array(&j, "settings");
     for (size_t s = 0; s < a->q.nsettings; s++) {
         gs_json_begin_object(&j, NULL);
         gs_json_string(&j, "name", a->q.settings[s].name);
-        gs_json_bool(&j, "breaks_cuda_ipc", !!(a->q.settings[s].costs & GS_WI_BREAKS_IPC));
+        gs_json_bool(&j, "ipc_through_handles",
+                     !!(a->q.settings[s].costs & GS_WI_IPC_HANDLES));
         gs_json_bool(&j, "unsplit_large_blocks", !!(a->q.settings[s].costs & GS_WI_SLOWER_SPLIT));
         gs_json_end_object(&j);
     }

@@ -208,6 +208,7 @@ int gs_wi_answer_finish(struct gs_wi_answer *a, const char *path, const struct g
     gs_whatif_finish(a->w);
     a->source = gs_whatif_source(a->w);
     a->ipc_seen = r->kinds[GS_KIND_IMPORTED].allocs > 0;
+    a->ipc_breaks = a->ipc_seen && a->q.torch_before_2_5;
     if (!a->cards_known && has_run_card(a)) {
         run_cards(r, a->run_card);
         int known = 0;
@@ -287,7 +288,7 @@ size_t gs_wi_best(const struct gs_wi_answer *a, const struct gs_wi_device *d, si
     size_t best = SIZE_MAX;
     for (size_t s = 0; s < a->q.nsettings; s++) {
         const struct gs_wi_outcome *o = gs_wi_outcome_of(a, d, c, s);
-        if (o->ran_out || (a->ipc_seen && (a->q.settings[s].costs & GS_WI_BREAKS_IPC)))
+        if (o->ran_out || (a->ipc_breaks && (a->q.settings[s].costs & GS_WI_IPC_HANDLES)))
             continue;
         if (best == SIZE_MAX || better(o, gs_wi_outcome_of(a, d, c, best)))
             best = s;
@@ -319,7 +320,7 @@ int gs_wi_verdict(const struct gs_wi_answer *a, int32_t device, uint64_t time_ns
     for (size_t s = 0; s < a->q.nsettings; s++) {
         const struct gs_wi_outcome *o = gs_wi_outcome_of(a, d, 0, s);
         if (!(f->served & (1ull << s)) || (o->ran_out && o->first_oom.time_ns < time_ns) ||
-            (a->ipc_seen && (a->q.settings[s].costs & GS_WI_BREAKS_IPC)))
+            (a->ipc_breaks && (a->q.settings[s].costs & GS_WI_IPC_HANDLES)))
             continue; /* case s of card 0 is case s */
         if (v->setting == SIZE_MAX || better(o, gs_wi_outcome_of(a, d, 0, v->setting))) {
             v->setting = s;

@@ -30,6 +30,7 @@ struct gs_wi_question {
     enum gs_wi_allocator allocator; /* whose defaults (the caller tells from the trace's
                                      * framework: analyzer/findings' gs_allocator_mode) */
     enum gs_tc_torch torch;
+    int torch_before_2_5; /* the version asked for shares no expandable segment by IPC */
     struct gs_wi_card cards[GS_WI_CARDS];
     size_t ncards;       /* 0: the run's own card */
     uint64_t context;    /* taken from each card given: the CUDA context and others */
@@ -44,6 +45,7 @@ struct gs_wi_answer {
     uint64_t run_card[GS_MAX_DEVICES + 1]; /* the memory the process had on each
                                             * device (0: unknown) */
     int ipc_seen;            /* the run imported another process's memory (CUDA IPC) */
+    int ipc_breaks;          /* and the version asked for cannot share expandable segments */
     int run_card_unknown;    /* the run's card was asked for and no failure told it */
     /* the passes */
     struct gs_whatif *w;     /* the cards known at the start, and no limit */
@@ -84,8 +86,9 @@ const struct gs_wi_outcome *gs_wi_outcome_of(const struct gs_wi_answer *a,
                                              const struct gs_wi_device *d, size_t c, size_t s);
 /* The best setting on card c for the device: one that does not run out,
  * then the fewest OOM retries (each empties the cache and synchronises),
- * then the lowest peak, then the fewest cudaMalloc and cudaFree calls; one
- * that breaks CUDA IPC only when the run used none. SIZE_MAX: none fits. */
+ * then the lowest peak, then the fewest cudaMalloc and cudaFree calls; not
+ * expandable segments when the run shared memory by CUDA IPC and the
+ * version asked for is older than 2.5. SIZE_MAX: none fits. */
 size_t gs_wi_best(const struct gs_wi_answer *a, const struct gs_wi_device *d, size_t c);
 /* The card's bytes the allocator may take on the device: 0 when unknown. */
 uint64_t gs_wi_card_bytes(const struct gs_wi_answer *a, const struct gs_wi_device *d, size_t c);

@@ -96,8 +96,8 @@ static int option(struct gs_wi_setting *s, const char *k, size_t kn, const char 
         else
             return fail(err, errsz, "%.*s: True or False expected (as PyTorch spells them)", k,
                         kn);
-        s->costs = c->expandable_segments ? s->costs | GS_WI_BREAKS_IPC
-                                          : s->costs & ~GS_WI_BREAKS_IPC;
+        s->costs = c->expandable_segments ? s->costs | GS_WI_IPC_HANDLES
+                                          : s->costs & ~GS_WI_IPC_HANDLES;
     } else if (is(k, kn, "backend")) {
         if (!is(v, vn, "native"))
             return fail(err, errsz, "backend:%.*s is not the caching allocator: only "
@@ -197,6 +197,12 @@ size_t gs_wi_default_settings(enum gs_tc_torch torch, const char *conf,
         n += !twin;
     }
     return n;
+}
+
+int gs_wi_torch_minor(const char *s)
+{
+    unsigned major, minor;
+    return s && sscanf(s, "%u.%u", &major, &minor) == 2 && major == 2 ? (int)minor : -1;
 }
 
 int gs_wi_parse_torch_version(const char *s, enum gs_tc_torch *out)

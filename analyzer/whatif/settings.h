@@ -18,8 +18,10 @@
 #define GS_WI_SETTINGS 16  /* the most settings one replay compares */
 
 /* What a setting costs besides memory. */
-#define GS_WI_BREAKS_IPC 1u   /* expandable segments: PyTorch cannot share such memory with
-                               * another process through CUDA IPC (torch.multiprocessing) */
+#define GS_WI_IPC_HANDLES 1u  /* expandable segments: memory shared with another process
+                               * (torch.multiprocessing) goes through exported VMM handles
+                               * (POSIX fd, or fabric), not cudaIpcGetMemHandle: PyTorch 2.5
+                               * and later (pytorch/pytorch#130890); before, sharing fails */
 #define GS_WI_SLOWER_SPLIT 2u /* max_split_size_mb: large blocks not split, so more
                                * cudaMalloc calls and OOM retries (pytorch/pytorch#113481) */
 
@@ -35,7 +37,7 @@ struct gs_wi_setting {
     enum gs_wi_allocator allocator;
     struct gs_tc_config tc;   /* GS_WI_TORCH */
     struct gs_bfc_config bfc; /* GS_WI_XLA (its capacity is the card's, set per case) */
-    unsigned costs;        /* GS_WI_BREAKS_IPC, GS_WI_SLOWER_SPLIT */
+    unsigned costs;        /* GS_WI_IPC_HANDLES, GS_WI_SLOWER_SPLIT */
 };
 
 /* Reads a PYTORCH_CUDA_ALLOC_CONF value (CUDAAllocatorConfig::parseArgs'
@@ -64,6 +66,8 @@ size_t gs_wi_default_xla_settings(const char *fraction, struct gs_wi_setting *ou
 size_t gs_wi_default_settings(enum gs_tc_torch torch, const char *conf,
                               struct gs_wi_setting *out, size_t max);
 
+/* The minor version of a PyTorch 2 version string ("2.4" -> 4), or -1. */
+int gs_wi_torch_minor(const char *s);
 /* "2.12", or "pr193400" (2.12 with pytorch/pytorch#193400). 0 for a
  * version the model follows as it is; 1 for another 2.x release, read as
  * the nearest the model knows (its differences are not modelled); -1 when

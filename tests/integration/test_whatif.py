@@ -277,3 +277,20 @@ def test_whatif_jax_platform_run_through_the_bfc_model():
     check("true or false" in p.stderr, p.stderr)
     t = whatif_json(trace, "--allocator", "torch", "--setting", "default")
     eq(t["allocator"], "torch", "--allocator chooses the model")
+
+
+def test_whatif_cuda_ipc_and_expandable_segments():
+    """tests/progs/drv_ipc.c imports memory through CUDA IPC. Expandable
+    segments share through exported handles since PyTorch 2.5
+    (pytorch/pytorch#130890): with the default (2.12) rules they may be best;
+    with --torch 2.4, where sharing them fails, they are not."""
+    r = run([E.prog("drv_ipc")])
+    trace = one_trace(r)
+    args = ["--card", "1G", "--setting", "expandable_segments:True", "--setting", "default"]
+    d = whatif_json(trace, *args)
+    eq((d["ipc_seen"], d["ipc_breaks"], d["settings"][0]["ipc_through_handles"]),
+       (True, False, True), "2.12: shared through handles")
+    eq(d["devices"][0]["cards"][0]["best"], "expandable_segments:True", "the tie's first")
+    d = whatif_json(trace, "--torch", "2.4", *args)
+    eq((d["ipc_breaks"], d["torch_approximate"], d["devices"][0]["cards"][0]["best"]),
+       (True, True, "default"), "2.4 cannot share expandable segments")

@@ -151,7 +151,7 @@ Test(whatif_settings, conf_read_as_pytorch_reads_it)
     cr_assert_eq(s.tc.max_split_size, 256 * MiB);
     cr_assert_eq(s.tc.roundup_power2_divisions[3], 4);
     cr_assert(s.tc.gc_threshold > 0.59 && s.tc.gc_threshold < 0.61);
-    cr_assert_eq(s.costs, GS_WI_BREAKS_IPC | GS_WI_SLOWER_SPLIT);
+    cr_assert_eq(s.costs, GS_WI_IPC_HANDLES | GS_WI_SLOWER_SPLIT);
     cr_assert_eq(gs_wi_parse_torch("backend:cudaMallocAsync", GS_TC_TORCH_2_12, &s, err,
                                    sizeof err), -1);
     cr_assert(strstr(err, "only backend:native"), "%s", err);
