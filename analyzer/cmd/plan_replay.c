@@ -189,7 +189,8 @@ int gs_pr_sites_close(struct gs_pr_sites *s, struct gs_loaded *l)
             return -1;
         }
     }
-    qsort(all, s->nstacks, sizeof *all, by_key);
+    if (s->nstacks)
+        qsort(all, s->nstacks, sizeof *all, by_key);
     size_t n = 0;
     for (size_t i = 0; i < s->nstacks; i++) {
         if (n && !strcmp(all[n - 1].key, all[i].key)) {
