@@ -108,6 +108,16 @@ def test_plan_replay_rounding_on_each_card():
           "    with PyTorch's caching allocator (default): largest batch 801, peak 1.00 GiB; "
           "the straight line said 814: off by +13 (+1.6 %)\n" in p.stdout, p.stdout)
 
+    # A card where not one sample fits: the weights' 20 MiB segment and the
+    # labels' 2 MiB one pass 21 MiB; the line says (21 - 5) MiB / 1281 KiB.
+    d21 = plan_json("--card", "21M", "--context", "0", a, b)
+    eq(d21["cards"][0]["replayed"], {"batch": 0, "peak_bytes": None, "setting": "default",
+                                   "linear_batch": 12, "linear_off_by": 12,
+                                   "linear_off_by_percent": None}, "none fits 21 MiB")
+    check("with PyTorch's caching allocator (default): not one sample fits; the straight line "
+          "said 12: off by +12\n" in gpushim("plan", "--card", "21M", "--context", "0", a, b).stdout,
+          "the text says it")
+
     # Three runs: the sites fitted by least squares, the largest batch the
     # reference; the same schedule at every batch gives the same answers.
     c = record(tmp, 16)
@@ -132,6 +142,15 @@ def test_plan_replay_site_in_one_run_is_fixed():
        "the probe, in the batch-8 run only, is fixed beside the weights")
     eq([c["replayed"]["batch"] for c in d["cards"]], [12, 14, 801],
        "kept at 8 MiB, the probe changes nothing")
+    # Every site fixed (the batch-8 probe run told it is batch 4: the same
+    # sizes at "both" batches): the replay is the same at any batch, 22 MiB.
+    d = plan_json("--card", "21M", "--card", "24M", "--context", "0", p8 + ":4", record(tmp, 8))
+    eq((d["replay"]["sites_scaled"], d["replay"]["sites_fixed"], d["replay"]["passes"]), (0, 3, 1),
+       "no site grows: one pass tells")
+    eq([(c["replayed"]["batch"], c["replayed"]["peak_bytes"], c["replayed"]["linear_batch"],
+         c["replayed"]["linear_off_by"]) for c in d["cards"]],
+       [(0, None, None, None), (None, 22 * MiB, None, None)],
+       "21 MiB: not one sample; 24 MiB: any batch, as the line says")
     # In both runs it grows, and is scaled: its segment then holds the weights.
     p4 = record(tmp, 4, "probe")
     d = plan_json(*CARDS, p4, p8)
