@@ -18,6 +18,12 @@
  * largest peak of one step less the smallest among the steps kept). The
  * range is then given by the steepest and the flattest lines through the
  * ends of those spreads; without marked steps, none can be given.
+ *
+ * When the runs are tensor-level, the largest batch on each card is also
+ * searched by replaying the run of the largest batch through the model of
+ * PyTorch's caching allocator with its requests scaled per call site
+ * (plan_replay.c): that answer counts the allocator's rounding and
+ * fragmentation, and is set beside the straight line's.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -34,6 +40,7 @@
 #include "analyzer/report/load.h"
 #include "analyzer/cmd/cmd.h"
 #include "analyzer/cmd/across_runs.h"
+#include "analyzer/cmd/plan_replay.h"
 
 #define DEFAULT_CONTEXT (512ull << 20)
 #define MAX_CARDS 16
@@ -56,6 +63,9 @@ static const char usage_plan[] =
     "                   given more than once (default: 24, 40, 48, 80, 96, 141 GB)\n"
     "  --context SIZE   memory kept for the CUDA context on each card (default\n"
     "                   512M; 0 for none)\n"
+    "  --setting CONF   the PYTORCH_CUDA_ALLOC_CONF value the replay's allocator\n"
+    "                   runs with (default: PyTorch's defaults); the replay is made\n"
+    "                   when the runs are tensor-level (gpushim run --per-tensor)\n"
     "  --json           print one JSON object (schema in docs/json.md) instead of text\n"
     "  -h, --help       this text\n"
     "\n"
@@ -92,6 +102,14 @@ struct plan {
     struct card cards[MAX_CARDS];
     size_t ncards;
     uint64_t context;
+    /* the replay (plan_replay.c) */
+    struct gs_pr_sites **sites;   /* each run's */
+    struct gs_wi_setting setting;
+    int replayed;                 /* 0: why says why not */
+    char why[600];
+    size_t ref;                   /* the reference run */
+    struct gs_pr_answer ra;
+    struct gs_pr_card replay[MAX_CARDS];
 };
 
 /* "TRACE:N": the batch, and the path without it; 0 when there is none. */
@@ -271,6 +289,71 @@ static void answer(const struct plan *p, const struct card *c, struct answer *a)
     }
 }
 
+/* The replay, when every run is tensor-level: p->replayed, or p->why
+ * says why not. The reference is the run of the largest batch. */
+static void replay(struct plan *p)
+{
+    p->ref = 0;
+    for (size_t i = 1; i < p->n; i++)
+        if (p->runs[i].batch > p->runs[p->ref].batch)
+            p->ref = i;
+    for (size_t k = 0; k < p->n; k++) {
+        size_t i = k == 0 ? p->ref : k == p->ref ? 0 : k; /* the reference first */
+        if (gs_pr_sites_source(p->sites[i]) == GS_WI_SRC_NONE) {
+            snprintf(p->why, sizeof p->why,
+                     "%s has no tensor-level allocation to replay: record the runs with gpushim "
+                     "run --per-tensor to have the largest batch with the caching allocator's "
+                     "rounding and fragmentation", p->runs[i].path);
+            return;
+        }
+    }
+    uint64_t *batch = calloc(p->n, sizeof *batch);
+    const struct gs_pr_sites **runs = calloc(p->n, sizeof *runs);
+    if (!batch || !runs) {
+        snprintf(p->why, sizeof p->why, "out of memory");
+        free(batch);
+        free(runs);
+        return;
+    }
+    uint64_t usable[MAX_CARDS];
+    long double linear[MAX_CARDS];
+    for (size_t i = 0; i < p->n; i++) {
+        batch[i] = p->runs[i].batch;
+        runs[i] = p->sites[i];
+    }
+    for (size_t c = 0; c < p->ncards; c++) {
+        struct answer a;
+        answer(p, &p->cards[c], &a);
+        usable[c] = (uint64_t)a.usable;
+        linear[c] = a.best;
+    }
+    struct gs_pr_question q = {.path = p->runs[p->ref].path,
+                               .runs = runs,
+                               .batch = batch,
+                               .nruns = p->n,
+                               .ref = p->ref,
+                               .setting = p->setting,
+                               .usable = usable,
+                               .linear = linear,
+                               .ncards = p->ncards};
+    char err[512];
+    if (gs_pr_replay(&q, p->replay, &p->ra, err, sizeof err) == 0)
+        p->replayed = 1;
+    else
+        snprintf(p->why, sizeof p->why, "replaying %s: %s", p->runs[p->ref].path, err);
+    free(batch);
+    free(runs);
+}
+
+/* The straight line's answer less the replay's: 0 when either is "any". */
+static int off_by(long double linear, const struct gs_pr_card *r, int64_t *off)
+{
+    if (linear < 0 || r->any)
+        return 0;
+    *off = (int64_t)linear - (int64_t)r->batch;
+    return 1;
+}
+
 static void batch_json(struct gs_json *j, const char *key, long double b)
 {
     if (b < 0)
@@ -332,9 +415,52 @@ static void plan_json(FILE *out, const struct plan *p)
             gs_json_null(&j, "largest_batch_low");
             gs_json_null(&j, "largest_batch_high");
         }
+        if (p->replayed) {
+            const struct gs_pr_card *r = &p->replay[i];
+            int64_t off;
+            gs_json_begin_object(&j, "replayed");
+            if (r->any)
+                gs_json_null(&j, "batch");
+            else
+                gs_json_uint(&j, "batch", r->batch);
+            if (r->batch)
+                gs_json_uint(&j, "peak_bytes", r->peak);
+            else
+                gs_json_null(&j, "peak_bytes");
+            gs_json_string(&j, "setting", p->setting.name);
+            batch_json(&j, "linear_batch", a.best);
+            if (off_by(a.best, r, &off)) {
+                gs_json_int(&j, "linear_off_by", off);
+                if (r->batch)
+                    gs_json_double(&j, "linear_off_by_percent",
+                                   100.0 * (double)off / (double)r->batch);
+                else
+                    gs_json_null(&j, "linear_off_by_percent");
+            } else {
+                gs_json_null(&j, "linear_off_by");
+                gs_json_null(&j, "linear_off_by_percent");
+            }
+            gs_json_end_object(&j);
+        } else {
+            gs_json_null(&j, "replayed");
+        }
         gs_json_end_object(&j);
     }
     gs_json_end_array(&j);
+    if (p->replayed) {
+        gs_json_begin_object(&j, "replay");
+        gs_json_string(&j, "reference", p->runs[p->ref].path);
+        gs_json_uint(&j, "reference_batch", p->runs[p->ref].batch);
+        gs_json_string(&j, "setting", p->setting.name);
+        gs_json_uint(&j, "sites_scaled", p->ra.sites_scaled);
+        gs_json_uint(&j, "sites_fixed", p->ra.sites_fixed);
+        gs_json_uint(&j, "passes", p->ra.passes);
+        gs_json_end_object(&j);
+        gs_json_null(&j, "replay_unavailable");
+    } else {
+        gs_json_null(&j, "replay");
+        gs_json_string(&j, "replay_unavailable", p->why);
+    }
     gs_json_end_object(&j);
 }
 
@@ -355,6 +481,31 @@ static const char *batch_text(long double b, char *buf, size_t sz)
     else
         snprintf(buf, sz, "%" PRIu64, (uint64_t)b);
     return buf;
+}
+
+/* A card's replayed answer, under its line. */
+static void replay_text(FILE *out, const struct plan *p, const struct gs_pr_card *r,
+                        long double linear)
+{
+    char b1[64], b2[64];
+    fprintf(out, "    with PyTorch's caching allocator (%s): ", p->setting.name);
+    if (r->any)
+        fputs("any batch fits", out);
+    else if (!r->batch)
+        fputs("not one sample fits", out);
+    else
+        fprintf(out, "largest batch %" PRIu64 ", peak %s", r->batch,
+                gs_human_bytes(r->peak, b1, sizeof b1));
+    fprintf(out, "; the straight line said %s", batch_text(linear, b2, sizeof b2));
+    int64_t off;
+    if (off_by(linear, r, &off)) {
+        fprintf(out, ": off by %+" PRId64, off);
+        if (r->batch) { /* two figures at least */
+            double pct = 100.0 * (double)off / (double)r->batch, mag = fabs(pct);
+            fprintf(out, " (%+.*f %%)", mag >= 10 ? 0 : mag >= 1 ? 1 : 2, pct);
+        }
+    }
+    fputc('\n', out);
 }
 
 static void plan_text(FILE *out, const struct plan *p)
@@ -389,6 +540,15 @@ static void plan_text(FILE *out, const struct plan *p)
     if (p->per_sample <= 0)
         fputs("The peak does not grow with the batch size: any batch fits where the largest "
               "run did.\n", out);
+    if (p->replayed)
+        fprintf(out, "Replay  the batch %" PRIu64 " run (%s) through PyTorch's caching allocator "
+                     "(%s), its requests scaled per call site: %zu site%s grow%s with the batch, "
+                     "%zu fixed; %zu pass%s\n",
+                p->runs[p->ref].batch, p->runs[p->ref].path, p->setting.name, p->ra.sites_scaled,
+                p->ra.sites_scaled == 1 ? "" : "s", p->ra.sites_scaled == 1 ? "s" : "",
+                p->ra.sites_fixed, p->ra.passes, p->ra.passes == 1 ? "" : "es");
+    else
+        fprintf(out, "Replay  none: %s\n", p->why);
     fprintf(out, "\nLargest batch that fits (%s kept for the CUDA context):\n",
             gs_human_bytes(p->context, b1, sizeof b1));
     fprintf(out, "  %-10s %12s  %13s  %s\n", "card", "usable", "largest batch",
@@ -402,6 +562,8 @@ static void plan_text(FILE *out, const struct plan *p)
             fprintf(out, "  %s .. %s", batch_text(a.lo, b1, sizeof b1),
                     batch_text(a.hi, b3, sizeof b3));
         fputc('\n', out);
+        if (p->replayed)
+            replay_text(out, p, &p->replay[i], a.best);
     }
 }
 
@@ -409,10 +571,14 @@ int gs_cmd_plan(int argc, char **argv)
 {
     static const struct option longopts[] = {{"card", required_argument, NULL, 'c'},
                                              {"context", required_argument, NULL, 'x'},
+                                             {"setting", required_argument, NULL, 's'},
                                              {"json", no_argument, NULL, 'j'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
-    struct plan p = {.context = DEFAULT_CONTEXT};
+    static struct plan p; /* large: not on the stack */
+    memset(&p, 0, sizeof p);
+    p.context = DEFAULT_CONTEXT;
+    const char *setting = NULL;
     int json = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
@@ -437,6 +603,13 @@ int gs_cmd_plan(int argc, char **argv)
                 return 2;
             }
             break;
+        case 's':
+            if (setting) {
+                fputs("gpushim plan: one --setting at a time\n", stderr);
+                return 2;
+            }
+            setting = optarg;
+            break;
         case 'j': json = 1; break;
         case 'h': fputs(usage_plan, stdout); return 0;
         default: fputs("Try 'gpushim plan --help'.\n", stderr); return 2;
@@ -451,13 +624,22 @@ int gs_cmd_plan(int argc, char **argv)
                         "(gpushim plan A.trace:32 B.trace:64)\nTry 'gpushim plan --help'.\n");
         return 2;
     }
+    {
+        char err[512];
+        if (gs_wi_parse_torch(setting ? setting : "default", GS_TC_TORCH_NEWEST, &p.setting, err,
+                              sizeof err) != 0) {
+            fprintf(stderr, "gpushim plan: --setting '%s': %s\n", setting, err);
+            return 2;
+        }
+    }
     if (!p.ncards)
         for (int i = 0; i < GS_NCARDS; i++)
             p.cards[p.ncards++] = (struct card){gs_cards[i].name, gs_cards[i].bytes};
     p.n = (size_t)(argc - optind);
     p.runs = calloc(p.n, sizeof *p.runs);
-    int rc = p.runs ? 0 : 1;
-    if (!p.runs)
+    p.sites = calloc(p.n, sizeof *p.sites);
+    int rc = p.runs && p.sites ? 0 : 1;
+    if (rc)
         fputs("gpushim plan: out of memory\n", stderr);
     for (size_t i = 0; i < p.n && !rc; i++) {
         struct run *r = &p.runs[i];
@@ -474,11 +656,22 @@ int gs_cmd_plan(int argc, char **argv)
             break;
         }
         struct gs_loaded l;
-        if (gs_load("plan", r->path, &l) != 0) {
+        struct gs_event_watch watch;
+        if (!(p.sites[i] = gs_pr_sites_new())) {
+            fputs("gpushim plan: out of memory\n", stderr);
+            rc = 1;
+            break;
+        }
+        gs_pr_sites_watch(p.sites[i], &watch);
+        if (gs_load_watch("plan", r->path, &l, &watch) != 0) {
             rc = 1;
             break;
         }
         rc = take_run(r, &l) != 0;
+        if (!rc && gs_pr_sites_close(p.sites[i], &l) != 0) {
+            fputs("gpushim plan: out of memory\n", stderr);
+            rc = 1;
+        }
         gs_loaded_free(&l);
     }
     if (!rc && fit(&p) != 0) {
@@ -486,6 +679,8 @@ int gs_cmd_plan(int argc, char **argv)
                         ": runs of two batch sizes or more are needed\n", p.runs[0].batch);
         rc = 1;
     }
+    if (!rc)
+        replay(&p);
     if (!rc) {
         if (json)
             plan_json(stdout, &p);
@@ -495,6 +690,9 @@ int gs_cmd_plan(int argc, char **argv)
     }
     for (size_t i = 0; p.runs && i < p.n; i++)
         free(p.runs[i].path);
+    for (size_t i = 0; p.sites && i < p.n; i++)
+        gs_pr_sites_free(p.sites[i]);
     free(p.runs);
+    free(p.sites);
     return rc;
 }
