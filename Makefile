@@ -141,6 +141,7 @@ NVCC_PROGS := $(if $(NVCC),$(BUILD)/progs/real_cudart $(BUILD)/examples/cuda_lea
 FRAMEWORK_STUBS := $(addprefix $(BUILD)/progs/fw/,libc10_cuda.so xla_extension.so libtensorflow_framework.so.2)
 progs: $(PROGS) $(BUILD)/progs/libgsplugin.so $(BUILD)/progs/libgsrtplugin.so \
 	$(BUILD)/progs/libgsnext.so $(NVCC_PROGS) $(BUILD)/examples/sim_training $(BUILD)/bench/bench_workload \
+	$(BUILD)/bench/bench_whatif \
 	$(FRAMEWORK_STUBS) $(if $(wildcard $(PY_INCLUDE)/Python.h),$(SIMTENSOR))
 $(FRAMEWORK_STUBS): tests/progs/plugin/framework_stub.c $(SIM)
 	@mkdir -p $(@D)
@@ -185,6 +186,11 @@ $(BUILD)/bench/bench_workload: tests/bench/bench_workload.c $(SIM)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -O2 -fno-inline -o $@ $< $(LDFLAGS) -L$(BUILD)/sim \
 		-Wl,-rpath,'$$ORIGIN/../sim' -lcuda
+# The model of PyTorch's caching allocator alone, per request (bench.py's whatif rows).
+WHATIF_BENCH_LIBS := $(call lib,analyzer/whatif analyzer/util,)
+$(BUILD)/bench/bench_whatif: $(BUILD)/obj/tests/bench/bench_whatif.o $(WHATIF_BENCH_LIBS)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $< $(WHATIF_BENCH_LIBS) $(LDFLAGS) -lm
 
 # ---- tests ----
 ifneq ($(wildcard $(PY_INCLUDE)/internal/pycore_frame.h),)
@@ -325,7 +331,7 @@ demo-python: all
 	@$(MAKE) --no-print-directory $(SIMTENSOR)
 	@sh examples/run_demo_python.sh $(BUILD)
 
-bench: all $(BUILD)/bench/bench_workload
+bench: all $(BUILD)/bench/bench_workload $(BUILD)/bench/bench_whatif
 	python3 tests/bench/bench.py --build $(BUILD)
 
 bench-python: all sim

@@ -449,3 +449,172 @@ Test(torch_caching, invariants_hold_under_a_random_schedule)
         gs_tc_free(t);
     }
 }
+
+/* The same figures before and after a change of the model's insides (issue
+ * 17 item 6: the pools' unordered arrays made ordered trees): a longer
+ * seeded schedule - up to 256 live tensors, sizes mostly small with some
+ * up to 600 MiB, frees mostly LIFO, three streams, empty_cache now and then
+ * - under each of the 64 combinations of expandable_segments,
+ * max_split_size_mb:64, roundup_power2_divisions:4, an 8 GiB card,
+ * garbage_collection_threshold:0.6 with a memory fraction of 0.9 (acting
+ * only with the card) and PR #193400. gs_tc_check after every request; a
+ * digest of each request's outcome and figures, and the final figures, as
+ * the model gave them with the arrays searched in full (commit 6a7005e):
+ * every search (get_free_block's best fit and its expandable walk,
+ * find_expandable_block, release_available_cached_blocks,
+ * garbage_collect_cached_blocks, release_blocks) must find the blocks it
+ * found then. */
+struct tc_figures {
+    uint64_t digest, reserved_peak, allocated_peak, segment_allocs, segment_frees;
+    uint64_t oom_retries, gc_frees, ooms;
+};
+
+static const struct tc_figures recorded[64] = {
+    {0xa7f531895e0c91b8ull, 18427674624, 13748939264, 401, 349, 0, 0, 0},
+    {0x71c038e94a1ebbecull, 18811453440, 17277524992, 4675, 4163, 0, 0, 0},
+    {0xb7bc8843a41dd04full, 12928942080, 3903351296, 1403, 1369, 0, 0, 0},
+    {0x5087840bc0f8d67bull, 16911433728, 10807230976, 5560, 5249, 0, 0, 0},
+    {0x11866a9b3924da29ull, 10292822016, 7825794048, 396, 376, 0, 0, 0},
+    {0x55dcf2cfbad2f7ebull, 10385096704, 8366783488, 5207, 5113, 0, 0, 0},
+    {0xb118d7f0aad37b0eull, 21795700736, 17395458560, 1129, 1017, 0, 0, 0},
+    {0xd45ac18f3198608aull, 17744003072, 16191179264, 6021, 5196, 0, 0, 0},
+    {0xaccdafda93bd78eeull, 8589934592, 7598342656, 500, 463, 115, 0, 68},
+    {0xef8044de0ffb4140ull, 8562671616, 8075065344, 4896, 4576, 11, 0, 2},
+    {0xd4e75e697748f4d2ull, 8589934592, 6172123136, 1229, 1157, 2, 0, 0},
+    {0xd995d7922312554cull, 8172601344, 4141385216, 5343, 5321, 0, 0, 0},
+    {0x172571e6586c57e7ull, 8571060224, 7488473088, 399, 363, 19, 0, 11},
+    {0x305eb6ce33ff68e6ull, 7340032000, 6392006144, 4761, 4627, 0, 0, 0},
+    {0xaca5e13c8a167ee4ull, 8589934592, 7811772928, 1127, 1073, 9, 0, 0},
+    {0xe9c1de255d875417ull, 8575254528, 6147755520, 5782, 5379, 3, 0, 0},
+    {0xcdde95f9e09c37d5ull, 14334033920, 9984338432, 319, 271, 0, 0, 0},
+    {0x2c760da298512c7eull, 10867441664, 8138809856, 4049, 3819, 0, 0, 0},
+    {0xe12183e88fe26cd3ull, 11878268928, 5578782720, 1148, 1107, 0, 0, 0},
+    {0xa50dfdb5b85ae684ull, 13268680704, 11376050688, 5558, 4910, 0, 0, 0},
+    {0x5b497c014e919515ull, 10804527104, 6986952704, 524, 498, 0, 0, 0},
+    {0x42d27c58a368d86eull, 18163433472, 14850324480, 5427, 4809, 0, 0, 0},
+    {0x49648210406adb5bull, 12291407872, 4628110336, 1353, 1283, 0, 0, 0},
+    {0xe4524021fad7180cull, 10427039744, 6814782976, 5749, 5398, 0, 0, 0},
+    {0xd007ad86962a3294ull, 7725907968, 6730944000, 489, 450, 4, 177, 4},
+    {0xd4a3b4ab108bc573ull, 7721713664, 7281119232, 5208, 4949, 20, 0, 4},
+    {0x075e266f00684fa0ull, 7203717120, 7042634752, 1347, 1295, 0, 703, 0},
+    {0xe56c579e5be851aaull, 7746879488, 7350250496, 6777, 6411, 154, 0, 57},
+    {0x0ef857685ef26a68ull, 7713325056, 7297425920, 497, 475, 39, 247, 39},
+    {0xa0048fa8166afb87ull, 7713325056, 7392289792, 4545, 4352, 8, 0, 0},
+    {0xed81a0e064e23428ull, 7730102272, 7659495936, 1561, 1485, 77, 1194, 77},
+    {0x33f48b73c28bbe65ull, 7732199424, 7461175808, 7741, 7387, 128, 0, 45},
+    {0xafbfd69a31495a24ull, 14289993728, 9934973440, 322, 282, 0, 0, 0},
+    {0x6df4c3ff24b9c095ull, 8988393472, 7163495424, 4696, 4356, 0, 0, 0},
+    {0x803f41d97853cc83ull, 19727908864, 8581966336, 1094, 1022, 0, 0, 0},
+    {0x0aa7859d8fde7ce8ull, 10169090048, 7765177856, 4145, 3748, 0, 0, 0},
+    {0xb98d26ade28e531eull, 7629438976, 4300956672, 785, 764, 0, 0, 0},
+    {0x6076aea2729e865eull, 6872367104, 5334459392, 5379, 5375, 0, 0, 0},
+    {0x7bcdd851bfd4e2ddull, 13096714240, 8292514816, 1119, 1056, 0, 0, 0},
+    {0x2c379956beaa4f45ull, 6224347136, 4610293248, 5265, 5237, 0, 0, 0},
+    {0xde20de3aefd57e6eull, 8558477312, 7045444096, 385, 347, 11, 0, 1},
+    {0x8dd72f31c2b6832aull, 8585740288, 8146775040, 4060, 3697, 20, 0, 6},
+    {0xd46bbbcb90d98cabull, 8589934592, 8438658048, 1203, 1122, 218, 0, 104},
+    {0xbd741bff42f02688ull, 8434745344, 6999225856, 4565, 4191, 1, 0, 0},
+    {0xed4cfcd09e81e965ull, 8573157376, 7374615040, 351, 319, 37, 0, 19},
+    {0xd1c693415692784cull, 8589934592, 8279963648, 6709, 6346, 65, 0, 11},
+    {0x1c43ee47bf1f14a9ull, 8587837440, 8452896768, 1187, 1130, 33, 0, 6},
+    {0x2592b081a31f058full, 8589934592, 8214722560, 4946, 4522, 131, 0, 72},
+    {0xc62b159f57ee7d76ull, 13841203200, 11904272896, 375, 318, 0, 0, 0},
+    {0x86fa817c904812bcull, 8868855808, 7190056960, 4186, 3928, 0, 0, 0},
+    {0xf2dc11879beb32cbull, 18060673024, 10194016768, 1074, 998, 0, 0, 0},
+    {0x9c279789042ecd9bull, 12782141440, 10255147520, 4949, 4455, 0, 0, 0},
+    {0x417c3a7e024892dfull, 9065988096, 6342446592, 593, 561, 0, 0, 0},
+    {0x33156050d76ee36bull, 8684306432, 6832829952, 5117, 4811, 0, 0, 0},
+    {0xfc9bdf9eaa9b6fbdull, 13163823104, 6128822784, 1292, 1243, 0, 0, 0},
+    {0x737b0a8aa2bbe33full, 8889827328, 7350511616, 5090, 5015, 0, 0, 0},
+    {0x4cb7e8c515c1d6f5ull, 7717519360, 7353014784, 490, 461, 45, 179, 45},
+    {0xdaca4feb0aeae0f8ull, 6876561408, 5238565888, 4058, 3867, 0, 0, 0},
+    {0x780491a02f2e5bb1ull, 7709130752, 7658474496, 1528, 1471, 12, 795, 12},
+    {0xd215fc972940abbdull, 7312769024, 5277899776, 5051, 4784, 0, 0, 0},
+    {0xab1b295e436e0fabull, 7730102272, 7236915712, 448, 424, 142, 161, 142},
+    {0x5c0e4f27197b7549ull, 7738490880, 7454729728, 6021, 5915, 69, 0, 23},
+    {0x4f54a3c17deab003ull, 7730102272, 7639691776, 1470, 1401, 13, 812, 13},
+    {0x2ae75f6109b55d40ull, 7732199424, 7510857728, 6129, 5756, 199, 0, 98},
+};
+
+static uint64_t digest_step(uint64_t h, uint64_t x)
+{
+    h ^= x;
+    h *= 0x100000001b3ull; /* FNV-1a's prime, a word at a time */
+    return h;
+}
+
+static struct tc_figures run_recorded_schedule(int v)
+{
+    struct gs_tc_config c = cfg();
+    c.expandable_segments = v & 1;
+    if (v & 2)
+        c.max_split_size = 64 * MiB;
+    if (v & 4)
+        gs_tc_config_pow2_all(&c, 4);
+    if (v & 8)
+        c.capacity = 8192 * MiB;
+    if (v & 16) {
+        c.gc_threshold = 0.6;
+        c.memory_fraction = 0.9;
+    }
+    if (v & 32)
+        c.torch = GS_TC_TORCH_PR193400;
+    struct gs_tc *t = model(&c);
+    uint64_t seed = 1000 + (uint64_t)v, live[256], id = 1, h = 0xcbf29ce484222325ull;
+    int n = 0;
+    for (int op = 0; op < 10000; op++) {
+        uint64_t r = lcg(&seed) % 1000;
+        int rc;
+        if (r < 500 && n < 256) {
+            static const uint64_t top[10] = {4 * KiB,  64 * KiB,  1 * MiB,   1 * MiB,   10 * MiB,
+                                             10 * MiB, 30 * MiB, 100 * MiB, 200 * MiB, 600 * MiB};
+            uint64_t range = top[lcg(&seed) % 10]; /* one call a statement: a set order */
+            uint64_t size = lcg(&seed) % range + 1, stream = lcg(&seed) % 3;
+            rc = gs_tc_alloc(t, id, size, stream);
+            cr_assert(rc == GS_TC_OK || (rc == GS_TC_OOM && c.capacity), "variant %d op %d", v, op);
+            if (rc == GS_TC_OK)
+                live[n++] = id;
+            id++;
+        } else if (r < 995 && n) {
+            /* mostly the newest; else any */
+            uint64_t back = lcg(&seed) % 4;
+            int k = back < 3 && back < (uint64_t)n ? n - 1 - (int)back : (int)(lcg(&seed) % (uint64_t)n);
+            rc = gs_tc_release(t, live[k]);
+            cr_assert_eq(rc, GS_TC_OK, "variant %d op %d", v, op);
+            live[k] = live[--n];
+        } else {
+            gs_tc_empty_cache(t);
+            rc = 7;
+        }
+        cr_assert_eq(gs_tc_check(t), 0, "variant %d op %d: invariant %d", v, op, gs_tc_check(t));
+        const struct gs_tc_stats *s = gs_tc_stats(t);
+        h = digest_step(h, (uint64_t)rc);
+        h = digest_step(h, s->reserved);
+        h = digest_step(h, s->allocated);
+        h = digest_step(h, s->requested);
+        h = digest_step(h, s->unallocated_at_peak);
+        h = digest_step(h, s->segment_allocs);
+        h = digest_step(h, s->segment_frees);
+        h = digest_step(h, s->live_blocks);
+    }
+    const struct gs_tc_stats *s = gs_tc_stats(t);
+    struct tc_figures f = {h,           s->reserved_peak, s->allocated_peak, s->segment_allocs,
+                           s->segment_frees, s->oom_retries, s->gc_frees, s->ooms};
+    gs_tc_free(t);
+    return f;
+}
+
+Test(torch_caching, figures_as_recorded_from_the_searches_in_full)
+{
+    for (int v = 0; v < 64; v++) {
+        struct tc_figures f = run_recorded_schedule(v), w = recorded[v];
+        ASSERT_U64(f.reserved_peak, w.reserved_peak, "variant %d: reserved_peak", v);
+        ASSERT_U64(f.allocated_peak, w.allocated_peak, "variant %d: allocated_peak", v);
+        ASSERT_U64(f.segment_allocs, w.segment_allocs, "variant %d: segment_allocs", v);
+        ASSERT_U64(f.segment_frees, w.segment_frees, "variant %d: segment_frees", v);
+        ASSERT_U64(f.oom_retries, w.oom_retries, "variant %d: oom_retries", v);
+        ASSERT_U64(f.gc_frees, w.gc_frees, "variant %d: gc_frees", v);
+        ASSERT_U64(f.ooms, w.ooms, "variant %d: ooms", v);
+        ASSERT_U64(f.digest, w.digest, "variant %d: the figures request by request", v);
+    }
+}
