@@ -15,9 +15,18 @@
  *
  * Addresses are the model's own: segments take fresh virtual ranges and no
  * range is ever reused; only their order and adjacency matter, as in the
- * source's comparators. The source's ordered sets are unordered arrays here
- * searched in full (a pool's free blocks, its unmapped blocks): the results
- * are the source's, the cost linear in the cached blocks.
+ * source's comparators. The source's ordered sets are ordered here too, so
+ * that a request costs about the same however many blocks are cached (issue
+ * 17 item 6: six settings replayed side by side over 100 M events): a
+ * pool's free blocks per stream in size bins of treaps (struct tcbins; the
+ * best fit, its neighbours in order), its unmapped blocks in one treap by
+ * address (find_expandable_block), and with garbage collection on, the
+ * freeable blocks in a list by age plus the sum of their ages
+ * (garbage_collect_cached_blocks). Every search finds the block the
+ * source's std::set would (tests/unit/test_torch_caching.c holds the
+ * figures of a long random schedule under every option as the arrays
+ * searched in full gave them). In the steady state a request allocates
+ * nothing: blocks are slots of one array, reused, linked by index.
  *
  * Not modelled: CUDA graphs' private pools, recordStream and events (a block
  * freed is reusable at once, as on a synchronised stream), the free-memory
@@ -42,12 +51,49 @@
 #define NONE UINT32_MAX
 #define ZERO_ID UINT64_MAX                /* an id live with size 0: no block */
 
-struct tcb { /* a Block */
-    uint64_t addr, size, requested, stream, gc_base;
+struct tcb { /* a Block: 64 bytes, a cache line (gs_tc.b is aligned) */
+    uint64_t size, addr; /* what the searches read first: the keys, */
+    uint32_t ch[2];      /* the children [left, right] in its pool's tree (enum tcorder), */
+    uint32_t prio;       /* its priority there (a treap's heap order) */
+    uint32_t sidx;       /* and its stream, as its index in gs_tc.streams */
     uint32_t prev, next; /* neighbours in the segment */
     uint32_t seg;        /* its expandable segment, or NONE */
-    uint32_t pos;        /* its index in the pool's free or unmapped array */
     uint8_t small, allocated, mapped, used;
+    uint8_t in_pool;     /* in its pool's tree of free or of unmapped blocks */
+    uint8_t in_gc;       /* in the collection list */
+    uint8_t gc_counted;  /* counted in the pool's gc_count, gc_base_sum */
+    uint64_t requested;
+};
+
+_Static_assert(sizeof(struct tcb) == 64, "a block is a cache line");
+
+struct tcgc { /* a block's side of garbage collection, kept only with it on */
+    uint64_t base;       /* gc_count_base */
+    uint32_t older, newer; /* its neighbours in the collection list */
+};
+
+/* The source's ordered sets (std::set with a comparator) as treaps whose
+ * nodes are the blocks themselves: ordered by the keys of `order`, each
+ * node's prio not below its children's. */
+enum tcorder {
+    BY_SIZE,    /* BlockComparatorSize: (stream, size, address), in a bin of one stream */
+    BY_ADDRESS, /* BlockComparatorAddress: (stream, address) */
+};
+
+/* A pool's free blocks of one stream in BlockComparatorSize order, cut by
+ * size into bins, each a treap: 16 bins per power of two from kMinBlockSize
+ * up, each bin's sizes all below the next's; bits says which bins hold
+ * blocks. A search goes down one small tree, or to the next bin that holds
+ * blocks. */
+#define BIN_SUB_LOG 4
+#define NBINS ((64 - 9) << BIN_SUB_LOG)
+struct tcbins {
+    uint32_t root[NBINS];
+    uint64_t bits[(NBINS + 63) / 64];
+};
+struct tcstream { /* a stream's free blocks: [0] small pool, [1] large */
+    uint64_t id;
+    struct tcbins bins[2];
 };
 
 struct tcseg { /* an ExpandableSegment: one range of address space, mapped by pages */
@@ -60,9 +106,15 @@ struct ixs { /* an array of block indices */
     uint32_t n, cap;
 };
 
-struct tcpool { /* a BlockPool */
-    struct ixs fr; /* blocks: free, mapped */
-    struct ixs um; /* unmapped: the unmapped ranges of expandable segments */
+struct tcpool { /* a BlockPool; its blocks (free, mapped) in gs_tc.streams' bins */
+    uint32_t um; /* unmapped: the unmapped ranges of expandable segments, a tree BY_ADDRESS */
+    /* With garbage collection on (gc_on), the large pool's free unsplit
+     * blocks: gc_count of them and the sum of their gc_count_base (their
+     * total age is gc_count * gfb_calls - gc_base_sum), and those of them
+     * not of an expandable segment in a list by the time they were cached,
+     * so by gc_count_base, oldest first (gs_tc.gc). */
+    uint32_t gc_old, gc_new;
+    uint64_t gc_count, gc_base_sum;
     uint64_t gfb_calls; /* get_free_blocks_call_count */
     int small;
 };
@@ -71,17 +123,23 @@ struct gs_tc {
     struct gs_tc_config c;
     struct gs_tc_stats s;
     struct tcb *b;
+    struct tcgc *gc; /* by block index, with gc_on */
     uint32_t nb, capb, free_slot; /* free_slot: a chain through .prev of unused slots */
     struct tcseg *seg;
     uint32_t nseg, capseg;
     struct tcpool pool[2]; /* [0] small, [1] large */
     struct gs_idmap *ids;  /* id -> block index */
+    struct tcstream *streams; /* the streams seen, in the order seen */
+    uint32_t nstreams, capstreams, last_sidx; /* last_sidx: the last one looked up */
+    struct gs_idmap *sids; /* stream -> its index in streams */
     struct ixs scratch;    /* a snapshot of a pool's free blocks while releasing */
     uint64_t next_va;
     uint64_t max_split; /* UINT64_MAX when unlimited */
     uint64_t allowed;   /* allowed_memory_maximum, with set_fraction */
     uint64_t external;  /* device memory held outside the allocator (gs_tc_set_external) */
     int set_fraction, peak_pending;
+    int gc_on; /* garbage_collection_threshold acts: set_fraction and a threshold */
+    uint64_t rng; /* the treaps' priorities: a fixed-seed xorshift, reproducible */
     int err; /* the model's own memory ran out during this request */
 };
 
@@ -215,18 +273,31 @@ static uint32_t block_new(struct gs_tc *t)
                 t->err = 1;
                 return NONE;
             }
-            struct tcb *nb = realloc(t->b, (size_t)cap * sizeof *nb);
-            if (!nb) {
+            struct tcb *nb = aligned_alloc(64, (size_t)cap * sizeof *nb);
+            struct tcgc *ng = t->gc_on ? realloc(t->gc, (size_t)cap * sizeof *ng) : NULL;
+            if (!nb || (t->gc_on && !ng)) {
+                free(nb);
+                if (ng)
+                    t->gc = ng;
                 t->err = 1;
                 return NONE;
             }
+            if (t->nb)
+                memcpy(nb, t->b, (size_t)t->nb * sizeof *nb);
+            free(t->b);
             t->b = nb;
+            t->gc = ng;
             t->capb = cap;
         }
         i = t->nb++;
     }
     memset(&t->b[i], 0, sizeof t->b[i]);
-    t->b[i].prev = t->b[i].next = t->b[i].seg = t->b[i].pos = NONE;
+    t->b[i].prev = t->b[i].next = t->b[i].seg = NONE;
+    t->b[i].ch[0] = t->b[i].ch[1] = NONE;
+    t->rng ^= t->rng << 13;
+    t->rng ^= t->rng >> 7;
+    t->rng ^= t->rng << 17;
+    t->b[i].prio = (uint32_t)(t->rng >> 32);
     t->b[i].used = 1;
     t->s.live_blocks++;
     return i;
@@ -241,81 +312,316 @@ static void block_drop(struct gs_tc *t, uint32_t i)
 }
 
 static struct tcpool *pool_of(struct gs_tc *t, uint32_t i) { return &t->pool[t->b[i].small ? 0 : 1]; }
-static struct ixs *set_of(struct gs_tc *t, uint32_t i)
-{
-    return t->b[i].mapped ? &pool_of(t, i)->fr : &pool_of(t, i)->um;
-}
 
-/* BlockPool::insert_into_blocks (a free block gets its gc_count_base), or
- * pool.unmapped.insert for an unmapped one. */
-static void pool_insert(struct gs_tc *t, uint32_t i)
-{
-    struct ixs *a = set_of(t, i);
-    if (t->b[i].mapped)
-        t->b[i].gc_base = pool_of(t, i)->gfb_calls;
-    t->b[i].pos = a->n;
-    if (ixs_push(a, i) < 0) {
-        t->err = 1;
-        t->b[i].pos = NONE;
-    }
-}
+/* ---- the ordered sets: treaps of blocks (enum tcorder) ---- */
 
-static void pool_erase(struct gs_tc *t, uint32_t i)
-{
-    struct ixs *a = set_of(t, i);
-    uint32_t p = t->b[i].pos;
-    if (p == NONE || p >= a->n || a->v[p] != i)
-        return;
-    uint32_t last = a->v[--a->n];
-    a->v[p] = last;
-    t->b[last].pos = p;
-    t->b[i].pos = NONE;
-}
-
-/* BlockComparatorSize: (stream, size, address). */
+/* BlockComparatorSize: (stream, size, address), here within one stream's
+ * bins. */
 static int size_less(const struct tcb *x, const struct tcb *y)
 {
-    if (x->stream != y->stream)
-        return x->stream < y->stream;
     if (x->size != y->size)
         return x->size < y->size;
     return x->addr < y->addr;
 }
 
-static int key_less(const struct tcb *x, uint64_t stream, uint64_t size, uint64_t addr)
+static int tree_less(enum tcorder o, const struct tcb *x, const struct tcb *y)
 {
-    struct tcb k = {.stream = stream, .size = size, .addr = addr};
-    return size_less(x, &k);
+    if (o == BY_SIZE)
+        return size_less(x, y);
+    if (x->sidx != y->sidx) /* the streams in the order first seen: as good as any */
+        return x->sidx < y->sidx;
+    return x->addr < y->addr;
+}
+
+#define CH(u) (t->b[(u)].ch)
+
+/* Inserts block i (not in the tree): down the search path while the
+ * nodes' priorities are higher, there the subtree split around i. */
+static void tree_insert(struct gs_tc *t, enum tcorder o, uint32_t *root, uint32_t i)
+{
+    const struct tcb *x = &t->b[i];
+    uint32_t *link = root;
+    while (*link != NONE && t->b[*link].prio > x->prio)
+        link = &CH(*link)[tree_less(o, x, &t->b[*link]) ? 0 : 1];
+    uint32_t u = *link, *l = &CH(i)[0], *r = &CH(i)[1];
+    *link = i;
+    while (u != NONE) {
+        if (tree_less(o, &t->b[u], x)) {
+            *l = u;
+            l = &CH(u)[1];
+            u = *l;
+        } else {
+            *r = u;
+            r = &CH(u)[0];
+            u = *r;
+        }
+    }
+    *l = *r = NONE;
+}
+
+/* Removes block i (in the tree, its keys as when inserted): its place
+ * taken by its subtrees merged. */
+static void tree_erase(struct gs_tc *t, enum tcorder o, uint32_t *root, uint32_t i)
+{
+    const struct tcb *x = &t->b[i];
+    uint32_t *link = root;
+    while (*link != i) {
+        if (*link == NONE)
+            return; /* not reached: i is in the tree */
+        link = &CH(*link)[tree_less(o, x, &t->b[*link]) ? 0 : 1];
+    }
+    uint32_t a = CH(i)[0], b = CH(i)[1];
+    while (a != NONE && b != NONE) {
+        if (t->b[a].prio > t->b[b].prio) {
+            *link = a;
+            link = &CH(a)[1];
+            a = *link;
+        } else {
+            *link = b;
+            link = &CH(b)[0];
+            b = *link;
+        }
+    }
+    *link = a != NONE ? a : b;
+    CH(i)[0] = CH(i)[1] = NONE;
+}
+
+/* The first block not less than the key (lower_bound, after=0) or greater
+ * than it (upper_bound, after=1); NONE at the end. */
+static uint32_t tree_after(const struct gs_tc *t, enum tcorder o, uint32_t root,
+                           const struct tcb *key, int after)
+{
+    uint32_t u = root, best = NONE;
+    while (u != NONE) {
+        if (after ? tree_less(o, key, &t->b[u]) : !tree_less(o, &t->b[u], key)) {
+            best = u;
+            u = CH(u)[0];
+        } else {
+            u = CH(u)[1];
+        }
+    }
+    return best;
+}
+
+/* The last block less than the key (std::prev of lower_bound); NONE when none is. */
+static uint32_t tree_before(const struct gs_tc *t, enum tcorder o, uint32_t root, const struct tcb *key)
+{
+    uint32_t u = root, best = NONE;
+    while (u != NONE) {
+        if (tree_less(o, &t->b[u], key)) {
+            best = u;
+            u = CH(u)[1];
+        } else {
+            u = CH(u)[0];
+        }
+    }
+    return best;
+}
+
+/* The first (dir 0) or last (dir 1) block of a tree. */
+static uint32_t tree_end(const struct gs_tc *t, uint32_t u, int dir)
+{
+    if (u != NONE)
+        while (CH(u)[dir] != NONE)
+            u = CH(u)[dir];
+    return u;
+}
+
+/* The blocks of the subtree at u in order onto the array. */
+static int tree_collect(struct gs_tc *t, uint32_t u, struct ixs *a)
+{
+    while (u != NONE) {
+        if (tree_collect(t, CH(u)[0], a) < 0 || ixs_push(a, u) < 0)
+            return -1;
+        u = CH(u)[1];
+    }
+    return 0;
+}
+
+/* gs_tc_check's: the subtree at u ordered within (lo, hi) (NONE: open), its
+ * priorities a heap, its blocks cached and mapped (BY_SIZE) or not
+ * (BY_ADDRESS); its size added to *n. 0 when all holds. */
+static int tree_check(const struct gs_tc *t, enum tcorder o, uint32_t u, uint32_t lo,
+                      uint32_t hi, uint64_t *n)
+{
+    if (u == NONE)
+        return 0;
+    if (u >= t->nb || ++*n > t->nb)
+        return -1;
+    const struct tcb *x = &t->b[u];
+    if (!x->used || x->allocated || !x->in_pool || (o == BY_SIZE) != x->mapped)
+        return -1;
+    if ((lo != NONE && !tree_less(o, &t->b[lo], x)) || (hi != NONE && !tree_less(o, x, &t->b[hi])))
+        return -1;
+    for (int d = 0; d < 2; d++)
+        if (CH(u)[d] != NONE && (CH(u)[d] >= t->nb || t->b[CH(u)[d]].prio > x->prio))
+            return -1;
+    if (tree_check(t, o, CH(u)[0], lo, u, n) < 0)
+        return -1;
+    return tree_check(t, o, CH(u)[1], u, hi, n);
+}
+
+#undef CH
+
+/* ---- the free blocks by stream and size (struct tcbins) ---- */
+
+/* The bin of a size (from kMinBlockSize up): its power of two and the next
+ * BIN_SUB_LOG bits below the top one. */
+static uint32_t size_bin(uint64_t size)
+{
+    if (size < K_MIN_BLOCK)
+        return 0;
+    int lg = log2_floor(size);
+    return (uint32_t)(lg - 9) << BIN_SUB_LOG | (uint32_t)(size >> (lg - BIN_SUB_LOG)) % (1u << BIN_SUB_LOG);
+}
+
+/* The first bin from `from` up (dir 0) or down (dir 1) that holds blocks;
+ * NONE when none does. */
+static uint32_t next_bin(const struct tcbins *bs, uint32_t from, int dir)
+{
+    if (from >= NBINS)
+        return NONE;
+    uint32_t w = from / 64;
+    uint64_t m = bs->bits[w] & (dir ? ~0ull >> (63 - from % 64) : ~0ull << (from % 64));
+    for (;;) {
+        if (m)
+            return w * 64 + (dir ? (uint32_t)log2_floor(m) : (uint32_t)__builtin_ctzll(m));
+        if (dir ? w == 0 : ++w == (NBINS + 63) / 64)
+            return NONE;
+        m = bs->bits[dir ? --w : w];
+    }
+}
+
+/* The stream's index in t->streams, made on first sight (create); NONE
+ * when it has none or the model's memory ran out. */
+static uint32_t stream_index(struct gs_tc *t, uint64_t stream, int create)
+{
+    if (t->last_sidx < t->nstreams && t->streams[t->last_sidx].id == stream)
+        return t->last_sidx;
+    uint64_t v;
+    if (gs_idmap_get(t->sids, stream, &v) == 0)
+        return t->last_sidx = (uint32_t)v;
+    if (!create)
+        return NONE;
+    if (t->nstreams == t->capstreams) {
+        uint32_t cap = t->capstreams ? t->capstreams * 2 : 2;
+        struct tcstream *ns = realloc(t->streams, (size_t)cap * sizeof *ns);
+        if (!ns)
+            goto nomem;
+        t->streams = ns;
+        t->capstreams = cap;
+    }
+    if (gs_idmap_put(t->sids, stream, t->nstreams) < 0)
+        goto nomem;
+    struct tcstream *st = &t->streams[t->nstreams];
+    memset(st, 0, sizeof *st);
+    memset(st->bins[0].root, 0xff, sizeof st->bins[0].root);
+    memset(st->bins[1].root, 0xff, sizeof st->bins[1].root);
+    st->id = stream;
+    return t->last_sidx = t->nstreams++;
+nomem:
+    t->err = 1;
+    return NONE;
+}
+
+static struct tcbins *bins_of(struct gs_tc *t, const struct tcb *x)
+{
+    return &t->streams[x->sidx].bins[x->small ? 0 : 1];
+}
+
+/* In the free blocks of the pool (small) and key's stream: the first block not
+ * less than the key (after=0), or greater (after=1), or the last less
+ * (before); NONE when there is none of that stream. */
+static uint32_t bins_find(struct gs_tc *t, int small, const struct tcb *key, int after, int before)
+{
+    const struct tcbins *bs = &t->streams[key->sidx].bins[small ? 0 : 1];
+    uint32_t b = size_bin(key->size);
+    uint32_t u = before ? tree_before(t, BY_SIZE, bs->root[b], key)
+                        : tree_after(t, BY_SIZE, bs->root[b], key, after);
+    if (u != NONE)
+        return u;
+    b = before ? (b ? next_bin(bs, b - 1, 1) : NONE) : next_bin(bs, b + 1, 0);
+    return b == NONE ? NONE : tree_end(t, bs->root[b], before);
+}
+
+/* ---- blocks, pools ---- */
+
+static int is_split(const struct tcb *x) { return x->prev != NONE || x->next != NONE; }
+
+/* BlockPool::insert_into_blocks (a free block gets its gc_count_base), or
+ * pool.unmapped.insert for an unmapped one. */
+static void pool_insert(struct gs_tc *t, uint32_t i)
+{
+    struct tcpool *p = pool_of(t, i);
+    struct tcb *x = &t->b[i];
+    x->in_pool = 1;
+    if (!x->mapped) {
+        tree_insert(t, BY_ADDRESS, &p->um, i);
+        return;
+    }
+    struct tcbins *bs = bins_of(t, x);
+    uint32_t b = size_bin(x->size);
+    tree_insert(t, BY_SIZE, &bs->root[b], i);
+    bs->bits[b / 64] |= 1ull << (b % 64);
+    if (t->gc_on && !p->small && !is_split(x)) {
+        struct tcgc *g = &t->gc[i];
+        g->base = p->gfb_calls;
+        x->gc_counted = 1;
+        p->gc_count++;
+        p->gc_base_sum += g->base;
+        if (x->seg == NONE) { /* appended: the newest */
+            x->in_gc = 1;
+            g->older = p->gc_new;
+            g->newer = NONE;
+            *(p->gc_new != NONE ? &t->gc[p->gc_new].newer : &p->gc_old) = i;
+            p->gc_new = i;
+        }
+    }
+}
+
+static void pool_erase(struct gs_tc *t, uint32_t i)
+{
+    struct tcpool *p = pool_of(t, i);
+    struct tcb *x = &t->b[i];
+    if (!x->in_pool)
+        return;
+    x->in_pool = 0;
+    if (!x->mapped) {
+        tree_erase(t, BY_ADDRESS, &p->um, i);
+        return;
+    }
+    struct tcbins *bs = bins_of(t, x);
+    uint32_t b = size_bin(x->size);
+    tree_erase(t, BY_SIZE, &bs->root[b], i);
+    if (bs->root[b] == NONE)
+        bs->bits[b / 64] &= ~(1ull << (b % 64));
+    if (x->gc_counted) {
+        x->gc_counted = 0;
+        p->gc_count--;
+        p->gc_base_sum -= t->gc[i].base;
+    }
+    if (x->in_gc) {
+        x->in_gc = 0;
+        uint32_t o = t->gc[i].older, n = t->gc[i].newer;
+        *(o != NONE ? &t->gc[o].newer : &p->gc_old) = n;
+        *(n != NONE ? &t->gc[n].older : &p->gc_new) = o;
+    }
 }
 
 /* pool.blocks.lower_bound((stream, size, 0)): the first free block not less
- * than the key, of any stream. */
-static uint32_t lower_bound(struct gs_tc *t, struct tcpool *p, uint64_t stream, uint64_t size)
+ * than the key; here NONE rather than a block of another stream (every
+ * caller takes such a block for none). */
+static uint32_t lower_bound(struct gs_tc *t, struct tcpool *p, uint32_t si, uint64_t size)
 {
-    uint32_t best = NONE;
-    for (uint32_t k = 0; k < p->fr.n; k++) {
-        uint32_t i = p->fr.v[k];
-        if (key_less(&t->b[i], stream, size, 0))
-            continue;
-        if (best == NONE || size_less(&t->b[i], &t->b[best]))
-            best = i;
-    }
-    return best;
+    struct tcb k = {.sidx = si, .size = size, .addr = 0};
+    return bins_find(t, p->small, &k, 0, 0);
 }
 
-/* The block after (successor) or before (predecessor) `of` in the pool's order. */
+/* The block after (successor) or before (predecessor) `of` in the pool's
+ * order, of its stream (NONE for one of another, as above). */
 static uint32_t neighbour_in_order(struct gs_tc *t, struct tcpool *p, const struct tcb *of, int after)
 {
-    uint32_t best = NONE;
-    for (uint32_t k = 0; k < p->fr.n; k++) {
-        uint32_t i = p->fr.v[k];
-        const struct tcb *x = &t->b[i];
-        if (after ? !size_less(of, x) : !size_less(x, of))
-            continue;
-        if (best == NONE || (after ? size_less(x, &t->b[best]) : size_less(&t->b[best], x)))
-            best = i;
-    }
-    return best;
+    return bins_find(t, p->small, of, after, !after);
 }
 
 static void reserve_add(struct gs_tc *t, uint64_t n)
@@ -358,7 +664,7 @@ static uint32_t block_splice(struct gs_tc *t, uint32_t at, int before, uint64_t 
     struct tcb *a = &t->b[at], *x = &t->b[n];
     x->addr = addr;
     x->size = size;
-    x->stream = a->stream;
+    x->sidx = a->sidx;
     x->small = a->small;
     x->seg = a->seg;
     x->mapped = (uint8_t)mapped;
@@ -395,8 +701,6 @@ static int device_full(const struct gs_tc *t, uint64_t bytes)
     return t->c.capacity && (held < t->s.reserved || held > t->c.capacity ||
                              bytes > t->c.capacity - held);
 }
-
-static int is_split(const struct tcb *x) { return x->prev != NONE || x->next != NONE; }
 
 /* ---- expandable segments (ExpandableSegment and the allocator's use of it) ---- */
 
@@ -481,21 +785,16 @@ static int has_space(struct gs_tc *t, uint32_t i, uint64_t size)
  * address order, each with the free block before it; the first with room.
  * Else a new segment: address space for 1 1/8 of the card, in pages of
  * kSmallBuffer (small pool) or kLargeBuffer (large pool). */
-static uint32_t find_expandable_block(struct gs_tc *t, struct tcpool *p, uint64_t stream,
+static uint32_t find_expandable_block(struct gs_tc *t, struct tcpool *p, uint32_t si,
                                       uint64_t size)
 {
-    uint32_t best = NONE;
-    for (uint32_t k = 0; k < p->um.n; k++) {
-        uint32_t u = p->um.v[k], c = u;
-        if (t->b[u].stream != stream || (best != NONE && t->b[u].addr > t->b[best].addr))
-            continue;
-        if (allocatable(t, t->b[c].prev))
-            c = t->b[c].prev;
+    struct tcb key = {.sidx = si, .addr = 0};
+    for (uint32_t u = tree_after(t, BY_ADDRESS, p->um, &key, 0); u != NONE && t->b[u].sidx == si;
+         u = tree_after(t, BY_ADDRESS, p->um, &t->b[u], 1)) {
+        uint32_t c = allocatable(t, t->b[u].prev) ? t->b[u].prev : u;
         if (has_space(t, c, size))
-            best = u;
+            return c;
     }
-    if (best != NONE)
-        return allocatable(t, t->b[best].prev) ? t->b[best].prev : best;
 
     /* Every segment's range the same size (a multiple of both pages), so a
      * released segment's range is taken again with its slot: the model's
@@ -537,7 +836,7 @@ static uint32_t find_expandable_block(struct gs_tc *t, struct tcpool *p, uint64_
         return NONE;
     t->b[c].addr = t->seg[gi].base;
     t->b[c].size = space;
-    t->b[c].stream = stream;
+    t->b[c].sidx = si;
     t->b[c].small = (uint8_t)p->small;
     t->b[c].seg = gi;
     pool_insert(t, c);
@@ -547,10 +846,10 @@ static uint32_t find_expandable_block(struct gs_tc *t, struct tcpool *p, uint64_
 /* try_allocate_expandable_block: map the candidate's first pages if it is
  * unmapped, then map following unmapped ranges into it until it holds
  * size; the block leaves the free pool. */
-static uint32_t try_allocate_expandable(struct gs_tc *t, struct tcpool *p, uint64_t stream,
+static uint32_t try_allocate_expandable(struct gs_tc *t, struct tcpool *p, uint32_t si,
                                         uint64_t size)
 {
-    uint32_t c = find_expandable_block(t, p, stream, size);
+    uint32_t c = find_expandable_block(t, p, si, size);
     if (c == NONE)
         return NONE;
     if (!t->b[c].mapped && !map_block(t, c, size < t->b[c].size ? size : t->b[c].size))
@@ -574,17 +873,17 @@ static uint32_t try_allocate_expandable(struct gs_tc *t, struct tcpool *p, uint6
  * segments a block's "size" for the fit counts the unmapped range after it;
  * then the max_split_size oversize rules (2.12: source L3436-L3439, applied
  * to every block; PR #193400: not to blocks of expandable segments). */
-static uint32_t get_free_block(struct gs_tc *t, struct tcpool *p, uint64_t stream, uint64_t size)
+static uint32_t get_free_block(struct gs_tc *t, struct tcpool *p, uint32_t si, uint64_t size)
 {
-    if (t->set_fraction && t->c.gc_threshold > 0.0)
+    if (t->gc_on)
         p->gfb_calls++;
-    uint32_t it = lower_bound(t, p, stream, size);
-    if (it == NONE || t->b[it].stream != stream)
+    uint32_t it = lower_bound(t, p, si, size);
+    if (it == NONE || t->b[it].sidx != si)
         return NONE;
     if (t->b[it].seg != NONE && t->c.expandable_segments) {
         for (;;) {
             uint32_t nx = neighbour_in_order(t, p, &t->b[it], 1);
-            if (t->b[it].seg == NONE || nx == NONE || t->b[nx].stream != stream)
+            if (t->b[it].seg == NONE || nx == NONE || t->b[nx].sidx != si)
                 break;
             uint32_t a = t->b[nx].next, z = t->b[it].next;
             uint64_t es_nx = t->b[nx].size + (a != NONE && !t->b[a].mapped ? t->b[a].size : 0);
@@ -613,42 +912,33 @@ static uint32_t get_free_block(struct gs_tc *t, struct tcpool *p, uint64_t strea
  * reserved - threshold * allowed is reclaimed. */
 static void garbage_collect(struct gs_tc *t)
 {
-    if (!(t->set_fraction && t->c.gc_threshold > 0.0))
+    if (!t->gc_on)
         return;
     struct tcpool *p = &t->pool[1];
     uint64_t thr = (uint64_t)(t->c.gc_threshold * (double)t->allowed);
     if (t->s.reserved <= thr)
         return;
-    uint64_t target = t->s.reserved - thr, reclaimed = 0, total_age = 0, count = 0;
-    for (uint32_t k = 0; k < p->fr.n; k++) {
-        const struct tcb *x = &t->b[p->fr.v[k]];
-        if (!is_split(x)) {
-            total_age += p->gfb_calls - x->gc_base;
-            count++;
-        }
-    }
+    /* The total age of the unsplit cached blocks (expandable ones too), as
+     * the source sums it block by block (mod 2^64 alike). */
+    uint64_t target = t->s.reserved - thr, reclaimed = 0, count = p->gc_count;
+    uint64_t total_age = count * p->gfb_calls - p->gc_base_sum;
     int freed = 1;
     while (reclaimed < target && freed && count > 0) {
         double age_thr = (double)total_age / (double)count;
         freed = 0;
-        t->scratch.n = 0;
-        for (uint32_t k = 0; k < p->fr.n; k++)
-            if (ixs_push(&t->scratch, p->fr.v[k]) < 0) {
-                t->err = 1;
-                return;
-            }
-        for (uint32_t k = 0; k < t->scratch.n; k++) {
-            uint32_t i = t->scratch.v[k];
-            const struct tcb *x = &t->b[i];
-            uint64_t age = p->gfb_calls - x->gc_base;
-            if (!is_split(x) && x->seg == NONE && (double)age >= age_thr) {
-                freed = 1;
-                reclaimed += x->size;
-                total_age -= age;
-                count--;
-                t->s.gc_frees++;
-                release_block(t, i);
-            }
+        /* Every freeable block at least that old, whatever the order: the
+         * oldest first, down the age order while they are. */
+        uint32_t i;
+        while ((i = p->gc_old) != NONE) {
+            uint64_t age = p->gfb_calls - t->gc[i].base;
+            if (!((double)age >= age_thr))
+                break;
+            freed = 1;
+            reclaimed += t->b[i].size;
+            total_age -= age;
+            count--;
+            t->s.gc_frees++;
+            release_block(t, i);
         }
     }
 }
@@ -656,7 +946,7 @@ static void garbage_collect(struct gs_tc *t)
 /* alloc_block: a new segment (cudaMalloc of get_allocation_size), or with
  * expandable segments pages mapped; a retry is counted (stats
  * num_alloc_retries). The memory fraction refuses first. */
-static uint32_t alloc_block(struct gs_tc *t, struct tcpool *p, uint64_t stream, uint64_t size,
+static uint32_t alloc_block(struct gs_tc *t, struct tcpool *p, uint32_t si, uint64_t size,
                             uint64_t alloc_size, int retry)
 {
     if (retry)
@@ -664,7 +954,7 @@ static uint32_t alloc_block(struct gs_tc *t, struct tcpool *p, uint64_t stream, 
     if (t->set_fraction && (t->s.reserved > t->allowed || alloc_size > t->allowed - t->s.reserved))
         return NONE;
     if (t->c.expandable_segments)
-        return try_allocate_expandable(t, p, stream, size);
+        return try_allocate_expandable(t, p, si, size);
     if (device_full(t, alloc_size))
         return NONE; /* cudaMalloc: out of memory */
     if (t->next_va > UINT64_MAX - alloc_size - K_ROUND_LARGE)
@@ -672,10 +962,10 @@ static uint32_t alloc_block(struct gs_tc *t, struct tcpool *p, uint64_t stream, 
     uint32_t i = block_new(t);
     if (i == NONE)
         return NONE;
+    t->b[i].sidx = si;
     t->b[i].addr = t->next_va;
     t->next_va += alloc_size + K_ROUND_LARGE;
     t->b[i].size = alloc_size;
-    t->b[i].stream = stream;
     t->b[i].small = (uint8_t)p->small;
     t->b[i].mapped = 1;
     reserve_add(t, alloc_size);
@@ -687,19 +977,19 @@ static uint32_t alloc_block(struct gs_tc *t, struct tcpool *p, uint64_t stream, 
  * unsplit block of the stream at least max(size, max_split_size) big, or
  * else the stream's oversize blocks from the largest down until that much
  * is freed; blocks of expandable segments are skipped. */
-static int release_available(struct gs_tc *t, struct tcpool *p, uint64_t stream, uint64_t size)
+static int release_available(struct gs_tc *t, struct tcpool *p, uint32_t si, uint64_t size)
 {
     if (t->max_split == UINT64_MAX)
         return 0;
     uint64_t key = size < t->max_split ? t->max_split : size;
-    uint32_t it = lower_bound(t, p, stream, key);
-    if (it == NONE || t->b[it].stream != stream || t->b[it].seg != NONE) {
-        struct tcb k = {.stream = stream, .size = key, .addr = 0};
+    uint32_t it = lower_bound(t, p, si, key);
+    if (it == NONE || t->b[it].sidx != si || t->b[it].seg != NONE) {
+        struct tcb k = {.sidx = si, .size = key, .addr = 0};
         uint32_t cur = neighbour_in_order(t, p, &k, 0);
         if (cur == NONE)
             return 0;
         uint64_t total = 0;
-        while (total < key && t->b[cur].size >= t->max_split && t->b[cur].stream == stream) {
+        while (total < key && t->b[cur].size >= t->max_split && t->b[cur].sidx == si) {
             uint32_t before = neighbour_in_order(t, p, &t->b[cur], 0);
             /* The source frees any such block; one split in two is not
              * reachable with max_split_size_mb > 20 and is kept here. */
@@ -724,11 +1014,14 @@ static int release_available(struct gs_tc *t, struct tcpool *p, uint64_t stream,
 static void release_pool(struct gs_tc *t, struct tcpool *p)
 {
     t->scratch.n = 0;
-    for (uint32_t k = 0; k < p->fr.n; k++)
-        if (ixs_push(&t->scratch, p->fr.v[k]) < 0) {
-            t->err = 1;
-            return;
-        }
+    for (uint32_t si = 0; si < t->nstreams; si++) {
+        const struct tcbins *bs = &t->streams[si].bins[p->small ? 0 : 1];
+        for (uint32_t b = next_bin(bs, 0, 0); b != NONE; b = next_bin(bs, b + 1, 0))
+            if (tree_collect(t, bs->root[b], &t->scratch) < 0) {
+                t->err = 1;
+                return;
+            }
+    }
     uint32_t n = t->scratch.n;
     for (uint32_t k = 0; k < n; k++) { /* the segments first, expandable ones kept */
         uint32_t i = t->scratch.v[k];
@@ -813,18 +1106,28 @@ struct gs_tc *gs_tc_new(const struct gs_tc_config *c)
     if (!t)
         return NULL;
     t->ids = gs_idmap_new();
-    if (!t->ids) {
+    t->sids = gs_idmap_new();
+    if (!t->ids || !t->sids) {
+        gs_idmap_free(t->ids);
+        gs_idmap_free(t->sids);
         free(t);
         return NULL;
     }
     t->c = *c;
     t->free_slot = NONE;
-    t->pool[0].small = 1;
+    t->rng = 0x9e3779b97f4a7c15ull;
+    for (int k = 0; k < 2; k++) {
+        struct tcpool *p = &t->pool[k];
+        p->small = k == 0;
+        p->um = NONE;
+        p->gc_old = p->gc_new = NONE;
+    }
     t->next_va = 1ull << 32;
     t->max_split = c->max_split_size ? c->max_split_size : UINT64_MAX;
     t->set_fraction = c->memory_fraction > 0.0 && c->capacity > 0;
     if (t->set_fraction)
         t->allowed = (uint64_t)(c->memory_fraction * (double)c->capacity);
+    t->gc_on = t->set_fraction && c->gc_threshold > 0.0;
     return t;
 }
 
@@ -833,12 +1136,11 @@ void gs_tc_free(struct gs_tc *t)
     if (!t)
         return;
     gs_idmap_free(t->ids);
+    gs_idmap_free(t->sids);
+    free(t->streams);
     free(t->b);
+    free(t->gc);
     free(t->seg);
-    for (int k = 0; k < 2; k++) {
-        free(t->pool[k].fr.v);
-        free(t->pool[k].um.v);
-    }
     free(t->scratch.v);
     free(t);
 }
@@ -871,15 +1173,18 @@ int gs_tc_alloc(struct gs_tc *t, uint64_t id, uint64_t size, uint64_t stream)
     if (rs == UINT64_MAX || as == UINT64_MAX)
         return oom(t, size);
     struct tcpool *p = &t->pool[rs <= K_SMALL_SIZE ? 0 : 1];
-    uint32_t bi = get_free_block(t, p, stream, rs);
+    uint32_t si = stream_index(t, stream, 1);
+    if (si == NONE)
+        return GS_TC_NOMEM;
+    uint32_t bi = get_free_block(t, p, si, rs);
     if (bi == NONE) {
         garbage_collect(t);
-        bi = alloc_block(t, p, stream, rs, as, 0);
-        if (bi == NONE && release_available(t, p, stream, rs))
-            bi = alloc_block(t, p, stream, rs, as, 0);
+        bi = alloc_block(t, p, si, rs, as, 0);
+        if (bi == NONE && release_available(t, p, si, rs))
+            bi = alloc_block(t, p, si, rs, as, 0);
         if (bi == NONE) {
             release_cached(t);
-            bi = alloc_block(t, p, stream, rs, as, 1);
+            bi = alloc_block(t, p, si, rs, as, 1);
         }
     }
     if (t->err)
@@ -922,7 +1227,8 @@ const struct gs_tc_stats *gs_tc_stats(const struct gs_tc *t) { return &t->s; }
 
 int gs_tc_check(const struct gs_tc *t)
 {
-    uint64_t alloc = 0, mapped = 0, live = 0, req = 0;
+    uint64_t alloc = 0, mapped = 0, live = 0, req = 0, cached = 0;
+    uint64_t gcn = 0, gcs = 0, gc_in = 0; /* the collection's blocks, their gc_count_base */
     for (uint32_t i = 0; i < t->nb; i++) {
         const struct tcb *x = &t->b[i];
         if (!x->used)
@@ -933,13 +1239,28 @@ int gs_tc_check(const struct gs_tc *t)
         if (x->allocated) {
             alloc += x->size;
             req += x->requested;
-            if (!x->mapped || x->pos != NONE)
+            if (!x->mapped || x->in_pool || x->in_gc || x->gc_counted)
                 return 2; /* allocated blocks are mapped and in no pool */
         } else {
-            const struct tcpool *p = &t->pool[x->small ? 0 : 1];
-            const struct ixs *a = x->mapped ? &p->fr : &p->um;
-            if (x->pos == NONE || x->pos >= a->n || a->v[x->pos] != i)
+            if (!x->in_pool)
                 return 3; /* a cached block is in its pool */
+            cached++;
+            uint32_t root = t->pool[x->small ? 0 : 1].um;
+            if (x->mapped) {
+                if (x->sidx >= t->nstreams)
+                    return 3;
+                root = t->streams[x->sidx].bins[x->small ? 0 : 1].root[size_bin(x->size)];
+            }
+            if (tree_after(t, x->mapped ? BY_SIZE : BY_ADDRESS, root, x, 0) != i)
+                return 3; /* found where its keys say */
+            int counted = t->gc_on && !x->small && x->mapped && !is_split(x);
+            if (x->gc_counted != counted || x->in_gc != (counted && x->seg == NONE))
+                return 13; /* the collection's figures and tree hold the freeable blocks */
+            if (counted) {
+                gcn++;
+                gcs += t->gc[i].base;
+                gc_in += x->in_gc;
+            }
         }
         if (x->mapped)
             mapped += x->size;
@@ -962,15 +1283,34 @@ int gs_tc_check(const struct gs_tc *t)
                 return 8; /* unmapped ranges are whole pages */
         }
     }
+    /* The trees: ordered, heaps, holding the cached blocks and no other;
+     * the collection's list oldest first. */
+    uint64_t in_trees = 0, in_list = 0;
     for (int k = 0; k < 2; k++) {
         const struct tcpool *p = &t->pool[k];
-        for (uint32_t j = 0; j < p->fr.n; j++)
-            if (!t->b[p->fr.v[j]].used || t->b[p->fr.v[j]].allocated || !t->b[p->fr.v[j]].mapped)
-                return 3;
-        for (uint32_t j = 0; j < p->um.n; j++)
-            if (!t->b[p->um.v[j]].used || t->b[p->um.v[j]].mapped)
-                return 3;
+        if (tree_check(t, BY_ADDRESS, p->um, NONE, NONE, &in_trees) < 0)
+            return 3;
+        for (uint32_t si = 0; si < t->nstreams; si++) {
+            const struct tcbins *bs = &t->streams[si].bins[k];
+            /* (a bin holding blocks but not marked leaves them out of the count) */
+            for (uint32_t b = next_bin(bs, 0, 0); b != NONE; b = next_bin(bs, b + 1, 0)) {
+                if (bs->root[b] == NONE || tree_check(t, BY_SIZE, bs->root[b], NONE, NONE, &in_trees) < 0)
+                    return 3;
+            }
+        }
+        uint32_t prev = NONE;
+        for (uint32_t i = p->gc_old; i != NONE; prev = i, i = t->gc[i].newer) {
+            if (i >= t->nb || ++in_list > gc_in || !t->b[i].in_gc || t->gc[i].older != prev ||
+                (prev != NONE && t->gc[prev].base > t->gc[i].base))
+                return 13;
+        }
+        if (p->gc_new != prev || (k == 0 && (p->gc_old != NONE || p->gc_count || p->gc_base_sum)))
+            return 13;
     }
+    if (in_trees != cached || in_list != gc_in)
+        return 3;
+    if (t->pool[1].gc_count != gcn || t->pool[1].gc_base_sum != gcs)
+        return 13;
     if (alloc != t->s.allocated || req != t->s.requested)
         return 9;
     if (mapped != t->s.reserved || t->s.reserved > t->s.reserved_peak)

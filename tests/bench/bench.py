@@ -35,7 +35,11 @@ trace: `gpushim report --json` and `heaptrack_print`. It prints one table:
                                  (loading, symbolizing the stacks)
   analyzer peak memory           the analyzer's peak RSS (wait4's ru_maxrss)
 
-and, last, the analysis of one large trace (BIG_EVENTS events, recorded by
+then the cost of the model of PyTorch's caching allocator that `gpushim
+whatif` replays a trace through (build/bench/bench_whatif, see
+tests/bench/bench_whatif.c): CPU time per request under each of its six
+settings, best of min(R, 3) runs of WHATIF_REQUESTS requests each, gpushim's
+column alone; and, last, the analysis of one large trace (BIG_EVENTS events, recorded by
 gpushim alone): its wall time, events per second and peak memory, which
 must stay bounded by the live set and the distinct stacks, not grow with
 the events. The table has a ratio column that reads "times better for gpushim" on every row:
@@ -57,6 +61,7 @@ import time
 
 STARTUP_EVENTS = 1000
 BIG_EVENTS = 100000000
+WHATIF_REQUESTS = 20000000
 
 
 def fail(msg):
@@ -113,6 +118,9 @@ def main():
     ap.add_argument("--big-events", type=int, default=BIG_EVENTS,
                     help="events of the large trace analyzed once (default %d; 0: none)"
                     % BIG_EVENTS)
+    ap.add_argument("--whatif-requests", type=int, default=WHATIF_REQUESTS,
+                    help="requests per setting of the whatif model's rows (default %d; 0: none)"
+                    % WHATIF_REQUESTS)
     args = ap.parse_args()
     n = args.events
     if n < 2 * STARTUP_EVENTS:
@@ -122,7 +130,8 @@ def main():
     workload = os.path.join(build, "bench", "bench_workload")
     shim = os.path.join(build, "libgpushim.so")
     gpushim = os.path.join(build, "gpushim")
-    for path in (workload, shim, gpushim):
+    whatif_bench = os.path.join(build, "bench", "bench_whatif")
+    for path in (workload, shim, gpushim) + ((whatif_bench,) if args.whatif_requests else ()):
         if not os.path.exists(path):
             fail("%s is missing: run `make all progs` first" % path)
     heaptrack = shutil.which("heaptrack")
@@ -284,8 +293,39 @@ def main():
         print("ratio: times better for gpushim (heaptrack/gpushim for costs, gpushim/heaptrack"
               " for events per second); > 1 favours gpushim")
     print("baseline: %.1f ms for %d events without a profiler" % (base_n[0] * 1e3, n))
+    if args.whatif_requests:
+        whatif(whatif_bench, args.whatif_requests, min(args.repeat, 3), env, with_h)
     if args.big_events:
         big(args.big_events, workload, dict(env, LD_PRELOAD=shim), gpushim, env)
+
+
+def whatif(exe, requests, repeat, env, with_h):
+    """The whatif model's rows: bench_whatif's CPU ns per request for each
+    setting, the best of `repeat` runs, in the table's format."""
+    sys.stdout.flush()
+    best = {}  # setting -> ns per request
+    order = []
+    with tempfile.TemporaryDirectory(prefix="gpushim-bench-whatif-") as tmp:
+        for _ in range(repeat):
+            run([exe, str(requests)], env, tmp, "whatif")
+            with open(os.path.join(tmp, "whatif.log")) as f:
+                for line in f:
+                    parts = line.split()
+                    if len(parts) < 3 or parts[2] != "ns/request":
+                        fail("bench_whatif printed an unexpected line: %r" % line)
+                    name, ns = parts[0], float(parts[1])
+                    if name not in best:
+                        order.append(name)
+                    best[name] = min(best.get(name, ns), ns)
+    if len(order) != 6:
+        fail("bench_whatif printed %d settings, not 6" % len(order))
+    print()
+    print("whatif model, CPU per request (ns), %d requests" % requests)
+    for name in order:
+        line = "%-34s %12s" % ("  " + name, "%.1f" % best[name])
+        if with_h:
+            line += " %12s %9s" % ("n/a", "n/a")
+        print(line)
 
 
 def big(events, workload, gs_env, gpushim, env):

@@ -3,7 +3,8 @@
  * (analyzer/whatif/torch_caching.c) costs per request, for `make bench`
  * (tests/bench/bench.py prints its rows).
  *
- * Usage: bench_whatif [N]   (N requests per setting, default 20000000)
+ * Usage: bench_whatif [N [SETTING]]   (N requests per setting, default
+ * 20000000; SETTING: that one alone, named as printed)
  *
  * A training-like schedule: PERSIST tensors allocated once and kept (the
  * weights), then iterations of a forward pass that allocates ACTS
@@ -18,8 +19,9 @@
  *
  * The six settings of `gpushim whatif` (issue 17): the defaults,
  * expandable_segments, max_split_size_mb:512, roundup_power2_divisions:4,
- * garbage_collection_threshold:0.8 with a memory fraction of 0.9 (on a card
- * 1.3 times the defaults' peak reserved, so that collection happens), and
+ * garbage_collection_threshold:0.8 with a memory fraction of 0.9 (on a
+ * 280 GiB card, 1.3 times the defaults' peak reserved, so that collection
+ * happens), and
  * expandable_segments with max_split_size_mb:512. Each runs on its own, one
  * after the other; it prints a line per setting:
  *
@@ -38,8 +40,10 @@
 
 #include "analyzer/whatif/torch_caching.h"
 
+#ifndef PERSIST /* (-D: another live set) */
 #define PERSIST 1000 /* tensors kept all along */
 #define ACTS 2000    /* activations per iteration */
+#endif
 #define ITERS 16     /* different iterations, replayed in turn */
 #define TOP 8        /* a backward pop takes one of the top TOP */
 #define MIB (1024.0 * 1024.0)
@@ -87,7 +91,7 @@ static void push(struct sched *s, uint64_t id, uint64_t size, uint32_t stream)
 
 static void gen_iteration(struct sched *s, const uint64_t *act_size, const uint32_t *act_stream)
 {
-    uint32_t stack[ACTS];
+    static uint32_t stack[ACTS];
     int top = 0;
     for (int k = 0; k < ACTS; k++) {
         uint64_t size = act_size[k];
@@ -120,7 +124,7 @@ static void gen_iteration(struct sched *s, const uint64_t *act_size, const uint3
 static double now(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts); /* CPU time: the figure for a loaded machine too */
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -130,10 +134,14 @@ static int request(struct gs_tc *t, const struct ev *e)
     return rc == GS_TC_OK || rc == GS_TC_OOM ? 0 : -1; /* an OOM is a figure, not a failure */
 }
 
-/* Runs n requests of the schedule under c; returns the peak reserved. */
-static uint64_t run(const char *name, const struct gs_tc_config *c, const struct sched *init,
+static const char *only; /* the one setting to run, or NULL: all */
+
+/* Runs n requests of the schedule under c. */
+static void run(const char *name, const struct gs_tc_config *c, const struct sched *init,
                     const struct sched *iter, uint64_t n)
 {
+    if (only && strcmp(only, name) != 0)
+        return;
     struct gs_tc *t = gs_tc_new(c);
     if (!t) {
         fprintf(stderr, "bench_whatif: %s: gs_tc_new failed\n", name);
@@ -150,15 +158,14 @@ static uint64_t run(const char *name, const struct gs_tc_config *c, const struct
                 goto bad;
     double dt = now() - t0;
     const struct gs_tc_stats *s = gs_tc_stats(t);
-    uint64_t peak = s->reserved_peak;
     printf("%-28s %7.1f ns/request (%llu requests, peak reserved %.1f GiB, %llu segment allocs, "
            "%llu gc frees, %llu OOMs, %llu blocks at the end)\n",
-           name, dt * 1e9 / (double)done, (unsigned long long)done, (double)peak / MIB / 1024.0,
+           name, dt * 1e9 / (double)done, (unsigned long long)done, (double)s->reserved_peak / MIB / 1024.0,
            (unsigned long long)s->segment_allocs, (unsigned long long)s->gc_frees,
            (unsigned long long)s->ooms, (unsigned long long)s->live_blocks);
     fflush(stdout);
     gs_tc_free(t);
-    return peak;
+    return;
 bad:
     fprintf(stderr, "bench_whatif: %s: request %llu failed\n", name, (unsigned long long)done);
     exit(1);
@@ -167,6 +174,7 @@ bad:
 int main(int argc, char **argv)
 {
     uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 20000000;
+    only = argc > 2 ? argv[2] : NULL;
     static uint64_t act_size[ACTS];
     static uint32_t act_stream[ACTS];
     struct sched init = {0}, iter = {0};
@@ -181,7 +189,7 @@ int main(int argc, char **argv)
 
     struct gs_tc_config c;
     gs_tc_config_default(&c);
-    uint64_t peak = run("default", &c, &init, &iter, n);
+    run("default", &c, &init, &iter, n);
 
     gs_tc_config_default(&c);
     c.expandable_segments = 1;
@@ -196,7 +204,7 @@ int main(int argc, char **argv)
     run("roundup_power2_divisions:4", &c, &init, &iter, n);
 
     gs_tc_config_default(&c);
-    c.capacity = peak + peak / 10 * 3;
+    c.capacity = 280ull << 30; /* 1.3 times the defaults' peak reserved */
     c.gc_threshold = 0.8;
     c.memory_fraction = 0.9;
     run("gc_threshold:0.8,fraction:0.9", &c, &init, &iter, n);
