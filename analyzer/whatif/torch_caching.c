@@ -83,13 +83,15 @@ enum tcorder {
 /* A pool's free blocks of one stream in BlockComparatorSize order, cut by
  * size into bins, each a treap: 16 bins per power of two from kMinBlockSize
  * up, each bin's sizes all below the next's; bits says which bins hold
- * blocks. A search goes down one small tree, or to the next bin that holds
+ * blocks, words which words of bits do. A search goes down one small tree, or to the next bin that holds
  * blocks. */
 #define BIN_SUB_LOG 4
 #define NBINS ((64 - 9) << BIN_SUB_LOG)
+#define NBINWORDS ((NBINS + 63) / 64)
 struct tcbins {
     uint32_t root[NBINS];
-    uint64_t bits[(NBINS + 63) / 64];
+    uint64_t bits[NBINWORDS];
+    uint64_t words; /* which words of bits are not 0 */
 };
 struct tcstream { /* a stream's free blocks: [0] small pool, [1] large */
     uint64_t id;
@@ -483,13 +485,14 @@ static uint32_t next_bin(const struct tcbins *bs, uint32_t from, int dir)
         return NONE;
     uint32_t w = from / 64;
     uint64_t m = bs->bits[w] & (dir ? ~0ull >> (63 - from % 64) : ~0ull << (from % 64));
-    for (;;) {
-        if (m)
-            return w * 64 + (dir ? (uint32_t)log2_floor(m) : (uint32_t)__builtin_ctzll(m));
-        if (dir ? w == 0 : ++w == (NBINS + 63) / 64)
+    if (!m) {
+        uint64_t ws = bs->words & (dir ? (1ull << w) - 1 : ~0ull << w << 1);
+        if (!ws)
             return NONE;
-        m = bs->bits[dir ? --w : w];
+        w = dir ? (uint32_t)log2_floor(ws) : (uint32_t)__builtin_ctzll(ws);
+        m = bs->bits[w];
     }
+    return w * 64 + (dir ? (uint32_t)log2_floor(m) : (uint32_t)__builtin_ctzll(m));
 }
 
 /* The stream's index in t->streams, made on first sight (create); NONE
@@ -563,6 +566,7 @@ static void pool_insert(struct gs_tc *t, uint32_t i)
     uint32_t b = size_bin(x->size);
     tree_insert(t, BY_SIZE, &bs->root[b], i);
     bs->bits[b / 64] |= 1ull << (b % 64);
+    bs->words |= 1ull << (b / 64);
     if (t->gc_on && !p->small && !is_split(x)) {
         struct tcgc *g = &t->gc[i];
         g->base = p->gfb_calls;
@@ -593,8 +597,8 @@ static void pool_erase(struct gs_tc *t, uint32_t i)
     struct tcbins *bs = bins_of(t, x);
     uint32_t b = size_bin(x->size);
     tree_erase(t, BY_SIZE, &bs->root[b], i);
-    if (bs->root[b] == NONE)
-        bs->bits[b / 64] &= ~(1ull << (b % 64));
+    if (bs->root[b] == NONE && !(bs->bits[b / 64] &= ~(1ull << (b % 64))))
+        bs->words &= ~(1ull << (b / 64));
     if (x->gc_counted) {
         x->gc_counted = 0;
         p->gc_count--;
@@ -1292,6 +1296,9 @@ int gs_tc_check(const struct gs_tc *t)
             return 3;
         for (uint32_t si = 0; si < t->nstreams; si++) {
             const struct tcbins *bs = &t->streams[si].bins[k];
+            for (uint32_t w = 0; w < NBINWORDS; w++)
+                if (!(bs->words >> w & 1) != !bs->bits[w])
+                    return 3;
             /* (a bin holding blocks but not marked leaves them out of the count) */
             for (uint32_t b = next_bin(bs, 0, 0); b != NONE; b = next_bin(bs, b + 1, 0)) {
                 if (bs->root[b] == NONE || tree_check(t, BY_SIZE, bs->root[b], NONE, NONE, &in_trees) < 0)
