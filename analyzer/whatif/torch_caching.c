@@ -53,7 +53,7 @@
 
 struct tcb { /* a Block: 64 bytes, a cache line (gs_tc.b is aligned) */
     uint64_t size, addr; /* what the searches read first: the keys, */
-    uint32_t ch[2];      /* the children [left, right] in its pool's tree (enum tcorder), */
+    uint32_t ch[2];      /* the children [left, right] in its pool's tree, */
     uint32_t prio;       /* its priority there (a treap's heap order) */
     uint32_t sidx;       /* and its stream, as its index in gs_tc.streams */
     uint32_t prev, next; /* neighbours in the segment */
@@ -83,8 +83,8 @@ enum tcorder {
 /* A pool's free blocks of one stream in BlockComparatorSize order, cut by
  * size into bins, each a treap: 16 bins per power of two from kMinBlockSize
  * up, each bin's sizes all below the next's; bits says which bins hold
- * blocks, words which words of bits do. A search goes down one small tree, or to the next bin that holds
- * blocks. */
+ * blocks, words which words of bits do. A search goes down one small tree,
+ * or to the next bin that holds blocks. */
 #define BIN_SUB_LOG 4
 #define NBINS ((64 - 9) << BIN_SUB_LOG)
 #define NBINWORDS ((NBINS + 63) / 64)
@@ -330,7 +330,7 @@ static int tree_less(enum tcorder o, const struct tcb *x, const struct tcb *y)
 {
     if (o == BY_SIZE)
         return size_less(x, y);
-    if (x->sidx != y->sidx) /* the streams in the order first seen: as good as any */
+    if (x->sidx != y->sidx) /* streams in the order first seen: only one's blocks are walked */
         return x->sidx < y->sidx;
     return x->addr < y->addr;
 }
@@ -406,7 +406,8 @@ static uint32_t tree_after(const struct gs_tc *t, enum tcorder o, uint32_t root,
 }
 
 /* The last block less than the key (std::prev of lower_bound); NONE when none is. */
-static uint32_t tree_before(const struct gs_tc *t, enum tcorder o, uint32_t root, const struct tcb *key)
+static uint32_t tree_before(const struct gs_tc *t, enum tcorder o, uint32_t root,
+                            const struct tcb *key)
 {
     uint32_t u = root, best = NONE;
     while (u != NONE) {
@@ -474,7 +475,8 @@ static uint32_t size_bin(uint64_t size)
     if (size < K_MIN_BLOCK)
         return 0;
     int lg = log2_floor(size);
-    return (uint32_t)(lg - 9) << BIN_SUB_LOG | (uint32_t)(size >> (lg - BIN_SUB_LOG)) % (1u << BIN_SUB_LOG);
+    uint32_t sub = (uint32_t)(size >> (lg - BIN_SUB_LOG)) % (1u << BIN_SUB_LOG);
+    return (uint32_t)(lg - 9) << BIN_SUB_LOG | sub;
 }
 
 /* The first bin from `from` up (dir 0) or down (dir 1) that holds blocks;
@@ -623,7 +625,8 @@ static uint32_t lower_bound(struct gs_tc *t, struct tcpool *p, uint32_t si, uint
 
 /* The block after (successor) or before (predecessor) `of` in the pool's
  * order, of its stream (NONE for one of another, as above). */
-static uint32_t neighbour_in_order(struct gs_tc *t, struct tcpool *p, const struct tcb *of, int after)
+static uint32_t neighbour_in_order(struct gs_tc *t, struct tcpool *p, const struct tcb *of,
+                                   int after)
 {
     return bins_find(t, p->small, of, after, !after);
 }
@@ -1301,7 +1304,8 @@ int gs_tc_check(const struct gs_tc *t)
                     return 3;
             /* (a bin holding blocks but not marked leaves them out of the count) */
             for (uint32_t b = next_bin(bs, 0, 0); b != NONE; b = next_bin(bs, b + 1, 0)) {
-                if (bs->root[b] == NONE || tree_check(t, BY_SIZE, bs->root[b], NONE, NONE, &in_trees) < 0)
+                if (bs->root[b] == NONE ||
+                    tree_check(t, BY_SIZE, bs->root[b], NONE, NONE, &in_trees) < 0)
                     return 3;
             }
         }

@@ -21,15 +21,17 @@
  * expandable_segments, max_split_size_mb:512, roundup_power2_divisions:4,
  * garbage_collection_threshold:0.8 with a memory fraction of 0.9 (on a
  * 280 GiB card, 1.3 times the defaults' peak reserved, so that collection
- * happens), and
- * expandable_segments with max_split_size_mb:512. Each runs on its own, one
- * after the other; it prints a line per setting:
+ * happens), and expandable_segments with max_split_size_mb:512. Each runs
+ * on its own, one after the other, timed in CPU time (the process's, which
+ * other jobs on the machine disturb less than the wall clock); it prints a
+ * line per setting:
  *
- *   SETTING NS_PER_REQUEST ns/request (REQUESTS requests, peak reserved
- *   GIB, SEGMENT_ALLOCS segment allocs, BLOCKS blocks at the end)
+ *   SETTING NS ns/request (REQUESTS requests, peak reserved GIB GiB,
+ *   SEGMENT_ALLOCS segment allocs, GC gc frees, OOMS OOMs, BLOCKS blocks at
+ *   the end)
  *
  * and exits non-zero if a request fails. Deterministic (a fixed-seed
- * xorshift).
+ * xorshift): the figures after the time are the same on every run.
  */
 #include <math.h>
 #include <stdint.h>
@@ -63,7 +65,10 @@ static uint64_t next(void)
 }
 static double unit(void) { return (double)(next() >> 11) / 9007199254740992.0; }
 /* log-uniform in [512 B, 1 GiB] */
-static uint64_t draw_size(void) { return (uint64_t)exp(log(512.0) + unit() * (log(1073741824.0) - log(512.0))); }
+static uint64_t draw_size(void)
+{
+    return (uint64_t)exp(log(512.0) + unit() * (log(1073741824.0) - log(512.0)));
+}
 static uint32_t draw_stream(void) { return next() % 10 == 0 ? 1 : 0; }
 
 struct sched {
@@ -124,7 +129,7 @@ static void gen_iteration(struct sched *s, const uint64_t *act_size, const uint3
 static double now(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts); /* CPU time: the figure for a loaded machine too */
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts); /* CPU time: the figure on a loaded machine too */
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -138,7 +143,7 @@ static const char *only; /* the one setting to run, or NULL: all */
 
 /* Runs n requests of the schedule under c. */
 static void run(const char *name, const struct gs_tc_config *c, const struct sched *init,
-                    const struct sched *iter, uint64_t n)
+                const struct sched *iter, uint64_t n)
 {
     if (only && strcmp(only, name) != 0)
         return;
@@ -160,7 +165,8 @@ static void run(const char *name, const struct gs_tc_config *c, const struct sch
     const struct gs_tc_stats *s = gs_tc_stats(t);
     printf("%-28s %7.1f ns/request (%llu requests, peak reserved %.1f GiB, %llu segment allocs, "
            "%llu gc frees, %llu OOMs, %llu blocks at the end)\n",
-           name, dt * 1e9 / (double)done, (unsigned long long)done, (double)s->reserved_peak / MIB / 1024.0,
+           name, dt * 1e9 / (double)done, (unsigned long long)done,
+           (double)s->reserved_peak / MIB / 1024.0,
            (unsigned long long)s->segment_allocs, (unsigned long long)s->gc_frees,
            (unsigned long long)s->ooms, (unsigned long long)s->live_blocks);
     fflush(stdout);

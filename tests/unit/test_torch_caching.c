@@ -578,7 +578,8 @@ static struct tc_figures run_recorded_schedule(int v)
         } else if (r < 995 && n) {
             /* mostly the newest; else any */
             uint64_t back = lcg(&seed) % 4;
-            int k = back < 3 && back < (uint64_t)n ? n - 1 - (int)back : (int)(lcg(&seed) % (uint64_t)n);
+            int k = back < 3 && back < (uint64_t)n ? n - 1 - (int)back
+                                                   : (int)(lcg(&seed) % (uint64_t)n);
             rc = gs_tc_release(t, live[k]);
             cr_assert_eq(rc, GS_TC_OK, "variant %d op %d", v, op);
             live[k] = live[--n];
