@@ -343,10 +343,22 @@ def big(events, workload, gs_env, gpushim, env):
         if ev["allocations"] + ev["frees"] != events:
             fail("the large trace holds %d allocations + %d frees, not %d events"
                  % (ev["allocations"], ev["frees"], events))
+        # gpushim whatif: the six settings it compares by default, side by
+        # side in one pass (no failure in this trace: no limit, one card)
+        wwall, _, wrss = run([gpushim, "whatif", "--json", trace], env, tmp, "big-whatif")
+        with open(os.path.join(tmp, "big-whatif.log")) as f:
+            w = json.load(f)
+        nset = len(w["settings"])
+        if w["devices"][0]["requests"] != ev["allocations"]:
+            fail("whatif replayed %d requests, not the trace's %d allocations"
+                 % (w["devices"][0]["requests"], ev["allocations"]))
     print()
     print("large trace: %d events recorded in %.1f s, %.0f MB" % (events, rec, size / 1e6))
     print("  analyzed (report --json) in %.2f s: %.2f M events/s, peak memory %.1f MiB"
           % (wall, events / wall / 1e6, rss / 1024))
+    print("  whatif --json, %d settings side by side, in %.2f s: %.2f M events/s, peak memory"
+          " %.1f MiB; %.2fx the report's time" % (nset, wwall, events / wwall / 1e6,
+                                                  wrss / 1024, wwall / wall))
 
 
 if __name__ == "__main__":
