@@ -15,6 +15,11 @@
  * the one replayed so far, the models start over with it: the events
  * before it were not tensors.
  *
+ * The models take the events in batches (struct op), each case's in turn,
+ * the cases split between two threads: the analyzer's two cores. What the
+ * events do to the state every case shares (the live set, what is outside
+ * the allocator, the failed requests kept) is done as they come.
+ *
  * A request that failed in the run is offered to each model; one that
  * serves it frees it at once, since what the program did next in the run
  * was the failure's path, not the tensor's life. Under blocks, what failed
@@ -22,6 +27,7 @@
  * stands for the block's. Blocks are as the program's allocator sized them
  * (its rounding included): those sizes are the requests replayed.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +38,22 @@
 
 #define LABELS 32               /* mark labels counted for the step of an OOM */
 #define FAILED_ID (1ull << 63)  /* ids of the run's failed requests (no address) */
+
+#define OPS 8192 /* the events buffered before the models take them */
+
+enum { OP_ALLOC, OP_FAILED, OP_RELEASE, OP_EXTERNAL };
+
+/* What an event asks of every case's model. */
+struct op {
+    uint8_t kind;          /* OP_* */
+    uint8_t slot;          /* the device's, in gs_whatif.dev */
+    uint8_t first_failure; /* OP_FAILED: the device's first */
+    uint16_t kept;         /* OP_FAILED: its index in failed[] + 1; 0: not kept */
+    uint32_t stack_id, tid, step_label;
+    int32_t device;
+    uint64_t id, size, stream, time_ns, request, step;
+    uint64_t outside;      /* memory outside the allocator after it */
+};
 
 struct label {
     char text[GS_MAX_LABEL + 1];
@@ -61,7 +83,11 @@ struct gs_whatif {
     int nomem;
     gs_wi_size_fn size_of; /* gs_whatif_set_sizes */
     void *size_ctx;
+    struct op ops[OPS];    /* the batch the models have not taken yet */
+    size_t nops;
 };
+
+static void flush(struct gs_whatif *w);
 
 /* Each case replayed, as i. */
 #define FOR_CASES(w, k, i) \
@@ -193,8 +219,9 @@ static struct dev *dev_of(struct gs_whatif *w, int32_t device)
 /* The source is now src: what was replayed under another starts over. */
 static void switch_source(struct gs_whatif *w, enum gs_wi_source src)
 {
-    for (size_t i = 0; i <= GS_MAX_DEVICES; i++) {
-        struct dev *d = w->dev[i];
+    flush(w); /* what was asked under the old source, done with it */
+    for (size_t slot = 0; slot <= GS_MAX_DEVICES; slot++) {
+        struct dev *d = w->dev[slot];
         if (!d || !d->d.present)
             continue;
         /* what were tensors under the driver source is now memory outside
@@ -202,7 +229,7 @@ static void switch_source(struct gs_whatif *w, enum gs_wi_source src)
         uint64_t outside = src == GS_WI_SRC_STREAM ? d->d.tensor_bytes + d->d.outside_bytes : 0;
         dev_drop(d);
         memset(d, 0, sizeof *d);
-        if (outside && (d = dev_of(w, i == GS_MAX_DEVICES ? -1 : (int32_t)i)) != NULL) {
+        if (outside && (d = dev_of(w, slot == GS_MAX_DEVICES ? -1 : (int32_t)slot)) != NULL) {
             d->d.outside_bytes = d->d.outside_peak = outside;
             FOR_CASES(w, k, i)
                 gs_wi_model_set_external(d->m[i], outside);
@@ -211,16 +238,120 @@ static void switch_source(struct gs_whatif *w, enum gs_wi_source src)
     w->source = src;
 }
 
-static void after_request(const struct gs_whatif *w, struct dev *d)
+/* ---- the models' work, in batches of ops, the cases split between two
+ * threads: what each op does to one case's model ---- */
+
+static void add_op(struct gs_whatif *w, const struct op *o)
 {
-    FOR_CASES(w, k, i) {
-        uint64_t held = gs_wi_model_reserved(d->m[i]) + d->d.outside_bytes;
-        if (held > d->d.out[i].device_peak)
-            d->d.out[i].device_peak = held;
-    }
+    w->ops[w->nops++] = *o;
+    if (w->nops == OPS)
+        flush(w);
 }
 
-static void outside_change(struct gs_whatif *w, struct dev *d, uint64_t bytes, int add)
+static void ran_out(const struct gs_whatif *w, struct gs_wi_outcome *out, const struct op *o,
+                    uint64_t size)
+{
+    if (out->ran_out++)
+        return;
+    out->first_oom = (struct gs_wi_oom){.request = o->request,
+                                        .size = size,
+                                        .time_ns = o->time_ns,
+                                        .stack_id = o->stack_id,
+                                        .tid = o->tid,
+                                        .step = o->step};
+    if (o->step)
+        snprintf(out->first_oom.step_label, sizeof out->first_oom.step_label, "%s",
+                 w->labels[o->step_label].text);
+}
+
+/* The size case i requests for op o: the trace's, or the caller's. */
+static uint64_t size_for(const struct gs_whatif *w, const struct op *o, size_t i)
+{
+    if (!w->size_of)
+        return o->size;
+    struct gs_revent e = {.type = o->kind == OP_FAILED ? GS_REC_ALLOC_FAILED : GS_REC_ALLOC,
+                          .time_ns = o->time_ns, .tid = o->tid, .device = o->device,
+                          .addr = o->id, .size = o->size, .stream = o->stream,
+                          .stack_id = o->stack_id};
+    return w->size_of(w->size_ctx, i, &e);
+}
+
+static void apply(struct gs_whatif *w, const struct op *o, size_t i)
+{
+    struct dev *d = w->dev[o->slot];
+    struct gs_wi_model *m = d->m[i];
+    struct gs_wi_outcome *out = &d->d.out[i];
+    switch (o->kind) {
+    case OP_ALLOC:
+    case OP_FAILED: {
+        uint64_t size = size_for(w, o, i);
+        int rc = gs_wi_model_alloc(m, o->id, size, o->stream);
+        if (rc == GS_WI_NOMEM) {
+            __atomic_store_n(&w->nomem, 1, __ATOMIC_RELAXED);
+        } else if (rc == GS_WI_OOM) {
+            ran_out(w, out, o, size);
+        } else if (rc == GS_WI_OK && o->kind == OP_FAILED) {
+            out->failures_served++;
+            out->served_first_failure |= o->first_failure;
+            if (o->kept)
+                __atomic_fetch_or(&d->d.failed[o->kept - 1].served, 1ull << i,
+                                  __ATOMIC_RELAXED);
+        }
+        break;
+    }
+    case OP_RELEASE:
+        gs_wi_model_release(m, o->id); /* not live where it ran out: nothing to do */
+        break;
+    default: /* OP_EXTERNAL */
+        gs_wi_model_set_external(m, o->outside);
+        break;
+    }
+    uint64_t held = gs_wi_model_reserved(m) + o->outside;
+    if (held > out->device_peak)
+        out->device_peak = held;
+    if (o->kind == OP_FAILED)
+        gs_wi_model_release(m, o->id); /* served: the run's failure path came next */
+}
+
+struct half {
+    struct gs_whatif *w;
+    size_t from, to; /* of the active cases */
+};
+
+/* One case at a time over the batch: its model stays in the cache. */
+static void *run_half(void *arg)
+{
+    struct half *h = arg;
+    for (size_t k = h->from; k < h->to; k++)
+        for (size_t n = 0; n < h->w->nops; n++)
+            apply(h->w, &h->w->ops[n], h->w->active[k]);
+    return NULL;
+}
+
+static void flush(struct gs_whatif *w)
+{
+    if (!w->nops)
+        return;
+    struct half all = {w, 0, w->nactive}, first = {w, 0, w->nactive / 2},
+                second = {w, w->nactive / 2, w->nactive};
+    pthread_t t;
+    /* two threads when there are cases for both, and no size callback (which
+     * may keep state of its own) */
+    if (w->nactive >= 2 && !w->size_of && w->nops >= 64 &&
+        pthread_create(&t, NULL, run_half, &second) == 0) {
+        run_half(&first);
+        pthread_join(t, NULL);
+    } else {
+        run_half(&all);
+    }
+    w->nops = 0;
+}
+
+/* ---- the events' effects shared by every case: what a tensor is, the
+ * live set, memory outside the allocator ---- */
+
+static void outside_change(struct gs_whatif *w, struct dev *d, size_t slot, uint64_t bytes,
+                           int add)
 {
     if (add)
         d->d.outside_bytes += bytes;
@@ -228,26 +359,8 @@ static void outside_change(struct gs_whatif *w, struct dev *d, uint64_t bytes, i
         d->d.outside_bytes -= bytes < d->d.outside_bytes ? bytes : d->d.outside_bytes;
     if (d->d.outside_bytes > d->d.outside_peak)
         d->d.outside_peak = d->d.outside_bytes;
-    FOR_CASES(w, k, i)
-        gs_wi_model_set_external(d->m[i], d->d.outside_bytes);
-    after_request(w, d);
-}
-
-static void ran_out(struct gs_whatif *w, struct gs_wi_outcome *o, const struct gs_revent *e,
-                    uint64_t request, uint64_t size)
-{
-    if (o->ran_out++)
-        return;
-    o->first_oom = (struct gs_wi_oom){.request = request,
-                                      .size = size,
-                                      .time_ns = e->time_ns,
-                                      .stack_id = e->stack_id,
-                                      .tid = e->tid};
-    if (w->step_label < LABELS) {
-        o->first_oom.step = w->labels[w->step_label].marks;
-        snprintf(o->first_oom.step_label, sizeof o->first_oom.step_label, "%s",
-                 w->labels[w->step_label].text);
-    }
+    add_op(w, &(struct op){.kind = OP_EXTERNAL, .slot = (uint8_t)slot,
+                           .outside = d->d.outside_bytes});
 }
 
 /* An allocation request of the run, on the device's models. */
@@ -256,12 +369,25 @@ static void request(struct gs_whatif *w, const struct gs_revent *e, int failed)
     struct dev *d = dev_of(w, e->device);
     if (!d)
         return;
-    uint64_t idx = d->d.requests++;
-    uint64_t id = failed ? FAILED_ID | w->failed_seq++ : e->addr;
+    struct op o = {.kind = failed ? OP_FAILED : OP_ALLOC,
+                   .slot = (uint8_t)slot_of(e->device),
+                   .device = e->device,
+                   .request = d->d.requests++,
+                   .id = failed ? FAILED_ID | w->failed_seq++ : e->addr,
+                   .size = e->size,
+                   .stream = e->stream,
+                   .time_ns = e->time_ns,
+                   .stack_id = e->stack_id,
+                   .tid = e->tid,
+                   .outside = d->d.outside_bytes};
+    if (w->step_label < LABELS) {
+        o.step = w->labels[w->step_label].marks;
+        o.step_label = (uint32_t)w->step_label;
+    }
     if (!failed) {
-        if (gs_idmap_get(d->live, id, &(uint64_t){0}) == 0)
+        if (gs_idmap_get(d->live, o.id, &(uint64_t){0}) == 0)
             return; /* an address live twice: the trace's damage, not a tensor */
-        if (gs_idmap_put(d->live, id, e->size) != 0) {
+        if (gs_idmap_put(d->live, o.id, e->size) != 0) {
             w->nomem = 1;
             return;
         }
@@ -269,40 +395,21 @@ static void request(struct gs_whatif *w, const struct gs_revent *e, int failed)
         if (d->d.tensor_bytes > d->d.tensor_peak)
             d->d.tensor_peak = d->d.tensor_bytes;
     } else {
-        d->d.failed_requests++;
-        if (d->d.nfailed < GS_WI_FAILED_KEPT)
+        o.first_failure = ++d->d.failed_requests == 1;
+        if (d->d.nfailed < GS_WI_FAILED_KEPT) {
             d->d.failed[d->d.nfailed++] = (struct gs_wi_failed){.time_ns = e->time_ns,
                                                                 .size = e->size};
-    }
-    struct gs_wi_failed *kept = failed && d->d.nfailed && d->d.failed_requests <= GS_WI_FAILED_KEPT
-                                    ? &d->d.failed[d->d.nfailed - 1]
-                                    : NULL;
-    FOR_CASES(w, k, i) {
-        struct gs_wi_outcome *o = &d->d.out[i];
-        uint64_t size = w->size_of ? w->size_of(w->size_ctx, i, e) : e->size;
-        int rc = gs_wi_model_alloc(d->m[i], id, size, e->stream);
-        if (rc == GS_WI_NOMEM)
-            w->nomem = 1;
-        else if (rc == GS_WI_OOM)
-            ran_out(w, o, e, idx, size);
-        else if (rc == GS_WI_OK && failed) {
-            o->failures_served++;
-            if (d->d.failed_requests == 1)
-                o->served_first_failure = 1;
-            if (kept)
-                kept->served |= 1ull << i;
+            o.kept = (uint16_t)d->d.nfailed;
         }
     }
-    after_request(w, d);
-    if (failed)
-        FOR_CASES(w, k, i)
-            gs_wi_model_release(d->m[i], id); /* served: the run's failure path came next */
+    add_op(w, &o);
 }
 
 /* A free of address on device: a tensor's, or memory outside the allocator. */
 static void release(struct gs_whatif *w, int32_t device, uint64_t addr, uint64_t size)
 {
-    struct dev *d = w->dev[slot_of(device)];
+    size_t slot = slot_of(device);
+    struct dev *d = w->dev[slot];
     if (!d || !d->d.present)
         return;
     uint64_t was;
@@ -310,11 +417,10 @@ static void release(struct gs_whatif *w, int32_t device, uint64_t addr, uint64_t
         gs_idmap_del(d->live, addr);
         d->d.tensor_bytes -= was;
         d->d.frees++;
-        FOR_CASES(w, k, i)
-            gs_wi_model_release(d->m[i], addr); /* not live where it ran out: nothing to do */
-        after_request(w, d);
+        add_op(w, &(struct op){.kind = OP_RELEASE, .slot = (uint8_t)slot, .id = addr,
+                               .outside = d->d.outside_bytes});
     } else if (w->source == GS_WI_SRC_STREAM) {
-        outside_change(w, d, size, 0);
+        outside_change(w, d, slot, size, 0);
     }
 }
 
@@ -367,7 +473,7 @@ void gs_whatif_event(struct gs_whatif *w, const struct gs_revent *e)
         if (!so && w->source == GS_WI_SRC_STREAM) { /* outside the allocator */
             struct dev *d = dev_of(w, e->device);
             if (d && e->type == GS_REC_ALLOC)
-                outside_change(w, d, e->size, 1);
+                outside_change(w, d, slot_of(e->device), e->size, 1);
             return;
         }
         request(w, e, e->type == GS_REC_ALLOC_FAILED);
@@ -421,8 +527,9 @@ int gs_whatif_replay(const char *path, struct gs_whatif *w, char *err, size_t er
 
 void gs_whatif_finish(struct gs_whatif *w)
 {
-    for (size_t i = 0; i <= GS_MAX_DEVICES; i++) {
-        struct dev *d = w->dev[i];
+    flush(w);
+    for (size_t slot = 0; slot <= GS_MAX_DEVICES; slot++) {
+        struct dev *d = w->dev[slot];
         if (d && d->d.present)
             FOR_CASES(w, k, i)
                 gs_wi_model_figures(d->m[i], &d->d.out[i].st);
