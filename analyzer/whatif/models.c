@@ -55,15 +55,20 @@ void gs_wi_model_free(struct gs_wi_model *m)
     free(m);
 }
 
-/* The models' codes are the same numbers (GS_TC_*, GS_BFC_*). */
-int gs_wi_model_alloc(struct gs_wi_model *m, uint64_t id, uint64_t size, uint64_t stream)
+/* The models' codes are the same numbers (GS_TC_*, GS_BFC_*), and so are
+ * their handles of nothing (GS_TC_HANDLE_NONE, GS_BFC_HANDLE_NONE). */
+_Static_assert(GS_TC_HANDLE_NONE == GS_WI_NO_HANDLE && GS_BFC_HANDLE_NONE == GS_WI_NO_HANDLE,
+               "one handle of nothing");
+
+int gs_wi_model_alloc(struct gs_wi_model *m, uint64_t size, uint64_t stream, uint32_t *handle)
 {
-    return m->tc ? gs_tc_alloc(m->tc, id, size, stream) : gs_bfc_alloc(m->bfc, id, size);
+    return m->tc ? gs_tc_alloc_h(m->tc, size, stream, handle)
+                 : gs_bfc_alloc_h(m->bfc, size, handle);
 }
 
-int gs_wi_model_release(struct gs_wi_model *m, uint64_t id)
+int gs_wi_model_release(struct gs_wi_model *m, uint32_t handle)
 {
-    return m->tc ? gs_tc_release(m->tc, id) : gs_bfc_release(m->bfc, id);
+    return m->tc ? gs_tc_release_h(m->tc, handle) : gs_bfc_release_h(m->bfc, handle);
 }
 
 void gs_wi_model_set_external(struct gs_wi_model *m, uint64_t bytes)

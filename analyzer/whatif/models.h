@@ -35,8 +35,11 @@ struct gs_wi_model;
  * the process may take on the device (0: no limit). */
 struct gs_wi_model *gs_wi_model_new(const struct gs_wi_setting *s, uint64_t capacity);
 void gs_wi_model_free(struct gs_wi_model *m);
-int gs_wi_model_alloc(struct gs_wi_model *m, uint64_t id, uint64_t size, uint64_t stream);
-int gs_wi_model_release(struct gs_wi_model *m, uint64_t id);
+/* An allocation; *handle names it to gs_wi_model_release (GS_WI_NO_HANDLE
+ * when it did not succeed, which release refuses as GS_WI_BAD). */
+#define GS_WI_NO_HANDLE UINT32_MAX
+int gs_wi_model_alloc(struct gs_wi_model *m, uint64_t size, uint64_t stream, uint32_t *handle);
+int gs_wi_model_release(struct gs_wi_model *m, uint32_t handle);
 /* Device memory held outside the allocator from now on (the BFC model,
  * whose pool is a fraction of the card, ignores it). */
 void gs_wi_model_set_external(struct gs_wi_model *m, uint64_t bytes);

@@ -1166,15 +1166,14 @@ static int oom(struct gs_tc *t, uint64_t size)
  * fit, else garbage collection, a new segment, the oversize cached blocks
  * freed and a new one, all unsplit cached blocks freed and a new one (the
  * retry), else out of memory. */
-int gs_tc_alloc(struct gs_tc *t, uint64_t id, uint64_t size, uint64_t stream)
+/* DeviceCachingAllocator::malloc: the block for a request, in *out (a
+ * block index, GS_TC_HANDLE_ZERO for size 0). */
+static int malloc_block(struct gs_tc *t, uint64_t size, uint64_t stream, uint32_t *out)
 {
-    uint64_t v;
-    t->s.requests++;
-    t->err = 0;
-    if (gs_idmap_get(t->ids, id, &v) == 0)
-        return GS_TC_BAD;
-    if (size == 0)
-        return gs_idmap_put(t->ids, id, ZERO_ID) < 0 ? GS_TC_NOMEM : GS_TC_OK;
+    if (size == 0) {
+        *out = GS_TC_HANDLE_ZERO;
+        return GS_TC_OK;
+    }
     uint64_t rs = gs_tc_round_size(&t->c, size);
     uint64_t as = gs_tc_segment_size(rs);
     if (rs == UINT64_MAX || as == UINT64_MAX)
@@ -1199,13 +1198,41 @@ int gs_tc_alloc(struct gs_tc *t, uint64_t id, uint64_t size, uint64_t stream)
     if (bi == NONE)
         return oom(t, size);
     alloc_found(t, &bi, rs, size);
-    if (t->err || gs_idmap_put(t->ids, id, bi) < 0) {
+    if (t->err) {
         free_block(t, bi);
         end_request(t);
         return GS_TC_NOMEM;
     }
     end_request(t);
+    *out = bi;
     return GS_TC_OK;
+}
+
+int gs_tc_alloc(struct gs_tc *t, uint64_t id, uint64_t size, uint64_t stream)
+{
+    uint64_t v;
+    uint32_t bi;
+    t->s.requests++;
+    t->err = 0;
+    if (gs_idmap_get(t->ids, id, &v) == 0)
+        return GS_TC_BAD;
+    int rc = malloc_block(t, size, stream, &bi);
+    if (rc != GS_TC_OK)
+        return rc;
+    if (gs_idmap_put(t->ids, id, bi == GS_TC_HANDLE_ZERO ? ZERO_ID : bi) < 0) {
+        if (bi != GS_TC_HANDLE_ZERO)
+            free_block(t, bi);
+        return GS_TC_NOMEM;
+    }
+    return GS_TC_OK;
+}
+
+int gs_tc_alloc_h(struct gs_tc *t, uint64_t size, uint64_t stream, uint32_t *handle)
+{
+    t->s.requests++;
+    t->err = 0;
+    *handle = GS_TC_HANDLE_NONE;
+    return malloc_block(t, size, stream, handle);
 }
 
 int gs_tc_release(struct gs_tc *t, uint64_t id)
@@ -1218,6 +1245,18 @@ int gs_tc_release(struct gs_tc *t, uint64_t id)
     gs_idmap_del(t->ids, id);
     if (v != ZERO_ID)
         free_block(t, (uint32_t)v);
+    return t->err ? GS_TC_NOMEM : GS_TC_OK;
+}
+
+int gs_tc_release_h(struct gs_tc *t, uint32_t handle)
+{
+    t->s.requests++;
+    t->err = 0;
+    if (handle == GS_TC_HANDLE_ZERO)
+        return GS_TC_OK;
+    if (handle >= t->nb || !t->b[handle].used || !t->b[handle].allocated)
+        return GS_TC_BAD;
+    free_block(t, handle);
     return t->err ? GS_TC_NOMEM : GS_TC_OK;
 }
 

@@ -86,6 +86,15 @@ enum {
  * takes no memory (PyTorch returns no pointer) but the id is live. */
 int gs_tc_alloc(struct gs_tc *t, uint64_t id, uint64_t size, uint64_t stream);
 int gs_tc_release(struct gs_tc *t, uint64_t id);
+/* The same known by the model's handle instead of an id (the caller keeps
+ * which handle is whose: the what-if replay, which has its own map):
+ * *handle is the allocation's, GS_TC_HANDLE_NONE when it did not succeed. A
+ * handle not live is GS_TC_BAD; a stale one (released, its slot taken
+ * again) names what holds the slot now. */
+#define GS_TC_HANDLE_NONE UINT32_MAX
+#define GS_TC_HANDLE_ZERO (UINT32_MAX - 1) /* a live allocation of size 0 */
+int gs_tc_alloc_h(struct gs_tc *t, uint64_t size, uint64_t stream, uint32_t *handle);
+int gs_tc_release_h(struct gs_tc *t, uint32_t handle);
 /* Device memory held outside the allocator from now on (NCCL's buffers,
  * the program's own cudaMalloc): the driver then gives the allocator at
  * most the capacity less it. */

@@ -15,10 +15,11 @@
  * the one replayed so far, the models start over with it: the events
  * before it were not tensors.
  *
- * The models take the events in batches (struct op), each case's in turn,
- * the cases split between two threads: the analyzer's two cores. What the
- * events do to the state every case shares (the live set, what is outside
- * the allocator, the failed requests kept) is done as they come.
+ * The models take the events in batches (struct op), each case's model in
+ * turn over the batch; what the events do to the state every case shares
+ * (the live set, what is outside the allocator, the failed requests kept)
+ * is done as they come. A live tensor's row holds each model's handle of
+ * it, so the models keep no map of their own.
  *
  * A request that failed in the run is offered to each model; one that
  * serves it frees it at once, since what the program did next in the run
@@ -27,7 +28,6 @@
  * stands for the block's. Blocks are as the program's allocator sized them
  * (its rounding included): those sizes are the requests replayed.
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +50,7 @@ struct op {
     uint8_t first_failure; /* OP_FAILED: the device's first */
     uint16_t kept;         /* OP_FAILED: its index in failed[] + 1; 0: not kept */
     uint32_t stack_id, tid, step_label;
+    uint32_t row;          /* OP_ALLOC, OP_RELEASE: the tensor's row in its device's */
     int32_t device;
     uint64_t id, size, stream, time_ns, request, step;
     uint64_t outside;      /* memory outside the allocator after it */
@@ -63,7 +64,13 @@ struct label {
 struct dev {
     struct gs_wi_device d;
     struct gs_wi_model *m[GS_WI_CASES];
-    struct gs_idmap *live; /* tensor id (address) -> size as requested */
+    struct gs_idmap *live; /* tensor id (address) -> its row */
+    /* a row per live tensor: its size as requested, and each case's handle
+     * of it (an array per case, which its turn over a batch reads alone);
+     * free rows chained through their size */
+    uint64_t *sizes;
+    uint32_t *handles[GS_WI_CASES];
+    uint32_t nrows, caprows, free_row;
 };
 
 struct gs_whatif {
@@ -149,6 +156,44 @@ static void dev_drop(struct dev *d)
     for (size_t i = 0; i < GS_WI_CASES; i++)
         gs_wi_model_free(d->m[i]);
     gs_idmap_free(d->live);
+    free(d->sizes);
+    for (size_t i = 0; i < GS_WI_CASES; i++)
+        free(d->handles[i]);
+}
+
+#define NO_ROW UINT32_MAX
+
+/* A row for a new live tensor: NO_ROW on no memory. */
+static uint32_t row_new(struct gs_whatif *w, struct dev *d, uint64_t size)
+{
+    uint32_t r = d->free_row;
+    if (r != NO_ROW) {
+        d->free_row = (uint32_t)d->sizes[r];
+    } else {
+        if (d->nrows == d->caprows) {
+            uint32_t cap = d->caprows ? d->caprows * 2 : 256;
+            uint64_t *sz = cap < d->caprows ? NULL : realloc(d->sizes, cap * sizeof *sz);
+            if (!sz)
+                return NO_ROW;
+            d->sizes = sz;
+            FOR_CASES(w, k, i) {
+                uint32_t *h = realloc(d->handles[i], (size_t)cap * sizeof *h);
+                if (!h)
+                    return NO_ROW;
+                d->handles[i] = h;
+            }
+            d->caprows = cap;
+        }
+        r = d->nrows++;
+    }
+    d->sizes[r] = size;
+    return r;
+}
+
+static void row_drop(struct dev *d, uint32_t r)
+{
+    d->sizes[r] = d->free_row;
+    d->free_row = r;
 }
 
 void gs_whatif_free(struct gs_whatif *w)
@@ -194,6 +239,7 @@ static struct dev *dev_of(struct gs_whatif *w, int32_t device)
     d->d.device = s == GS_MAX_DEVICES ? -1 : device;
     d->d.run_card = w->run_card[s];
     d->live = gs_idmap_new();
+    d->free_row = NO_ROW;
     FOR_CASES(w, k, i) {
         uint64_t cap = w->cases[i].capacity;
         cap = cap == GS_WI_RUN_CARD ? d->d.run_card : cap;
@@ -238,8 +284,8 @@ static void switch_source(struct gs_whatif *w, enum gs_wi_source src)
     w->source = src;
 }
 
-/* ---- the models' work, in batches of ops, the cases split between two
- * threads: what each op does to one case's model ---- */
+/* ---- the models' work, in batches of ops: what each op does to one
+ * case's model ---- */
 
 static void add_op(struct gs_whatif *w, const struct op *o)
 {
@@ -281,26 +327,31 @@ static void apply(struct gs_whatif *w, const struct op *o, size_t i)
     struct dev *d = w->dev[o->slot];
     struct gs_wi_model *m = d->m[i];
     struct gs_wi_outcome *out = &d->d.out[i];
+    uint32_t failed_handle = GS_WI_NO_HANDLE;
     switch (o->kind) {
     case OP_ALLOC:
     case OP_FAILED: {
         uint64_t size = size_for(w, o, i);
-        int rc = gs_wi_model_alloc(m, o->id, size, o->stream);
+        uint32_t h;
+        int rc = gs_wi_model_alloc(m, size, o->stream, &h);
+        if (o->kind == OP_ALLOC)
+            d->handles[i][o->row] = h;
+        else
+            failed_handle = h;
         if (rc == GS_WI_NOMEM) {
-            __atomic_store_n(&w->nomem, 1, __ATOMIC_RELAXED);
+            w->nomem = 1;
         } else if (rc == GS_WI_OOM) {
             ran_out(w, out, o, size);
         } else if (rc == GS_WI_OK && o->kind == OP_FAILED) {
             out->failures_served++;
             out->served_first_failure |= o->first_failure;
             if (o->kept)
-                __atomic_fetch_or(&d->d.failed[o->kept - 1].served, 1ull << i,
-                                  __ATOMIC_RELAXED);
+                d->d.failed[o->kept - 1].served |= 1ull << i;
         }
         break;
     }
-    case OP_RELEASE:
-        gs_wi_model_release(m, o->id); /* not live where it ran out: nothing to do */
+    case OP_RELEASE: /* one that ran out here has no handle: nothing to do */
+        gs_wi_model_release(m, d->handles[i][o->row]);
         break;
     default: /* OP_EXTERNAL */
         gs_wi_model_set_external(m, o->outside);
@@ -310,40 +361,17 @@ static void apply(struct gs_whatif *w, const struct op *o, size_t i)
     if (held > out->device_peak)
         out->device_peak = held;
     if (o->kind == OP_FAILED)
-        gs_wi_model_release(m, o->id); /* served: the run's failure path came next */
+        gs_wi_model_release(m, failed_handle); /* served: the run's failure path came next */
 }
 
-struct half {
-    struct gs_whatif *w;
-    size_t from, to; /* of the active cases */
-};
-
-/* One case at a time over the batch: its model stays in the cache. */
-static void *run_half(void *arg)
-{
-    struct half *h = arg;
-    for (size_t k = h->from; k < h->to; k++)
-        for (size_t n = 0; n < h->w->nops; n++)
-            apply(h->w, &h->w->ops[n], h->w->active[k]);
-    return NULL;
-}
-
+/* The batch to the models, one case at a time: its model stays in the
+ * cache. (Two threads, each with half the cases, were slower on the two
+ * cores measured: the models are bound by memory, not by instructions.) */
 static void flush(struct gs_whatif *w)
 {
-    if (!w->nops)
-        return;
-    struct half all = {w, 0, w->nactive}, first = {w, 0, w->nactive / 2},
-                second = {w, w->nactive / 2, w->nactive};
-    pthread_t t;
-    /* two threads when there are cases for both, and no size callback (which
-     * may keep state of its own) */
-    if (w->nactive >= 2 && !w->size_of && w->nops >= 64 &&
-        pthread_create(&t, NULL, run_half, &second) == 0) {
-        run_half(&first);
-        pthread_join(t, NULL);
-    } else {
-        run_half(&all);
-    }
+    FOR_CASES(w, k, i)
+        for (size_t n = 0; n < w->nops; n++)
+            apply(w, &w->ops[n], i);
     w->nops = 0;
 }
 
@@ -387,7 +415,10 @@ static void request(struct gs_whatif *w, const struct gs_revent *e, int failed)
     if (!failed) {
         if (gs_idmap_get(d->live, o.id, &(uint64_t){0}) == 0)
             return; /* an address live twice: the trace's damage, not a tensor */
-        if (gs_idmap_put(d->live, o.id, e->size) != 0) {
+        o.row = row_new(w, d, e->size);
+        if (o.row == NO_ROW || gs_idmap_put(d->live, o.id, o.row) != 0) {
+            if (o.row != NO_ROW)
+                row_drop(d, o.row);
             w->nomem = 1;
             return;
         }
@@ -412,13 +443,15 @@ static void release(struct gs_whatif *w, int32_t device, uint64_t addr, uint64_t
     struct dev *d = w->dev[slot];
     if (!d || !d->d.present)
         return;
-    uint64_t was;
-    if (gs_idmap_get(d->live, addr, &was) == 0) {
+    uint64_t row;
+    if (gs_idmap_get(d->live, addr, &row) == 0) {
         gs_idmap_del(d->live, addr);
-        d->d.tensor_bytes -= was;
+        d->d.tensor_bytes -= d->sizes[row];
         d->d.frees++;
+        /* the row may be taken again at once: the models take the ops in order */
+        row_drop(d, (uint32_t)row);
         add_op(w, &(struct op){.kind = OP_RELEASE, .slot = (uint8_t)slot, .id = addr,
-                               .outside = d->d.outside_bytes});
+                               .row = (uint32_t)row, .outside = d->d.outside_bytes});
     } else if (w->source == GS_WI_SRC_STREAM) {
         outside_change(w, d, slot, size, 0);
     }

@@ -581,15 +581,14 @@ static int oom(struct gs_bfc *t, uint64_t size)
 /* AllocateRawInternal: the best fit; else Extend and the best fit; else,
  * with garbage collection, the free regions freed, Extend and the best
  * fit; else out of memory. */
-int gs_bfc_alloc(struct gs_bfc *t, uint64_t id, uint64_t size)
+/* BFCAllocator::AllocateRawInternal: the chunk for a request, in *out (a
+ * chunk index, GS_BFC_HANDLE_ZERO for size 0). */
+static int allocate_raw(struct gs_bfc *t, uint64_t size, uint32_t *out)
 {
-    uint64_t v;
-    t->s.requests++;
-    t->err = 0;
-    if (gs_idmap_get(t->ids, id, &v) == 0)
-        return GS_BFC_BAD;
-    if (size == 0)
-        return gs_idmap_put(t->ids, id, ZERO_ID) < 0 ? GS_BFC_NOMEM : GS_BFC_OK;
+    if (size == 0) {
+        *out = GS_BFC_HANDLE_ZERO;
+        return GS_BFC_OK;
+    }
     uint64_t rounded = gs_bfc_rounded_bytes(size);
     if (rounded == UINT64_MAX)
         return oom(t, size);
@@ -603,7 +602,52 @@ int gs_bfc_alloc(struct gs_bfc *t, uint64_t id, uint64_t size)
     if (h == NONE)
         return oom(t, size);
     allocate_chunk(t, h, rounded, size);
-    if (t->err || gs_idmap_put(t->ids, id, h) < 0)
+    if (t->err)
+        return GS_BFC_NOMEM;
+    *out = h;
+    return GS_BFC_OK;
+}
+
+int gs_bfc_alloc(struct gs_bfc *t, uint64_t id, uint64_t size)
+{
+    uint64_t v;
+    uint32_t h;
+    t->s.requests++;
+    t->err = 0;
+    if (gs_idmap_get(t->ids, id, &v) == 0)
+        return GS_BFC_BAD;
+    int rc = allocate_raw(t, size, &h);
+    if (rc != GS_BFC_OK)
+        return rc;
+    if (gs_idmap_put(t->ids, id, h == GS_BFC_HANDLE_ZERO ? ZERO_ID : h) < 0)
+        return GS_BFC_NOMEM;
+    if (h != GS_BFC_HANDLE_ZERO)
+        end_request(t);
+    return GS_BFC_OK;
+}
+
+int gs_bfc_alloc_h(struct gs_bfc *t, uint64_t size, uint32_t *handle)
+{
+    t->s.requests++;
+    t->err = 0;
+    *handle = GS_BFC_HANDLE_NONE;
+    int rc = allocate_raw(t, size, handle);
+    if (rc == GS_BFC_OK && *handle != GS_BFC_HANDLE_ZERO)
+        end_request(t);
+    return rc;
+}
+
+static int chunk_in_use(const struct gs_bfc *t, uint32_t h)
+{
+    return h < t->nch && t->ch[h].used && t->ch[h].in_use;
+}
+
+/* BFCAllocator::DeallocateRawInternal of a live chunk. */
+static int deallocate_raw(struct gs_bfc *t, uint32_t h)
+{
+    if (h != GS_BFC_HANDLE_ZERO)
+        deallocate_chunk(t, h);
+    if (t->err)
         return GS_BFC_NOMEM;
     end_request(t);
     return GS_BFC_OK;
@@ -617,12 +661,17 @@ int gs_bfc_release(struct gs_bfc *t, uint64_t id)
     if (gs_idmap_get(t->ids, id, &v) < 0)
         return GS_BFC_BAD;
     gs_idmap_del(t->ids, id);
-    if (v != ZERO_ID)
-        deallocate_chunk(t, (uint32_t)v);
-    if (t->err)
-        return GS_BFC_NOMEM;
-    end_request(t);
-    return GS_BFC_OK;
+    return deallocate_raw(t, v == ZERO_ID ? GS_BFC_HANDLE_ZERO : (uint32_t)v);
+}
+
+int gs_bfc_release_h(struct gs_bfc *t, uint32_t handle)
+{
+    t->s.requests++;
+    t->err = 0;
+    if (handle == GS_BFC_HANDLE_NONE ||
+        (handle != GS_BFC_HANDLE_ZERO && !chunk_in_use(t, handle)))
+        return GS_BFC_BAD;
+    return deallocate_raw(t, handle);
 }
 
 const struct gs_bfc_stats *gs_bfc_stats(const struct gs_bfc *t) { return &t->s; }

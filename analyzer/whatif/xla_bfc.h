@@ -90,6 +90,14 @@ enum {
  * memory (AllocateRawInternal returns no pointer for it) but the id is live. */
 int gs_bfc_alloc(struct gs_bfc *t, uint64_t id, uint64_t size);
 int gs_bfc_release(struct gs_bfc *t, uint64_t id);
+/* The same known by the model's handle instead of an id (the caller keeps
+ * which is whose): *handle is the allocation's, GS_BFC_HANDLE_NONE when it
+ * did not succeed; a handle not live is GS_BFC_BAD; a stale one (released,
+ * its slot taken again) names what holds the slot now. */
+#define GS_BFC_HANDLE_NONE UINT32_MAX
+#define GS_BFC_HANDLE_ZERO (UINT32_MAX - 1) /* a live allocation of size 0 */
+int gs_bfc_alloc_h(struct gs_bfc *t, uint64_t size, uint32_t *handle);
+int gs_bfc_release_h(struct gs_bfc *t, uint32_t handle);
 const struct gs_bfc_stats *gs_bfc_stats(const struct gs_bfc *t);
 /* The model's invariants, for tests and fuzzing: 0 when they hold (each
  * region covered by its chunks without gap, neighbours linked both ways, no

@@ -619,3 +619,40 @@ Test(torch_caching, figures_as_recorded_from_the_searches_in_full)
         ASSERT_U64(f.digest, w.digest, "variant %d: the figures request by request", v);
     }
 }
+
+/* gs_tc_alloc_h / gs_tc_release_h: the same allocator known by handles (the
+ * what-if replay keeps its own map): the same figures as by ids, and a
+ * handle not live refused. */
+Test(torch_caching, handles_give_the_figures_ids_give)
+{
+    struct gs_tc_config c = cfg();
+    c.expandable_segments = 1;
+    struct gs_tc *a = model(&c), *b = model(&c);
+    uint32_t h[64];
+    for (int i = 0; i < 64; i++) {
+        uint64_t size = (uint64_t)(i % 7 + 1) * 700 * KiB + (uint64_t)(i % 3) * 9 * MiB;
+        ok_alloc(a, (uint64_t)i + 1, size, (uint64_t)(i % 2));
+        cr_assert_eq(gs_tc_alloc_h(b, size, (uint64_t)(i % 2), &h[i]), GS_TC_OK);
+        if (i % 3 == 2) {
+            ok_free(a, (uint64_t)i);
+            cr_assert_eq(gs_tc_release_h(b, h[i - 1]), GS_TC_OK);
+        }
+    }
+    const struct gs_tc_stats *x = gs_tc_stats(a), *y = gs_tc_stats(b);
+    ASSERT_U64(y->reserved_peak, x->reserved_peak, "reserved peak");
+    ASSERT_U64(y->allocated, x->allocated, "allocated");
+    ASSERT_U64(y->segment_allocs, x->segment_allocs, "segment allocs");
+    cr_assert_eq(gs_tc_check(b), 0);
+    uint32_t once;
+    cr_assert_eq(gs_tc_alloc_h(b, 3 * MiB, 0, &once), GS_TC_OK);
+    cr_assert_eq(gs_tc_release_h(b, once), GS_TC_OK);
+    cr_assert_eq(gs_tc_release_h(b, once), GS_TC_BAD, "released twice, nothing allocated between");
+    cr_assert_eq(gs_tc_release_h(b, 1u << 30), GS_TC_BAD, "no such block");
+    cr_assert_eq(gs_tc_release_h(b, GS_TC_HANDLE_NONE), GS_TC_BAD, "no allocation");
+    uint32_t z;
+    cr_assert_eq(gs_tc_alloc_h(b, 0, 0, &z), GS_TC_OK);
+    cr_assert_eq(z, GS_TC_HANDLE_ZERO);
+    cr_assert_eq(gs_tc_release_h(b, z), GS_TC_OK);
+    gs_tc_free(a);
+    gs_tc_free(b);
+}

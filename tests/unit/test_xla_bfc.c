@@ -515,3 +515,38 @@ Test(xla_bfc, invariants_hold_under_a_random_schedule)
         gs_bfc_free(t);
     }
 }
+
+/* gs_bfc_alloc_h / gs_bfc_release_h: the same allocator known by handles:
+ * the same figures as by ids, and a handle not live refused. */
+Test(xla_bfc, handles_give_the_figures_ids_give)
+{
+    struct gs_bfc_config c = cfg(1024 * MiB, 0);
+    struct gs_bfc *a = model(&c), *b = model(&c);
+    uint32_t h[64];
+    for (int i = 0; i < 64; i++) {
+        uint64_t size = (uint64_t)(i % 5 + 1) * 3 * MiB + (uint64_t)(i % 3) * 1000;
+        ok_alloc(a, (uint64_t)i + 1, size);
+        cr_assert_eq(gs_bfc_alloc_h(b, size, &h[i]), GS_BFC_OK);
+        if (i % 3 == 2) {
+            ok_free(a, (uint64_t)i);
+            cr_assert_eq(gs_bfc_release_h(b, h[i - 1]), GS_BFC_OK);
+        }
+    }
+    const struct gs_bfc_stats *x = gs_bfc_stats(a), *y = gs_bfc_stats(b);
+    cr_assert_eq(y->peak_pool_bytes, x->peak_pool_bytes, "pool peak");
+    cr_assert_eq(y->bytes_in_use, x->bytes_in_use, "in use");
+    cr_assert_eq(y->region_allocs, x->region_allocs, "regions");
+    cr_assert_eq(gs_bfc_check(b), 0);
+    uint32_t once;
+    cr_assert_eq(gs_bfc_alloc_h(b, 3 * MiB, &once), GS_BFC_OK);
+    cr_assert_eq(gs_bfc_release_h(b, once), GS_BFC_OK);
+    cr_assert_eq(gs_bfc_release_h(b, once), GS_BFC_BAD, "released twice, nothing allocated between");
+    cr_assert_eq(gs_bfc_release_h(b, 1u << 30), GS_BFC_BAD, "no such chunk");
+    cr_assert_eq(gs_bfc_release_h(b, GS_BFC_HANDLE_NONE), GS_BFC_BAD, "no allocation");
+    uint32_t z;
+    cr_assert_eq(gs_bfc_alloc_h(b, 0, &z), GS_BFC_OK);
+    cr_assert_eq(z, GS_BFC_HANDLE_ZERO);
+    cr_assert_eq(gs_bfc_release_h(b, z), GS_BFC_OK);
+    gs_bfc_free(a);
+    gs_bfc_free(b);
+}
