@@ -208,6 +208,9 @@ void gs_whatif_free(struct gs_whatif *w)
     free(w);
 }
 
+/* Sums of sizes from an untrusted trace stop at the top, not wrap. */
+static uint64_t add_sat(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
+
 static size_t slot_of(int32_t device)
 {
     return device >= 0 && device < GS_MAX_DEVICES ? (size_t)device : GS_MAX_DEVICES;
@@ -272,7 +275,8 @@ static void switch_source(struct gs_whatif *w, enum gs_wi_source src)
             continue;
         /* what were tensors under the driver source is now memory outside
          * the allocator, when the stream-ordered ones take over */
-        uint64_t outside = src == GS_WI_SRC_STREAM ? d->d.tensor_bytes + d->d.outside_bytes : 0;
+        uint64_t outside =
+            src == GS_WI_SRC_STREAM ? add_sat(d->d.tensor_bytes, d->d.outside_bytes) : 0;
         dev_drop(d);
         memset(d, 0, sizeof *d);
         if (outside && (d = dev_of(w, slot == GS_MAX_DEVICES ? -1 : (int32_t)slot)) != NULL) {
@@ -382,7 +386,7 @@ static void outside_change(struct gs_whatif *w, struct dev *d, size_t slot, uint
                            int add)
 {
     if (add)
-        d->d.outside_bytes += bytes;
+        d->d.outside_bytes = add_sat(d->d.outside_bytes, bytes);
     else
         d->d.outside_bytes -= bytes < d->d.outside_bytes ? bytes : d->d.outside_bytes;
     if (d->d.outside_bytes > d->d.outside_peak)
@@ -422,7 +426,7 @@ static void request(struct gs_whatif *w, const struct gs_revent *e, int failed)
             w->nomem = 1;
             return;
         }
-        d->d.tensor_bytes += e->size;
+        d->d.tensor_bytes = add_sat(d->d.tensor_bytes, e->size);
         if (d->d.tensor_bytes > d->d.tensor_peak)
             d->d.tensor_peak = d->d.tensor_bytes;
     } else {
@@ -446,7 +450,7 @@ static void release(struct gs_whatif *w, int32_t device, uint64_t addr, uint64_t
     uint64_t row;
     if (gs_idmap_get(d->live, addr, &row) == 0) {
         gs_idmap_del(d->live, addr);
-        d->d.tensor_bytes -= d->sizes[row];
+        d->d.tensor_bytes -= d->sizes[row] < d->d.tensor_bytes ? d->sizes[row] : d->d.tensor_bytes;
         d->d.frees++;
         /* the row may be taken again at once: the models take the ops in order */
         row_drop(d, (uint32_t)row);

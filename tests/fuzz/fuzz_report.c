@@ -1,15 +1,20 @@
 /*
  * fuzz_report.c - libFuzzer target: a trace read as `gpushim report` and
  * `gpushim report --json` read it (reader.c, replay.c, checkpoints, sites,
- * symbolizer), both reports written to /dev/null. The input is the trace
- * file; its last byte's low bit picks the native view instead of the
- * Python one, so both stack views are covered.
+ * symbolizer), both reports written to /dev/null, then its what-if replay
+ * (analyzer/whatif: the models of PyTorch's and, by the last byte's second
+ * bit, XLA's allocator on a small card and the run's, as gpushim whatif and
+ * the verdict run it). The input is the trace file; its last byte's low bit
+ * picks the native view instead of the Python one, so both stack views are
+ * covered.
  */
 #include <stdint.h>
+#include <string.h>
 
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/report/report.h"
 #include "analyzer/report/load.h"
+#include "analyzer/report/whatif_report.h"
 #include "fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -28,6 +33,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     gs_report_text(fuzz_null(), &rep);
     rep.opt = &json;
     gs_report_json(fuzz_null(), &rep);
+
+    static struct gs_wi_question q;
+    static struct gs_wi_answer a;
+    memset(&q, 0, sizeof q);
+    q.allocator = size && (data[size - 1] & 2) ? GS_WI_XLA : GS_WI_TORCH;
+    q.ncards = 2;
+    q.cards[0].run = 1;
+    q.cards[1].bytes = 64ull << 20;
+    char err[256];
+    if (gs_wi_answer(path, &l.info, &l.r, &q, &a, err, sizeof err) == 0) {
+        struct gs_wi_report wr = {.path = path, .a = &a, .r = &l.r, .sym = l.sym,
+                                  .view = text.view};
+        gs_whatif_text(fuzz_null(), &wr);
+        gs_whatif_json(fuzz_null(), &wr);
+        gs_wi_answer_free(&a);
+    }
     gs_loaded_free(&l);
     return 0;
 }
