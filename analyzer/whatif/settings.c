@@ -113,6 +113,47 @@ static int option(struct gs_wi_setting *s, const char *k, size_t kn, const char 
     return 0;
 }
 
+/* Each "key<sep>value" of a comma-separated list to fn, as
+ * CUDAAllocatorConfig's tokenizer splits PYTORCH_CUDA_ALLOC_CONF (a value
+ * in brackets runs to its closing one). 0, or fn's -1, or -1 with why in
+ * err when an option has no separator. */
+typedef int (*option_fn)(struct gs_wi_setting *s, const char *k, size_t kn, const char *v,
+                         size_t vn, char *err, size_t errsz);
+static int each_option(const char *p, char sep, const char *form, option_fn fn,
+                       struct gs_wi_setting *s, char *err, size_t errsz)
+{
+    const char seps[3] = {sep, ',', 0};
+    while (*p) {
+        while (*p == ',' || *p == ' ')
+            p++;
+        if (!*p)
+            break;
+        size_t n = strcspn(p, ","), kn = strcspn(p, seps);
+        while (n && p[n - 1] == ' ')
+            n--;
+        if (kn >= n) {
+            snprintf(err, errsz, "%.*s: %s", (int)n, p, form);
+            return -1;
+        }
+        const char *v = p + kn + 1;
+        size_t vn = n - kn - 1;
+        if (vn && v[0] == '[') { /* a list: to its closing bracket */
+            const char *close = strchr(v, ']');
+            vn = close ? (size_t)(close - v) + 1 : strlen(v);
+            n = kn + 1 + vn;
+        }
+        while (kn && p[kn - 1] == ' ')
+            kn--;
+        while (vn && *v == ' ')
+            v++, vn--;
+        if (fn(s, p, kn, v, vn, err, errsz) != 0)
+            return -1;
+        p += n;
+        p += strcspn(p, ",");
+    }
+    return 0;
+}
+
 int gs_wi_parse_torch(const char *conf, enum gs_tc_torch torch, struct gs_wi_setting *s,
                       char *err, size_t errsz)
 {
@@ -134,32 +175,8 @@ int gs_wi_parse_torch(const char *conf, enum gs_tc_torch torch, struct gs_wi_set
         return 0;
     }
     snprintf(s->name, sizeof s->name, "%s", p);
-    while (*p) {
-        while (*p == ',' || *p == ' ')
-            p++;
-        if (!*p)
-            break;
-        size_t n = strcspn(p, ","), kn = strcspn(p, ":,");
-        while (n && p[n - 1] == ' ')
-            n--;
-        if (kn >= n)
-            return fail(err, errsz, "%.*s: an option is key:value", p, n);
-        const char *v = p + kn + 1;
-        size_t vn = n - kn - 1;
-        if (vn && v[0] == '[') { /* a list: to its closing bracket */
-            const char *close = strchr(v, ']');
-            vn = close ? (size_t)(close - v) + 1 : strlen(v);
-            n = kn + 1 + vn;
-        }
-        while (kn && p[kn - 1] == ' ')
-            kn--;
-        while (vn && *v == ' ')
-            v++, vn--;
-        if (option(s, p, kn, v, vn, err, errsz) != 0)
-            return -1;
-        p += n;
-        p += strcspn(p, ",");
-    }
+    if (each_option(p, ':', "an option is key:value", option, s, err, errsz) != 0)
+        return -1;
     if (gs_tc_config_check(&s->tc) != 0) {
         snprintf(err, errsz, "%s: a value PyTorch refuses (max_split_size_mb over 20, "
                              "roundup_power2_divisions a power of two, "
@@ -246,6 +263,24 @@ static int truth(const char *v, size_t n, int *out)
     return -1;
 }
 
+/* One of JAX's settings, NAME=VALUE (jax/_src/xla_bridge.py reads them). */
+static int xla_option(struct gs_wi_setting *s, const char *k, size_t kn, const char *v,
+                      size_t vn, char *err, size_t errsz)
+{
+    if (is(k, kn, "XLA_PYTHON_CLIENT_MEM_FRACTION")) {
+        if (fraction(v, vn, &s->bfc.memory_fraction) != 0 || s->bfc.memory_fraction <= 0.0)
+            return fail(err, errsz, "%.*s: a fraction in (0, 1] expected", k, kn);
+    } else if (is(k, kn, "XLA_PYTHON_CLIENT_PREALLOCATE")) {
+        if (truth(v, vn, &s->bfc.preallocate) != 0)
+            return fail(err, errsz, "%.*s: true or false expected", k, kn);
+    } else {
+        return fail(err, errsz, "unknown JAX setting %.*s (the BFC model takes "
+                                "XLA_PYTHON_CLIENT_MEM_FRACTION and "
+                                "XLA_PYTHON_CLIENT_PREALLOCATE)", k, kn);
+    }
+    return 0;
+}
+
 int gs_wi_parse_xla(const char *conf, struct gs_wi_setting *s, char *err, size_t errsz)
 {
     memset(s, 0, sizeof *s);
@@ -263,33 +298,7 @@ int gs_wi_parse_xla(const char *conf, struct gs_wi_setting *s, char *err, size_t
     snprintf(s->name, sizeof s->name, "%s", *p && strcmp(p, "default") ? p : "default");
     if (!strcmp(s->name, "default"))
         return 0;
-    while (*p) {
-        while (*p == ',' || *p == ' ')
-            p++;
-        if (!*p)
-            break;
-        size_t n = strcspn(p, ","), kn = strcspn(p, "=,");
-        while (n && p[n - 1] == ' ')
-            n--;
-        if (kn >= n)
-            return fail(err, errsz, "%.*s: a JAX setting is NAME=VALUE", p, n);
-        const char *v = p + kn + 1;
-        size_t vn = n - kn - 1;
-        if (is(p, kn, "XLA_PYTHON_CLIENT_MEM_FRACTION")) {
-            if (fraction(v, vn, &s->bfc.memory_fraction) != 0 || s->bfc.memory_fraction <= 0.0)
-                return fail(err, errsz, "%.*s: a fraction in (0, 1] expected", p, kn);
-        } else if (is(p, kn, "XLA_PYTHON_CLIENT_PREALLOCATE")) {
-            if (truth(v, vn, &s->bfc.preallocate) != 0)
-                return fail(err, errsz, "%.*s: true or false expected", p, kn);
-        } else {
-            return fail(err, errsz, "unknown JAX setting %.*s (the BFC model takes "
-                                    "XLA_PYTHON_CLIENT_MEM_FRACTION and "
-                                    "XLA_PYTHON_CLIENT_PREALLOCATE)", p, kn);
-        }
-        p += n;
-        p += strcspn(p, ",");
-    }
-    return 0;
+    return each_option(p, '=', "a JAX setting is NAME=VALUE", xla_option, s, err, errsz);
 }
 
 static const char *const compared_xla[] = {
