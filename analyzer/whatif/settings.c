@@ -23,31 +23,34 @@ static int fail(char *err, size_t errsz, const char *fmt, const char *a, size_t 
     return -1;
 }
 
-/* A whole unsigned number of the text [p, p+n). */
-static int number(const char *p, size_t n, unsigned long long *out)
+/* The text [p, p+n) as a string in buf (32 bytes): 0, or -1 when empty or
+ * too long for a number. */
+static int as_string(const char *p, size_t n, char *buf)
 {
-    char buf[32];
-    if (n == 0 || n >= sizeof buf)
+    if (n == 0 || n >= 32)
         return -1;
     memcpy(buf, p, n);
     buf[n] = 0;
-    char *end;
     errno = 0;
-    if (buf[0] < '0' || buf[0] > '9')
+    return 0;
+}
+
+/* A whole unsigned number of the text [p, p+n). */
+static int number(const char *p, size_t n, unsigned long long *out)
+{
+    char buf[32], *end;
+    if (as_string(p, n, buf) != 0 || buf[0] < '0' || buf[0] > '9')
         return -1;
     *out = strtoull(buf, &end, 10);
     return *end || errno ? -1 : 0;
 }
 
+/* A fraction in [0, 1] of the text [p, p+n). */
 static int fraction(const char *p, size_t n, double *out)
 {
-    char buf[32];
-    if (n == 0 || n >= sizeof buf)
+    char buf[32], *end;
+    if (as_string(p, n, buf) != 0)
         return -1;
-    memcpy(buf, p, n);
-    buf[n] = 0;
-    char *end;
-    errno = 0;
     *out = strtod(buf, &end);
     return *end || errno || !(*out >= 0.0 && *out <= 1.0) ? -1 : 0;
 }
