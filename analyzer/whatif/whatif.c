@@ -19,7 +19,8 @@
  * turn over the batch; what the events do to the state every case shares
  * (the live set, what is outside the allocator, the failed requests kept)
  * is done as they come. A live tensor's row holds each model's handle of
- * it, so the models keep no map of their own.
+ * it, so the models keep no map of their own. Cases whose models would do
+ * the same (same_model) share one.
  *
  * A request that failed in the run is offered to each model; one that
  * serves it frees it at once, since what the program did next in the run
@@ -78,8 +79,9 @@ struct gs_whatif {
     size_t nsettings;
     struct gs_wi_case cases[GS_WI_CASES];
     size_t ncases;
-    uint8_t active[GS_WI_CASES]; /* the cases replayed (not GS_WI_SKIP), in order */
+    uint8_t active[GS_WI_CASES]; /* the cases replayed (not GS_WI_SKIP, not twins), in order */
     size_t nactive;
+    uint8_t twin[GS_WI_CASES];   /* the case whose model this one's would be (itself: none) */
     enum gs_wi_source source;
     struct dev *dev[GS_MAX_DEVICES + 1]; /* [GS_MAX_DEVICES]: device -1 */
     uint64_t run_card[GS_MAX_DEVICES + 1];
@@ -126,6 +128,32 @@ int gs_wi_tensor_api(uint32_t api, int *stream_ordered)
     }
 }
 
+/* Two settings whose models would do the same on a card of capacity
+ * (0: no limit): garbage_collection_threshold and the memory fraction act
+ * only with a card (set_fraction), and the BFC model with no limit grows
+ * its pool the same whatever its fraction (models.c). */
+static int same_model(const struct gs_wi_setting *a, const struct gs_wi_setting *b,
+                      uint64_t capacity)
+{
+    if (a->allocator != b->allocator)
+        return 0;
+    if (a->allocator == GS_WI_XLA)
+        return capacity == 0 ||
+               (a->bfc.memory_fraction == b->bfc.memory_fraction &&
+                a->bfc.system_memory_size == b->bfc.system_memory_size &&
+                a->bfc.preallocate == b->bfc.preallocate &&
+                a->bfc.garbage_collection == b->bfc.garbage_collection &&
+                a->bfc.fragmentation_fraction == b->bfc.fragmentation_fraction);
+    const struct gs_tc_config *x = &a->tc, *y = &b->tc;
+    return x->torch == y->torch && x->max_split_size == y->max_split_size &&
+           x->max_non_split_rounding == y->max_non_split_rounding &&
+           !memcmp(x->roundup_power2_divisions, y->roundup_power2_divisions,
+                   sizeof x->roundup_power2_divisions) &&
+           x->expandable_segments == y->expandable_segments &&
+           (capacity == 0 ||
+            (x->gc_threshold == y->gc_threshold && x->memory_fraction == y->memory_fraction));
+}
+
 struct gs_whatif *gs_whatif_new(const struct gs_wi_setting *settings, size_t nsettings,
                                 const struct gs_wi_case *cases, size_t ncases)
 {
@@ -144,9 +172,19 @@ struct gs_whatif *gs_whatif_new(const struct gs_wi_setting *settings, size_t nse
         memcpy(w->cases, cases, ncases * sizeof *cases);
     w->nsettings = nsettings;
     w->ncases = ncases;
-    for (size_t i = 0; i < ncases; i++)
-        if (cases[i].capacity != GS_WI_SKIP)
+    for (size_t i = 0; i < ncases; i++) {
+        w->twin[i] = (uint8_t)i;
+        if (cases[i].capacity == GS_WI_SKIP)
+            continue;
+        for (size_t k = 0; k < w->nactive && w->twin[i] == i; k++) {
+            const struct gs_wi_case *c = &cases[w->active[k]];
+            if (c->capacity == cases[i].capacity &&
+                same_model(&settings[c->setting], &settings[cases[i].setting], c->capacity))
+                w->twin[i] = w->active[k];
+        }
+        if (w->twin[i] == i)
             w->active[w->nactive++] = (uint8_t)i;
+    }
     w->step_label = LABELS;
     return w;
 }
@@ -220,6 +258,14 @@ void gs_whatif_set_sizes(struct gs_whatif *w, gs_wi_size_fn fn, void *ctx)
 {
     w->size_of = fn;
     w->size_ctx = ctx;
+    if (!fn)
+        return;
+    w->nactive = 0; /* each case its own sizes: no twins */
+    for (size_t i = 0; i < w->ncases; i++) {
+        w->twin[i] = (uint8_t)i;
+        if (w->cases[i].capacity != GS_WI_SKIP)
+            w->active[w->nactive++] = (uint8_t)i;
+    }
 }
 
 void gs_whatif_set_run_card(struct gs_whatif *w, int32_t device, uint64_t bytes)
@@ -567,9 +613,19 @@ void gs_whatif_finish(struct gs_whatif *w)
     flush(w);
     for (size_t slot = 0; slot <= GS_MAX_DEVICES; slot++) {
         struct dev *d = w->dev[slot];
-        if (d && d->d.present)
-            FOR_CASES(w, k, i)
-                gs_wi_model_figures(d->m[i], &d->d.out[i].st);
+        if (!d || !d->d.present)
+            continue;
+        FOR_CASES(w, k, i)
+            gs_wi_model_figures(d->m[i], &d->d.out[i].st);
+        for (size_t i = 0; i < w->ncases; i++) { /* a twin's outcome is its model's */
+            size_t t = w->twin[i];
+            if (t == i)
+                continue;
+            d->d.out[i] = d->d.out[t];
+            for (size_t f = 0; f < d->d.nfailed; f++)
+                if (d->d.failed[f].served & (1ull << t))
+                    d->d.failed[f].served |= 1ull << i;
+        }
     }
 }
 

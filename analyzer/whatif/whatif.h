@@ -97,7 +97,8 @@ void gs_whatif_free(struct gs_whatif *w);
 /* Sizes other than the trace's: fn gives the size case k is to request
  * for an allocation event e (its request as recorded, e->size bytes): to
  * replay the run at another batch size (gpushim plan). Set before the
- * first event; NULL: the trace's sizes. */
+ * first event; NULL: the trace's sizes. With it, cases of the same setting
+ * and card keep a model each. */
 typedef uint64_t (*gs_wi_size_fn)(void *ctx, size_t k, const struct gs_revent *e);
 void gs_whatif_set_sizes(struct gs_whatif *w, gs_wi_size_fn fn, void *ctx);
 /* The run's own capacity on device (-1: the blocks' device), for the

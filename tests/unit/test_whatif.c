@@ -181,3 +181,36 @@ Test(whatif_settings, the_runs_own_setting_comes_first_and_once)
     cr_assert_eq(t, GS_TC_TORCH_PR193400);
     cr_assert_eq(gs_wi_parse_torch_version("1.13", &t), -1);
 }
+
+/* Cases whose models would do the same share one (same_model): with no
+ * limit, garbage_collection_threshold and the memory fraction act not
+ * (set_fraction needs a card), so their outcome is default's; on a card they
+ * keep their own. */
+Test(whatif, twins_share_a_model_and_its_outcome)
+{
+    struct gs_wi_setting s[2];
+    char err[256];
+    cr_assert_eq(gs_wi_parse_torch("default", GS_TC_TORCH_2_12, &s[0], err, sizeof err), 0);
+    cr_assert_eq(gs_wi_parse_torch("garbage_collection_threshold:0.5,memory_fraction:1.0",
+                                   GS_TC_TORCH_2_12, &s[1], err, sizeof err), 0, "%s", err);
+    struct gs_wi_case c[4] = {{0, 0}, {1, 0}, {0, 64 * MiB}, {1, 64 * MiB}};
+    struct gs_whatif *w = gs_whatif_new(s, 2, c, 4);
+    cr_assert_not_null(w);
+    /* three 12 MiB segments (36 MiB, over half the card), the first freed;
+     * then 14 MiB, which no cached block holds: on the card, garbage
+     * collection frees the cached 12 MiB segment before a new one is asked */
+    alloc(w, GS_API_cudaMalloc, 0x1000000, 12 * MiB, 0);
+    alloc(w, GS_API_cudaMalloc, 0x2000000, 12 * MiB, 0);
+    alloc(w, GS_API_cudaMalloc, 0x3000000, 12 * MiB, 0);
+    release(w, 0x1000000, 12 * MiB);
+    alloc(w, GS_API_cudaMalloc, 0x4000000, 14 * MiB, 0);
+    const struct gs_wi_device *d = dev0(w);
+    cr_assert_eq(d->out[1].st.reserved_peak, d->out[0].st.reserved_peak, "no limit: twins");
+    cr_assert_eq(d->out[0].st.reserved_peak, 50 * MiB, "12 x 3 + 14, none freed");
+    cr_assert_eq(d->out[1].st.gc_frees, 0);
+    cr_assert_eq(d->out[1].capacity, 0);
+    cr_assert_eq(d->out[3].capacity, 64 * MiB, "on the card: its own");
+    cr_assert_eq(d->out[2].st.gc_frees, 0, "default collects nothing");
+    cr_assert_eq(d->out[3].st.gc_frees, 1, "on the card garbage collection acts");
+    gs_whatif_free(w);
+}
