@@ -30,7 +30,8 @@ const char *gs_wi_source_text(enum gs_wi_source s)
         return "the blocks of the program's own allocator (gpushim_block_alloc); its segments "
                "are what the model replaces";
     default:
-        return "none: the trace has no device allocations";
+        return "none: no device allocation a tensor could be (managed, host, array and "
+               "mapped memory are not replayed)";
     }
 }
 

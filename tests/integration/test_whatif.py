@@ -294,3 +294,15 @@ def test_whatif_cuda_ipc_and_expandable_segments():
     d = whatif_json(trace, "--torch", "2.4", *args)
     eq((d["ipc_breaks"], d["torch_approximate"], d["devices"][0]["cards"][0]["best"]),
        (True, True, "default"), "2.4 cannot share expandable segments")
+
+
+def test_whatif_without_tensor_level_allocations():
+    """A run whose memory is all cudaMallocManaged (tests/progs/rt_batch_tensors.c
+    managed) has nothing a caching allocator would serve: exit 1, and why."""
+    r = run([E.prog("rt_batch_tensors"), "4", "managed"])
+    trace = one_trace(r)
+    p = whatif(trace, rc=1)
+    check("has no tensor-level allocation to replay" in p.stderr, p.stderr)
+    check("tensors: none: no device allocation a tensor could be" in p.stdout, p.stdout)
+    d = json.loads(whatif(trace, "--json", rc=1).stdout)
+    eq((d["source"], d["devices"]), ("none", []), "nothing replayed")
