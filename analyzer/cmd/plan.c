@@ -83,6 +83,7 @@ struct run {
     uint64_t steps;  /* of that label, kept */
     int has_spread;  /* at least two steps */
     uint64_t spread; /* the largest step peak less the smallest */
+    int jax;         /* a JAX run (its modules say): XLA's allocator replays it */
 };
 
 struct card {
@@ -105,6 +106,7 @@ struct plan {
     /* the replay (plan_replay.c) */
     struct gs_pr_sites **sites;   /* each run's */
     struct gs_wi_setting setting;
+    int setting_given; /* --setting: the allocator it names stands */
     int replayed;                 /* 0: why says why not */
     char why[600];
     size_t ref;                   /* the reference run */
@@ -153,6 +155,9 @@ static int batch_label(const char *label, uint64_t *out)
 static int take_run(struct run *run, const struct gs_loaded *l)
 {
     const struct gs_marks *m = &l->r.marks;
+    struct gs_alloc_mode mode;
+    gs_allocator_mode(&l->info, &l->r, &mode);
+    run->jax = (mode.frameworks & GS_FW_JAX) && !(mode.frameworks & GS_FW_PYTORCH);
     run->peak = gs_largest_device_peak(&l->r);
     if (!run->batch) {
         for (size_t i = 0; i < m->nlabels; i++) {
@@ -297,6 +302,12 @@ static void replay(struct plan *p)
     for (size_t i = 1; i < p->n; i++)
         if (p->runs[i].batch > p->runs[p->ref].batch)
             p->ref = i;
+    char err[512];
+    if (!p->setting_given && p->runs[p->ref].jax &&
+        gs_wi_parse_xla("default", &p->setting, err, sizeof err) != 0) {
+        snprintf(p->why, sizeof p->why, "%s", err);
+        return;
+    }
     for (size_t k = 0; k < p->n; k++) {
         size_t i = k == 0 ? p->ref : k == p->ref ? 0 : k; /* the reference first */
         if (gs_pr_sites_source(p->sites[i]) == GS_WI_SRC_NONE) {
@@ -336,7 +347,6 @@ static void replay(struct plan *p)
                                .usable = usable,
                                .linear = linear,
                                .ncards = p->ncards};
-    char err[512];
     if (gs_pr_replay(&q, p->replay, &p->ra, err, sizeof err) == 0)
         p->replayed = 1;
     else
@@ -451,6 +461,7 @@ static void plan_json(FILE *out, const struct plan *p)
         gs_json_begin_object(&j, "replay");
         gs_json_string(&j, "reference", p->runs[p->ref].path);
         gs_json_uint(&j, "reference_batch", p->runs[p->ref].batch);
+        gs_json_string(&j, "allocator", p->setting.allocator == GS_WI_XLA ? "xla" : "torch");
         gs_json_string(&j, "setting", p->setting.name);
         gs_json_uint(&j, "sites_scaled", p->ra.sites_scaled);
         gs_json_uint(&j, "sites_fixed", p->ra.sites_fixed);
@@ -483,12 +494,17 @@ static const char *batch_text(long double b, char *buf, size_t sz)
     return buf;
 }
 
+static const char *allocator_name(const struct plan *p)
+{
+    return p->setting.allocator == GS_WI_XLA ? "XLA's BFC allocator" : "PyTorch's caching allocator";
+}
+
 /* A card's replayed answer, under its line. */
 static void replay_text(FILE *out, const struct plan *p, const struct gs_pr_card *r,
                         long double linear)
 {
     char b1[64], b2[64];
-    fprintf(out, "    with PyTorch's caching allocator (%s): ", p->setting.name);
+    fprintf(out, "    with %s (%s): ", allocator_name(p), p->setting.name);
     if (r->any)
         fputs("any batch fits", out);
     else if (!r->batch)
@@ -541,10 +557,11 @@ static void plan_text(FILE *out, const struct plan *p)
         fputs("The peak does not grow with the batch size: any batch fits where the largest "
               "run did.\n", out);
     if (p->replayed)
-        fprintf(out, "Replay  the batch %" PRIu64 " run (%s) through PyTorch's caching allocator "
+        fprintf(out, "Replay  the batch %" PRIu64 " run (%s) through %s "
                      "(%s), its requests scaled per call site: %zu site%s grow%s with the batch, "
                      "%zu fixed; %zu pass%s\n",
-                p->runs[p->ref].batch, p->runs[p->ref].path, p->setting.name, p->ra.sites_scaled,
+                p->runs[p->ref].batch, p->runs[p->ref].path, allocator_name(p), p->setting.name,
+                p->ra.sites_scaled,
                 p->ra.sites_scaled == 1 ? "" : "s", p->ra.sites_scaled == 1 ? "s" : "",
                 p->ra.sites_fixed, p->ra.passes, p->ra.passes == 1 ? "" : "es");
     else
@@ -624,10 +641,15 @@ int gs_cmd_plan(int argc, char **argv)
                         "(gpushim plan A.trace:32 B.trace:64)\nTry 'gpushim plan --help'.\n");
         return 2;
     }
+    /* The setting's words say its allocator (JAX's are NAME=VALUE); without
+     * one, the reference run's framework says it, once the runs are read. */
+    int xla_words = setting && strchr(setting, '=') != NULL;
+    p.setting_given = setting != NULL;
     {
         char err[512];
-        if (gs_wi_parse_torch(setting ? setting : "default", GS_TC_TORCH_NEWEST, &p.setting, err,
-                              sizeof err) != 0) {
+        if ((xla_words ? gs_wi_parse_xla(setting, &p.setting, err, sizeof err)
+                       : gs_wi_parse_torch(setting ? setting : "default", GS_TC_TORCH_NEWEST,
+                                           &p.setting, err, sizeof err)) != 0) {
             fprintf(stderr, "gpushim plan: --setting '%s': %s\n", setting, err);
             return 2;
         }

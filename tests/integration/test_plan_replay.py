@@ -184,3 +184,37 @@ def test_plan_replay_needs_tensor_level_runs():
         eq(p.returncode, 2, f"plan {args}: {p.stderr}")
         check(p.stderr.startswith(want), f"plan {args} says {want!r}: {p.stderr}")
         eq(p.stdout, "", "prints nothing")
+
+
+def test_plan_replay_of_a_jax_run_through_the_bfc_model():
+    """The same schedule in a JAX process (the xla_extension.so stub loaded,
+    XLA_PYTHON_CLIENT_ALLOCATOR=platform) is replayed through XLA's BFC
+    allocator as JAX builds it (xla/tsl/framework/bfc_allocator.cc): its pool
+    is 0.75 of the card, preallocated. The weights' 5 MiB are split off it;
+    the labels (X KiB) then the activations (1.25X MiB) must fit what is left
+    (a chunk is split, or taken whole when less than twice the request is
+    left and under 128 MiB would be wasted: either way the request fits iff
+    the rest holds it). So X fits iff 5 MiB + X KiB + 1.25X MiB <= 0.75 C:
+    on 24 MiB (18) X <= 13312 / 1281 = 10; on 40 MiB (30) 25600 / 1281 = 19;
+    on 1 GiB (768) 781312 / 1281 = 609. The pool is the peak: 18, 30, 768 MiB."""
+    tmp = tempfile.mkdtemp(prefix="gpushim-plan-jax-")
+    stub = "lib=" + os.path.join(E.build, "progs", "fw", "xla_extension.so")
+    env = dict(launcher_env(), XLA_PYTHON_CLIENT_ALLOCATOR="platform")
+    paths = []
+    for b in (4, 8):
+        path = os.path.join(tmp, f"j{b}.trace")
+        p = subprocess.run([E.gpushim, "run", "-o", path, "--", E.prog("rt_batch_tensors"),
+                            str(b), stub], capture_output=True, text=True, env=env, timeout=120)
+        eq(p.returncode, 0, p.stderr)
+        paths.append(f"{path}:{b}")
+    d = plan_json(*CARDS, *paths)
+    eq(d["replay"]["allocator"], "xla", "a JAX run: the BFC model")
+    eq(replayed(d), [("24M", 15, 10, 18 * MiB, "default", 15, 5),
+                     ("40M", 27, 19, 30 * MiB, "default", 27, 8),
+                     ("1G", 814, 609, 768 * MiB, "default", 814, 205)],
+       "the BFC pool's answers")
+    text = gpushim("plan", *CARDS, *paths).stdout
+    check("with XLA's BFC allocator (default): largest batch 10, peak 18.00 MiB" in text, text)
+    d = plan_json(*CARDS, "--setting", "XLA_PYTHON_CLIENT_MEM_FRACTION=1", *paths)
+    eq([c["replayed"]["batch"] for c in d["cards"]], [15, 27, 814],
+       "the whole card: (C - 5 MiB) / 1281 KiB, the straight line's")

@@ -19,8 +19,10 @@
  *
  * Device peak: 5 MiB + B x (1.25 MiB + 1 KiB). With "managed" the same
  * schedule is made of cudaMallocManaged memory: no tensor-level
- * allocation for the replay.
+ * allocation for the replay. With "lib=PATH" the library at PATH is loaded
+ * first (a framework's, so that the trace's modules name it).
  */
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +32,7 @@
 gs_cudaerror cudaMalloc(void **p, size_t size);
 gs_cudaerror cudaMallocManaged(void **p, size_t size, unsigned flags);
 gs_cudaerror cudaFree(void *p);
+gs_cudaerror cudaGetDeviceCount(int *count);
 
 static int managed;
 
@@ -58,8 +61,18 @@ int main(int argc, char **argv)
 {
     int batch = argc > 1 ? atoi(argv[1]) : 0;
     const char *mode = argc > 2 ? argv[2] : "";
+    if (!strncmp(mode, "lib=", 4)) { /* a framework's library, loaded as import jax loads
+                                        * it, once the runtime has found the driver */
+        int devices = 0;
+        EXPECT(cudaGetDeviceCount(&devices), 0);
+        if (!dlopen(mode + 4, RTLD_NOW | RTLD_LOCAL)) {
+            fprintf(stderr, "rt_batch_tensors: %s\n", dlerror());
+            return 2;
+        }
+        mode = "";
+    }
     if (batch < 1 || batch > 100000 || (*mode && strcmp(mode, "probe") && strcmp(mode, "managed"))) {
-        fprintf(stderr, "usage: rt_batch_tensors B [probe|managed]\n");
+        fprintf(stderr, "usage: rt_batch_tensors B [probe|managed|lib=PATH]\n");
         return 2;
     }
     managed = !strcmp(mode, "managed");
