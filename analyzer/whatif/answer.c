@@ -67,9 +67,13 @@ static void run_cards(const struct gs_replay *r, uint64_t *card)
             }
 }
 
+/* Which cases a pass replays: those of the cards known at the start (and
+ * no limit), those of the run's own card, or all of them. */
+enum pass { KNOWN_CARDS, RUN_CARD, ALL_CARDS };
+
 /* The cases of card c for each setting: its capacity, or GS_WI_SKIP when
  * this pass is not the one that replays it. */
-static void card_cases(const struct gs_wi_answer *a, size_t c, int run_pass,
+static void card_cases(const struct gs_wi_answer *a, size_t c, enum pass pass,
                        struct gs_wi_case *cases)
 {
     size_t ns = a->q.nsettings, nc = a->q.ncards;
@@ -79,7 +83,7 @@ static void card_cases(const struct gs_wi_answer *a, size_t c, int run_pass,
             cap = GS_WI_RUN_CARD;
         else if (c < nc)
             cap = a->q.cards[c].bytes > a->q.context ? a->q.cards[c].bytes - a->q.context : 1;
-        if ((cap == GS_WI_RUN_CARD) != run_pass)
+        if (pass != ALL_CARDS && (cap == GS_WI_RUN_CARD) != (pass == RUN_CARD))
             cap = GS_WI_SKIP;
         cases[c * ns + s] = (struct gs_wi_case){.setting = s, .capacity = cap};
     }
@@ -93,11 +97,12 @@ static int has_run_card(const struct gs_wi_answer *a)
     return 0;
 }
 
-static struct gs_whatif *engine(struct gs_wi_answer *a, int run_pass)
+/* The replay of a pass, with the run's cards known so far. */
+static struct gs_whatif *engine(struct gs_wi_answer *a, enum pass pass)
 {
     struct gs_wi_case cases[GS_WI_CASES];
     for (size_t c = 0; c <= a->q.ncards; c++)
-        card_cases(a, c, run_pass, cases);
+        card_cases(a, c, pass, cases);
     struct gs_whatif *w =
         gs_whatif_new(a->q.settings, a->q.nsettings, cases, (a->q.ncards + 1) * a->q.nsettings);
     for (size_t d = 0; w && d <= GS_MAX_DEVICES; d++)
@@ -136,17 +141,7 @@ int gs_wi_answer_begin(struct gs_wi_answer *a, const struct gs_wi_question *q,
     a->cards_known = r != NULL;
     if (r) /* the run's cards known: every case in this one pass */
         run_cards(r, a->run_card);
-    struct gs_wi_case cases[GS_WI_CASES];
-    for (size_t c = 0; c <= nc; c++) {
-        card_cases(a, c, 0, cases);
-        if (r && c < nc && a->q.cards[c].run)
-            card_cases(a, c, 1, cases);
-    }
-    a->w = gs_whatif_new(a->q.settings, ns, cases, (nc + 1) * ns);
-    for (size_t d = 0; a->w && d <= GS_MAX_DEVICES; d++)
-        if (a->run_card[d])
-            gs_whatif_set_run_card(a->w, d == GS_MAX_DEVICES ? -1 : (int32_t)d, a->run_card[d]);
-    if (!a->w) {
+    if (!(a->w = engine(a, r ? ALL_CARDS : KNOWN_CARDS))) {
         snprintf(err, errsz, "out of memory");
         return -1;
     }
@@ -217,7 +212,7 @@ int gs_wi_answer_finish(struct gs_wi_answer *a, const char *path, const struct g
         if (!known) {
             a->run_card_unknown = 1;
         } else { /* the run's cards, in a second pass */
-            a->w_run = engine(a, 1);
+            a->w_run = engine(a, RUN_CARD);
             if (!a->w_run) {
                 snprintf(err, errsz, "out of memory");
                 return -1;

@@ -38,7 +38,6 @@
 #include "analyzer/whatif/whatif.h"
 
 #define LABELS 32               /* mark labels counted for the step of an OOM */
-#define FAILED_ID (1ull << 63)  /* ids of the run's failed requests (no address) */
 
 #define OPS 8192 /* the events buffered before the models take them */
 
@@ -53,7 +52,7 @@ struct op {
     uint32_t stack_id, tid, step_label;
     uint32_t row;          /* OP_ALLOC, OP_RELEASE: the tensor's row in its device's */
     int32_t device;
-    uint64_t id, size, stream, time_ns, request, step;
+    uint64_t id, size, stream, time_ns, request, step; /* id: the address (0: failed) */
     uint64_t outside;      /* memory outside the allocator after it */
 };
 
@@ -88,7 +87,6 @@ struct gs_whatif {
     struct label labels[LABELS];
     size_t nlabels;
     size_t step_label; /* the label with the most marks; LABELS: none */
-    uint64_t failed_seq;
     int nomem;
     gs_wi_size_fn size_of; /* gs_whatif_set_sizes */
     void *size_ctx;
@@ -287,28 +285,23 @@ static struct dev *dev_of(struct gs_whatif *w, int32_t device)
     }
     d->d.device = s == GS_MAX_DEVICES ? -1 : device;
     d->d.run_card = w->run_card[s];
-    d->live = gs_idmap_new();
     d->free_row = NO_ROW;
+    if (!(d->live = gs_idmap_new()))
+        goto nomem;
     FOR_CASES(w, k, i) {
         uint64_t cap = w->cases[i].capacity;
         cap = cap == GS_WI_RUN_CARD ? d->d.run_card : cap;
         d->d.out[i].capacity = cap;
-        d->m[i] = gs_wi_model_new(&w->settings[w->cases[i].setting], cap);
-        if (!d->m[i]) {
-            w->nomem = 1;
-            dev_drop(d);
-            memset(d, 0, sizeof *d);
-            return NULL;
-        }
-    }
-    if (!d->live) {
-        w->nomem = 1;
-        dev_drop(d);
-        memset(d, 0, sizeof *d);
-        return NULL;
+        if (!(d->m[i] = gs_wi_model_new(&w->settings[w->cases[i].setting], cap)))
+            goto nomem;
     }
     d->d.present = 1;
     return d;
+nomem:
+    w->nomem = 1;
+    dev_drop(d);
+    memset(d, 0, sizeof *d);
+    return NULL;
 }
 
 /* The source is now src: what was replayed under another starts over. */
@@ -451,7 +444,7 @@ static void request(struct gs_whatif *w, const struct gs_revent *e, int failed)
                    .slot = (uint8_t)slot_of(e->device),
                    .device = e->device,
                    .request = d->d.requests++,
-                   .id = failed ? FAILED_ID | w->failed_seq++ : e->addr,
+                   .id = failed ? 0 : e->addr,
                    .size = e->size,
                    .stream = e->stream,
                    .time_ns = e->time_ns,
@@ -531,6 +524,15 @@ static void on_mark(struct gs_whatif *w, const struct gs_revent *e)
         w->step_label = i;
 }
 
+/* A request under blocks: they carry no device (theirs is -1) and no stream. */
+static void block_request(struct gs_whatif *w, const struct gs_revent *e, int failed)
+{
+    struct gs_revent b = *e;
+    b.device = -1;
+    b.stream = 0;
+    request(w, &b, failed);
+}
+
 void gs_whatif_event(struct gs_whatif *w, const struct gs_revent *e)
 {
     int so;
@@ -539,10 +541,7 @@ void gs_whatif_event(struct gs_whatif *w, const struct gs_revent *e)
     case GS_REC_ALLOC_FAILED:
         if (w->source == GS_WI_SRC_BLOCKS && e->type == GS_REC_ALLOC_FAILED &&
             gs_wi_tensor_api(e->api, &so)) { /* the segment it wanted stands for the block */
-            struct gs_revent b = *e;
-            b.device = -1;
-            b.stream = 0;
-            request(w, &b, 1);
+            block_request(w, e, 1);
             return;
         }
         if (w->source == GS_WI_SRC_BLOCKS || !gs_wi_tensor_api(e->api, &so) ||
@@ -568,12 +567,7 @@ void gs_whatif_event(struct gs_whatif *w, const struct gs_revent *e)
     case GS_REC_BLOCK_ALLOC:
         if (w->source != GS_WI_SRC_BLOCKS)
             switch_source(w, GS_WI_SRC_BLOCKS);
-        {
-            struct gs_revent b = *e;
-            b.device = -1;
-            b.stream = 0;
-            request(w, &b, 0);
-        }
+        block_request(w, e, 0);
         return;
     case GS_REC_BLOCK_FREE:
         if (w->source == GS_WI_SRC_BLOCKS)
