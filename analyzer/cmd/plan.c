@@ -157,7 +157,7 @@ static int take_run(struct run *run, const struct gs_loaded *l)
     const struct gs_marks *m = &l->r.marks;
     struct gs_alloc_mode mode;
     gs_allocator_mode(&l->info, &l->r, &mode);
-    run->jax = (mode.frameworks & GS_FW_JAX) && !(mode.frameworks & GS_FW_PYTORCH);
+    run->jax = gs_alloc_mode_jax(&mode);
     run->peak = gs_largest_device_peak(&l->r);
     if (!run->batch) {
         for (size_t i = 0; i < m->nlabels; i++) {
@@ -643,13 +643,11 @@ int gs_cmd_plan(int argc, char **argv)
     }
     /* The setting's words say its allocator (JAX's are NAME=VALUE); without
      * one, the reference run's framework says it, once the runs are read. */
-    int xla_words = setting && strchr(setting, '=') != NULL;
     p.setting_given = setting != NULL;
     {
         char err[512];
-        if ((xla_words ? gs_wi_parse_xla(setting, &p.setting, err, sizeof err)
-                       : gs_wi_parse_torch(setting ? setting : "default", GS_TC_TORCH_NEWEST,
-                                           &p.setting, err, sizeof err)) != 0) {
+        if (gs_wi_parse(setting ? setting : "default", gs_wi_allocator_of(setting),
+                        GS_TC_TORCH_NEWEST, &p.setting, err, sizeof err) != 0) {
             fprintf(stderr, "gpushim plan: --setting '%s': %s\n", setting, err);
             return 2;
         }

@@ -86,9 +86,7 @@ static void begin(struct pass *p, struct gs_loaded *l)
     if (p->auto_allocator) {
         struct gs_alloc_mode m;
         gs_allocator_mode(&l->info, &l->r, &m);
-        p->q->allocator = (m.frameworks & GS_FW_JAX) && !(m.frameworks & GS_FW_PYTORCH)
-                              ? GS_WI_XLA
-                              : GS_WI_TORCH;
+        p->q->allocator = gs_alloc_mode_jax(&m) ? GS_WI_XLA : GS_WI_TORCH;
     }
     p->failed = gs_wi_answer_begin(p->a, p->q, &l->info, NULL, p->err, sizeof p->err) != 0;
 }
@@ -169,17 +167,13 @@ int gs_cmd_whatif(int argc, char **argv)
 
     /* The settings' words say their allocator (JAX's are NAME=VALUE); read
      * them now, so that a mistake is told before the trace is. */
-    int xla_words = nconfs && strchr(confs[0], '=') != NULL;
     if (allocator)
         q.allocator = !strcmp(allocator, "xla") ? GS_WI_XLA : GS_WI_TORCH;
     else if (nconfs)
-        q.allocator = xla_words ? GS_WI_XLA : GS_WI_TORCH;
+        q.allocator = gs_wi_allocator_of(confs[0]);
     for (size_t i = 0; i < nconfs; i++) {
         char err[512];
-        int bad = q.allocator == GS_WI_XLA
-                      ? gs_wi_parse_xla(confs[i], &q.settings[i], err, sizeof err)
-                      : gs_wi_parse_torch(confs[i], q.torch, &q.settings[i], err, sizeof err);
-        if (bad) {
+        if (gs_wi_parse(confs[i], q.allocator, q.torch, &q.settings[i], err, sizeof err) != 0) {
             fprintf(stderr, "gpushim whatif: --setting '%s': %s\n", confs[i], err);
             return 2;
         }

@@ -58,6 +58,11 @@ static void add(struct gs_alloc_mode *m, int per_tensor, const char *note)
     m->per_tensor = m->per_tensor == 0 ? 0 : per_tensor; /* any framework not per tensor: no */
 }
 
+int gs_alloc_mode_jax(const struct gs_alloc_mode *m)
+{
+    return (m->frameworks & GS_FW_JAX) && !(m->frameworks & GS_FW_PYTORCH);
+}
+
 void gs_allocator_mode(const struct gs_trace_info *info, const struct gs_replay *r,
                        struct gs_alloc_mode *m)
 {

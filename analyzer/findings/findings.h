@@ -30,6 +30,8 @@ struct gs_alloc_mode {
                           * framework known) */
     char note[768];      /* what the sizes are, one sentence per framework; "" if none */
 };
+/* A JAX run and no PyTorch in it: XLA's allocator is the one to replay. */
+int gs_alloc_mode_jax(const struct gs_alloc_mode *m);
 void gs_allocator_mode(const struct gs_trace_info *info, const struct gs_replay *r,
                        struct gs_alloc_mode *m);
 

@@ -302,7 +302,7 @@ int gs_report_whatif(const char *path, const struct gs_trace_info *info,
     struct gs_alloc_mode m;
     gs_allocator_mode(info, r, &m);
     int torch = (m.frameworks & GS_FW_PYTORCH) && (m.per_tensor == 1 || r->blocks.seen);
-    int jax = (m.frameworks & GS_FW_JAX) && !(m.frameworks & GS_FW_PYTORCH) && m.per_tensor == 1;
+    int jax = gs_alloc_mode_jax(&m) && m.per_tensor == 1;
     if (!unrecovered || !(torch || jax))
         return 0;
     static struct gs_wi_question q; /* the defaults: the run's card, the usual settings */

@@ -304,6 +304,18 @@ int gs_wi_parse_xla(const char *conf, struct gs_wi_setting *s, char *err, size_t
     return each_option(p, '=', "a JAX setting is NAME=VALUE", xla_option, s, err, errsz);
 }
 
+int gs_wi_parse(const char *conf, enum gs_wi_allocator allocator, enum gs_tc_torch torch,
+                struct gs_wi_setting *s, char *err, size_t errsz)
+{
+    return allocator == GS_WI_XLA ? gs_wi_parse_xla(conf, s, err, errsz)
+                                  : gs_wi_parse_torch(conf, torch, s, err, errsz);
+}
+
+enum gs_wi_allocator gs_wi_allocator_of(const char *conf)
+{
+    return conf && strchr(conf, '=') ? GS_WI_XLA : GS_WI_TORCH;
+}
+
 static const char *const compared_xla[] = {
     "default",
     "XLA_PYTHON_CLIENT_MEM_FRACTION=.9",

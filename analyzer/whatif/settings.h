@@ -60,6 +60,13 @@ int gs_wi_parse_xla(const char *conf, struct gs_wi_setting *s, char *err, size_t
  * as it ran, may be NULL). */
 size_t gs_wi_default_xla_settings(const char *fraction, struct gs_wi_setting *out, size_t max);
 
+/* A setting as the user writes it, read by allocator's reader (PyTorch's
+ * with the rules of torch). 0, or -1 with why in err. */
+int gs_wi_parse(const char *conf, enum gs_wi_allocator allocator, enum gs_tc_torch torch,
+                struct gs_wi_setting *s, char *err, size_t errsz);
+/* The allocator a setting's words are for: JAX's are NAME=VALUE. */
+enum gs_wi_allocator gs_wi_allocator_of(const char *conf);
+
 /* The settings compared when the user names none, the run's own first when
  * it had any (conf: the PYTORCH_CUDA_ALLOC_CONF it ran with, may be NULL).
  * Returns how many were written to out (at most max). */
