@@ -42,16 +42,7 @@ static void cell(void *ctx, size_t row, size_t col, struct gs_html_cell *out)
     case 5: v = o->st.segment_frees; break;
     case 6: v = o->st.oom_retries; break;
     default:
-        if (o->ran_out) {
-            char where[600];
-            gs_wi_oom_text(cc->rep, &o->first_oom, where, sizeof where);
-            snprintf(cc->text, sizeof cc->text, "runs out: %s", where);
-        } else {
-            snprintf(cc->text, sizeof cc->text, "%s",
-                     cc->card == a->q.ncards ? "-"
-                     : o->served_first_failure ? "fits, and serves the run's failed request"
-                                               : "fits");
-        }
+        gs_wi_outcome_text(cc->rep, cc->card, o, cc->text, sizeof cc->text);
         out->text = cc->text;
         return;
     }

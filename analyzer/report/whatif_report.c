@@ -52,6 +52,20 @@ void gs_wi_oom_text(const struct gs_wi_report *rep, const struct gs_wi_oom *o, c
     snprintf(buf, sz, "%s%s at %s", step, bytes(o->size, size, sizeof size), where);
 }
 
+void gs_wi_outcome_text(const struct gs_wi_report *rep, size_t c, const struct gs_wi_outcome *o,
+                        char *buf, size_t sz)
+{
+    char where[512];
+    if (o->ran_out) {
+        gs_wi_oom_text(rep, &o->first_oom, where, sizeof where);
+        snprintf(buf, sz, "runs out: %s", where);
+    } else {
+        snprintf(buf, sz, "%s", c == rep->a->q.ncards ? "-"
+                                : o->served_first_failure ? "fits, and serves the run's failed request"
+                                                          : "fits");
+    }
+}
+
 static const char *costs_text(unsigned costs)
 {
     if ((costs & GS_WI_IPC_HANDLES) && (costs & GS_WI_SLOWER_SPLIT))
@@ -118,15 +132,7 @@ static void device_text(FILE *out, const struct gs_wi_report *rep, const struct 
         for (size_t s = 0; s < a->q.nsettings; s++) {
             const struct gs_wi_outcome *o = gs_wi_outcome_of(a, d, c, s);
             char outcome[600];
-            if (o->ran_out) {
-                gs_wi_oom_text(rep, &o->first_oom, line, sizeof line);
-                snprintf(outcome, sizeof outcome, "runs out: %s", line);
-            } else if (c < a->q.ncards && d->failed_requests) {
-                snprintf(outcome, sizeof outcome, "fits%s",
-                         o->served_first_failure ? ", and serves the run's failed request" : "");
-            } else {
-                snprintf(outcome, sizeof outcome, c < a->q.ncards ? "fits" : "-");
-            }
+            gs_wi_outcome_text(rep, c, o, outcome, sizeof outcome);
             fprintf(out, "    %-*.*s %13s %12s %12s %10" PRIu64 " %9" PRIu64 " %7" PRIu64
                          "  %s\n",
                     width, width, a->q.settings[s].name, bytes(o->st.reserved_peak, b1, sizeof b1),

@@ -34,6 +34,11 @@ const char *gs_wi_source_text(enum gs_wi_source s);
  * f (a.c:3) from g (a.c:9)". */
 void gs_wi_oom_text(const struct gs_wi_report *rep, const struct gs_wi_oom *o, char *buf,
                     size_t sz);
+/* A setting's outcome on card c (c == ncards: no limit), in a few words:
+ * where it runs out, "fits" (and whether it serves the run's failed
+ * request), or "-" with no limit. */
+void gs_wi_outcome_text(const struct gs_wi_report *rep, size_t c, const struct gs_wi_outcome *o,
+                        char *buf, size_t sz);
 void gs_whatif_text(FILE *out, const struct gs_wi_report *rep);
 /* For the OOM verdicts of a report: when the trace read into r (from path)
  * is a PyTorch run recorded per tensor (or reporting its blocks), or a JAX
