@@ -63,20 +63,19 @@ static void stacks_clear(struct gs_pr_sites *s)
         s->nomem = 1;
 }
 
-/* The size callback of the gathering replay: counts the request at its
- * stack, the trace's size kept. What was counted under an earlier source
- * was not tensors (whatif.c starts over when the source changes). */
-static uint64_t gather(void *ctx, size_t k, const struct gs_revent *e)
+/* The gathering replay's tap: counts the request at its stack. What was
+ * counted under an earlier source was not tensors (whatif.c starts over
+ * when the source changes). */
+static void gather(void *ctx, const struct gs_revent *e)
 {
     struct gs_pr_sites *s = ctx;
-    (void)k;
     enum gs_wi_source src = gs_whatif_source(s->w);
     if (src != s->source) {
         s->source = src;
         stacks_clear(s);
     }
     if (s->nomem || e->type == GS_REC_ALLOC_FAILED)
-        return e->size;
+        return;
     uint64_t i;
     if (gs_idmap_get(s->by_stack, e->stack_id, &i) != 0) {
         if (s->nstacks == s->cap) {
@@ -84,7 +83,7 @@ static uint64_t gather(void *ctx, size_t k, const struct gs_revent *e)
             struct stack_sum *n = realloc(s->stacks, cap * sizeof *n);
             if (!n) {
                 s->nomem = 1;
-                return e->size;
+                return;
             }
             s->stacks = n;
             s->cap = cap;
@@ -92,13 +91,12 @@ static uint64_t gather(void *ctx, size_t k, const struct gs_revent *e)
         i = s->nstacks;
         if (gs_idmap_put(s->by_stack, e->stack_id, i) != 0) {
             s->nomem = 1;
-            return e->size;
+            return;
         }
         s->stacks[s->nstacks++] = (struct stack_sum){.stack_id = e->stack_id};
     }
     s->stacks[i].count++;
     s->stacks[i].bytes += e->size;
-    return e->size;
 }
 
 struct gs_pr_sites *gs_pr_sites_new(void)
@@ -106,15 +104,12 @@ struct gs_pr_sites *gs_pr_sites_new(void)
     struct gs_pr_sites *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    struct gs_wi_setting def;
-    char err[256];
-    struct gs_wi_case one = {.setting = 0, .capacity = 0};
-    if (gs_wi_parse_torch("default", GS_TC_TORCH_NEWEST, &def, err, sizeof err) != 0 ||
-        !(s->w = gs_whatif_new(&def, 1, &one, 1)) || !(s->by_stack = gs_idmap_new())) {
+    /* no case: no model runs, the replay only says what the tensors are */
+    if (!(s->w = gs_whatif_new(NULL, 0, NULL, 0)) || !(s->by_stack = gs_idmap_new())) {
         gs_pr_sites_free(s);
         return NULL;
     }
-    gs_whatif_set_sizes(s->w, gather, s);
+    gs_whatif_set_tap(s->w, gather, s);
     return s;
 }
 

@@ -90,6 +90,8 @@ struct gs_whatif {
     int nomem;
     gs_wi_size_fn size_of; /* gs_whatif_set_sizes */
     void *size_ctx;
+    gs_wi_tap_fn tap;      /* gs_whatif_set_tap */
+    void *tap_ctx;
     struct op ops[OPS];    /* the batch the models have not taken yet */
     size_t nops;
 };
@@ -264,6 +266,12 @@ void gs_whatif_set_sizes(struct gs_whatif *w, gs_wi_size_fn fn, void *ctx)
         if (w->cases[i].capacity != GS_WI_SKIP)
             w->active[w->nactive++] = (uint8_t)i;
     }
+}
+
+void gs_whatif_set_tap(struct gs_whatif *w, gs_wi_tap_fn fn, void *ctx)
+{
+    w->tap = fn;
+    w->tap_ctx = ctx;
 }
 
 void gs_whatif_set_run_card(struct gs_whatif *w, int32_t device, uint64_t bytes)
@@ -476,6 +484,8 @@ static void request(struct gs_whatif *w, const struct gs_revent *e, int failed)
             o.kept = (uint16_t)d->d.nfailed;
         }
     }
+    if (w->tap)
+        w->tap(w->tap_ctx, e);
     add_op(w, &o);
 }
 

@@ -101,6 +101,13 @@ void gs_whatif_free(struct gs_whatif *w);
  * and card keep a model each. */
 typedef uint64_t (*gs_wi_size_fn)(void *ctx, size_t k, const struct gs_revent *e);
 void gs_whatif_set_sizes(struct gs_whatif *w, gs_wi_size_fn fn, void *ctx);
+/* Each request the replay takes as a tensor's, as it comes (the run's
+ * failed ones too, and under blocks with device -1): what gpushim plan
+ * gathers by call site. A replay with no case runs no model and only this.
+ * When the source changes, what came before was not tensors
+ * (gs_whatif_source tells). */
+typedef void (*gs_wi_tap_fn)(void *ctx, const struct gs_revent *e);
+void gs_whatif_set_tap(struct gs_whatif *w, gs_wi_tap_fn fn, void *ctx);
 /* The run's own capacity on device (-1: the blocks' device), for the
  * cases of GS_WI_RUN_CARD: set before the device's first event. */
 void gs_whatif_set_run_card(struct gs_whatif *w, int32_t device, uint64_t bytes);
