@@ -248,6 +248,7 @@ void gs_whatif_json(FILE *out, const struct gs_wi_report *rep)
         gs_json_uint(&j, "requests", d->requests);
         gs_json_uint(&j, "failed_requests", d->failed_requests);
         gs_json_uint(&j, "frees", d->frees);
+        gs_json_uint(&j, "models", d->models);
         gs_json_uint(&j, "tensor_peak_bytes", d->tensor_peak);
         gs_json_uint(&j, "outside_peak_bytes", d->outside_peak);
         if (d->run_card)

@@ -7,6 +7,7 @@
  * tombstones. Kept at most half full.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "analyzer/util/idmap.h"
 
@@ -38,6 +39,21 @@ void gs_idmap_free(struct gs_idmap *m)
 }
 
 size_t gs_idmap_count(const struct gs_idmap *m) { return m->count; }
+
+struct gs_idmap *gs_idmap_copy(const struct gs_idmap *m)
+{
+    struct gs_idmap *c = gs_idmap_new();
+    if (!c || !m->cap)
+        return c;
+    if (!(c->slots = malloc(m->cap * sizeof *c->slots))) {
+        free(c);
+        return NULL;
+    }
+    memcpy(c->slots, m->slots, m->cap * sizeof *c->slots);
+    c->cap = m->cap;
+    c->count = m->count;
+    return c;
+}
 
 static struct slot *find(const struct gs_idmap *m, uint64_t key)
 {

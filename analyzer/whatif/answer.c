@@ -181,6 +181,8 @@ static int merge(struct gs_wi_answer *a)
                 else
                     memset(&m->out[c * ns + s], 0, sizeof m->out[0]);
             }
+        if (d && dr)
+            m->models = d->models + dr->models;
         if (dr) { /* the failed requests' served bits of the run's cases */
             m->run_card = dr->run_card;
             for (size_t k = 0; k < m->nfailed && k < dr->nfailed; k++)

@@ -8,6 +8,7 @@
  * figures are then what its buffers would take.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "analyzer/whatif/models.h"
 #include "analyzer/whatif/settings.h"
@@ -19,6 +20,14 @@ struct gs_wi_model {
     struct gs_tc *tc;
     struct gs_bfc *bfc;
 };
+
+/* The torch configuration of setting s on a capacity. */
+static struct gs_tc_config tc_config(const struct gs_wi_setting *s, uint64_t capacity)
+{
+    struct gs_tc_config c = s->tc;
+    c.capacity = capacity;
+    return c;
+}
 
 struct gs_wi_model *gs_wi_model_new(const struct gs_wi_setting *s, uint64_t capacity)
 {
@@ -35,8 +44,7 @@ struct gs_wi_model *gs_wi_model_new(const struct gs_wi_setting *s, uint64_t capa
         }
         m->bfc = gs_bfc_new(&c);
     } else {
-        struct gs_tc_config c = s->tc;
-        c.capacity = capacity;
+        struct gs_tc_config c = tc_config(s, capacity);
         m->tc = gs_tc_new(&c);
     }
     if (!m->tc && !m->bfc) {
@@ -109,4 +117,103 @@ void gs_wi_model_figures(const struct gs_wi_model *m, struct gs_wi_figures *f)
                                     .gc_frees = b->region_frees,
                                     .ooms = b->ooms};
     }
+}
+
+/* ---- following ---- */
+
+/* Two settings whose models would do the same always on a card of capacity
+ * (0: no limit): garbage_collection_threshold and the memory fraction act
+ * only with a card (set_fraction), and the BFC model with no limit grows
+ * its pool the same whatever its fraction. */
+static int same_model(const struct gs_wi_setting *a, const struct gs_wi_setting *b,
+                      uint64_t capacity)
+{
+    if (a->allocator == GS_WI_XLA)
+        return capacity == 0 ||
+               (a->bfc.memory_fraction == b->bfc.memory_fraction &&
+                a->bfc.system_memory_size == b->bfc.system_memory_size &&
+                a->bfc.preallocate == b->bfc.preallocate &&
+                a->bfc.garbage_collection == b->bfc.garbage_collection &&
+                a->bfc.fragmentation_fraction == b->bfc.fragmentation_fraction);
+    const struct gs_tc_config *x = &a->tc, *y = &b->tc;
+    return x->max_split_size == y->max_split_size &&
+           (capacity == 0 ||
+            (x->gc_threshold == y->gc_threshold && x->memory_fraction == y->memory_fraction));
+}
+
+int gs_wi_model_follow(const struct gs_wi_setting *s, uint64_t capacity,
+                       const struct gs_wi_setting *by, uint64_t by_capacity,
+                       struct gs_wi_follow *f)
+{
+    *f = (struct gs_wi_follow){.limit = UINT64_MAX};
+    if (s->allocator != by->allocator)
+        return 0;
+    if (s->allocator == GS_WI_XLA)
+        return capacity == by_capacity && same_model(s, by, capacity);
+    const struct gs_tc_config *x = &s->tc, *y = &by->tc;
+    /* what acts from the first request: the version's rules, the rounding,
+     * the segments */
+    if (x->torch != y->torch || x->max_non_split_rounding != y->max_non_split_rounding ||
+        memcmp(x->roundup_power2_divisions, y->roundup_power2_divisions,
+               sizeof x->roundup_power2_divisions) ||
+        x->expandable_segments != y->expandable_segments)
+        return 0;
+    struct gs_wi_setting t = *s; /* s, less what is followed under conditions */
+    if (x->max_split_size != y->max_split_size) {
+        if (y->max_split_size)
+            return 0;
+        f->max_split = x->max_split_size;
+        t.tc.max_split_size = 0;
+    }
+    if (capacity != by_capacity) {
+        /* an expandable segment's address space follows the card */
+        if (by_capacity || x->expandable_segments)
+            return 0;
+        struct gs_tc_config c = tc_config(s, capacity);
+        f->limit = capacity;
+        if (c.memory_fraction > 0.0) {
+            uint64_t allowed = (uint64_t)(c.memory_fraction * (double)capacity);
+            uint64_t gc = (uint64_t)(c.gc_threshold * (double)allowed);
+            f->limit = allowed < f->limit ? allowed : f->limit;
+            f->limit = c.gc_threshold > 0.0 && gc < f->limit ? gc : f->limit;
+        }
+    }
+    f->conditional = f->max_split || f->limit != UINT64_MAX;
+    return capacity != by_capacity || same_model(&t, by, capacity);
+}
+
+int gs_wi_model_diverges(const struct gs_wi_model *by, const struct gs_wi_follow *f, int alloc,
+                         uint64_t size, uint64_t outside)
+{
+    if (!by->tc)
+        return 0; /* (XLA's are followed only as twins) */
+    const struct gs_tc_stats *st = gs_tc_stats(by->tc);
+    if (f->max_split && st->block_max >= f->max_split)
+        return 1; /* a block its oversize rules would treat otherwise */
+    if (!alloc)
+        return 0;
+    /* the most this request could take from the device: a new segment */
+    uint64_t seg = gs_tc_segment_size(gs_tc_round_size(gs_tc_config_of(by->tc), size));
+    if (f->max_split && seg >= f->max_split)
+        return 1;
+    uint64_t held = st->reserved + outside;
+    return f->limit != UINT64_MAX &&
+           (held < st->reserved || held > f->limit || seg > f->limit - held);
+}
+
+struct gs_wi_model *gs_wi_model_fork(const struct gs_wi_model *by, const struct gs_wi_setting *s,
+                                     uint64_t capacity)
+{
+    if (!by->tc)
+        return NULL; /* (XLA's are followed only as twins, which never fork) */
+    struct gs_wi_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    struct gs_tc_config c = tc_config(s, capacity);
+    m->allocator = s->allocator;
+    if (!(m->tc = gs_tc_clone(by->tc, &c))) {
+        free(m);
+        return NULL;
+    }
+    return m;
 }

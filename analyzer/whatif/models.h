@@ -46,4 +46,38 @@ void gs_wi_model_set_external(struct gs_wi_model *m, uint64_t bytes);
 uint64_t gs_wi_model_reserved(const struct gs_wi_model *m);
 void gs_wi_model_figures(const struct gs_wi_model *m, struct gs_wi_figures *f);
 
+/* Following: one model run for several cases. A case whose setting and
+ * capacity would make its model do what another's does, so far, follows
+ * that one (gs_wi_model_follow) and is told its outcome; when the next
+ * request could be one where its own rules act otherwise
+ * (gs_wi_model_diverges), its model is made then from the one it followed
+ * (gs_wi_model_fork) and goes on alone. What can differ and still be
+ * followed, for PyTorch's model: the garbage collection threshold and
+ * memory fraction with no limit (they act only on a card); the card, for
+ * one without expandable segments followed by the same setting with no
+ * limit, until the limit is near; max_split_size, followed by the same
+ * setting without one, until a block that large could be asked for or
+ * held. XLA's: its fraction with no limit. Following changes no figure:
+ * tests/unit/test_whatif.c compares each case with its model run alone. */
+struct gs_wi_follow {
+    int conditional;    /* 0: the two models do the same always (twins) */
+    uint64_t max_split; /* its max_split_size where the one followed has none; 0: none */
+    uint64_t limit;     /* where the one followed has no limit: the least of the card,
+                         * the memory fraction's bytes and garbage collection's
+                         * threshold; UINT64_MAX: none */
+};
+/* 1 (and *f) when setting s on capacity may follow setting by on by_capacity. */
+int gs_wi_model_follow(const struct gs_wi_setting *s, uint64_t capacity,
+                       const struct gs_wi_setting *by, uint64_t by_capacity,
+                       struct gs_wi_follow *f);
+/* 1 when the follower could act otherwise than `by` at the next request:
+ * an allocation of size (alloc) or a free, with outside bytes held outside
+ * the allocator. */
+int gs_wi_model_diverges(const struct gs_wi_model *by, const struct gs_wi_follow *f, int alloc,
+                         uint64_t size, uint64_t outside);
+/* The follower's own model, from the one it followed until now. NULL on
+ * no memory. */
+struct gs_wi_model *gs_wi_model_fork(const struct gs_wi_model *by, const struct gs_wi_setting *s,
+                                     uint64_t capacity);
+
 #endif

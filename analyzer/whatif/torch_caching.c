@@ -67,7 +67,7 @@ struct tcb { /* a Block: 64 bytes, a cache line (gs_tc.b is aligned) */
 
 _Static_assert(sizeof(struct tcb) == 64, "a block is a cache line");
 
-struct tcgc { /* a block's side of garbage collection, kept only with it on */
+struct tcgc { /* a block's side of garbage collection (kept whether it acts or not) */
     uint64_t base;       /* gc_count_base */
     uint32_t older, newer; /* its neighbours in the collection list */
 };
@@ -110,8 +110,10 @@ struct ixs { /* an array of block indices */
 
 struct tcpool { /* a BlockPool; its blocks (free, mapped) in gs_tc.streams' bins */
     uint32_t um; /* unmapped: the unmapped ranges of expandable segments, a tree BY_ADDRESS */
-    /* With garbage collection on (gc_on), the large pool's free unsplit
-     * blocks: gc_count of them and the sum of their gc_count_base (their
+    /* Garbage collection's bookkeeping, kept as the source keeps it whether
+     * the collection acts or not (so that a model made from this one for a
+     * card with it on, gs_tc_clone, finds the ages): the large pool's free
+     * unsplit blocks: gc_count of them and the sum of their gc_count_base (their
      * total age is gc_count * gfb_calls - gc_base_sum), and those of them
      * not of an expandable segment in a list by the time they were cached,
      * so by gc_count_base, oldest first (gs_tc.gc). */
@@ -125,7 +127,7 @@ struct gs_tc {
     struct gs_tc_config c;
     struct gs_tc_stats s;
     struct tcb *b;
-    struct tcgc *gc; /* by block index, with gc_on */
+    struct tcgc *gc; /* by block index */
     uint32_t nb, capb, free_slot; /* free_slot: a chain through .prev of unused slots */
     struct tcseg *seg;
     uint32_t nseg, capseg;
@@ -276,8 +278,8 @@ static uint32_t block_new(struct gs_tc *t)
                 return NONE;
             }
             struct tcb *nb = aligned_alloc(64, (size_t)cap * sizeof *nb);
-            struct tcgc *ng = t->gc_on ? realloc(t->gc, (size_t)cap * sizeof *ng) : NULL;
-            if (!nb || (t->gc_on && !ng)) {
+            struct tcgc *ng = realloc(t->gc, (size_t)cap * sizeof *ng);
+            if (!nb || !ng) {
                 free(nb);
                 if (ng)
                     t->gc = ng;
@@ -569,7 +571,7 @@ static void pool_insert(struct gs_tc *t, uint32_t i)
     tree_insert(t, BY_SIZE, &bs->root[b], i);
     bs->bits[b / 64] |= 1ull << (b % 64);
     bs->words |= 1ull << (b / 64);
-    if (t->gc_on && !p->small && !is_split(x)) {
+    if (!p->small && !is_split(x)) {
         struct tcgc *g = &t->gc[i];
         g->base = p->gfb_calls;
         x->gc_counted = 1;
@@ -640,6 +642,14 @@ static void reserve_add(struct gs_tc *t, uint64_t n)
     }
 }
 
+/* Block i's size is new: the largest mapped block there has been (what
+ * max_split_size's rules compare with) is kept. */
+static void note_size(struct gs_tc *t, uint32_t i)
+{
+    if (t->b[i].mapped && t->b[i].size > t->s.block_max)
+        t->s.block_max = t->b[i].size;
+}
+
 /* try_merge_blocks: src into dst when src is free and mapped alike. */
 static void try_merge(struct gs_tc *t, uint32_t dst, uint32_t src)
 {
@@ -659,6 +669,7 @@ static void try_merge(struct gs_tc *t, uint32_t dst, uint32_t src)
     d->size += s->size;
     pool_erase(t, src);
     block_drop(t, src);
+    note_size(t, dst);
 }
 
 /* A new block in the same segment right before (before=1) or after `at`. */
@@ -736,6 +747,7 @@ static int map_block(struct gs_tc *t, uint32_t i, uint64_t size)
     }
     try_merge(t, i, t->b[i].prev);
     try_merge(t, i, t->b[i].next);
+    note_size(t, i);
     pool_insert(t, i);
     reserve_add(t, bytes);
     t->s.segment_allocs += bytes / g->page;
@@ -882,8 +894,7 @@ static uint32_t try_allocate_expandable(struct gs_tc *t, struct tcpool *p, uint3
  * to every block; PR #193400: not to blocks of expandable segments). */
 static uint32_t get_free_block(struct gs_tc *t, struct tcpool *p, uint32_t si, uint64_t size)
 {
-    if (t->gc_on)
-        p->gfb_calls++;
+    p->gfb_calls++;
     uint32_t it = lower_bound(t, p, si, size);
     if (it == NONE || t->b[it].sidx != si)
         return NONE;
@@ -975,6 +986,7 @@ static uint32_t alloc_block(struct gs_tc *t, struct tcpool *p, uint32_t si, uint
     t->b[i].size = alloc_size;
     t->b[i].small = (uint8_t)p->small;
     t->b[i].mapped = 1;
+    note_size(t, i);
     reserve_add(t, alloc_size);
     t->s.segment_allocs++;
     return i;
@@ -1105,6 +1117,17 @@ static void end_request(struct gs_tc *t)
 
 /* ---- the interface ---- */
 
+/* The configuration and what follows from it (CUDAAllocatorConfig, and
+ * set_per_process_memory_fraction's allowed_memory_maximum). */
+static void configure(struct gs_tc *t, const struct gs_tc_config *c)
+{
+    t->c = *c;
+    t->max_split = c->max_split_size ? c->max_split_size : UINT64_MAX;
+    t->set_fraction = c->memory_fraction > 0.0 && c->capacity > 0;
+    t->allowed = t->set_fraction ? (uint64_t)(c->memory_fraction * (double)c->capacity) : 0;
+    t->gc_on = t->set_fraction && c->gc_threshold > 0.0;
+}
+
 struct gs_tc *gs_tc_new(const struct gs_tc_config *c)
 {
     if (gs_tc_config_check(c) < 0)
@@ -1120,7 +1143,6 @@ struct gs_tc *gs_tc_new(const struct gs_tc_config *c)
         free(t);
         return NULL;
     }
-    t->c = *c;
     t->free_slot = NONE;
     t->rng = 0x9e3779b97f4a7c15ull;
     for (int k = 0; k < 2; k++) {
@@ -1130,12 +1152,44 @@ struct gs_tc *gs_tc_new(const struct gs_tc_config *c)
         p->gc_old = p->gc_new = NONE;
     }
     t->next_va = 1ull << 32;
-    t->max_split = c->max_split_size ? c->max_split_size : UINT64_MAX;
-    t->set_fraction = c->memory_fraction > 0.0 && c->capacity > 0;
-    if (t->set_fraction)
-        t->allowed = (uint64_t)(c->memory_fraction * (double)c->capacity);
-    t->gc_on = t->set_fraction && c->gc_threshold > 0.0;
+    configure(t, c);
     return t;
+}
+
+struct gs_tc *gs_tc_clone(const struct gs_tc *t, const struct gs_tc_config *c)
+{
+    if (gs_tc_config_check(c) < 0)
+        return NULL;
+    struct gs_tc *n = malloc(sizeof *n);
+    if (!n)
+        return NULL;
+    *n = *t;
+    n->b = NULL;
+    n->gc = NULL;
+    n->seg = NULL;
+    n->streams = NULL;
+    n->scratch = (struct ixs){0};
+    n->ids = gs_idmap_copy(t->ids);
+    n->sids = gs_idmap_copy(t->sids);
+    if (t->capb) {
+        n->b = aligned_alloc(64, (size_t)t->capb * sizeof *n->b);
+        n->gc = malloc((size_t)t->capb * sizeof *n->gc);
+        if (n->b)
+            memcpy(n->b, t->b, (size_t)t->nb * sizeof *n->b);
+        if (n->gc)
+            memcpy(n->gc, t->gc, (size_t)t->nb * sizeof *n->gc);
+    }
+    if (t->capseg && (n->seg = malloc((size_t)t->capseg * sizeof *n->seg)) != NULL)
+        memcpy(n->seg, t->seg, (size_t)t->nseg * sizeof *n->seg);
+    if (t->capstreams && (n->streams = malloc((size_t)t->capstreams * sizeof *n->streams)))
+        memcpy(n->streams, t->streams, (size_t)t->nstreams * sizeof *n->streams);
+    if (!n->ids || !n->sids || (t->capb && (!n->b || !n->gc)) || (t->capseg && !n->seg) ||
+        (t->capstreams && !n->streams)) {
+        gs_tc_free(n);
+        return NULL;
+    }
+    configure(n, c);
+    return n;
 }
 
 void gs_tc_free(struct gs_tc *t)
@@ -1271,6 +1325,8 @@ void gs_tc_set_external(struct gs_tc *t, uint64_t bytes) { t->external = bytes; 
 
 const struct gs_tc_stats *gs_tc_stats(const struct gs_tc *t) { return &t->s; }
 
+const struct gs_tc_config *gs_tc_config_of(const struct gs_tc *t) { return &t->c; }
+
 int gs_tc_check(const struct gs_tc *t)
 {
     uint64_t alloc = 0, mapped = 0, live = 0, req = 0, cached = 0;
@@ -1299,7 +1355,7 @@ int gs_tc_check(const struct gs_tc *t)
             }
             if (tree_after(t, x->mapped ? BY_SIZE : BY_ADDRESS, root, x, 0) != i)
                 return 3; /* found where its keys say */
-            int counted = t->gc_on && !x->small && x->mapped && !is_split(x);
+            int counted = !x->small && x->mapped && !is_split(x);
             if (x->gc_counted != counted || x->in_gc != (counted && x->seg == NONE))
                 return 13; /* the collection's figures and tree hold the freeable blocks */
             if (counted) {

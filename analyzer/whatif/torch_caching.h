@@ -69,11 +69,20 @@ struct gs_tc_stats {
     uint64_t first_oom_request;  /* the request's index (from 0) of the first, if any */
     uint64_t first_oom_size;     /* its size */
     uint64_t live_blocks;        /* blocks the model holds now (allocated, free, unmapped) */
+    uint64_t block_max;          /* the largest mapped block there has been, free or not */
 };
 
 struct gs_tc;
 /* NULL on no memory or a config gs_tc_config_check refuses. */
 struct gs_tc *gs_tc_new(const struct gs_tc_config *c);
+/* A copy of t under configuration c, as if c's model had taken every request
+ * t took: c differs from t's own in what has not acted yet, which the
+ * caller knows (models.c: the capacity, memory fraction and garbage
+ * collection of a model that never neared c's limits, without expandable
+ * segments, whose address space follows the capacity; max_split_size of
+ * one that never held a block that large, stats.block_max). NULL when c
+ * is refused or on no memory. */
+struct gs_tc *gs_tc_clone(const struct gs_tc *t, const struct gs_tc_config *c);
 void gs_tc_free(struct gs_tc *t);
 
 enum {
@@ -102,6 +111,7 @@ void gs_tc_set_external(struct gs_tc *t, uint64_t bytes);
 /* torch.cuda.empty_cache(): release_cached_blocks. */
 void gs_tc_empty_cache(struct gs_tc *t);
 const struct gs_tc_stats *gs_tc_stats(const struct gs_tc *t);
+const struct gs_tc_config *gs_tc_config_of(const struct gs_tc *t);
 /* The model's invariants, for tests and fuzzing: 0 when they hold (each
  * segment's blocks contiguous, no two free or two unmapped neighbours
  * unmerged, every cached block in its pool, the figures the blocks' sums),

@@ -19,8 +19,14 @@
  * turn over the batch; what the events do to the state every case shares
  * (the live set, what is outside the allocator, the failed requests kept)
  * is done as they come. A live tensor's row holds each model's handle of
- * it, so the models keep no map of their own. Cases whose models would do
- * the same (same_model) share one.
+ * it, so the models keep no map of their own.
+ *
+ * One model serves several cases while they would do the same (models.h,
+ * following): on each device a case follows the first case before it in
+ * the replay's order (no limit first, then cards; without max_split_size
+ * first) whose model its own would copy, and gets that one's outcome; at
+ * the op where it could first act otherwise, its model is forked from the
+ * one it followed, and takes the ops from there in its own turn.
  *
  * A request that failed in the run is offered to each model; one that
  * serves it frees it at once, since what the program did next in the run
@@ -61,9 +67,19 @@ struct label {
     uint64_t marks;
 };
 
+#define NO_CASE UINT8_MAX
+
 struct dev {
     struct gs_wi_device d;
-    struct gs_wi_model *m[GS_WI_CASES];
+    struct gs_wi_model *m[GS_WI_CASES]; /* the cases' own models (NULL: following) */
+    /* Following: the case whose model each runs on (itself: its own), on
+     * what conditions; the conditional followers of a case chained from
+     * first_f[it] through next_f; the op of this batch its own model takes
+     * first (forked in the batch: the one it forked at, else 0). */
+    uint8_t lead[GS_WI_CASES];
+    struct gs_wi_follow follow[GS_WI_CASES];
+    uint8_t first_f[GS_WI_CASES], next_f[GS_WI_CASES];
+    uint32_t from[GS_WI_CASES];
     struct gs_idmap *live; /* tensor id (address) -> its row */
     /* a row per live tensor: its size as requested, and each case's handle
      * of it (an array per case, which its turn over a batch reads alone);
@@ -78,9 +94,10 @@ struct gs_whatif {
     size_t nsettings;
     struct gs_wi_case cases[GS_WI_CASES];
     size_t ncases;
-    uint8_t active[GS_WI_CASES]; /* the cases replayed (not GS_WI_SKIP, not twins), in order */
-    size_t nactive;
-    uint8_t twin[GS_WI_CASES];   /* the case whose model this one's would be (itself: none) */
+    uint8_t order[GS_WI_CASES]; /* the cases replayed (not GS_WI_SKIP): those that may be
+                                 * followed before those that may follow */
+    size_t norder;
+    int alone;                  /* each case its own model (gs_whatif_set_sizes) */
     enum gs_wi_source source;
     struct dev *dev[GS_MAX_DEVICES + 1]; /* [GS_MAX_DEVICES]: device -1 */
     uint64_t run_card[GS_MAX_DEVICES + 1];
@@ -98,9 +115,9 @@ struct gs_whatif {
 
 static void flush(struct gs_whatif *w);
 
-/* Each case replayed, as i. */
+/* Each case replayed, as i, in the replay's order. */
 #define FOR_CASES(w, k, i) \
-    for (size_t k = 0, i = 0; k < (w)->nactive && ((i = (w)->active[k]), 1); k++)
+    for (size_t k = 0, i = 0; k < (w)->norder && ((i = (w)->order[k]), 1); k++)
 
 int gs_wi_tensor_api(uint32_t api, int *stream_ordered)
 {
@@ -128,30 +145,11 @@ int gs_wi_tensor_api(uint32_t api, int *stream_ordered)
     }
 }
 
-/* Two settings whose models would do the same on a card of capacity
- * (0: no limit): garbage_collection_threshold and the memory fraction act
- * only with a card (set_fraction), and the BFC model with no limit grows
- * its pool the same whatever its fraction (models.c). */
-static int same_model(const struct gs_wi_setting *a, const struct gs_wi_setting *b,
-                      uint64_t capacity)
+/* Where a case comes in the replay's order: those that may be followed
+ * (no limit, no max_split_size) first. */
+static int follow_rank(const struct gs_wi_setting *s, const struct gs_wi_case *c)
 {
-    if (a->allocator != b->allocator)
-        return 0;
-    if (a->allocator == GS_WI_XLA)
-        return capacity == 0 ||
-               (a->bfc.memory_fraction == b->bfc.memory_fraction &&
-                a->bfc.system_memory_size == b->bfc.system_memory_size &&
-                a->bfc.preallocate == b->bfc.preallocate &&
-                a->bfc.garbage_collection == b->bfc.garbage_collection &&
-                a->bfc.fragmentation_fraction == b->bfc.fragmentation_fraction);
-    const struct gs_tc_config *x = &a->tc, *y = &b->tc;
-    return x->torch == y->torch && x->max_split_size == y->max_split_size &&
-           x->max_non_split_rounding == y->max_non_split_rounding &&
-           !memcmp(x->roundup_power2_divisions, y->roundup_power2_divisions,
-                   sizeof x->roundup_power2_divisions) &&
-           x->expandable_segments == y->expandable_segments &&
-           (capacity == 0 ||
-            (x->gc_threshold == y->gc_threshold && x->memory_fraction == y->memory_fraction));
+    return (c->capacity != 0) * 2 + (s->allocator == GS_WI_TORCH && s->tc.max_split_size != 0);
 }
 
 struct gs_whatif *gs_whatif_new(const struct gs_wi_setting *settings, size_t nsettings,
@@ -172,19 +170,11 @@ struct gs_whatif *gs_whatif_new(const struct gs_wi_setting *settings, size_t nse
         memcpy(w->cases, cases, ncases * sizeof *cases);
     w->nsettings = nsettings;
     w->ncases = ncases;
-    for (size_t i = 0; i < ncases; i++) {
-        w->twin[i] = (uint8_t)i;
-        if (cases[i].capacity == GS_WI_SKIP)
-            continue;
-        for (size_t k = 0; k < w->nactive && w->twin[i] == i; k++) {
-            const struct gs_wi_case *c = &cases[w->active[k]];
-            if (c->capacity == cases[i].capacity &&
-                same_model(&settings[c->setting], &settings[cases[i].setting], c->capacity))
-                w->twin[i] = w->active[k];
-        }
-        if (w->twin[i] == i)
-            w->active[w->nactive++] = (uint8_t)i;
-    }
+    for (int rank = 0; rank < 4; rank++)
+        for (size_t i = 0; i < ncases; i++)
+            if (cases[i].capacity != GS_WI_SKIP &&
+                follow_rank(&settings[cases[i].setting], &cases[i]) == rank)
+                w->order[w->norder++] = (uint8_t)i;
     w->step_label = LABELS;
     return w;
 }
@@ -258,14 +248,7 @@ void gs_whatif_set_sizes(struct gs_whatif *w, gs_wi_size_fn fn, void *ctx)
 {
     w->size_of = fn;
     w->size_ctx = ctx;
-    if (!fn)
-        return;
-    w->nactive = 0; /* each case its own sizes: no twins */
-    for (size_t i = 0; i < w->ncases; i++) {
-        w->twin[i] = (uint8_t)i;
-        if (w->cases[i].capacity != GS_WI_SKIP)
-            w->active[w->nactive++] = (uint8_t)i;
-    }
+    w->alone = fn != NULL; /* each case its own sizes: none follows another */
 }
 
 void gs_whatif_set_tap(struct gs_whatif *w, gs_wi_tap_fn fn, void *ctx)
@@ -299,9 +282,28 @@ static struct dev *dev_of(struct gs_whatif *w, int32_t device)
     FOR_CASES(w, k, i) {
         uint64_t cap = w->cases[i].capacity;
         cap = cap == GS_WI_RUN_CARD ? d->d.run_card : cap;
+        const struct gs_wi_setting *si = &w->settings[w->cases[i].setting];
         d->d.out[i].capacity = cap;
-        if (!(d->m[i] = gs_wi_model_new(&w->settings[w->cases[i].setting], cap)))
+        d->lead[i] = (uint8_t)i;
+        d->first_f[i] = NO_CASE;
+        for (size_t k2 = 0; k2 < k && !w->alone; k2++) {
+            size_t r = w->order[k2];
+            struct gs_wi_follow *f = &d->follow[i];
+            if (d->lead[r] != r || !gs_wi_model_follow(si, cap, &w->settings[w->cases[r].setting],
+                                                       d->d.out[r].capacity, f))
+                continue;
+            d->lead[i] = (uint8_t)r;
+            if (f->conditional) {
+                d->next_f[i] = d->first_f[r];
+                d->first_f[r] = (uint8_t)i;
+            }
+            break;
+        }
+        if (d->lead[i] != i)
+            continue;
+        if (!(d->m[i] = gs_wi_model_new(si, cap)))
             goto nomem;
+        d->d.models++;
     }
     d->d.present = 1;
     return d;
@@ -329,7 +331,8 @@ static void switch_source(struct gs_whatif *w, enum gs_wi_source src)
         if (outside && (d = dev_of(w, slot == GS_MAX_DEVICES ? -1 : (int32_t)slot)) != NULL) {
             d->d.outside_bytes = d->d.outside_peak = outside;
             FOR_CASES(w, k, i)
-                gs_wi_model_set_external(d->m[i], outside);
+                if (d->m[i])
+                    gs_wi_model_set_external(d->m[i], outside);
         }
     }
     w->source = src;
@@ -415,14 +418,72 @@ static void apply(struct gs_whatif *w, const struct op *o, size_t i)
         gs_wi_model_release(m, failed_handle); /* served: the run's failure path came next */
 }
 
+/* Case s's outcome is lead's so far (its own card kept). */
+static void take_outcome(struct dev *d, size_t s, size_t lead)
+{
+    uint64_t cap = d->d.out[s].capacity;
+    d->d.out[s] = d->d.out[lead];
+    d->d.out[s].capacity = cap;
+    for (size_t f = 0; f < d->d.nfailed; f++)
+        if (d->d.failed[f].served & (1ull << lead))
+            d->d.failed[f].served |= 1ull << s;
+}
+
+/* Case s's own model from now on (op n of the batch), made from lead's,
+ * with what lead's outcome says so far. */
+static void fork_case(struct gs_whatif *w, struct dev *d, size_t s, size_t lead, size_t n)
+{
+    d->m[s] = gs_wi_model_fork(d->m[lead], &w->settings[w->cases[s].setting],
+                               d->d.out[s].capacity);
+    if (!d->m[s]) {
+        w->nomem = 1; /* it follows on, no longer asked */
+        return;
+    }
+    take_outcome(d, s, lead);
+    if (d->nrows)
+        memcpy(d->handles[s], d->handles[lead], d->nrows * sizeof *d->handles[s]);
+    d->lead[s] = (uint8_t)s;
+    d->from[s] = (uint32_t)n;
+    d->d.models++;
+}
+
+/* Before lead's model takes op n: its followers that could act otherwise
+ * there get their own. */
+static void forks(struct gs_whatif *w, struct dev *d, size_t lead, const struct op *o, size_t n)
+{
+    int alloc = o->kind == OP_ALLOC || o->kind == OP_FAILED;
+    uint8_t *link = &d->first_f[lead];
+    while (*link != NO_CASE) {
+        size_t s = *link;
+        if (!gs_wi_model_diverges(d->m[lead], &d->follow[s], alloc, o->size, o->outside)) {
+            link = &d->next_f[s];
+            continue;
+        }
+        *link = d->next_f[s];
+        fork_case(w, d, s, lead, n);
+    }
+}
+
 /* The batch to the models, one case at a time: its model stays in the
- * cache. (Two threads, each with half the cases, were slower on the two
- * cores measured: the models are bound by memory, not by instructions.) */
+ * cache. The cases followed come first, so a case forked in the batch
+ * takes the rest of it in its own turn. (Two threads, each with half the
+ * cases, were slower on the two cores measured: the models are bound by
+ * memory, not by instructions.) */
 static void flush(struct gs_whatif *w)
 {
     FOR_CASES(w, k, i)
-        for (size_t n = 0; n < w->nops; n++)
-            apply(w, &w->ops[n], i);
+        for (size_t n = 0; n < w->nops; n++) {
+            const struct op *o = &w->ops[n];
+            struct dev *d = w->dev[o->slot];
+            if (d->lead[i] != i || n < d->from[i])
+                continue;
+            if (d->first_f[i] != NO_CASE)
+                forks(w, d, i, o, n);
+            apply(w, o, i);
+        }
+    for (size_t slot = 0; slot <= GS_MAX_DEVICES; slot++)
+        if (w->dev[slot])
+            memset(w->dev[slot]->from, 0, sizeof w->dev[slot]->from);
     w->nops = 0;
 }
 
@@ -620,16 +681,11 @@ void gs_whatif_finish(struct gs_whatif *w)
         if (!d || !d->d.present)
             continue;
         FOR_CASES(w, k, i)
-            gs_wi_model_figures(d->m[i], &d->d.out[i].st);
-        for (size_t i = 0; i < w->ncases; i++) { /* a twin's outcome is its model's */
-            size_t t = w->twin[i];
-            if (t == i)
-                continue;
-            d->d.out[i] = d->d.out[t];
-            for (size_t f = 0; f < d->d.nfailed; f++)
-                if (d->d.failed[f].served & (1ull << t))
-                    d->d.failed[f].served |= 1ull << i;
-        }
+            if (d->lead[i] == i)
+                gs_wi_model_figures(d->m[i], &d->d.out[i].st);
+        FOR_CASES(w, k, i) /* a follower's outcome is its lead's */
+            if (d->lead[i] != i)
+                take_outcome(d, i, d->lead[i]);
     }
 }
 

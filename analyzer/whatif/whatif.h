@@ -84,6 +84,8 @@ struct gs_wi_device {
     uint64_t run_card;     /* the run's own capacity (gs_whatif_set_run_card), 0: unknown */
     struct gs_wi_failed failed[GS_WI_FAILED_KEPT]; /* the first failed requests */
     size_t nfailed;
+    size_t models;         /* models run: one per case not following another at the
+                            * start, and one per fork (whatif.c) */
     struct gs_wi_outcome out[GS_WI_CASES];
 };
 

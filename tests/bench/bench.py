@@ -349,6 +349,7 @@ def big(events, workload, gs_env, gpushim, env):
         with open(os.path.join(tmp, "big-whatif.log")) as f:
             w = json.load(f)
         nset = len(w["settings"])
+        nmodels = w["devices"][0]["models"]
         if w["devices"][0]["requests"] != ev["allocations"]:
             fail("whatif replayed %d requests, not the trace's %d allocations"
                  % (w["devices"][0]["requests"], ev["allocations"]))
@@ -356,9 +357,9 @@ def big(events, workload, gs_env, gpushim, env):
     print("large trace: %d events recorded in %.1f s, %.0f MB" % (events, rec, size / 1e6))
     print("  analyzed (report --json) in %.2f s: %.2f M events/s, peak memory %.1f MiB"
           % (wall, events / wall / 1e6, rss / 1024))
-    print("  whatif --json, %d settings side by side, in %.2f s: %.2f M events/s, peak memory"
-          " %.1f MiB; %.2fx the report's time" % (nset, wwall, events / wwall / 1e6,
-                                                  wrss / 1024, wwall / wall))
+    print("  whatif --json, %d settings side by side (%d models), in %.2f s: %.2f M events/s,"
+          " peak memory %.1f MiB; %.2fx the report's time"
+          % (nset, nmodels, wwall, events / wwall / 1e6, wrss / 1024, wwall / wall))
 
 
 if __name__ == "__main__":

@@ -72,6 +72,12 @@ def test_whatif_123548_loop_on_each_setting():
     dev = d["devices"][0]
     eq((dev["requests"], dev["frees"], dev["failed_requests"]), (303, 303, 0), "requests")
     eq(dev["tensor_peak_bytes"], 338 * MiB + MiB // 2, "tensors live at most")
+    # 8 cases, 5 models: on the card default and max_split_size_mb:128 follow
+    # default with no limit to the end (358 MiB reserved at most, no block of
+    # 128 MiB); expandable segments on the card run their own (the address
+    # space follows the card); with max_split_size_mb:128 the expandable
+    # ones are forked when their merged free block reaches 128 MiB
+    eq(dev["models"], 5, "models run")
     eq([c["name"] for c in dev["cards"]], ["1G", "no limit"], "the card, then no limit")
     card, free = (outcomes(c) for c in dev["cards"])
     eq(dev["cards"][0]["capacity_bytes"], 1024 * MiB, "1G with no context")

@@ -543,7 +543,7 @@ static uint64_t digest_step(uint64_t h, uint64_t x)
     return h;
 }
 
-static struct tc_figures run_recorded_schedule(int v)
+static struct tc_figures run_recorded_schedule(int v, int clone_at)
 {
     struct gs_tc_config c = cfg();
     c.expandable_segments = v & 1;
@@ -565,6 +565,12 @@ static struct tc_figures run_recorded_schedule(int v)
     for (int op = 0; op < 10000; op++) {
         uint64_t r = lcg(&seed) % 1000;
         int rc;
+        if (op == clone_at) { /* the schedule goes on in a copy; the original is gone */
+            struct gs_tc *copy = gs_tc_clone(t, &c);
+            cr_assert_not_null(copy);
+            gs_tc_free(t);
+            t = copy;
+        }
         if (r < 500 && n < 256) {
             static const uint64_t top[10] = {4 * KiB,  64 * KiB,  1 * MiB,   1 * MiB,   10 * MiB,
                                              10 * MiB, 30 * MiB, 100 * MiB, 200 * MiB, 600 * MiB};
@@ -608,7 +614,7 @@ static struct tc_figures run_recorded_schedule(int v)
 Test(torch_caching, figures_as_recorded_from_the_searches_in_full)
 {
     for (int v = 0; v < 64; v++) {
-        struct tc_figures f = run_recorded_schedule(v), w = recorded[v];
+        struct tc_figures f = run_recorded_schedule(v, -1), w = recorded[v];
         ASSERT_U64(f.reserved_peak, w.reserved_peak, "variant %d: reserved_peak", v);
         ASSERT_U64(f.allocated_peak, w.allocated_peak, "variant %d: allocated_peak", v);
         ASSERT_U64(f.segment_allocs, w.segment_allocs, "variant %d: segment_allocs", v);
@@ -617,6 +623,18 @@ Test(torch_caching, figures_as_recorded_from_the_searches_in_full)
         ASSERT_U64(f.gc_frees, w.gc_frees, "variant %d: gc_frees", v);
         ASSERT_U64(f.ooms, w.ooms, "variant %d: ooms", v);
         ASSERT_U64(f.digest, w.digest, "variant %d: the figures request by request", v);
+    }
+}
+
+/* gs_tc_clone: a copy taken halfway goes on as the original would have
+ * (the what-if replay forks a case's model from the one it followed). */
+Test(torch_caching, a_clone_goes_on_as_the_original)
+{
+    for (int v = 0; v < 64; v++) {
+        struct tc_figures f = run_recorded_schedule(v, 5000), w = recorded[v];
+        ASSERT_U64(f.digest, w.digest, "variant %d: the figures request by request", v);
+        ASSERT_U64(f.reserved_peak, w.reserved_peak, "variant %d: reserved_peak", v);
+        ASSERT_U64(f.gc_frees, w.gc_frees, "variant %d: gc_frees", v);
     }
 }
 

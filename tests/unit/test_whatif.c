@@ -182,10 +182,12 @@ Test(whatif_settings, the_runs_own_setting_comes_first_and_once)
     cr_assert_eq(gs_wi_parse_torch_version("1.13", &t), -1);
 }
 
-/* Cases whose models would do the same share one (same_model): with no
- * limit, garbage_collection_threshold and the memory fraction act not
- * (set_fraction needs a card), so their outcome is default's; on a card they
- * keep their own. */
+/* Cases whose models would do the same share one (models.h, following):
+ * with no limit, garbage_collection_threshold and the memory fraction act
+ * not (set_fraction needs a card), so their outcome is default's; on a card
+ * they keep their own, forked from default's with no limit when reserved
+ * could pass its threshold (0.5 x 64 MiB). Default on the card
+ * follows default with no limit to the end: 50 MiB never nears 64. */
 Test(whatif, twins_share_a_model_and_its_outcome)
 {
     struct gs_wi_setting s[2];
@@ -212,5 +214,138 @@ Test(whatif, twins_share_a_model_and_its_outcome)
     cr_assert_eq(d->out[3].capacity, 64 * MiB, "on the card: its own");
     cr_assert_eq(d->out[2].st.gc_frees, 0, "default collects nothing");
     cr_assert_eq(d->out[3].st.gc_frees, 1, "on the card garbage collection acts");
+    cr_assert_eq(d->models, 2, "default's, and the collection's on the card");
+    gs_whatif_free(w);
+}
+
+/* Following (models.h): a case on a card follows the same setting with no
+ * limit, and max_split_size_mb follows the setting without it, until the
+ * request where its own rules could act otherwise; then its model is
+ * forked. Whatever the schedule, each case's outcome is the one its model
+ * alone gives. A random schedule (fixed seed) on two streams: tensors of
+ * 512 B to 20 MiB, then to 100 MiB (blocks over max_split_size_mb:64,
+ * cards filled); memory outside the allocator; failed requests. */
+static void random_schedule(struct gs_whatif *w)
+{
+    uint64_t rng = 0x2545f4914f6cdd1dull, next = 1;
+    struct { uint64_t addr, size; } live[32] = {{0, 0}};
+    uint64_t outside = 0;
+    for (int n = 0; n < 6000; n++) {
+        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+        unsigned slot = (unsigned)(rng >> 40) % 32, pick = (unsigned)(rng >> 20) % 100;
+        uint64_t top = n < 3000 ? 20 * MiB : 100 * MiB;
+        uint64_t size = pick < 60 ? 512 + (rng >> 8) % MiB
+                        : pick < 90 ? MiB + (rng >> 8) % (19 * MiB)
+                                    : 20 * MiB + (rng >> 8) % (top - 20 * MiB + 1);
+        if (pick == 99) { /* a failed request of the run */
+            struct gs_revent f = {.type = GS_REC_ALLOC_FAILED, .api = GS_API_cudaMallocAsync,
+                                  .size = size, .stream = 1 + n % 2};
+            gs_whatif_event(w, &f);
+            continue;
+        }
+        if (pick == 98) { /* memory outside the allocator, taken or given back */
+            if (outside)
+                release(w, outside, 40 * MiB);
+            else
+                alloc(w, GS_API_cudaMalloc, outside = 0x7000000000ull + next++ * 0x1000,
+                      40 * MiB, 0);
+            outside = pick == 98 && outside && (rng & 1) ? outside : 0;
+            continue;
+        }
+        if (live[slot].addr)
+            release(w, live[slot].addr, live[slot].size);
+        live[slot].addr = 0x100000 + next++ * 0x1000;
+        live[slot].size = size;
+        alloc(w, GS_API_cudaMallocAsync, live[slot].addr, size, 1 + (rng >> 30) % 2);
+    }
+}
+
+Test(whatif, each_case_as_its_model_alone_gives_whatever_it_follows)
+{
+    static const char *const conf[] = {
+        "default",
+        "max_split_size_mb:64",
+        "garbage_collection_threshold:0.6,memory_fraction:0.9",
+        "expandable_segments:True",
+        "expandable_segments:True,max_split_size_mb:64",
+        "max_split_size_mb:64,garbage_collection_threshold:0.7,memory_fraction:0.8",
+        "roundup_power2_divisions:4",
+        "memory_fraction:0.5",
+    };
+    static const uint64_t cards[] = {0, 256 * MiB, 768 * MiB, GS_WI_RUN_CARD};
+    enum { NS = sizeof conf / sizeof *conf, NC = sizeof cards / sizeof *cards };
+    struct gs_wi_setting s[NS];
+    struct gs_wi_case c[NS * NC];
+    char err[256];
+    for (size_t i = 0; i < NS; i++)
+        cr_assert_eq(gs_wi_parse_torch(conf[i], GS_TC_TORCH_2_12, &s[i], err, sizeof err), 0,
+                     "%s", err);
+    for (size_t k = 0; k < NS * NC; k++)
+        c[k] = (struct gs_wi_case){.setting = k % NS, .capacity = cards[k / NS]};
+    struct gs_whatif *all = gs_whatif_new(s, NS, c, NS * NC);
+    cr_assert_not_null(all);
+    gs_whatif_set_run_card(all, 0, 512 * MiB);
+    random_schedule(all);
+    const struct gs_wi_device *d = dev0(all);
+    cr_assert_lt(d->models, NS * NC, "some cases followed others to the end (%zu models)",
+                 d->models);
+    size_t forked, differ = 0;
+    for (size_t k = 0; k < NS * NC; k++) {
+        struct gs_whatif *one = gs_whatif_new(&s[c[k].setting], 1,
+                                              &(struct gs_wi_case){0, c[k].capacity}, 1);
+        gs_whatif_set_run_card(one, 0, 512 * MiB);
+        random_schedule(one);
+        const struct gs_wi_device *o = dev0(one);
+        const struct gs_wi_outcome *x = &d->out[k], *y = &o->out[0];
+        cr_assert_eq(x->capacity, y->capacity, "case %zu", k);
+        cr_assert(!memcmp(&x->st, &y->st, sizeof x->st),
+                  "case %zu (%s, card %llu): reserved peak %llu, alone %llu; retries %llu, "
+                  "alone %llu", k, conf[c[k].setting], (unsigned long long)x->capacity,
+                  (unsigned long long)x->st.reserved_peak, (unsigned long long)y->st.reserved_peak,
+                  (unsigned long long)x->st.oom_retries, (unsigned long long)y->st.oom_retries);
+        cr_assert_eq(x->device_peak, y->device_peak, "case %zu", k);
+        cr_assert_eq(x->ran_out, y->ran_out, "case %zu", k);
+        cr_assert_eq(x->first_oom.request, y->first_oom.request, "case %zu", k);
+        cr_assert_eq(x->first_oom.size, y->first_oom.size, "case %zu", k);
+        cr_assert_eq(x->failures_served, y->failures_served, "case %zu", k);
+        cr_assert_eq(x->served_first_failure, y->served_first_failure, "case %zu", k);
+        cr_assert_eq(d->nfailed, o->nfailed);
+        for (size_t f = 0; f < d->nfailed; f++)
+            cr_assert_eq(d->failed[f].served >> k & 1, o->failed[f].served & 1, "case %zu", k);
+        /* the same setting with no limit, or without max_split_size: the
+         * one it may follow; an outcome other than that one's was forked */
+        size_t lead = c[k].capacity ? k % NS : k;
+        lead = s[c[lead].setting].tc.max_split_size ? lead - 1 : lead;
+        differ += memcmp(&d->out[lead].st, &x->st, sizeof x->st) != 0;
+        gs_whatif_free(one);
+    }
+    forked = d->models - (NS * NC - differ);
+    cr_assert_gt(differ, 10, "the schedule takes most cases apart from the one they follow");
+    cr_assert_gt(forked, 10, "and their own models were forked from it (%zu)", forked);
+    gs_whatif_free(all);
+}
+
+/* max_split_size_mb:64 follows default until a request could be one its
+ * rules treat otherwise: 100.5 MiB takes a 102 MiB segment, which default
+ * splits (the 1.5 MiB left is over kSmallSize: should_split) and
+ * max_split_size does not (size >= max_split_size), so its model is forked
+ * before that request, not after it. Then 1.2 MiB fits default's cached
+ * 1.5 MiB block; max_split_size's asks for a 20 MiB segment. */
+Test(whatif, max_split_size_is_forked_before_a_request_it_would_not_split)
+{
+    struct gs_wi_setting s[2];
+    char err[256];
+    cr_assert_eq(gs_wi_parse_torch("default", GS_TC_TORCH_2_12, &s[0], err, sizeof err), 0);
+    cr_assert_eq(gs_wi_parse_torch("max_split_size_mb:64", GS_TC_TORCH_2_12, &s[1], err,
+                                   sizeof err), 0);
+    struct gs_wi_case c[2] = {{0, 0}, {1, 0}};
+    struct gs_whatif *w = gs_whatif_new(s, 2, c, 2);
+    cr_assert_not_null(w);
+    alloc(w, GS_API_cudaMallocAsync, 0x1000, 100 * MiB + 512 * 1024, 1);
+    alloc(w, GS_API_cudaMallocAsync, 0x9000000, 1200 * 1024, 1);
+    const struct gs_wi_device *d = dev0(w);
+    cr_assert_eq(d->models, 2, "one model, then max_split_size's own");
+    cr_assert_eq(d->out[0].st.reserved_peak, 102 * MiB, "the split's 1.5 MiB reused");
+    cr_assert_eq(d->out[1].st.reserved_peak, 122 * MiB, "unsplit: a 20 MiB segment more");
     gs_whatif_free(w);
 }
