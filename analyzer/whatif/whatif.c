@@ -406,7 +406,7 @@ static void apply(struct gs_whatif *w, const struct op *o, size_t i)
     }
     case OP_RELEASE: /* one that ran out here has no handle: nothing to do */
         gs_wi_model_release(m, d->handles[i][o->row]);
-        break;
+        return; /* (a free takes nothing from the device: no new peak) */
     default: /* OP_EXTERNAL */
         gs_wi_model_set_external(m, o->outside);
         break;
