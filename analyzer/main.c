@@ -15,6 +15,7 @@
 #include "analyzer/report/load.h"
 #include "analyzer/report/whatif_report.h"
 #include "analyzer/export/export.h"
+#include "analyzer/findings/gate.h"
 #include "analyzer/cmd/cmd.h"
 
 #define GPUSHIM_VERSION "0.1.0"
@@ -59,6 +60,11 @@ static const char usage_report[] =
     "  --frames N     stack frames shown per call site in text (default 6)\n"
     "  --native       native stacks alone: no Python frames in place of the\n"
     "                 interpreter's (see docs/commands.md, Python frames)\n"
+    "  --fail-if LIMIT  exit 3, one line on stderr per limit broken, when the run\n"
+    "                 passes LIMIT: 'peak>20GiB' (the device memory peak),\n"
+    "                 'unfreed>1GiB' (never freed), 'leak>1MiB' (the fastest leak\n"
+    "                 suspect's growth per marked step), 'unrecovered>0' (failed\n"
+    "                 allocations nothing like succeeded after); more than once\n"
     "  -h, --help     this text\n"
     "\n"
     "A trace that was cut short (the process was killed) or damaged is reported\n"
@@ -73,7 +79,7 @@ static const char usage_report[] =
     "options about call sites do not.\n"
     "\n"
     "Exit status: 0 when the traces were read, 1 when one could not be, 2 for\n"
-    "a usage error.\n";
+    "a usage error, 3 when a --fail-if limit was broken.\n";
 
 static int parse_count(const char *opt, const char *s, unsigned *out)
 {
@@ -94,9 +100,12 @@ static int cmd_report(int argc, char **argv)
                                              {"top", required_argument, NULL, 't'},
                                              {"frames", required_argument, NULL, 'f'},
                                              {"native", no_argument, NULL, 'n'},
+                                             {"fail-if", required_argument, NULL, 'F'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     struct gs_report_options opt = {.top = 0, .frames = 6};
+    struct gs_gate_limit limits[GS_GATE_LIMITS];
+    size_t nlimits = 0;
     int json = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
@@ -105,6 +114,7 @@ static int cmd_report(int argc, char **argv)
         case 't': if (parse_count("--top", optarg, &opt.top)) return 2; break;
         case 'f': if (parse_count("--frames", optarg, &opt.frames)) return 2; break;
         case 'n': opt.view = GS_VIEW_NATIVE; break;
+        case 'F': if (gs_gate_add("report", optarg, 0, limits, &nlimits)) return 2; break;
         case 'h': fputs(usage_report, stdout); return 0;
         default: fputs("Try 'gpushim report --help'.\n", stderr); return 2;
         }
@@ -112,6 +122,11 @@ static int cmd_report(int argc, char **argv)
     if (argc - optind < 1) {
         fputs("gpushim report: which trace? (gpushim report TRACE)\n"
               "Try 'gpushim report --help'.\n", stderr);
+        return 2;
+    }
+    if (argc - optind > 1 && nlimits) {
+        fputs("gpushim report: --fail-if takes one trace (gpushim diff --fail-if compares two)\n",
+              stderr);
         return 2;
     }
     if (argc - optind > 1)
@@ -134,8 +149,15 @@ static int cmd_report(int argc, char **argv)
         gs_report_text(stdout, &rep);
     if (rep.whatif)
         gs_wi_answer_free(&whatif);
+    int rc = fflush(stdout) == 0 ? 0 : 1;
+    if (nlimits) { /* after the report, which says what the lines are about */
+        struct gs_gate_run g;
+        gs_gate_run_of(&l.r, l.sym, opt.view, &g);
+        if (gs_gate_check(stderr, "gpushim report", limits, nlimits, NULL, &g, NULL) && !rc)
+            rc = 3;
+    }
     gs_loaded_free(&l);
-    return fflush(stdout) == 0 ? 0 : 1;
+    return rc;
 }
 
 int main(int argc, char **argv)

@@ -24,6 +24,7 @@
 #include "analyzer/read/read.h"
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/findings/findings.h"
+#include "analyzer/findings/gate.h"
 #include "analyzer/report/report.h"
 #include "analyzer/report/load.h"
 #include "analyzer/cmd/cmd.h"
@@ -44,10 +45,16 @@ static const char usage_diff[] =
     "  --top N        call sites listed (default 10 for text, all for JSON)\n"
     "  --frames N     stack frames shown per call site in text (default 6)\n"
     "  --native       native stacks alone: sites matched by their native frames\n"
+    "  --fail-if LIMIT  exit 3, one line on stderr per limit broken, naming the\n"
+    "                 call site that grew most: 'peak>+5%' (B's peak over A's by\n"
+    "                 more than 5%), 'peak>+1GiB' (by more than 1 GiB),\n"
+    "                 'peak>20GiB' (B's own); the same for unfreed, leak (the\n"
+    "                 fastest leak suspect's growth per marked step) and\n"
+    "                 unrecovered (failed allocations); more than once\n"
     "  -h, --help     this text\n"
     "\n"
     "Exit status: 0 when both traces were read, 1 when one could not be, 2\n"
-    "for a usage error.\n";
+    "for a usage error, 3 when a --fail-if limit was broken.\n";
 
 struct side {
     int in;            /* the site is in this run */
@@ -267,6 +274,46 @@ static void diff_text(FILE *out, const struct diff *d)
         fputs("  none: neither run allocated device memory\n", out);
 }
 
+/* The site of the table whose figure (at B's peak, or never freed) grew
+ * most, in words with its growth, into out ("" when none grew). */
+static void grew_most(const struct diff *d, int unfreed, char *out, size_t sz)
+{
+    const struct dsite *best = NULL;
+    int64_t most = 0;
+    for (size_t i = 0; i < d->t.n; i++) {
+        const struct dsite *s = &d->t.v[i];
+        int64_t g = unfreed ? change(s->s[0].unfreed, s->s[1].unfreed)
+                            : change(s->s[0].peak, s->s[1].peak);
+        if (g > most) {
+            most = g;
+            best = s;
+        }
+    }
+    out[0] = 0;
+    if (!best)
+        return;
+    char where[200], b[32];
+    int rep = best->s[1].in ? 1 : 0;
+    gs_site_where(&d->l[rep].r, d->l[rep].sym, d->view, best->s[rep].stack_id, where,
+                  sizeof where);
+    snprintf(out, sz, "%s, %s", where, gs_multi_signed_bytes(most, b, sizeof b));
+}
+
+/* --fail-if: the limits checked against B and its change from A; how
+ * many were broken. */
+static size_t gate(const struct diff *d, const struct gs_gate_limit *limits, size_t n)
+{
+    static struct gs_gate_run run[2];
+    char peak[256], unfreed[256];
+    for (int i = 0; i < 2; i++)
+        gs_gate_run_of(&d->l[i].r, d->l[i].sym, d->view, &run[i]);
+    grew_most(d, 0, peak, sizeof peak);
+    grew_most(d, 1, unfreed, sizeof unfreed);
+    const char *const grew[GS_GATE_METRICS] = {[GS_GATE_PEAK] = peak,
+                                               [GS_GATE_UNFREED] = unfreed};
+    return gs_gate_check(stderr, "gpushim diff", limits, n, &run[0], &run[1], grew);
+}
+
 static int parse_count(const char *opt, const char *s, unsigned *out)
 {
     char *end;
@@ -286,9 +333,12 @@ int gs_cmd_diff(int argc, char **argv)
                                              {"top", required_argument, NULL, 't'},
                                              {"frames", required_argument, NULL, 'f'},
                                              {"native", no_argument, NULL, 'n'},
+                                             {"fail-if", required_argument, NULL, 'F'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     struct diff d = {.view = GS_VIEW_MERGED, .frames = 6};
+    struct gs_gate_limit limits[GS_GATE_LIMITS];
+    size_t nlimits = 0;
     int json = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
@@ -297,6 +347,7 @@ int gs_cmd_diff(int argc, char **argv)
         case 't': if (parse_count("--top", optarg, &d.top)) return 2; break;
         case 'f': if (parse_count("--frames", optarg, &d.frames)) return 2; break;
         case 'n': d.view = GS_VIEW_NATIVE; break;
+        case 'F': if (gs_gate_add("diff", optarg, 1, limits, &nlimits)) return 2; break;
         case 'h': fputs(usage_diff, stdout); return 0;
         default: fputs("Try 'gpushim diff --help'.\n", stderr); return 2;
         }
@@ -331,6 +382,8 @@ int gs_cmd_diff(int argc, char **argv)
         else
             diff_text(stdout, &d);
         rc = fflush(stdout) == 0 ? 0 : 1;
+        if (nlimits && gate(&d, limits, nlimits) && !rc)
+            rc = 3;
     }
     for (size_t i = 0; i < d.t.n; i++)
         free(d.t.v[i].key);

@@ -1,0 +1,250 @@
+/*
+ * gate.c - owns the regression gate (gate.h): a limit read from
+ * --fail-if, a run's figures for it with the call site behind each, and
+ * the check, one line per limit broken. The figures are what the events
+ * say (bytes and counts, never times), so the same traces always give the
+ * same answer.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpushim_size.h"
+#include "analyzer/model/model.h"
+#include "analyzer/util/bytes.h"
+#include "analyzer/findings/findings.h"
+#include "analyzer/findings/gate.h"
+
+static const char *const metric_names[GS_GATE_METRICS] = {"peak", "unfreed", "leak",
+                                                          "unrecovered"};
+
+/* What a limit's site is, in a few words, by metric. */
+static const char *const site_words[GS_GATE_METRICS] = {
+    "most at the peak", "most never freed", "fastest growth", "first failed at"};
+
+int gs_gate_parse(const char *text, struct gs_gate_limit *l, char *err, size_t errsz)
+{
+    memset(l, 0, sizeof *l);
+    char s[64];
+    size_t n = 0;
+    for (const char *p = text; *p; p++) /* "peak > 20GiB" as "peak>20GiB" */
+        if (*p != ' ') {
+            if (n + 1 == sizeof s) {
+                snprintf(err, errsz, "too long");
+                return -1;
+            }
+            s[n++] = *p;
+        }
+    s[n] = 0;
+    snprintf(l->text, sizeof l->text, "%s", s);
+    char *gt = strchr(s, '>');
+    if (!gt) {
+        snprintf(err, errsz, "a limit is METRIC>VALUE, e.g. 'peak>20GiB' or 'peak>+5%%'");
+        return -1;
+    }
+    *gt = 0;
+    int m;
+    for (m = 0; m < GS_GATE_METRICS; m++)
+        if (!strcmp(s, metric_names[m]))
+            break;
+    if (m == GS_GATE_METRICS) {
+        snprintf(err, errsz, "no metric '%s' (peak, unfreed, leak, unrecovered)", s);
+        return -1;
+    }
+    l->metric = (enum gs_gate_metric)m;
+    char *v = gt + 1;
+    if (*v == '+') {
+        l->change = 1;
+        v++;
+    }
+    size_t vl = strlen(v);
+    if (vl > 1 && v[vl - 1] == '%') {
+        if (!l->change) {
+            snprintf(err, errsz, "a percentage is a change: '%s>+%s'", s, v);
+            return -1;
+        }
+        v[vl - 1] = 0;
+        char *end;
+        l->value = strtod(v, &end);
+        l->percent = 1;
+        if (*end || end == v || !(l->value >= 0) || isinf(l->value)) {
+            snprintf(err, errsz, "'%s%%' is not a percentage", v);
+            return -1;
+        }
+        return 0;
+    }
+    uint64_t x;
+    if (l->metric == GS_GATE_UNRECOVERED) {
+        char *end;
+        unsigned long long c = *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;
+        if (!(*v >= '0' && *v <= '9') || *end) {
+            snprintf(err, errsz, "unrecovered takes a count, not '%s'", v);
+            return -1;
+        }
+        x = c;
+    } else {
+        /* a size, its number maybe with a fraction: "15.5GiB" */
+        char *unit = v, one[16] = "1";
+        while ((*unit >= '0' && *unit <= '9') || *unit == '.')
+            unit++;
+        char *end;
+        double num = strtod(v, &end);
+        if (unit == v || end != unit || strlen(unit) + 2 > sizeof one ||
+            gs_parse_size(strcat(one, unit), &x) != 0 || !(num * (double)x < 0x1p64)) {
+            snprintf(err, errsz, "'%s' is not a size (20GiB, 1.5G, 512M, bytes)", v);
+            return -1;
+        }
+        l->value = num * (double)x;
+        return 0;
+    }
+    l->value = (double)x;
+    return 0;
+}
+
+int gs_gate_add(const char *cmd, const char *text, int two_runs, struct gs_gate_limit *limits,
+                size_t *n)
+{
+    char err[160];
+    if (*n == GS_GATE_LIMITS) {
+        fprintf(stderr, "gpushim %s: at most %d --fail-if limits\n", cmd, GS_GATE_LIMITS);
+        return -1;
+    }
+    if (gs_gate_parse(text, &limits[*n], err, sizeof err) != 0) {
+        fprintf(stderr, "gpushim %s: --fail-if '%s': %s\n", cmd, text, err);
+        return -1;
+    }
+    if (limits[*n].change && !two_runs) {
+        fprintf(stderr, "gpushim %s: --fail-if '%s': a change needs two runs (gpushim diff "
+                        "--fail-if '%s' A B)\n", cmd, text, text);
+        return -1;
+    }
+    (*n)++;
+    return 0;
+}
+
+/* site's words: "f (a.c:3) from g (a.c:9), 8.00 GiB" (bytes 0: no figure). */
+static void site_of(const struct gs_replay *r, struct gs_symbolizer *sym, enum gs_stack_view view,
+                    uint32_t stack_id, uint64_t bytes, char *out, size_t sz)
+{
+    char where[200], b[32];
+    gs_site_where(r, sym, view, stack_id, where, sizeof where);
+    if (bytes)
+        snprintf(out, sz, "%s, %s", where, gs_human_bytes(bytes, b, sizeof b));
+    else
+        snprintf(out, sz, "%s", where);
+}
+
+/* The largest site by metric, into out ("" when none). */
+static void top_site(const struct gs_replay *r, struct gs_symbolizer *sym, enum gs_stack_view view,
+                     enum gs_site_metric metric, char *out, size_t sz)
+{
+    struct gs_report_site *sites;
+    size_t n = gs_rank_sites(r, sym, view, metric, &sites);
+    out[0] = 0;
+    if (sites && n && sites[0].bytes)
+        site_of(r, sym, view, sites[0].stack_id, sites[0].bytes, out, sz);
+    free(sites);
+}
+
+void gs_gate_run_of(const struct gs_replay *r, struct gs_symbolizer *sym, enum gs_stack_view view,
+                    struct gs_gate_run *g)
+{
+    memset(g, 0, sizeof *g);
+    g->v[GS_GATE_PEAK] = r->peak_bytes;
+    g->v[GS_GATE_UNFREED] = r->live_bytes;
+    g->v[GS_GATE_UNRECOVERED] = r->outcomes.count[GS_OUTCOME_UNRECOVERED];
+    g->known[GS_GATE_PEAK] = g->known[GS_GATE_UNFREED] = g->known[GS_GATE_UNRECOVERED] = 1;
+    top_site(r, sym, view, GS_METRIC_PEAK, g->site[GS_GATE_PEAK], sizeof g->site[0]);
+    top_site(r, sym, view, GS_METRIC_LEAK, g->site[GS_GATE_UNFREED], sizeof g->site[0]);
+    for (size_t i = 0; i < r->nfailures; i++)
+        if (r->failures[i].outcome == GS_OUTCOME_UNRECOVERED) {
+            site_of(r, sym, view, r->failures[i].stack_id, 0, g->site[GS_GATE_UNRECOVERED],
+                    sizeof g->site[0]);
+            break;
+        }
+    /* The leak: the suspect growing fastest against the steps; none
+     * growing is 0, steps marked or not. */
+    struct gs_suspect *sus = NULL;
+    size_t ns = gs_growth_suspects(r, sym, view, &sus);
+    g->known[GS_GATE_LEAK] = 1;
+    const struct gs_suspect *fastest = NULL;
+    for (size_t i = 0; i < ns; i++) {
+        if (sus[i].bytes_per_step < 0)
+            g->known[GS_GATE_LEAK] = 0; /* no steps marked */
+        else if (!fastest || sus[i].bytes_per_step > fastest->bytes_per_step)
+            fastest = &sus[i];
+    }
+    if (g->known[GS_GATE_LEAK] && fastest && fastest->bytes_per_step >= 1.0) {
+        g->v[GS_GATE_LEAK] = (uint64_t)llround(fastest->bytes_per_step);
+        char where[200], b[32];
+        gs_site_where(r, sym, view, fastest->stack_id, where, sizeof where);
+        snprintf(g->site[GS_GATE_LEAK], sizeof g->site[0], "%s, %s a step", where,
+                 gs_human_bytes(g->v[GS_GATE_LEAK], b, sizeof b));
+    }
+    free(sus);
+}
+
+/* A figure as the metric says it: bytes, or a count. */
+static const char *figure(enum gs_gate_metric m, uint64_t v, char *buf, size_t sz)
+{
+    if (m == GS_GATE_UNRECOVERED)
+        snprintf(buf, sz, "%llu", (unsigned long long)v);
+    else
+        gs_human_bytes(v, buf, sz);
+    return buf;
+}
+
+size_t gs_gate_check(FILE *out, const char *cmd, const struct gs_gate_limit *l, size_t n,
+                     const struct gs_gate_run *a, const struct gs_gate_run *b,
+                     const char *const grew[GS_GATE_METRICS])
+{
+    size_t broken = 0;
+    for (size_t i = 0; i < n; i++) {
+        enum gs_gate_metric m = l[i].metric;
+        const char *name = metric_names[m];
+        char what[160], x[32], y[32], lim[32];
+        if ((l[i].change && !a) || !b->known[m] || (l[i].change && !a->known[m])) {
+            fprintf(out, "%s: --fail-if '%s' cannot be checked: %s\n", cmd, l[i].text,
+                    l[i].change && !a ? "a change needs two runs (gpushim diff A B)"
+                                      : "no steps marked (gpushim_mark)");
+            broken++;
+            continue;
+        }
+        uint64_t vb = b->v[m];
+        int over;
+        if (!l[i].change) {
+            over = (double)vb > l[i].value;
+            snprintf(what, sizeof what, "%s %s, over %s", name, figure(m, vb, x, sizeof x),
+                     figure(m, (uint64_t)l[i].value, lim, sizeof lim));
+        } else {
+            uint64_t va = a->v[m];
+            double d = (double)vb - (double)va;
+            over = l[i].percent ? (va ? 100.0 * d / (double)va > l[i].value : d > 0)
+                                : d > l[i].value;
+            char by[40];
+            if (l[i].percent && va)
+                snprintf(by, sizeof by, "%+.1f%%", 100.0 * d / (double)va);
+            else if (l[i].percent)
+                snprintf(by, sizeof by, "%s", d > 0 ? "from none" : "none");
+            else
+                snprintf(by, sizeof by, "%c%s", d < 0 ? '-' : '+',
+                         figure(m, (uint64_t)fabs(d), lim, sizeof lim));
+            if (l[i].percent)
+                snprintf(lim, sizeof lim, "%g%%", l[i].value);
+            else
+                figure(m, (uint64_t)l[i].value, lim, sizeof lim);
+            snprintf(what, sizeof what, "%s %s -> %s (%s), over +%s", name,
+                     figure(m, va, x, sizeof x), figure(m, vb, y, sizeof y), by, lim);
+        }
+        if (!over)
+            continue;
+        broken++;
+        const char *site = grew && grew[m] && grew[m][0] ? grew[m] : b->site[m];
+        if (site[0])
+            fprintf(out, "%s: --fail-if '%s' broken: %s; %s: %s\n", cmd, l[i].text, what,
+                    grew && grew[m] && grew[m][0] ? "grew most" : site_words[m], site);
+        else
+            fprintf(out, "%s: --fail-if '%s' broken: %s\n", cmd, l[i].text, what);
+    }
+    return broken;
+}
