@@ -11,6 +11,7 @@
 
 #include "gpushim_trace.h"
 #include "analyzer/symbols/symbols.h"
+#include "analyzer/symbols/symbolize.h"
 #include "analyzer/report/report.h"
 #include "analyzer/report/load.h"
 #include "analyzer/report/whatif_report.h"
@@ -65,6 +66,9 @@ static const char usage_report[] =
     "                 'unfreed>1GiB' (never freed), 'leak>1MiB' (the fastest leak\n"
     "                 suspect's growth per marked step), 'unrecovered>0' (failed\n"
     "                 allocations nothing like succeeded after); more than once\n"
+    "  --symbols DIR  where to find a module that is not at its recorded path, or\n"
+    "                 is another build: a sysroot, a folder of copies, or\n"
+    "                 DIR/.build-id/ (taken by build id; more than once)\n"
     "  -h, --help     this text\n"
     "\n"
     "A trace that was cut short (the process was killed) or damaged is reported\n"
@@ -101,6 +105,7 @@ static int cmd_report(int argc, char **argv)
                                              {"frames", required_argument, NULL, 'f'},
                                              {"native", no_argument, NULL, 'n'},
                                              {"fail-if", required_argument, NULL, 'F'},
+                                             {"symbols", required_argument, NULL, 'S'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     struct gs_report_options opt = {.top = 0, .frames = 6};
@@ -115,6 +120,7 @@ static int cmd_report(int argc, char **argv)
         case 'f': if (parse_count("--frames", optarg, &opt.frames)) return 2; break;
         case 'n': opt.view = GS_VIEW_NATIVE; break;
         case 'F': if (gs_gate_add("report", optarg, 0, limits, &nlimits)) return 2; break;
+        case 'S': if (gs_sym_search_option("report", optarg)) return 2; break;
         case 'h': fputs(usage_report, stdout); return 0;
         default: fputs("Try 'gpushim report --help'.\n", stderr); return 2;
         }

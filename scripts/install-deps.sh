@@ -13,8 +13,9 @@ need="make gcc zlib1g-dev libdw-dev libelf-dev libunwind8 libcriterion-dev pytho
 # Only for the tests: golang-go for `go tool pprof` (export --format=pprof),
 # python3-dev for the C extension the Python tests build and the layout test,
 # chromium to render the HTML export (export --format=html), valgrind for
-# make check-valgrind.
-test_only="golang-go chromium valgrind python3-dev"
+# make check-valgrind, debuginfod (a local server) and binutils (objcopy,
+# strip) for a trace read where its program is stripped or gone.
+test_only="golang-go chromium valgrind python3-dev debuginfod binutils"
 if [ "${1:-}" = test ]; then
     need="$need $test_only"
 elif [ "${1:-}" = python ]; then

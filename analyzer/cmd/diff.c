@@ -23,6 +23,7 @@
 #include "analyzer/util/reserve.h"
 #include "analyzer/read/read.h"
 #include "analyzer/symbols/symbols.h"
+#include "analyzer/symbols/symbolize.h"
 #include "analyzer/findings/findings.h"
 #include "analyzer/findings/gate.h"
 #include "analyzer/report/report.h"
@@ -45,6 +46,8 @@ static const char usage_diff[] =
     "  --top N        call sites listed (default 10 for text, all for JSON)\n"
     "  --frames N     stack frames shown per call site in text (default 6)\n"
     "  --native       native stacks alone: sites matched by their native frames\n"
+    "  --symbols DIR  where to find a module not at its recorded path, or another\n"
+    "                 build (see gpushim report --help)\n"
     "  --fail-if LIMIT  exit 3, one line on stderr per limit broken, naming the\n"
     "                 call site that grew most: 'peak>+5%' (B's peak over A's by\n"
     "                 more than 5%), 'peak>+1GiB' (by more than 1 GiB),\n"
@@ -333,6 +336,7 @@ int gs_cmd_diff(int argc, char **argv)
                                              {"top", required_argument, NULL, 't'},
                                              {"frames", required_argument, NULL, 'f'},
                                              {"native", no_argument, NULL, 'n'},
+                                             {"symbols", required_argument, NULL, 'S'},
                                              {"fail-if", required_argument, NULL, 'F'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
@@ -347,6 +351,7 @@ int gs_cmd_diff(int argc, char **argv)
         case 't': if (parse_count("--top", optarg, &d.top)) return 2; break;
         case 'f': if (parse_count("--frames", optarg, &d.frames)) return 2; break;
         case 'n': d.view = GS_VIEW_NATIVE; break;
+        case 'S': if (gs_sym_search_option("diff", optarg)) return 2; break;
         case 'F': if (gs_gate_add("diff", optarg, 1, limits, &nlimits)) return 2; break;
         case 'h': fputs(usage_diff, stdout); return 0;
         default: fputs("Try 'gpushim diff --help'.\n", stderr); return 2;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analyzer/util/bytes.h"
+#include "analyzer/symbols/symbolize.h"
 #include "analyzer/findings/findings.h"
 #include "analyzer/report/load.h"
 #include "analyzer/report/whatif_report.h"
@@ -57,6 +58,8 @@ static const char usage_whatif[] =
     "  --format FMT     text (the default), json (schema in docs/json.md), html\n"
     "  --json           the same as --format json\n"
     "  --native         call sites as native frames only\n"
+    "  --symbols DIR    where to find a module not at its recorded path, or\n"
+    "                   another build (see gpushim report --help)\n"
     "  -o FILE          write to FILE instead of standard output\n"
     "  -h, --help       this text\n"
     "\n"
@@ -110,6 +113,7 @@ int gs_cmd_whatif(int argc, char **argv)
                                              {"format", required_argument, NULL, 'f'},
                                              {"json", no_argument, NULL, 'j'},
                                              {"native", no_argument, NULL, 'n'},
+                                             {"symbols", required_argument, NULL, 'S'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     static struct gs_wi_question q; /* large: not on the stack */
@@ -146,6 +150,7 @@ int gs_cmd_whatif(int argc, char **argv)
         case 'f': format = optarg; break;
         case 'j': format = "json"; break;
         case 'n': view = GS_VIEW_NATIVE; break;
+        case 'S': if (gs_sym_search_option("whatif", optarg)) return 2; break;
         case 'o': output = optarg; break;
         case 'h': fputs(usage_whatif, stdout); return 0;
         default: fputs("Try 'gpushim whatif --help'.\n", stderr); return 2;

@@ -61,6 +61,8 @@ static const char usage_export[] =
     "                      PyTorch's recorder keeps its last max_entries\n"
     "                      (default 100000; 0: all of them)\n"
     "  --native            native stacks alone (no Python frames)\n"
+    "  --symbols DIR       where to find a module not at its recorded path, or\n"
+    "                      another build (see gpushim report --help)\n"
     "  -h, --help          this text\n"
     "\n"
     "Exit status: 0 when written, 1 when the trace could not be read or the\n"
@@ -152,6 +154,7 @@ int gs_cmd_export(int argc, char **argv)
                                              {"output", required_argument, NULL, 'o'},
                                              {"metric", required_argument, NULL, 'm'},
                                              {"native", no_argument, NULL, 'n'},
+                                             {"symbols", required_argument, NULL, 'S'},
                                              {"max-entries", required_argument, NULL, 'x'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
@@ -181,6 +184,7 @@ int gs_cmd_export(int argc, char **argv)
             }
             break;
         case 'n': opt.view = GS_VIEW_NATIVE; break;
+        case 'S': if (gs_sym_search_option("export", optarg)) return 2; break;
         case 'x': {
             char *end;
             errno = 0;

@@ -800,6 +800,26 @@ static void suspects(struct gs_json *j, const struct gs_report *rep, const struc
     gs_json_end_array(j);
 }
 
+/* The modules that named no function for a frame given, and why. */
+static void unnamed_modules(struct gs_json *j, const struct gs_report *rep)
+{
+    static const char *const why[] = {
+        [GS_SYM_NAMED] = "named", [GS_SYM_NOT_FOUND] = "not_found",
+        [GS_SYM_NOT_ELF] = "not_elf", [GS_SYM_REBUILT] = "rebuilt",
+        [GS_SYM_STRIPPED] = "stripped"};
+    struct gs_sym_unnamed u[64];
+    size_t n = gs_sym_unnamed(rep->sym, u, 64);
+    gs_json_begin_array(j, "unnamed_modules");
+    for (size_t i = 0; i < n && i < 64; i++) {
+        gs_json_begin_object(j, NULL);
+        gs_json_string(j, "path", u[i].path);
+        gs_json_string(j, "why", why[u[i].why]);
+        gs_json_uint(j, "addresses", u[i].unnamed);
+        gs_json_end_object(j);
+    }
+    gs_json_end_array(j);
+}
+
 void gs_report_json(FILE *out, const struct gs_report *rep)
 {
     const struct gs_replay *r = rep->replay;
@@ -835,6 +855,7 @@ void gs_report_json(FILE *out, const struct gs_report *rep)
     marks(&j, rep);
     blocks(&j, rep);
     fragmentation(&j, r);
+    unnamed_modules(&j, rep); /* after every frame given */
     trace(&j, rep);
     gs_json_end_object(&j);
 }

@@ -782,6 +782,24 @@ static void blocks(const struct gs_report *rep, FILE *out)
     }
 }
 
+/* The modules that named no function for a frame shown, once each, and
+ * why (after everything else: the frames were asked for by then). */
+static void unnamed(const struct gs_report *rep, FILE *out)
+{
+    struct gs_sym_unnamed u[16];
+    size_t n = gs_sym_unnamed(rep->sym, u, 16);
+    if (!n)
+        return;
+    fprintf(out, "\nWithout names: %zu module%s, shown as addresses:\n", n, plural(n));
+    for (size_t i = 0; i < n && i < 16; i++)
+        fprintf(out, "  %s: %s; %u address%s\n", u[i].path, gs_sym_why_text(u[i].why),
+                u[i].unnamed, u[i].unnamed == 1 ? "" : "es");
+    if (n > 16)
+        fprintf(out, "  and %zu more\n", n - 16);
+    fputs("  --symbols DIR finds a copy in DIR (as under a sysroot, by file name, or in "
+          "DIR/.build-id/) by its build id; DEBUGINFOD_URLS, a debuginfod server's\n", out);
+}
+
 void gs_report_text(FILE *out, const struct gs_report *rep)
 {
     const struct gs_replay *r = rep->replay;
@@ -819,4 +837,5 @@ void gs_report_text(FILE *out, const struct gs_report *rep)
     marks(rep, out);
     blocks(rep, out);
     graph_nodes(rep, out);
+    unnamed(rep, out);
 }

@@ -17,7 +17,12 @@
  *   Separate debug files are found by dwfl_standard_find_debuginfo (build
  *   id, .gnu_debuglink; debuginfod too when DEBUGINFOD_URLS is set).
  * - A recorded build id that differs from the file's makes the module
- *   unusable: nothing from the wrong file is returned.
+ *   unusable: nothing from the wrong file is returned. A module whose file
+ *   is not at its path, or is another build, is looked for in the folders
+ *   gs_sym_search names (a sysroot, a folder of copies, .build-id/), then
+ *   asked of debuginfod by build id (DEBUGINFOD_URLS), and taken only with
+ *   the recorded build id; each module keeps why it gave no names
+ *   (gs_sym_unnamed).
  * - Frames come from the DIE chain around pc (dwarf_getscopes for the
  *   innermost scope, dwarf_getscopes_die for all its parents): the innermost
  *   frame takes its line from the line table, every outer frame takes its
@@ -40,15 +45,18 @@
  */
 #include "analyzer/symbols/symbolize.h"
 
+#include <dlfcn.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- open-addressing table of pointers ---------------------------------- */
 
@@ -146,6 +154,9 @@ struct span_index {
 struct module {
     uint32_t id;
     char *path;
+    char *found; /* where its file was found, when not at path (gs_sym_search) */
+    enum gs_sym_why why; /* why it gives no names (GS_SYM_NAMED: it may) */
+    unsigned unnamed;    /* addresses asked about that it named no function for */
     uint64_t bias, lo, span;
     uint8_t *build_id;
     size_t build_id_len;
@@ -273,6 +284,7 @@ static void module_free(void *item)
     if (m->dwfl != NULL)
         dwfl_end(m->dwfl);
     free(m->path);
+    free(m->found);
     free(m->build_id);
     free(m->cus.v);
     free(m->syms.v);
@@ -331,14 +343,62 @@ void gs_sym_open_ahead(struct gs_symbolizer *s, uint32_t module_id)
 
 /* ---- opening a module ----------------------------------------------------- */
 
-static char *no_debuginfo_path; /* libdwfl's default search path */
+/* Where a file is looked for when it is not at its path, or is another
+ * build (gs_sym_search): for the process, as the command line says. */
+#define SEARCH_DIRS 8
+static char *search_dirs[SEARCH_DIRS];
+static size_t nsearch;
+/* libdwfl's search path for separate debug files (NULL: its default), with
+ * the search folders after the default's. */
+static char *debuginfo_path;
 
 static const Dwfl_Callbacks offline_callbacks = {
     .find_elf = dwfl_build_id_find_elf,
     .find_debuginfo = dwfl_standard_find_debuginfo,
     .section_address = dwfl_offline_section_address,
-    .debuginfo_path = &no_debuginfo_path,
+    .debuginfo_path = &debuginfo_path,
 };
+
+int gs_sym_search(const char *dir, char *err, size_t errsz)
+{
+    struct stat st;
+    char *real = dir ? realpath(dir, NULL) : NULL;
+    if (!real || stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errsz, "'%s' is not a folder", dir ? dir : "");
+        free(real);
+        return -1;
+    }
+    if (nsearch == SEARCH_DIRS) {
+        snprintf(err, errsz, "at most %d folders", SEARCH_DIRS);
+        free(real);
+        return -1;
+    }
+    size_t len = strlen(":.debug:/usr/lib/debug") + 1;
+    for (size_t i = 0; i < nsearch; i++)
+        len += strlen(search_dirs[i]) + 1;
+    char *path = malloc(len + strlen(real) + 1);
+    if (!path) {
+        snprintf(err, errsz, "out of memory");
+        free(real);
+        return -1;
+    }
+    search_dirs[nsearch++] = real;
+    strcpy(path, ":.debug:/usr/lib/debug");
+    for (size_t i = 0; i < nsearch; i++)
+        strcat(strcat(path, ":"), search_dirs[i]);
+    free(debuginfo_path);
+    debuginfo_path = path;
+    return 0;
+}
+
+int gs_sym_search_option(const char *cmd, const char *dir)
+{
+    char err[160];
+    if (gs_sym_search(dir, err, sizeof err) == 0)
+        return 0;
+    fprintf(stderr, "gpushim %s: --symbols %s: %s\n", cmd, dir, err);
+    return -1;
+}
 
 /* Compares the recorded build id with the file's: 1, 0 or -1 as in
  * gs_sym_module_status. */
@@ -354,20 +414,107 @@ static int check_build_id(const struct module *m)
     return 1;
 }
 
-/* Reports the file at the recorded bias into a fresh Dwfl of its own. Only
- * regular files are opened: a FIFO would block, a directory is not ELF. */
-static int report_file(struct module *m)
+/* Reports the file at file (the module's path, or where it was found) at
+ * the recorded bias into a fresh Dwfl of its own. Only regular files are
+ * opened: a FIFO would block, a directory is not ELF. */
+static enum gs_sym_why report_file(struct module *m, const char *file)
 {
     struct stat st;
-    if (stat(m->path, &st) != 0 || !S_ISREG(st.st_mode))
-        return -1;
+    if (stat(file, &st) != 0 || !S_ISREG(st.st_mode))
+        return GS_SYM_NOT_FOUND;
     m->dwfl = dwfl_begin(&offline_callbacks);
     if (m->dwfl == NULL)
-        return -1;
+        return GS_SYM_NOT_ELF;
     dwfl_report_begin(m->dwfl);
-    m->dmod = dwfl_report_elf(m->dwfl, m->path, m->path, -1, m->bias, true);
+    m->dmod = dwfl_report_elf(m->dwfl, m->path, file, -1, m->bias, true);
     dwfl_report_end(m->dwfl, NULL, NULL);
-    return m->dmod != NULL ? 0 : -1;
+    return m->dmod != NULL ? GS_SYM_NAMED : GS_SYM_NOT_ELF;
+}
+
+/* The module's file at file, its build id checked: GS_SYM_NAMED and the
+ * module open, or why not (and nothing open). */
+static enum gs_sym_why try_file(struct module *m, const char *file)
+{
+    enum gs_sym_why why = report_file(m, file);
+    if (why == GS_SYM_NAMED) {
+        m->status = check_build_id(m);
+        if (m->status >= 0)
+            return GS_SYM_NAMED;
+        why = GS_SYM_REBUILT;
+    }
+    if (m->dwfl != NULL)
+        dwfl_end(m->dwfl);
+    m->dwfl = NULL;
+    m->dmod = NULL;
+    return why;
+}
+
+/* a, b and c in one string (caller frees); NULL on no memory. */
+static char *join3(const char *a, const char *b, const char *c)
+{
+    size_t n = strlen(a) + strlen(b) + strlen(c) + 1;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n, "%s%s%s", a, b, c);
+    return s;
+}
+
+/* The places folder dir may hold the module's file: as under a sysroot,
+ * by its file name, by its build id (.build-id/ab/cdef...); NULL past the
+ * last (k counts from 0). Caller frees. */
+static char *candidate(const struct module *m, const char *dir, int k)
+{
+    const char *base = strrchr(m->path, '/');
+    char hex[2 * 64 + 1], tail[2 * 64 + 16];
+    switch (k) {
+    case 0: return join3(dir, m->path[0] == '/' ? "" : "/", m->path);
+    case 1: return join3(dir, "/", base ? base + 1 : m->path);
+    case 2:
+        if (m->build_id_len < 2 || m->build_id_len > 64)
+            return NULL;
+        for (size_t i = 0; i < m->build_id_len; i++)
+            snprintf(hex + 2 * i, 3, "%02x", m->build_id[i]);
+        snprintf(tail, sizeof tail, ".build-id/%.2s/%s", hex, hex + 2);
+        return join3(dir, "/", tail);
+    default: return NULL;
+    }
+}
+
+/* debuginfod's client (libdebuginfod.so.1, opened when first needed, as
+ * libdw opens it for debug files): the module's own file by build id,
+ * downloaded into its cache, when DEBUGINFOD_URLS names a server. The
+ * path (the cache's copy; caller frees), or NULL. */
+struct debuginfod_client;
+static char *fetch_executable(const struct module *m)
+{
+    static int tried;
+    static struct debuginfod_client *(*begin)(void);
+    static int (*find)(struct debuginfod_client *, const unsigned char *, int, char **);
+    static void (*end)(struct debuginfod_client *);
+    const char *urls = getenv("DEBUGINFOD_URLS");
+    if (!urls || !*urls || !m->build_id_len)
+        return NULL;
+    if (!tried) { /* (one thread at a time opens modules: see the top) */
+        tried = 1;
+        void *lib = dlopen("libdebuginfod.so.1", RTLD_LAZY);
+        if (lib) {
+            *(void **)&begin = dlsym(lib, "debuginfod_begin");
+            *(void **)&find = dlsym(lib, "debuginfod_find_executable");
+            *(void **)&end = dlsym(lib, "debuginfod_end");
+        }
+    }
+    struct debuginfod_client *c = begin && find && end ? begin() : NULL;
+    if (!c)
+        return NULL;
+    char *path = NULL;
+    int fd = find(c, m->build_id, (int)m->build_id_len, &path);
+    end(c);
+    if (fd < 0) {
+        free(path);
+        return NULL;
+    }
+    close(fd);
+    return path;
 }
 
 static void open_module(struct module *m)
@@ -378,15 +525,39 @@ static void open_module(struct module *m)
     m->status = 0;
     if (m->path[0] == '\0')
         return;
-    m->status = report_file(m) == 0 ? check_build_id(m) : -1;
-    if (m->status >= 0) {
-        m->state = MOD_OPEN;
-        return;
+    m->why = try_file(m, m->path);
+    /* not there, or another build: a copy in the search folders, with the
+     * recorded build id (one without is only taken at its own path) */
+    for (size_t d = 0; m->why != GS_SYM_NAMED && m->build_id_len && d < nsearch; d++)
+        for (int k = 0; k < 3 && m->why != GS_SYM_NAMED; k++) {
+            char *c = candidate(m, search_dirs[d], k);
+            if (c && try_file(m, c) == GS_SYM_NAMED && m->status == 1) {
+                m->why = GS_SYM_NAMED;
+                m->found = c;
+                c = NULL;
+            } else if (m->dwfl != NULL) {
+                dwfl_end(m->dwfl); /* (opened without a build id to compare) */
+                m->dwfl = NULL;
+                m->dmod = NULL;
+            }
+            free(c);
+        }
+    char *fetched = m->why != GS_SYM_NAMED ? fetch_executable(m) : NULL;
+    if (fetched && try_file(m, fetched) == GS_SYM_NAMED && m->status == 1) {
+        m->why = GS_SYM_NAMED;
+        m->found = fetched;
+    } else if (fetched) {
+        free(fetched);
+        if (m->dwfl != NULL) { /* (another build, served by mistake) */
+            dwfl_end(m->dwfl);
+            m->dwfl = NULL;
+            m->dmod = NULL;
+        }
     }
-    if (m->dwfl != NULL)
-        dwfl_end(m->dwfl);
-    m->dwfl = NULL;
-    m->dmod = NULL;
+    if (m->why == GS_SYM_NAMED)
+        m->state = MOD_OPEN;
+    else
+        m->status = -1;
 }
 
 /* ---- opening modules ahead (see the top) ---------------------------------- */
@@ -885,6 +1056,8 @@ int gs_sym_resolve(struct gs_symbolizer *s, uint32_t module_id, uint64_t pc,
             return unknown(s, "?", pc, frames);
         struct frames fs = {0};
         symbolize(s, m, pc, &fs);
+        if (m->path[0] && (fs.n == 0 || fs.f[fs.n - 1].function == NULL))
+            m->unnamed++;
         a = remember(s, module_id, pc, m, &fs);
         free(fs.f);
         if (a == NULL)
@@ -892,4 +1065,49 @@ int gs_sym_resolve(struct gs_symbolizer *s, uint32_t module_id, uint64_t pc,
     }
     *frames = a->frame;
     return a->n;
+}
+
+/* ---- what gave no names, and why ------------------------------------------ */
+
+const char *gs_sym_why_text(enum gs_sym_why why)
+{
+    switch (why) {
+    case GS_SYM_NOT_FOUND: return "not found at its path (moved, or read on another machine)";
+    case GS_SYM_NOT_ELF: return "not an ELF file";
+    case GS_SYM_REBUILT: return "another build at its path (its build id differs from the run's)";
+    case GS_SYM_STRIPPED: return "no symbols (stripped, and no debug file found)";
+    default: return "named";
+    }
+}
+
+static int by_id(const void *a, const void *b)
+{
+    const struct gs_sym_unnamed *x = a, *y = b;
+    return x->module_id < y->module_id ? -1 : x->module_id > y->module_id;
+}
+
+size_t gs_sym_unnamed(struct gs_symbolizer *s, struct gs_sym_unnamed *out, size_t max)
+{
+    size_t n = 0;
+    if (s == NULL)
+        return 0;
+    settle(s, 0);
+    for (size_t i = 0; i < s->modules.cap; i++) {
+        const struct module *m = s->modules.slot[i];
+        if (m == NULL || m->unnamed == 0)
+            continue;
+        if (n < max)
+            out[n] = (struct gs_sym_unnamed){
+                .module_id = m->id, .path = m->path, .unnamed = m->unnamed,
+                .why = m->state == MOD_OPEN ? GS_SYM_STRIPPED : m->why};
+        n++;
+    }
+    qsort(out, n < max ? n : max, sizeof *out, by_id);
+    return n;
+}
+
+const char *gs_sym_found_at(struct gs_symbolizer *s, uint32_t module_id)
+{
+    const struct module *m = s ? find_module(s, module_id) : NULL;
+    return m ? m->found : NULL;
 }

@@ -82,4 +82,38 @@ int gs_sym_resolve(struct gs_symbolizer *s, uint32_t module_id, uint64_t pc,
  */
 int gs_sym_module_status(struct gs_symbolizer *s, uint32_t module_id);
 
+/*
+ * Folders to look for a module in when its file is not at its recorded
+ * path, or is another build: dir + the path (a sysroot), dir + its file
+ * name, dir/.build-id/ab/cdef... (its build id); a file is taken there only
+ * with the recorded build id. Separate debug files are looked for there too
+ * (dir/.build-id/ab/cdef....debug). For every symbolizer of the process
+ * from then on; at most 8. 0, or -1 with why in err (not a folder). (Then,
+ * with DEBUGINFOD_URLS set, a debuginfod server is asked by build id.)
+ */
+int gs_sym_search(const char *dir, char *err, size_t errsz);
+/* The same for a command's --symbols DIR: -1 having said why on stderr. */
+int gs_sym_search_option(const char *cmd, const char *dir);
+/* Where module_id's file was found in those folders; NULL: at its path. */
+const char *gs_sym_found_at(struct gs_symbolizer *s, uint32_t module_id);
+
+/* Why a module gave no names. */
+enum gs_sym_why {
+    GS_SYM_NAMED = 0,  /* it may give names */
+    GS_SYM_NOT_FOUND,  /* no file at its path (nor a copy in the search folders) */
+    GS_SYM_NOT_ELF,    /* the file is not ELF */
+    GS_SYM_REBUILT,    /* the file's build id is not the run's (nor a copy's) */
+    GS_SYM_STRIPPED,   /* opened, with neither DWARF nor a symbol table for the address */
+};
+const char *gs_sym_why_text(enum gs_sym_why why); /* "not found at its path (...)" */
+struct gs_sym_unnamed {
+    uint32_t module_id;
+    const char *path;    /* as recorded; the symbolizer's */
+    enum gs_sym_why why;
+    unsigned unnamed;    /* addresses asked about that got no function name */
+};
+/* The modules that named no function for some address asked about so far,
+ * by module id: how many (all of them), the first max in out. */
+size_t gs_sym_unnamed(struct gs_symbolizer *s, struct gs_sym_unnamed *out, size_t max);
+
 #endif
