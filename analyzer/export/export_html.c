@@ -446,6 +446,10 @@ static const char style[] =
     "svg .peaklabel{fill:#1a365d;font-weight:600}\n"
     "svg .mark{stroke:#888;stroke-width:1;stroke-dasharray:3 3}\n"
     "svg .failure{fill:#d00;stroke:#fff}\n"
+    "svg.bands,svg.flame{display:block;max-width:100%;height:auto}\n"
+    "svg.flame text{fill:#222}\n"
+    ".bands-legend{list-style:none;padding-left:0;margin:4px 0;font-size:13px}\n"
+    ".swatch{display:inline-block;width:10px;height:10px;margin-right:6px}\n"
     ".none,.more,.legend{color:#777}\n";
 
 /* Click a header to sort by it; again to reverse. Numbers by data-v. */
@@ -570,6 +574,16 @@ void gs_export_html(FILE *out, const struct gs_report *rep)
     if (dc)
         graph_pools(out, dc);
     free(dc);
+
+    fputs("<h2>Live memory by call site</h2>\n", out);
+    fputs("<p class=\"legend\">Device memory live at each sample of the run, stacked by the "
+          "call sites that held the most: a leak is the band that keeps rising.</p>\n", out);
+    gs_svg_site_bands(out, rep);
+    fputs("<h2>The peak, by stack</h2>\n", out);
+    fputs("<p class=\"legend\">The device memory live at the peak: each frame as wide as the "
+          "bytes allocated under it, the outermost at the top; hover a frame for its bytes.</p>\n",
+          out);
+    gs_svg_peak_flame(out, rep);
 
     struct gs_suspect *sus = NULL;
     size_t nsus = gs_growth_suspects(r, rep->sym, rep->opt->view, &sus);

@@ -1,9 +1,10 @@
 /*
  * html.h - what the HTML export's files share: the page's sortable tables
- * (export_html.c) and its charts (svg.c).
+ * (export_html.c), its charts (svg.c) and its pictures of call sites
+ * (svg_sites.c).
  *
  * Included by: analyzer/export/export_html.c, analyzer/export/svg.c,
- * analyzer/export/whatif_html.c.
+ * analyzer/export/svg_sites.c, analyzer/export/whatif_html.c.
  */
 #ifndef GPUSHIM_EXPORT_HTML_H
 #define GPUSHIM_EXPORT_HTML_H
@@ -42,5 +43,13 @@ void gs_html_table(FILE *out, const char *id, const char *title, const struct gs
  * 0 to end_ns. */
 void gs_svg_device_chart(FILE *out, const struct gs_replay *r, unsigned device_index,
                          uint64_t width_ns, unsigned n, uint64_t end_ns);
+
+/* ---- svg_sites.c: the pictures of call sites ---- */
+struct gs_report;
+/* Live device memory over the run, stacked by the call sites that held the
+ * most (growth's samples), with its legend. */
+void gs_svg_site_bands(FILE *out, const struct gs_report *rep);
+/* The device memory live at the peak as a flame graph of its stacks. */
+void gs_svg_peak_flame(FILE *out, const struct gs_report *rep);
 
 #endif

@@ -53,7 +53,7 @@ class Page(html.parser.HTMLParser):
         elif tag == "script":
             self._in_script = True
             self.scripts.append("")
-        elif tag == "svg":
+        elif tag == "svg" and a.get("class") == "chart":  # (not the pictures of sites)
             self.charts.append({"attrs": a, "polylines": [], "marks": [], "failures": [],
                                 "peaks": []})
         elif self.charts and tag == "polyline":
@@ -436,11 +436,13 @@ PROBE = """
 """
 
 
-def probe(page_path):
+def probe(page_path, script=PROBE):
+    """Runs script (which writes JSON into <pre id="gs-probe">) in a copy of
+    the page laid out by Chromium; what it wrote."""
     text = open(page_path, encoding="utf-8").read()
     probe_path = page_path[:-5] + "-probe.html"
     with open(probe_path, "w", encoding="utf-8") as f:
-        f.write(text.replace("</body>", PROBE + "</body>"))
+        f.write(text.replace("</body>", script + "</body>"))
     p = chromium("--virtual-time-budget=5000", "--window-size=1200,1600", "--dump-dom",
                  "file://" + probe_path)
     start = p.stdout.find('<pre id="gs-probe">')
