@@ -137,10 +137,13 @@ $(BUILD)/sim/libcudart.so.13: $(patsubst %.c,$(BUILD)/obj/pic/%.o,$(SIM_RUNTIME_
 # static_*: linked statically; the rest link neither and dlopen what they use.
 NVCC ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/local/cuda/bin/nvcc))
 NVCC_PROGS := $(if $(NVCC),$(BUILD)/progs/real_cudart $(BUILD)/examples/cuda_leak)
+# NVIDIA's NVTX v3 headers, where the toolkit installed them (tests/progs/nvtx/).
+NVTX_DIR := $(patsubst %/nvtx3/nvToolsExt.h,%,$(firstword $(wildcard /usr/local/cuda/include/nvtx3/nvToolsExt.h)))
+NVTX_PROGS := $(if $(NVTX_DIR),$(BUILD)/progs/drv_nvtx)
 # Stubs named like the frameworks' CUDA libraries (tests/progs/drv_framework.c).
 FRAMEWORK_STUBS := $(addprefix $(BUILD)/progs/fw/,libc10_cuda.so xla_extension.so libtensorflow_framework.so.2)
 progs: $(PROGS) $(BUILD)/progs/libgsplugin.so $(BUILD)/progs/libgsrtplugin.so \
-	$(BUILD)/progs/libgsnext.so $(NVCC_PROGS) $(BUILD)/examples/sim_training $(BUILD)/bench/bench_workload \
+	$(BUILD)/progs/libgsnext.so $(NVCC_PROGS) $(NVTX_PROGS) $(BUILD)/examples/sim_training $(BUILD)/bench/bench_workload \
 	$(BUILD)/bench/bench_whatif \
 	$(FRAMEWORK_STUBS) $(if $(wildcard $(PY_INCLUDE)/Python.h),$(SIMTENSOR))
 $(FRAMEWORK_STUBS): tests/progs/plugin/framework_stub.c $(SIM)
@@ -171,6 +174,10 @@ $(BUILD)/progs/%: tests/progs/%.c $(SIM)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -O1 -fno-omit-frame-pointer -o $@ $< $(LDFLAGS) -L$(BUILD)/sim \
 		-Wl,-rpath,'$$ORIGIN/../sim' $(PROG_LINK) -ldl -lpthread
+$(BUILD)/progs/drv_nvtx: tests/progs/nvtx/drv_nvtx.c $(SIM)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -O1 -fno-omit-frame-pointer -isystem $(NVTX_DIR) -o $@ $< $(LDFLAGS) \
+		-L$(BUILD)/sim -Wl,-rpath,'$$ORIGIN/../sim' -lcuda -ldl -lpthread
 # NCCL links the CUDA runtime statically: dl_nccl_runtime has the simulated
 # one inside it, and reaches the driver only through it.
 $(BUILD)/progs/dl_nccl_runtime: tests/progs/dl_nccl_runtime.c $(SIM_RUNTIME_SRC) \

@@ -46,7 +46,8 @@
 struct gs_ev {
     uint8_t type; /* GS_REC_ALLOC, _FREE, _FREE_FAILED, _ALLOC_FAILED, _REF, _POOL,
                    * _BLOCK_ALLOC, _BLOCK_FREE (time, tid, addr; BLOCK_ALLOC: size,
-                   * stack_id), _GRAPH_NODE, _GRAPH (analyzer/trace/encode.c says which
+                   * stack_id; BLOCK_FREE: size, its span or 0), _GRAPH_NODE, _GRAPH
+                   * (analyzer/trace/encode.c says which
                    * field carries what) */
     uint8_t api;
     uint8_t kind;
@@ -65,9 +66,11 @@ struct gs_ev {
     uint64_t total_bytes; /* ALLOC_FAILED */
     uint64_t parent;      /* ALLOC of a mapping: the physical memory's handle */
 };
-/* GS_REC_MARK: an event (time, tid, stack_id) and its label. */
+/* GS_REC_MARK: an event (time, tid, stack_id) and its label. GS_REC_RANGE:
+ * the same with ev.kind its op, ev.space its flags, ev.addr its id and
+ * ev.stream its domain. */
 struct gs_mark_body {
-    struct gs_ev ev; /* ev.type: GS_REC_MARK */
+    struct gs_ev ev; /* ev.type: GS_REC_MARK or GS_REC_RANGE */
     uint32_t label_len; /* at most GS_MAX_LABEL */
     uint32_t pad;
     char label[]; /* label_len bytes, no NUL */

@@ -277,7 +277,10 @@ enum gs_record_type {
                                * [addr, addr+size), usually inside a driver allocation
                                * (gpushim_block_alloc) */
     GS_REC_BLOCK_FREE = 54,   /* zz dt, varint tid, zz addr delta: that block was given
-                               * back (gpushim_block_free) */
+                               * back (gpushim_block_free); then, only when not 0,
+                               * varint span: every block that starts in [addr,
+                               * addr+span) was given back (an NVTX heap reset or
+                               * unregistered). Old readers free the block at addr */
 
     /* Checkpoint records of the marks and blocks (types GS_REC_CKPT_API_FIRST..
      * GS_REC_CKPT_API_LAST), between GS_REC_CKPT_BEGIN and GS_REC_CKPT_END like
@@ -330,6 +333,32 @@ enum gs_record_type {
                                   * bytes, varint bytes of them in blocks, varint the
                                   * largest free gap, varint bytes of blocks in no
                                   * segment */
+
+    /* NVTX (shim/hooks/nvtx.c): what a program's NVTX calls said. Old readers
+     * skip it. */
+    GS_REC_RANGE = 60,           /* zz dt, varint tid, varint op (enum gs_range_op),
+                                  * varint id, varint domain, varint flags (enum
+                                  * gs_range_flag), string label: PUSH and POP (a
+                                  * thread's nested ranges of a domain; a POP names no
+                                  * label), START and END (a range of id that may end
+                                  * on another thread; an END names no label), DOMAIN
+                                  * (domain id is called label from now on). Domain 0
+                                  * is NVTX's default domain; ids and domains are the
+                                  * shim's, from 1 */
+};
+
+/* What a GS_REC_RANGE record says. */
+enum gs_range_op {
+    GS_RANGE_PUSH = 0,
+    GS_RANGE_POP = 1,
+    GS_RANGE_START = 2,
+    GS_RANGE_END = 3,
+    GS_RANGE_DOMAIN = 4,
+    GS_RANGE_OP_COUNT
+};
+enum gs_range_flag {
+    GS_RANGE_TOP = 1, /* PUSH, START: its thread had no range pushed then (of any
+                       * domain): the analyzer also counts it as a mark of its label */
 };
 
 #define GS_MAX_LABEL 255 /* longest mark label a writer records */

@@ -62,6 +62,9 @@ static const char usage_run[] =
     "  GPUSHIM_BUFFER_MB     size of the ring file TRACE.ring, 1-1024 (default 8)\n"
     "  GPUSHIM_MAX_BYTES     as --max-size\n"
     "  GPUSHIM_VERBOSE=1     the recorder says on stderr where it writes\n"
+    "  NVTX_INJECTION64_PATH the path of libgpushim.so: NVTX ranges and marks become\n"
+    "                        gpushim's (set by gpushim run unless another tool has\n"
+    "                        it, which it then keeps)\n"
     "\n"
     "Each process that allocates GPU memory writes its own trace; a process that\n"
     "never does leaves none. An existing file is never overwritten: a suffix is\n"
@@ -163,6 +166,20 @@ static int set_preload(const char *lib)
     int r = setenv("LD_PRELOAD", v, 1);
     free(v);
     return r;
+}
+
+/* NVTX finds its tool through NVTX_INJECTION64_PATH (nvtxDetail/nvtxInit.h):
+ * ours, unless another tool (Nsight) set it, which keeps it. */
+static int set_nvtx(const char *lib)
+{
+    const char *old = getenv("NVTX_INJECTION64_PATH");
+    char real[PATH_MAX];
+    if (!old || !*old)
+        return setenv("NVTX_INJECTION64_PATH", lib, 1);
+    if (!realpath(old, real) || strcmp(real, lib) != 0)
+        fprintf(stderr, "gpushim run: NVTX_INJECTION64_PATH is set to %s, another tool: its NVTX "
+                        "ranges and marks go there, not into the trace\n", old);
+    return 0;
 }
 
 /* The trace template as an absolute path, so the answer does not depend on
@@ -293,7 +310,7 @@ int gs_cmd_run(int argc, char **argv)
     if (want_per_tensor)
         per_tensor();
     const char *tmpl = output ? output : getenv("GPUSHIM_OUTPUT");
-    if (set_preload(lib) != 0 || set_output(tmpl && *tmpl ? tmpl : GS_DEFAULT_OUTPUT) != 0) {
+    if (set_preload(lib) != 0 || set_nvtx(lib) != 0 || set_output(tmpl && *tmpl ? tmpl : GS_DEFAULT_OUTPUT) != 0) {
         perror("gpushim run");
         return 2;
     }

@@ -586,10 +586,31 @@ void gs_blocks_on_alloc(struct gs_replay *r, const struct gs_revent *e)
     }
 }
 
+/* Every block that starts in [addr, addr+span) goes back: an NVTX heap
+ * reset or unregistered (shim/hooks/nvtx_mem.c). */
+static void free_span(struct gs_replay *r, uint64_t addr, uint64_t span)
+{
+    struct gs_blocks *b = &r->blocks;
+    uint64_t end = addr + span < addr ? UINT64_MAX : addr + span, k, v;
+    b->seen = 1;
+    gs_blocks_index(r);
+    if (!b->indexed)
+        return; /* no memory for the index: the blocks stay */
+    before_change(r);
+    while (gs_ordmap_ceil(b->block_map, addr, &k, &v) == 0 && k < end) {
+        remove_block(r, (size_t)v);
+        b->frees++;
+    }
+}
+
 void gs_blocks_on_free(struct gs_replay *r, const struct gs_revent *e)
 {
     struct gs_blocks *b = &r->blocks;
     uint64_t idx;
+    if (e->size) {
+        free_span(r, e->addr, e->size);
+        return;
+    }
     if (gs_idmap_get(b->by_addr, e->addr, &idx) != 0) {
         b->seen = 1;
         b->frees_unknown++;

@@ -83,7 +83,8 @@ static struct gs_device_usage *device_usage(struct gs_replay *r, int32_t device)
 
 /* ---- the live set ---- */
 
-static void add_live(struct gs_replay *r, const struct gs_live_alloc *a, uint64_t now)
+/* how: GS_DEVICE_NEW, or GS_DEVICE_BACK for one a refused free gives back. */
+static void add_live(struct gs_replay *r, const struct gs_live_alloc *a, uint64_t now, int how)
 {
     struct gs_site *s = &r->sites[a->site];
     gs_blocks_before_add(r, a,
@@ -121,6 +122,7 @@ static void add_live(struct gs_replay *r, const struct gs_live_alloc *a, uint64_
     gs_timeline_device_note(r, (unsigned)(d - r->devices), now, d->live_bytes);
     gs_marks_device_added(r, a->size);
     gs_blocks_after_add(r, a);
+    GS_REPLAY_HOOKS_CALL(r, on_device, a, how);
 }
 
 static void remove_live(struct gs_replay *r, const struct gs_live_alloc *a)
@@ -144,6 +146,7 @@ static void remove_live(struct gs_replay *r, const struct gs_live_alloc *a)
     gs_timeline_device_note(r, (unsigned)(d - r->devices), r->last_time_ns, d->live_bytes);
     gs_marks_device_removed(r, a->size);
     gs_blocks_after_remove(r, a);
+    GS_REPLAY_HOOKS_CALL(r, on_device, a, GS_DEVICE_GONE);
 }
 
 int gs_replay_insert(struct gs_replay *r, const struct gs_live_alloc *a)
@@ -204,7 +207,8 @@ void gs_replay_apply_alloc(struct gs_replay *r, const struct gs_revent *e)
                               .kind = e->kind,
                               .space = e->space,
                               .tid = e->tid,
-                              .refs = 1};
+                              .refs = 1,
+                              .seq = r->allocations};
     if (e->space == GS_SPACE_MAPPING && e->parent) {
         struct gs_live_alloc *mem = gs_live_find(r, GS_SPACE_HANDLE, e->parent);
         if (mem) { /* mapped memory lives while mapped, even once released */
@@ -217,7 +221,7 @@ void gs_replay_apply_alloc(struct gs_replay *r, const struct gs_revent *e)
         GS_REPLAY_HOOKS_CALL(r, on_alloc, a.site, e->time_ns);
     }
     if (gs_replay_insert(r, &a) == 0)
-        add_live(r, &a, e->time_ns);
+        add_live(r, &a, e->time_ns, GS_DEVICE_NEW);
 }
 
 static void remember_free(struct gs_replay *r, const struct gs_live_alloc *a, uint32_t tid,
@@ -324,7 +328,7 @@ void gs_replay_apply_free_failed(struct gs_replay *r, const struct gs_revent *e)
         struct gs_live_alloc a = f->a;
         a.refs = 1;
         if (gs_replay_insert(r, &a) == 0)
-            add_live(r, &a, e->time_ns);
+            add_live(r, &a, e->time_ns, GS_DEVICE_BACK);
         struct gs_live_alloc *mem = a.parent ? gs_live_find(r, GS_SPACE_HANDLE, a.parent) : NULL;
         if (mem)
             mem->refs++; /* the restored mapping holds its memory again */
@@ -389,5 +393,5 @@ void gs_replay_set_held(struct gs_replay *r, uint32_t space, uint64_t addr, uint
                               .space = space,
                               .refs = 1};
     if (size && gs_replay_insert(r, &a) == 0)
-        add_live(r, &a, now);
+        add_live(r, &a, now, GS_DEVICE_NEW);
 }

@@ -108,6 +108,7 @@ struct gs_live_alloc {
     uint32_t space;
     uint32_t tid;
     uint32_t refs;   /* a FREE drops one; the allocation ends at 0 */
+    uint64_t seq;    /* its number among the run's allocations, from 1 (0: from a checkpoint) */
     uint64_t parent; /* a mapping's physical memory (a handle), which it holds a reference to */
 };
 
@@ -118,6 +119,13 @@ struct gs_recent_free {
     struct gs_live_alloc a;
     uint32_t tid;
     int valid, removed, nothing;
+};
+
+/* What became of device memory, for gs_replay_hook.on_device. */
+enum gs_device_change {
+    GS_DEVICE_GONE = 0, /* freed */
+    GS_DEVICE_NEW = 1,  /* allocated */
+    GS_DEVICE_BACK = 2, /* live again: the driver refused its free */
 };
 
 /* An analysis that follows the replay: attached with gs_replay_attach (the
@@ -133,6 +141,11 @@ struct gs_replay_hook {
     void (*on_alloc)(void *ctx, struct gs_replay *r, size_t site, uint64_t time_ns);
     /* a mark of label (index in gs_marks.labels, or GS_MARK_OTHER), once marks.c counted it */
     void (*on_mark)(void *ctx, struct gs_replay *r, uint32_t label, uint64_t time_ns);
+    /* an NVTX range event (GS_REC_RANGE), after a top-level one counted as a mark */
+    void (*on_range)(void *ctx, struct gs_replay *r, const struct gs_revent *e);
+    /* device memory a (GS_KIND_DEVICE) became live or stopped being live
+     * (how: enum gs_device_change); r->live_bytes already counts the change */
+    void (*on_device)(void *ctx, struct gs_replay *r, const struct gs_live_alloc *a, int how);
     /* failures[idx] was added (its outcome and fragmentation taken) */
     void (*on_failure)(void *ctx, struct gs_replay *r, size_t idx);
     /* failures[idx] was decided recovered or a probe: what was kept for it may go */

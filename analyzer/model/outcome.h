@@ -34,6 +34,7 @@ struct gs_failure {
     uint64_t process_live_bytes; /* device bytes this process held then, on that device */
     uint32_t stack_id;
     uint32_t thread; /* the name of its thread (gs_replay_thread_name); 0: not known */
+    uint32_t tid;    /* its thread (0 for one a checkpoint gave) */
     uint32_t outcome;    /* enum gs_outcome */
     uint32_t chain_prev; /* pending: the failure before it in its chain of retries
                           * (index + 1; 0: none kept) */

@@ -161,7 +161,8 @@ static void on_alloc_failed(struct gs_replay *r, const struct gs_revent *e)
                                                               ? r->devices[e->device].live_bytes
                                                               : r->live_bytes,
                                                       .stack_id = e->stack_id,
-                                                      .thread = gs_replay_thread_of_event(r, e->tid)};
+                                                      .thread = gs_replay_thread_of_event(r, e->tid),
+                                                      .tid = e->tid};
     gs_outcome_on_failure(r, e, r->nfailures - 1);
     gs_blocks_on_failure(r, r->nfailures - 1);
     GS_REPLAY_HOOKS_CALL(r, on_failure, r->nfailures - 1);
@@ -202,6 +203,13 @@ void gs_replay_event(struct gs_replay *r, const struct gs_revent *e)
         break;
     case GS_REC_MARK:
         gs_marks_on_mark(r, e);
+        break;
+    case GS_REC_RANGE:
+        /* a range its thread opens outside any other is a mark of its label:
+         * steps run from one to the next (docs/commands.md "NVTX ranges") */
+        if ((e->op == GS_RANGE_PUSH || e->op == GS_RANGE_START) && (e->flags & GS_RANGE_TOP))
+            gs_marks_on_mark(r, e);
+        GS_REPLAY_HOOKS_CALL(r, on_range, e);
         break;
     case GS_REC_BLOCK_ALLOC:
         gs_blocks_on_alloc(r, e);

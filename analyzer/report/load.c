@@ -15,6 +15,7 @@
 #include "analyzer/trace/trace.h"
 #include "analyzer/read/read.h"
 #include "analyzer/model/model.h"
+#include "analyzer/findings/ranges.h"
 #include "analyzer/findings/growth.h"
 #include "analyzer/findings/oom.h"
 #include "analyzer/read/checkpoint_load.h"
@@ -125,6 +126,7 @@ int gs_load_watch(const char *cmd, const char *path, struct gs_loaded *l,
     gs_replay_init(&l->r);
     gs_growth_attach(&l->r); /* leak suspects and post-mortems: the analyzer's alone */
     gs_oom_attach(&l->r);
+    gs_ranges_attach(&l->r);
     l->sym = gs_sym_new();
     int rc = gs_read_trace(path, &watch_ops, &wa, &l->info, &l->st, err, sizeof err);
     if (rc != 0) {

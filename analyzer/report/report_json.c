@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gpushim_trace.h"
+#include "analyzer/report/ranges_report.h"
 #include "analyzer/util/json.h"
 #include "analyzer/util/names.h"
 #include "analyzer/trace/trace.h"
@@ -480,6 +481,8 @@ static void failures(struct gs_json *j, const struct gs_report *rep, const struc
             gs_json_null(j, "recovery");
         }
         postmortem(j, rep, i, sus, nsus);
+        char path[1024];
+        gs_json_string(j, "range", gs_ranges_failure_path(rep, i, path, sizeof path) ? path : NULL);
         gs_json_end_object(j);
     }
     gs_json_end_array(j);
@@ -853,6 +856,7 @@ void gs_report_json(FILE *out, const struct gs_report *rep)
     failure_outcomes(&j, r);
     free(sus);
     marks(&j, rep);
+    gs_ranges_json(&j, rep);
     blocks(&j, rep);
     fragmentation(&j, r);
     unnamed_modules(&j, rep); /* after every frame given */

@@ -28,6 +28,7 @@
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/findings/findings.h"
 #include "analyzer/whatif/answer.h"
+#include "analyzer/report/ranges_report.h"
 #include "analyzer/report/report.h"
 
 int gs_report_outcomes(const struct gs_replay *r, char *buf, size_t sz)
@@ -538,6 +539,9 @@ static void failure_in_full(const struct gs_report *rep, FILE *out, size_t i,
         fprintf(out, "             device had %s free of %s; this process held %s\n",
                 gs_human_bytes(f->free_bytes, b, sizeof b), gs_human_bytes(f->total_bytes, c, sizeof c),
                 gs_human_bytes(f->process_live_bytes, d, sizeof d));
+    char path[1024];
+    if (gs_ranges_failure_path(rep, i, path, sizeof path))
+        fprintf(out, "             inside NVTX range %s\n", path);
     failure_frag(rep, out, i);
     failure_postmortem(rep, out, i, sus, nsus);
     fprintf(out, "             ");
@@ -835,6 +839,7 @@ void gs_report_text(FILE *out, const struct gs_report *rep)
     failures(rep, out, sus, nsus);
     free(sus);
     marks(rep, out);
+    gs_ranges_text(out, rep);
     blocks(rep, out);
     graph_nodes(rep, out);
     unnamed(rep, out);

@@ -125,12 +125,20 @@ static int api_event(struct gs_cursor *c, struct chunk_state *cs, uint8_t type,
     if (type == GS_REC_MARK) {
         e->stack_id = (uint32_t)u(c);
         e->label = (const char *)gs_cursor_bytes(c, &e->label_len);
+    } else if (type == GS_REC_RANGE) {
+        e->op = (uint32_t)u(c);
+        e->addr = u(c);   /* its id */
+        e->stream = u(c); /* its domain */
+        e->flags = u(c);
+        e->label = (const char *)gs_cursor_bytes(c, &e->label_len);
     } else {
         addr += (uint64_t)s(c);
         e->addr = addr;
         if (type == GS_REC_BLOCK_ALLOC) {
             e->size = u(c);
             e->stack_id = (uint32_t)u(c);
+        } else if (c->p < c->end) {
+            e->size = u(c); /* BLOCK_FREE's span */
         }
     }
     if (c->bad)
@@ -250,6 +258,7 @@ uint64_t gs_decode_chunk(const uint8_t *raw, size_t len, const struct gs_reader_
                 ops->event(ctx, &e);
             break;
         case GS_REC_MARK:
+        case GS_REC_RANGE:
         case GS_REC_BLOCK_ALLOC:
         case GS_REC_BLOCK_FREE:
             bad = api_event(&c, &cs, type, &e);

@@ -108,7 +108,7 @@ static uint8_t *encode_block(struct gs_encoder *e, const struct gs_ev *ev, uint8
     p = varint(p, ev->tid);
     p = addr_delta(e, ev->addr, p);
     if (ev->type == GS_REC_BLOCK_FREE)
-        return p;
+        return ev->size ? varint(p, ev->size) : p; /* a span: only when there is one */
     p = varint(p, ev->size);
     return varint(p, ev->stack_id);
 }
@@ -119,6 +119,18 @@ static uint8_t *encode_mark(struct gs_encoder *e, const struct gs_mark_body *m, 
     e->last_time = m->ev.time_ns;
     p = varint(p, m->ev.tid);
     p = varint(p, m->ev.stack_id);
+    return bytes(p, m->label, m->label_len);
+}
+
+static uint8_t *encode_range(struct gs_encoder *e, const struct gs_mark_body *m, uint8_t *p)
+{
+    p = svarint(p, (int64_t)(m->ev.time_ns - e->last_time));
+    e->last_time = m->ev.time_ns;
+    p = varint(p, m->ev.tid);
+    p = varint(p, m->ev.kind);
+    p = varint(p, m->ev.addr);
+    p = varint(p, m->ev.stream);
+    p = varint(p, m->ev.space);
     return bytes(p, m->label, m->label_len);
 }
 
@@ -202,7 +214,8 @@ static int well_formed(const uint8_t *body, uint32_t len)
     case GS_REC_BLOCK_ALLOC:
     case GS_REC_BLOCK_FREE:
         return len == sizeof(struct gs_ev);
-    case GS_REC_MARK: {
+    case GS_REC_MARK:
+    case GS_REC_RANGE: {
         const struct gs_mark_body *m = (const void *)body;
         return len >= sizeof *m && m->label_len <= GS_MAX_LABEL &&
                len == sizeof *m + m->label_len;
@@ -241,6 +254,9 @@ size_t gs_encode(struct gs_encoder *e, const void *body, uint32_t len, uint8_t *
         break;
     case GS_REC_MARK:
         end = encode_mark(e, body, payload);
+        break;
+    case GS_REC_RANGE:
+        end = encode_range(e, body, payload);
         break;
     default:
         end = encode_event(e, body, payload);

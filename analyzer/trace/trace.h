@@ -55,11 +55,13 @@ struct gs_revent {
     int all_free;                  /* ALLOC: it asked for all the free memory its thread's
                                     * last cuMemGetInfo answered (a probe's first guess) */
     /* GRAPH_NODE (op: what), GRAPH (op: enum gs_graph_op; reserved, used:
-     * the graph pool's, when sampled) */
+     * the graph pool's, when sampled), RANGE (op: enum gs_range_op, addr: its
+     * id, stream: its domain, flags: enum gs_range_flag); BLOCK_FREE: size
+     * is its span (0: the one block at addr) */
     uint64_t graph, exec, flags;
     uint32_t op;
     int sampled;
-    const char *label;             /* MARK: its label's bytes (not NUL-terminated, any
+    const char *label;             /* MARK, RANGE: its label's bytes (not NUL-terminated, any
                                     * bytes), valid during the callback */
     size_t label_len;
 };

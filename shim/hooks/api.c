@@ -19,42 +19,52 @@
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <wchar.h>
 
 #include "gpushim.h"
 #include "shim/base/base.h"
 #include "shim/writer/writer.h"
+#include "shim/hooks/hooks_int.h"
 #include "shim/record/record.h"
 
-/* Copies at most max bytes of the string at label into out, stopping at its
- * NUL or at the first byte that cannot be read. Returns the length. */
-static uint32_t read_label(const char *label, char *out, uint32_t max)
+uint32_t gs_read_string(const void *p, void *out, uint32_t max, int wide)
+{
+    if (!p)
+        return 0;
+    struct iovec local = {out, max}, remote = {(void *)p, max};
+    ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    if (n < 0 && (errno == ENOSYS || errno == EPERM)) {
+        /* no such system call here (a sandbox): read it as the program
+         * would, up to its NUL */
+        size_t len = wide ? wcsnlen(p, max / sizeof(wchar_t)) * sizeof(wchar_t)
+                          : strnlen(p, max);
+        memcpy(out, p, len);
+        return (uint32_t)len;
+    }
+    return n > 0 ? (uint32_t)n : 0; /* a read that stops at unreadable memory
+                                     * returns what it read */
+}
+
+uint32_t gs_read_label(const char *label, char *out, uint32_t max, const char *who)
 {
     if (!label)
         return 0;
-    struct iovec local = {out, max}, remote = {(void *)label, max};
-    ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-    if (n < 0 && (errno == ENOSYS || errno == EPERM)) {
-        /* no such system call here (a sandbox): read it as the program would */
-        size_t len = strnlen(label, max);
-        memcpy(out, label, len);
-        return (uint32_t)len;
-    }
-    if (n <= 0) { /* not even its first byte is there (a read that stops at
-                   * unreadable memory later returns what it read) */
+    uint32_t n = gs_read_string(label, out, max, 0);
+    if (!n) { /* not even its first byte is there */
         static int once;
-        gs_warn_once(&once, "gpushim_mark was given a label it cannot read (%p); it is "
-                            "recorded as the empty label", (const void *)label);
+        gs_warn_once(&once, "%s was given a label it cannot read (%p); it is "
+                            "recorded as the empty label", who, (const void *)label);
         return 0;
     }
-    const char *nul = memchr(out, 0, (size_t)n);
-    return nul ? (uint32_t)(nul - out) : (uint32_t)n;
+    const char *nul = memchr(out, 0, n);
+    return nul ? (uint32_t)(nul - out) : n;
 }
 
 GS_EXPORT void gpushim_api_v1_mark(const char *label)
 {
     int saved = errno;
     char buf[GS_MAX_LABEL];
-    uint32_t len = read_label(label, buf, sizeof buf);
+    uint32_t len = gs_read_label(label, buf, sizeof buf, "gpushim_mark");
     gs_record_mark(buf, len);
     errno = saved;
 }

@@ -40,6 +40,17 @@ void gs_after_free(enum gs_api api, enum gs_space space, uint64_t key, gs_custre
         return r_;                                                                                 \
     } while (0)
 
+/* ---- api.c: reading what the program points at ---- */
+/* Copies up to max bytes of the string at p (of wchar_t when wide) into
+ * out, stopping at the first byte that cannot be read (process_vm_readv: a
+ * bad pointer is no crash); the caller finds its NUL. Returns the bytes
+ * copied (0 for NULL). Changes errno: the caller keeps it. */
+uint32_t gs_read_string(const void *p, void *out, uint32_t max, int wide);
+/* The string at label, at most max bytes, into out: its length (up to its
+ * NUL). One that cannot be read at all is the empty label, said once as
+ * "WHO was given a label it cannot read". */
+uint32_t gs_read_label(const char *label, char *out, uint32_t max, const char *who);
+
 /* ---- hooks_pools.c: stream-ordered pools ---- */
 /* The device of a pool (from its creation), else of the stream; and the
  * kind of memory it holds (pinned host memory for a host-located pool). */

@@ -439,7 +439,8 @@ void gs_record_graph(enum gs_api api, enum gs_graph_op op, int32_t device, uint6
     record(&ev, 1);
 }
 
-void gs_record_mark(const char *label, uint32_t len)
+/* A mark or a range: an event with a label after it. */
+static void record_labelled(struct gs_ev ev, const char *label, uint32_t len, int with_stack)
 {
     union {
         struct gs_mark_body m;
@@ -448,11 +449,28 @@ void gs_record_mark(const char *label, uint32_t len)
     if (len > GS_MAX_LABEL)
         len = GS_MAX_LABEL;
     memset(&body.m, 0, sizeof body.m);
-    body.m.ev.type = GS_REC_MARK;
+    body.m.ev = ev;
     body.m.ev.device = GS_DEVICE_UNKNOWN;
     body.m.label_len = len;
-    memcpy(body.m.label, label, len);
-    record_body(&body.m.ev, (uint32_t)(sizeof body.m + len), 1);
+    if (len)
+        memcpy(body.m.label, label, len);
+    record_body(&body.m.ev, (uint32_t)(sizeof body.m + len), with_stack);
+}
+
+void gs_record_mark(const char *label, uint32_t len)
+{
+    record_labelled((struct gs_ev){.type = GS_REC_MARK}, label, len, 1);
+}
+
+void gs_record_range(enum gs_range_op op, uint32_t domain, uint64_t id, uint32_t flags,
+                     const char *label, uint32_t len)
+{
+    struct gs_ev ev = {.type = GS_REC_RANGE,
+                       .kind = (uint8_t)op,
+                       .space = (uint8_t)flags,
+                       .addr = id,
+                       .stream = domain};
+    record_labelled(ev, label, len, 0); /* no stack: ranges are many, and named */
 }
 
 void gs_record_block(enum gs_record_type type, uint64_t addr, uint64_t size)
@@ -460,7 +478,7 @@ void gs_record_block(enum gs_record_type type, uint64_t addr, uint64_t size)
     struct gs_ev ev = {.type = (uint8_t)type,
                        .device = GS_DEVICE_UNKNOWN,
                        .addr = addr,
-                       .size = type == GS_REC_BLOCK_ALLOC ? size : 0};
+                       .size = size}; /* BLOCK_FREE: its span, or 0 */
     record(&ev, type == GS_REC_BLOCK_ALLOC);
 }
 

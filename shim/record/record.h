@@ -62,7 +62,13 @@ void gs_record_graph(enum gs_api api, enum gs_graph_op op, int32_t device, uint6
  * GS_MAX_LABEL), and a block of the program's own allocator given out
  * (GS_REC_BLOCK_ALLOC, with the stack) or back (GS_REC_BLOCK_FREE). */
 void gs_record_mark(const char *label, uint32_t len);
+/* BLOCK_FREE: size is a span (every block starting in [addr, addr+size)
+ * goes back), or 0 for the one block at addr. */
 void gs_record_block(enum gs_record_type type, uint64_t addr, uint64_t size);
+/* An NVTX range event (nvtx.c): op, domain (0: the default), id (START,
+ * END), flags (enum gs_range_flag), label (PUSH, START, DOMAIN). No stack. */
+void gs_record_range(enum gs_range_op op, uint32_t domain, uint64_t id, uint32_t flags,
+                     const char *label, uint32_t len);
 /* A thread was renamed (hooks_threads.c): every thread reads its name
  * again at its next event. Keeps errno. */
 void gs_thread_renamed(void);

@@ -966,6 +966,79 @@ Test(codec, marks_and_blocks_round_trip_among_events)
     free(b.buf);
 }
 
+/* NVTX's records (GS_REC_RANGE) and a block freed with a span, among the
+ * events whose delta state they share; a RANGE whose label runs past its
+ * payload is damaged. */
+Test(codec, ranges_and_block_spans_round_trip)
+{
+    struct chunk b;
+    chunk_init(&b);
+    struct gs_encoder e;
+    gs_encoder_reset(&e);
+    uint32_t l0, l1, l2;
+    struct gs_mark_body *push = mark_body(5, 0, 100, "forward", 7, &l0);
+    push->ev.type = GS_REC_RANGE;
+    push->ev.kind = GS_RANGE_PUSH;
+    push->ev.space = GS_RANGE_TOP;
+    push->ev.stream = 3;
+    struct gs_mark_body *end = mark_body(UINT32_MAX, 0, UINT64_MAX, "", 0, &l1);
+    end->ev.type = GS_REC_RANGE;
+    end->ev.kind = GS_RANGE_END;
+    end->ev.addr = UINT64_MAX;
+    end->ev.stream = UINT32_MAX;
+    struct gs_mark_body *dom = mark_body(1, 0, 50, "trainer", 7, &l2);
+    dom->ev.type = GS_REC_RANGE;
+    dom->ev.kind = GS_RANGE_DOMAIN;
+    dom->ev.stream = 1;
+    struct gs_ev span = {.type = GS_REC_BLOCK_FREE, .tid = 2, .time_ns = 7, .addr = 0x7000,
+                         .size = UINT64_MAX};
+    put(&b, &e, push, l0);
+    put(&b, &e, &extreme_events[0], sizeof(struct gs_ev));
+    put(&b, &e, &span, sizeof span);
+    put(&b, &e, end, l1);
+    put(&b, &e, dom, l2);
+    struct cap *c = cap_new();
+    struct gs_reader_stats st = {0};
+    cr_assert_eq(gs_decode_chunk(b.buf, b.len, &ops, c, &st), 5);
+    cr_assert_eq(st.damaged_records, 0);
+    const struct gs_mark_body *want[] = {push, end, dom};
+    const int at[] = {0, 3, 4};
+    for (int k = 0; k < 3; k++) {
+        const struct gs_revent *g = &c->ev[at[k]];
+        cr_assert_eq(g->type, GS_REC_RANGE, "range %d", k);
+        cr_assert_eq(g->time_ns, want[k]->ev.time_ns, "range %d time", k);
+        cr_assert_eq(g->tid, want[k]->ev.tid, "range %d tid", k);
+        cr_assert_eq(g->op, want[k]->ev.kind, "range %d op", k);
+        cr_assert_eq(g->addr, want[k]->ev.addr, "range %d id", k);
+        cr_assert_eq(g->stream, want[k]->ev.stream, "range %d domain", k);
+        cr_assert_eq(g->flags, want[k]->ev.space, "range %d flags", k);
+        cr_assert_eq(g->label_len, want[k]->label_len, "range %d label", k);
+    }
+    cr_assert_eq(memcmp(c->ev[0].label, "forward", 7), 0);
+    check_event(&c->ev[1], &extreme_events[0], 1);
+    cr_assert_eq(c->ev[2].type, GS_REC_BLOCK_FREE);
+    cr_assert_eq(c->ev[2].addr, 0x7000);
+    cr_assert_eq(c->ev[2].size, UINT64_MAX, "the span");
+
+    struct chunk bad;
+    chunk_init(&bad);
+    const uint8_t damaged[] = {GS_REC_RANGE, 7, 2, 1, 0, 0, 0, 0, 9}; /* label: 9 bytes, has 0 */
+    put_raw(&bad, damaged, sizeof damaged);
+    put(&bad, &e, &extreme_events[1], sizeof(struct gs_ev));
+    struct cap *c2 = cap_new();
+    struct gs_reader_stats st2 = {0};
+    gs_decode_chunk(bad.buf, bad.len, &ops, c2, &st2);
+    cr_assert_eq(st2.damaged_records, 1, "the range with too short a payload");
+    cr_assert_eq(c2->nev, 1, "the event after it decodes");
+    free(push);
+    free(end);
+    free(dom);
+    free(c);
+    free(c2);
+    free(b.buf);
+    free(bad.buf);
+}
+
 Test(codec, malformed_marks_and_blocks)
 {
     struct gs_encoder e;
