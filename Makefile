@@ -14,7 +14,8 @@
 #   make fuzz          libFuzzer over the trace reader and every export (clang;
 #                      FUZZ_SECONDS per target, default 60)
 #   make fuzz-regress  each fuzz target once over its seed corpus and its crashes
-#   make install       PREFIX=/usr/local (bin/gpushim, lib/libgpushim.so)
+#   make install       PREFIX=/usr/local (bin/gpushim, lib/libgpushim.so,
+#                      lib/gpushim/python/gpushim: the Python module)
 #
 # Builds with gcc or clang (make CC=clang). Needs zlib and elfutils' libdw;
 # tests need Criterion and python3, and go (go tool pprof) and chromium (the HTML
@@ -344,13 +345,17 @@ bench: all $(BUILD)/bench/bench_workload $(BUILD)/bench/bench_whatif
 bench-python: all sim
 	python3 tests/bench/bench_python.py --build $(BUILD)
 
+# The Python module goes where PYTHONPATH can name it: PREFIX/lib/gpushim/python.
+PYTHON_DIR := $(PREFIX)/lib/gpushim/python
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PYTHON_DIR)/gpushim
 	install -m 755 $(BUILD)/gpushim $(DESTDIR)$(PREFIX)/bin/gpushim
 	install -m 644 $(BUILD)/libgpushim.so $(DESTDIR)$(PREFIX)/lib/libgpushim.so
+	install -m 644 python/gpushim/*.py $(DESTDIR)$(PYTHON_DIR)/gpushim/
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/gpushim $(DESTDIR)$(PREFIX)/lib/libgpushim.so
+	rm -rf $(DESTDIR)$(PYTHON_DIR)/gpushim
 
 clean:
 	rm -rf build

@@ -43,6 +43,11 @@ The jobs, and what each check compares:
             freed, and its memory asked for again on the first stream; the
             side stream's result is right, and every tensor is one
             allocation gpushim recorded.
+  module    the gpushim Python module on PyTorch 2.x (docs/api.md "Python"):
+            use_allocator() and mark_steps(optimizer) in a loop of 4 steps
+            whose forward is an NVTX range (torch.cuda.nvtx.range_push): 4
+            "step" marks, each tensor one allocation, a range "forward" that
+            ended 4 times, 3 steps between the marks.
 """
 import argparse
 import json
@@ -171,6 +176,23 @@ for i in range(10):
 torch.cuda.synchronize()
 torch.cuda.empty_cache()
 print("stats: " + json.dumps({"correct": ok, "tensors": made}))
+''',
+    "module": r'''
+import json, torch
+import gpushim, gpushim.torch
+gpushim.torch.use_allocator()
+model = torch.nn.Linear(1024, 1024).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+gpushim.torch.mark_steps(opt)
+for i in range(4):
+    torch.cuda.nvtx.range_push("forward")
+    loss = model(torch.ones(64, 1024, device="cuda")).sum()
+    torch.cuda.nvtx.range_pop()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+torch.cuda.synchronize()
+print("stats: " + json.dumps({"loaded": gpushim.loaded()}))
 ''',
 }
 
@@ -312,6 +334,19 @@ def main():
               d["events"]["allocations"] >= s["tensors"], True)
     else:
         check("streams", "the job ran", rc, 0)
+
+    rc, s, d, _ = run_job("module", build, a.out,
+                          {"PYTHONPATH": os.path.join(HERE, "..", "python")})
+    if d and s:
+        check("module", "the shim found", s["loaded"], True)
+        check("module", "step marks", [m["label"] for m in d["marks"]].count("step"), 4)
+        check("module", "every tensor through gpushim_torch_alloc",
+              {x["api"] for x in d["peak"]["sites"]}, {"gpushim_torch_alloc"})
+        forward = [n for n in (d["ranges"] or {}).get("nodes", []) if n["label"] == "forward"]
+        check("module", "the NVTX range forward ended 4 times",
+              [n["ended"] for n in forward], [4])
+    else:
+        check("module", "the job ran", rc, 0)
 
     passed = sum(results)
     print(f"{passed} passed, {len(results) - passed} failed (traces and reports in {a.out})")

@@ -12,6 +12,9 @@
  *                                allocation, and took it back: the report
  *                                then shows both layers, and how fragmented
  *                                the driver allocations are
+ *   gpushim_range_push("fwd")    a range that nests on its thread, until the
+ *   gpushim_range_pop()          matching pop: the report shows memory by range
+ *                                (what NVTX's nvtxRangePushA/Pop give it too)
  *   gpushim_flush()              the trace file gets every event so far, now
  *   gpushim_loaded()             whether the shim's entry points can be found
  *                                (it is preloaded, as `gpushim run` does)
@@ -48,6 +51,8 @@
 #define GPUSHIM_API_BLOCK_ALLOC "gpushim_api_v1_block_alloc" /* void (const void *, size_t) */
 #define GPUSHIM_API_BLOCK_FREE "gpushim_api_v1_block_free"   /* void (const void *) */
 #define GPUSHIM_API_FLUSH "gpushim_api_v1_flush"             /* void (void) */
+#define GPUSHIM_API_RANGE_PUSH "gpushim_api_v1_range_push"   /* int (const char *) */
+#define GPUSHIM_API_RANGE_POP "gpushim_api_v1_range_pop"     /* int (void) */
 
 #define GPUSHIM_MAX_LABEL 255 /* bytes of a mark's label that are kept */
 
@@ -97,6 +102,8 @@ typedef void (*gpushim_mark_fn_)(const char *);
 typedef void (*gpushim_block_alloc_fn_)(const void *, size_t);
 typedef void (*gpushim_block_free_fn_)(const void *);
 typedef void (*gpushim_flush_fn_)(void);
+typedef int (*gpushim_range_push_fn_)(const char *);
+typedef int (*gpushim_range_pop_fn_)(void);
 
 /* A step or phase boundary, named label ("step", "epoch", "eval"). */
 static inline void gpushim_mark(const char *label)
@@ -121,6 +128,34 @@ static inline void gpushim_block_free(const void *ptr)
 static inline void gpushim_flush(void)
 {
     GPUSHIM_CALL_(GPUSHIM_API_FLUSH, gpushim_flush_fn_, ());
+}
+
+/* A range named label opens on this thread, inside the ranges it has open:
+ * the report shows the memory inside it (docs/api.md "NVTX"; the same as
+ * nvtxRangePushA, and nested with NVTX's ranges of the default domain).
+ * Returns its depth from 0, or -1 when the shim is not loaded. */
+static inline int gpushim_range_push(const char *label)
+{
+    static uintptr_t slot_;
+    void *p_ = gpushim_lookup_(&slot_, GPUSHIM_API_RANGE_PUSH);
+    gpushim_range_push_fn_ fn_;
+    if (!p_)
+        return -1;
+    memcpy(&fn_, &p_, sizeof fn_);
+    return fn_(label);
+}
+
+/* The thread's innermost range closes. Returns the depth left, or -1 when
+ * none was open or the shim is not loaded. */
+static inline int gpushim_range_pop(void)
+{
+    static uintptr_t slot_;
+    void *p_ = gpushim_lookup_(&slot_, GPUSHIM_API_RANGE_POP);
+    gpushim_range_pop_fn_ fn_;
+    if (!p_)
+        return -1;
+    memcpy(&fn_, &p_, sizeof fn_);
+    return fn_();
 }
 
 /* 1 when libgpushim.so's entry points can be found (it is preloaded, as

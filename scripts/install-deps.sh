@@ -14,8 +14,9 @@ need="make gcc zlib1g-dev libdw-dev libelf-dev libunwind8 libcriterion-dev pytho
 # python3-dev for the C extension the Python tests build and the layout test,
 # chromium to render the HTML export (export --format=html), valgrind for
 # make check-valgrind, debuginfod (a local server) and binutils (objcopy,
-# strip) for a trace read where its program is stripped or gone.
-test_only="golang-go chromium valgrind python3-dev debuginfod binutils"
+# strip) for a trace read where its program is stripped or gone,
+# python3-torch (CPU) for the gpushim Python module's PyTorch helpers.
+test_only="golang-go chromium valgrind python3-dev debuginfod binutils python3-torch"
 if [ "${1:-}" = test ]; then
     need="$need $test_only"
 elif [ "${1:-}" = python ]; then

@@ -3,7 +3,8 @@
  * may tell the profiler, found by name with dlsym, so that a program built
  * against the header runs the same without the shim.
  *
- * A mark is an event with a label and the caller's stack; a block of the
+ * A mark is an event with a label and the caller's stack; a range is an
+ * NVTX range of the default domain (nvtx.c), without a stack; a block of the
  * program's own allocator is an event with its address, size and stack, and
  * its return one with its address. They go through the ring like the
  * driver's events, so a death loses none of them. A flush drains the ring
@@ -16,49 +17,12 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <string.h>
-#include <sys/uio.h>
-#include <unistd.h>
-#include <wchar.h>
 
 #include "gpushim.h"
 #include "shim/base/base.h"
 #include "shim/writer/writer.h"
 #include "shim/hooks/hooks_int.h"
 #include "shim/record/record.h"
-
-uint32_t gs_read_string(const void *p, void *out, uint32_t max, int wide)
-{
-    if (!p)
-        return 0;
-    struct iovec local = {out, max}, remote = {(void *)p, max};
-    ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-    if (n < 0 && (errno == ENOSYS || errno == EPERM)) {
-        /* no such system call here (a sandbox): read it as the program
-         * would, up to its NUL */
-        size_t len = wide ? wcsnlen(p, max / sizeof(wchar_t)) * sizeof(wchar_t)
-                          : strnlen(p, max);
-        memcpy(out, p, len);
-        return (uint32_t)len;
-    }
-    return n > 0 ? (uint32_t)n : 0; /* a read that stops at unreadable memory
-                                     * returns what it read */
-}
-
-uint32_t gs_read_label(const char *label, char *out, uint32_t max, const char *who)
-{
-    if (!label)
-        return 0;
-    uint32_t n = gs_read_string(label, out, max, 0);
-    if (!n) { /* not even its first byte is there */
-        static int once;
-        gs_warn_once(&once, "%s was given a label it cannot read (%p); it is "
-                            "recorded as the empty label", who, (const void *)label);
-        return 0;
-    }
-    const char *nul = memchr(out, 0, n);
-    return nul ? (uint32_t)(nul - out) : n;
-}
 
 GS_EXPORT void gpushim_api_v1_mark(const char *label)
 {
@@ -91,6 +55,24 @@ GS_EXPORT void gpushim_api_v1_block_free(const void *ptr)
 }
 
 GS_EXPORT void gpushim_api_v1_flush(void) { gs_writer_flush(); }
+
+/* A range is an NVTX range of the default domain: the two nest together. */
+GS_EXPORT int gpushim_api_v1_range_push(const char *label)
+{
+    int saved = errno;
+    char buf[GS_MAX_LABEL];
+    int depth = gs_nvtx_push(0, buf, gs_read_label(label, buf, sizeof buf, "gpushim_range_push"));
+    errno = saved;
+    return depth;
+}
+
+GS_EXPORT int gpushim_api_v1_range_pop(void)
+{
+    int saved = errno;
+    int depth = gs_nvtx_pop(0);
+    errno = saved;
+    return depth;
+}
 
 /* The header's names and these definitions must agree. */
 _Static_assert(GPUSHIM_API_VERSION == 1, "the v1 entry points are defined here");

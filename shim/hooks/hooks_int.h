@@ -40,7 +40,7 @@ void gs_after_free(enum gs_api api, enum gs_space space, uint64_t key, gs_custre
         return r_;                                                                                 \
     } while (0)
 
-/* ---- api.c: reading what the program points at ---- */
+/* ---- hooks_common.c: reading what the program points at ---- */
 /* Copies up to max bytes of the string at p (of wchar_t when wide) into
  * out, stopping at the first byte that cannot be read (process_vm_readv: a
  * bad pointer is no crash); the caller finds its NUL. Returns the bytes
@@ -50,6 +50,14 @@ uint32_t gs_read_string(const void *p, void *out, uint32_t max, int wide);
  * NUL). One that cannot be read at all is the empty label, said once as
  * "WHO was given a label it cannot read". */
 uint32_t gs_read_label(const char *label, char *out, uint32_t max, const char *who);
+
+/* ---- nvtx.c: ranges that nest per thread (NVTX's and the public API's) ---- */
+/* A range of domain (0: NVTX's default) named by text opens on this thread:
+ * its depth in that domain, from 0. */
+int gs_nvtx_push(uint32_t domain, const char *text, uint32_t len);
+/* The thread's innermost range of domain closes: the depth left, or -1
+ * when none was open. */
+int gs_nvtx_pop(uint32_t domain);
 
 /* ---- hooks_pools.c: stream-ordered pools ---- */
 /* The device of a pool (from its creation), else of the stream; and the

@@ -237,7 +237,7 @@ static void mark(uint32_t domain, const char *text, uint32_t len)
     gs_record_mark(label, n);
 }
 
-static int push(uint32_t domain, const char *text, uint32_t len)
+int gs_nvtx_push(uint32_t domain, const char *text, uint32_t len)
 {
     uint32_t *d = depth_of(domain);
     gs_record_range(GS_RANGE_PUSH, domain, 0, pushed.total ? 0 : GS_RANGE_TOP, text, len);
@@ -245,7 +245,7 @@ static int push(uint32_t domain, const char *text, uint32_t len)
     return (int)(*d)++;
 }
 
-static int pop(uint32_t domain)
+int gs_nvtx_pop(uint32_t domain)
 {
     uint32_t *d = depth_of(domain);
     if (!*d)
@@ -307,25 +307,25 @@ static void end_core(uint64_t id) { KEEP_ERRNO(end(0, id)); }
 static int push_ex(const struct gs_nvtx_attributes *a)
 {
     int level;
-    KEEP_ERRNO(char l[GS_MAX_LABEL]; level = push(0, l, attr_label(a, l)));
+    KEEP_ERRNO(char l[GS_MAX_LABEL]; level = gs_nvtx_push(0, l, attr_label(a, l)));
     return level;
 }
 static int push_a(const char *s)
 {
     int level;
-    KEEP_ERRNO(char l[GS_MAX_LABEL]; level = push(0, l, text_label(s, l)));
+    KEEP_ERRNO(char l[GS_MAX_LABEL]; level = gs_nvtx_push(0, l, text_label(s, l)));
     return level;
 }
 static int push_w(const wchar_t *s)
 {
     int level;
-    KEEP_ERRNO(char l[GS_MAX_LABEL]; level = push(0, l, wide_label(s, l)));
+    KEEP_ERRNO(char l[GS_MAX_LABEL]; level = gs_nvtx_push(0, l, wide_label(s, l)));
     return level;
 }
 static int pop_core(void)
 {
     int level;
-    KEEP_ERRNO(level = pop(0));
+    KEEP_ERRNO(level = gs_nvtx_pop(0));
     return level;
 }
 
@@ -343,13 +343,13 @@ static void domain_end(const void *dom, uint64_t id) { KEEP_ERRNO(end(domain_of(
 static int domain_push_ex(const void *dom, const struct gs_nvtx_attributes *a)
 {
     int level;
-    KEEP_ERRNO(char l[GS_MAX_LABEL]; level = push(domain_of(dom), l, attr_label(a, l)));
+    KEEP_ERRNO(char l[GS_MAX_LABEL]; level = gs_nvtx_push(domain_of(dom), l, attr_label(a, l)));
     return level;
 }
 static int domain_pop(const void *dom)
 {
     int level;
-    KEEP_ERRNO(level = pop(domain_of(dom)));
+    KEEP_ERRNO(level = gs_nvtx_pop(domain_of(dom)));
     return level;
 }
 static void *register_a(const void *dom, const char *s)

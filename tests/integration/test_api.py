@@ -109,6 +109,18 @@ def test_marks_split_the_run_into_steps():
         check(want in text, f"text report lacks {want!r}:\n{text}")
 
 
+def test_ranges_through_the_api():
+    r = same_behaviour([E.prog("drv_api_ranges")])
+    eq(r.out, "ranges done\n", "output")
+    d = report_json(one_trace(r))
+    eq([(n["path"], n["ended"], n["peak_max_bytes"], n["allocated_max_bytes"],
+         n["kept_last_bytes"]) for n in d["ranges"]["nodes"]],
+       [("step", 1, 2 * MiB, 2 * MiB, 2 * MiB), ("step > forward", 1, 2 * MiB, 2 * MiB, 2 * MiB),
+        ("loader", 1, 3 * MiB, 1 * MiB, 0)], "ranges: path, ended, peak, made, kept")
+    eq(d["ranges"]["unmatched"], 0, "the pop with nothing open is not recorded")
+    eq([m["label"] for m in d["marks"]], ["step", "loader"], "each thread's first range")
+
+
 def test_api_arguments_that_are_wrong():
     r = run([E.prog("drv_api_steps"), "bad"])
     eq((r.rc, r.out), (0, "steps done\n"), "the program goes on")
