@@ -141,8 +141,10 @@ NVCC_PROGS := $(if $(NVCC),$(BUILD)/progs/real_cudart $(BUILD)/examples/cuda_lea
 # NVIDIA's NVTX v3 headers, where the toolkit installed them (tests/progs/nvtx/).
 NVTX_DIR := $(patsubst %/nvtx3/nvToolsExt.h,%,$(firstword $(wildcard /usr/local/cuda/include/nvtx3/nvToolsExt.h)))
 NVTX_PROGS := $(if $(NVTX_DIR),$(BUILD)/progs/drv_nvtx)
-# Stubs named like the frameworks' CUDA libraries (tests/progs/drv_framework.c).
-FRAMEWORK_STUBS := $(addprefix $(BUILD)/progs/fw/,libc10_cuda.so xla_extension.so libtensorflow_framework.so.2)
+# Stubs named like the frameworks' CUDA libraries (tests/progs/drv_framework.c) and
+# cuBLAS (tests/progs/drv_roles.c: a workspace).
+FRAMEWORK_STUBS := $(addprefix $(BUILD)/progs/fw/,libc10_cuda.so xla_extension.so libtensorflow_framework.so.2 \
+                   libcublasLt.so.13)
 progs: $(PROGS) $(BUILD)/progs/libgsplugin.so $(BUILD)/progs/libgsrtplugin.so \
 	$(BUILD)/progs/libgsnext.so $(NVCC_PROGS) $(NVTX_PROGS) $(BUILD)/examples/sim_training $(BUILD)/bench/bench_workload \
 	$(BUILD)/bench/bench_whatif \

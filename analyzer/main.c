@@ -158,7 +158,7 @@ static int cmd_report(int argc, char **argv)
     int rc = fflush(stdout) == 0 ? 0 : 1;
     if (nlimits) { /* after the report, which says what the lines are about */
         struct gs_gate_run g;
-        gs_gate_run_of(&l.r, l.sym, opt.view, &g);
+        gs_gate_run_of(&l.info, &l.r, l.sym, opt.view, &g);
         if (gs_gate_check(stderr, "gpushim report", limits, nlimits, NULL, &g, NULL) && !rc)
             rc = 3;
     }

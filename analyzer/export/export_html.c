@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "analyzer/report/roles_report.h"
 #include "analyzer/util/bytes.h"
 #include "analyzer/util/escape.h"
 #include "analyzer/util/names.h"
@@ -417,6 +418,8 @@ static void summary(FILE *out, const struct gs_report *rep, uint64_t duration)
     fprintf(out, " data-v=\"%" PRIu64 "\">%s of device memory at %.3f s</td></tr>\n",
             r->peak_bytes, gs_human_bytes(r->peak_bytes, a, sizeof a),
             (double)r->peak_time_ns / 1e9);
+    gs_roles_peak_text(rep, buf, sizeof buf);
+    summary_text(out, "s-roles", "by role at the peak", buf);
     row_start(out, "s-leaks", "never freed");
     fprintf(out, " data-v=\"%" PRIu64 "\">%s in %" PRIu64 " allocation%s</td></tr>\n", leaked,
             gs_human_bytes(leaked, b, sizeof b), count, plural(count));

@@ -14,13 +14,23 @@
 #include "analyzer/util/bytes.h"
 #include "analyzer/findings/findings.h"
 #include "analyzer/findings/gate.h"
+#include "analyzer/findings/roles.h"
 
-static const char *const metric_names[GS_GATE_METRICS] = {"peak", "unfreed", "leak",
-                                                          "unrecovered"};
+static const char *metric_name(enum gs_gate_metric m)
+{
+    static const char *const names[GS_GATE_ROLE] = {"peak", "unfreed", "leak", "unrecovered"};
+    return m < GS_GATE_ROLE ? names[m] : gs_role_key((enum gs_role)(m - GS_GATE_ROLE));
+}
 
 /* What a limit's site is, in a few words, by metric. */
-static const char *const site_words[GS_GATE_METRICS] = {
-    "most at the peak", "most never freed", "fastest growth", "first failed at"};
+static const char *site_words(enum gs_gate_metric m)
+{
+    static const char *const words[GS_GATE_ROLE] = {"most at the peak", "most never freed",
+                                                    "fastest growth", "first failed at"};
+    return m < GS_GATE_ROLE ? words[m] : "most of it at the peak";
+}
+
+_Static_assert(GS_GATE_METRICS - GS_GATE_ROLE == GS_ROLE_COUNT, "a metric for each role");
 
 int gs_gate_parse(const char *text, struct gs_gate_limit *l, char *err, size_t errsz)
 {
@@ -45,10 +55,12 @@ int gs_gate_parse(const char *text, struct gs_gate_limit *l, char *err, size_t e
     *gt = 0;
     int m;
     for (m = 0; m < GS_GATE_METRICS; m++)
-        if (!strcmp(s, metric_names[m]))
+        if (!strcmp(s, metric_name((enum gs_gate_metric)m)))
             break;
     if (m == GS_GATE_METRICS) {
-        snprintf(err, errsz, "no metric '%s' (peak, unfreed, leak, unrecovered)", s);
+        snprintf(err, errsz, "no metric '%s' (peak, unfreed, leak, unrecovered, or a role: "
+                             "parameters, optimizer_state, gradients, activations, temporaries, "
+                             "workspace, unclassified)", s);
         return -1;
     }
     l->metric = (enum gs_gate_metric)m;
@@ -146,10 +158,39 @@ static void top_site(const struct gs_replay *r, struct gs_symbolizer *sym, enum 
     free(sites);
 }
 
-void gs_gate_run_of(const struct gs_replay *r, struct gs_symbolizer *sym, enum gs_stack_view view,
-                    struct gs_gate_run *g)
+/* Each role's bytes at the peak, and the site holding most of each then. */
+static void roles_of(const struct gs_trace_info *info, const struct gs_replay *r,
+                     struct gs_symbolizer *sym, enum gs_stack_view view, struct gs_gate_run *g)
+{
+    g->unknown_why = gs_roles_not_told(info, r);
+    if (g->unknown_why)
+        return;
+    uint64_t most[GS_ROLE_COUNT] = {0};
+    uint32_t stack[GS_ROLE_COUNT] = {0};
+    for (size_t i = 0; i < r->nsites; i++) {
+        uint64_t count, b = gs_site_peak_bytes(r, &r->sites[i], &count);
+        if (!b)
+            continue;
+        enum gs_role role = gs_site_role(r, sym, i);
+        g->v[GS_GATE_ROLE + role] += b;
+        if (b > most[role]) {
+            most[role] = b;
+            stack[role] = r->sites[i].stack_id;
+        }
+    }
+    for (int k = 0; k < GS_ROLE_COUNT; k++) {
+        g->known[GS_GATE_ROLE + k] = 1;
+        if (most[k])
+            site_of(r, sym, view, stack[k], most[k], g->site[GS_GATE_ROLE + k],
+                    sizeof g->site[0]);
+    }
+}
+
+void gs_gate_run_of(const struct gs_trace_info *info, const struct gs_replay *r,
+                    struct gs_symbolizer *sym, enum gs_stack_view view, struct gs_gate_run *g)
 {
     memset(g, 0, sizeof *g);
+    roles_of(info, r, sym, view, g);
     g->v[GS_GATE_PEAK] = r->peak_bytes;
     g->v[GS_GATE_UNFREED] = r->live_bytes;
     g->v[GS_GATE_UNRECOVERED] = r->outcomes.count[GS_OUTCOME_UNRECOVERED];
@@ -201,12 +242,13 @@ size_t gs_gate_check(FILE *out, const char *cmd, const struct gs_gate_limit *l, 
     size_t broken = 0;
     for (size_t i = 0; i < n; i++) {
         enum gs_gate_metric m = l[i].metric;
-        const char *name = metric_names[m];
+        const char *name = metric_name(m);
         char what[160], x[32], y[32], lim[32];
         if ((l[i].change && !a) || !b->known[m] || (l[i].change && !a->known[m])) {
             fprintf(out, "%s: --fail-if '%s' cannot be checked: %s\n", cmd, l[i].text,
-                    l[i].change && !a ? "a change needs two runs (gpushim diff A B)"
-                                      : "no steps marked (gpushim_mark)");
+                    l[i].change && !a   ? "a change needs two runs (gpushim diff A B)"
+                    : m >= GS_GATE_ROLE ? (b->unknown_why ? b->unknown_why : a->unknown_why)
+                                        : "no steps marked (gpushim_mark)");
             broken++;
             continue;
         }
@@ -242,7 +284,7 @@ size_t gs_gate_check(FILE *out, const char *cmd, const struct gs_gate_limit *l, 
         const char *site = grew && grew[m] && grew[m][0] ? grew[m] : b->site[m];
         if (site[0])
             fprintf(out, "%s: --fail-if '%s' broken: %s; %s: %s\n", cmd, l[i].text, what,
-                    grew && grew[m] && grew[m][0] ? "grew most" : site_words[m], site);
+                    grew && grew[m] && grew[m][0] ? "grew most" : site_words(m), site);
         else
             fprintf(out, "%s: --fail-if '%s' broken: %s\n", cmd, l[i].text, what);
     }

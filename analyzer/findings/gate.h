@@ -2,6 +2,7 @@
  * gate.h - the regression gate of `gpushim report --fail-if` and `gpushim
  * diff --fail-if` (gate.c): limits on what a run's events say (its peak,
  * what it never freed, its leak per step, its unrecovered failures), read
+ * and its memory by role at the peak) read
  * from the command line, checked against one run or against the change
  * from one run to another, one line per limit broken.
  *
@@ -18,13 +19,16 @@
 
 struct gs_replay;
 struct gs_symbolizer;
+struct gs_trace_info;
 
 enum gs_gate_metric {
     GS_GATE_PEAK,        /* "peak": the process's device memory at its peak, bytes */
     GS_GATE_UNFREED,     /* "unfreed": device memory never freed, bytes */
     GS_GATE_LEAK,        /* "leak": the fastest leak suspect's growth per step, bytes */
     GS_GATE_UNRECOVERED, /* "unrecovered": failed allocations nothing like succeeded after */
-    GS_GATE_METRICS
+    GS_GATE_ROLE,        /* then one per role (enum gs_role, roles.h), by its JSON key
+                          * ("activations", "optimizer_state"): its bytes at the peak */
+    GS_GATE_METRICS = GS_GATE_ROLE + 7
 };
 
 #define GS_GATE_LIMITS 16 /* --fail-if options at most */
@@ -51,15 +55,17 @@ int gs_gate_add(const char *cmd, const char *text, int two_runs, struct gs_gate_
 /* One run's figures for the gate, each with the call site behind it. */
 struct gs_gate_run {
     uint64_t v[GS_GATE_METRICS];
-    int known[GS_GATE_METRICS]; /* leak: only with steps marked */
+    int known[GS_GATE_METRICS]; /* leak: only with steps marked; roles: where told */
+    const char *unknown_why;    /* why the roles are not (roles.c) */
     char site[GS_GATE_METRICS][256]; /* "" when none */
 };
 
 /* The figures of a replayed run (its last event in): the peak and its
  * largest site, what is still live and its largest site, the leak suspect
- * growing fastest per step, the first unrecovered failure's site. */
-void gs_gate_run_of(const struct gs_replay *r, struct gs_symbolizer *sym, enum gs_stack_view view,
-                    struct gs_gate_run *g);
+ * growing fastest per step, the first unrecovered failure's site, and the
+ * bytes of each role at the peak with the largest site of it. */
+void gs_gate_run_of(const struct gs_trace_info *info, const struct gs_replay *r,
+                    struct gs_symbolizer *sym, enum gs_stack_view view, struct gs_gate_run *g);
 
 /* Checks each limit against run b, or its change from a (NULL: one run;
  * a change is then refused, which gs_gate_parse's caller should have

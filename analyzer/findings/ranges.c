@@ -43,6 +43,7 @@ struct gs_range_open {
     int pushed;
     uint64_t id;        /* started: its id */
     uint64_t nth;
+    uint64_t serial;    /* gs_ranges.opened when it opened */
     uint64_t start_ns;
     uint64_t start_seq; /* allocations made before it opened */
     /* its piece */
@@ -174,6 +175,7 @@ static void open_instance(struct ranges_ctx *c, struct gs_replay *r, const struc
                                                  .pushed = pushed,
                                                  .id = e->addr,
                                                  .nth = opened + 1,
+                                                 .serial = ++g->opened,
                                                  .start_ns = e->time_ns,
                                                  .start_seq = r->allocations,
                                                  .peak = r->live_bytes};
@@ -269,18 +271,25 @@ static void ranges_on_range(void *ctx, struct gs_replay *r, const struct gs_reve
         end_instance(g, (size_t)i, e->time_ns);
 }
 
-/* The last open instance that opened before allocation seq was made, or -1. */
-static ptrdiff_t made_in(const struct gs_ranges *g, uint64_t seq)
+/* The first open instance whose start_seq (serial set: serial) is at least
+ * key: both only grow along the list. */
+static size_t first_at_least(const struct gs_ranges *g, uint64_t key, int serial)
 {
-    size_t lo = 0, hi = g->nopen; /* start_seq never falls along the list */
+    size_t lo = 0, hi = g->nopen;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (g->open[mid].start_seq < seq)
+        if ((serial ? g->open[mid].serial : g->open[mid].start_seq) < key)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return (ptrdiff_t)lo - 1;
+    return lo;
+}
+
+/* The last open instance that opened before allocation seq was made, or -1. */
+static ptrdiff_t made_in(const struct gs_ranges *g, uint64_t seq)
+{
+    return (ptrdiff_t)first_at_least(g, seq, 0) - 1;
 }
 
 static void ranges_on_device(void *ctx, struct gs_replay *r, const struct gs_live_alloc *a,
@@ -347,6 +356,27 @@ const struct gs_ranges *gs_ranges_of(const struct gs_replay *r)
     static const struct gs_ranges none;
     const struct ranges_ctx *c = gs_replay_hook_ctx(r, &ranges_hook);
     return c ? &c->g : &none;
+}
+
+size_t gs_ranges_of_thread(const struct gs_ranges *g, uint32_t tid, uint32_t *nodes,
+                           uint64_t *serials, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = g->nopen; i-- > 0 && n < max;)
+        if (g->open[i].pushed && g->open[i].tid == tid) {
+            if (nodes)
+                nodes[n] = g->open[i].node;
+            if (serials)
+                serials[n] = g->open[i].serial;
+            n++;
+        }
+    return n;
+}
+
+int gs_ranges_serial_open(const struct gs_ranges *g, uint64_t serial)
+{
+    size_t i = first_at_least(g, serial, 1);
+    return i < g->nopen && g->open[i].serial == serial;
 }
 
 int gs_ranges_open_at(const struct gs_ranges *g, size_t i, struct gs_range_instance *out)

@@ -64,6 +64,7 @@ struct gs_ranges {
     struct gs_range_instance *recent;    /* the last GS_RANGES_KEPT that ended, a ring */
     uint64_t ended;                      /* all of them: the next ring slot is the count's */
     uint64_t pushes, pops, starts, ends;
+    uint64_t opened;        /* instances followed, all of them: each one's serial, from 1 */
     uint64_t unmatched;     /* pops and ends with nothing open to end */
     uint64_t dropped;       /* instances not followed: past GS_RANGE_NODES or GS_RANGES_OPEN */
     /* the failures' ranges: for failure i (gs_replay.failures), the innermost
@@ -83,6 +84,13 @@ const struct gs_ranges *gs_ranges_of(const struct gs_replay *r);
 /* The i-th instance open now (0: the first opened of those still open),
  * whole: 1, or 0 past the last. */
 int gs_ranges_open_at(const struct gs_ranges *g, size_t i, struct gs_range_instance *out);
+/* The instances thread tid pushed that are open now, innermost first: their
+ * ranges into nodes and their serials into serials (either may be NULL),
+ * at most max; the count. */
+size_t gs_ranges_of_thread(const struct gs_ranges *g, uint32_t tid, uint32_t *nodes,
+                           uint64_t *serials, size_t max);
+/* Whether the instance of that serial is open now. */
+int gs_ranges_serial_open(const struct gs_ranges *g, uint64_t serial);
 /* The range's name as reports show it: "[domain] label" in a named domain. */
 void gs_range_name(const struct gs_ranges *g, uint32_t node, char *out, size_t outsz);
 /* Its path from the top, "step > forward". */

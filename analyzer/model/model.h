@@ -209,6 +209,7 @@ struct gs_replay {
     size_t nchains, chains_cap;
     struct gs_outcomes outcomes;
     uint64_t events; /* events replayed, with those a checkpoint summarizes */
+    uint32_t event_tid; /* the thread of the event being replayed (a hook's free's) */
     struct gs_checkpoint_state checkpoint;
     struct gs_marks marks;   /* marks.c */
     struct gs_blocks blocks; /* blocks.c */

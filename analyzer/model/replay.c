@@ -174,6 +174,7 @@ void gs_replay_event(struct gs_replay *r, const struct gs_revent *e)
     if (e->type == GS_REC_ALLOC_FAILED && r->graphs.pending)
         e = gs_graphs_failure(r, e, &launch_failure);
     r->events++;
+    r->event_tid = e->tid;
     r->checkpoint.open = 0; /* its records all come before any event */
     GS_REPLAY_HOOKS_CALL(r, before_event, e->time_ns);
     if (e->time_ns > r->last_time_ns)

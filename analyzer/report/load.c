@@ -16,6 +16,7 @@
 #include "analyzer/read/read.h"
 #include "analyzer/model/model.h"
 #include "analyzer/findings/ranges.h"
+#include "analyzer/findings/roles.h"
 #include "analyzer/findings/growth.h"
 #include "analyzer/findings/oom.h"
 #include "analyzer/read/checkpoint_load.h"
@@ -127,6 +128,7 @@ int gs_load_watch(const char *cmd, const char *path, struct gs_loaded *l,
     gs_growth_attach(&l->r); /* leak suspects and post-mortems: the analyzer's alone */
     gs_oom_attach(&l->r);
     gs_ranges_attach(&l->r);
+    gs_roles_attach(&l->r); /* after the ranges, which it reads */
     l->sym = gs_sym_new();
     int rc = gs_read_trace(path, &watch_ops, &wa, &l->info, &l->st, err, sizeof err);
     if (rc != 0) {

@@ -9,6 +9,7 @@
 
 #include "gpushim_trace.h"
 #include "analyzer/report/ranges_report.h"
+#include "analyzer/report/roles_report.h"
 #include "analyzer/util/json.h"
 #include "analyzer/util/names.h"
 #include "analyzer/trace/trace.h"
@@ -483,6 +484,7 @@ static void failures(struct gs_json *j, const struct gs_report *rep, const struc
         postmortem(j, rep, i, sus, nsus);
         char path[1024];
         gs_json_string(j, "range", gs_ranges_failure_path(rep, i, path, sizeof path) ? path : NULL);
+        gs_roles_json_failure(j, rep, i);
         gs_json_end_object(j);
     }
     gs_json_end_array(j);
@@ -838,6 +840,7 @@ void gs_report_json(FILE *out, const struct gs_report *rep)
     gs_json_uint(&j, "time_ns", r->peak_time_ns);
     sites(&j, rep, GS_METRIC_PEAK);
     gs_json_end_object(&j);
+    gs_roles_json(&j, rep);
     devices(&j, r);
     timeline(&j, r);
     capacity(&j, r);

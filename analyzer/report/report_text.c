@@ -29,6 +29,7 @@
 #include "analyzer/findings/findings.h"
 #include "analyzer/whatif/answer.h"
 #include "analyzer/report/ranges_report.h"
+#include "analyzer/report/roles_report.h"
 #include "analyzer/report/report.h"
 
 int gs_report_outcomes(const struct gs_replay *r, char *buf, size_t sz)
@@ -542,6 +543,7 @@ static void failure_in_full(const struct gs_report *rep, FILE *out, size_t i,
     char path[1024];
     if (gs_ranges_failure_path(rep, i, path, sizeof path))
         fprintf(out, "             inside NVTX range %s\n", path);
+    gs_roles_text_failure(out, rep, i, "             ");
     failure_frag(rep, out, i);
     failure_postmortem(rep, out, i, sus, nsus);
     fprintf(out, "             ");
@@ -827,6 +829,7 @@ void gs_report_text(FILE *out, const struct gs_report *rep)
     }
     fprintf(out, ". Live then, by call site:\n");
     print_sites(rep, out, GS_METRIC_PEAK);
+    gs_roles_text_peak(out, rep);
 
     uint64_t count, leaked = gs_replay_leaks(r, &count);
     if (count) {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "analyzer/findings/gate.h"
+#include "analyzer/findings/roles.h"
 
 #define MiB (1024.0 * 1024.0)
 #define GiB (1024.0 * MiB)
@@ -58,6 +59,11 @@ Test(gate, limits_read)
     cr_assert_eq(l.value, 1.5 * GiB, "a size with a fraction");
     l = parsed("unfreed>4096");
     cr_assert_eq(l.value, 4096.0, "bytes");
+    l = parsed("activations>8GiB");
+    cr_assert_eq(l.metric, GS_GATE_ROLE + GS_ROLE_ACTIVATIONS, "a role's bytes at the peak");
+    l = parsed("optimizer_state>+10%");
+    cr_assert_eq(l.metric, GS_GATE_ROLE + GS_ROLE_OPTIMIZER_STATE);
+    cr_assert(l.change && l.percent);
 }
 
 Test(gate, limits_refused)

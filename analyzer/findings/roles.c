@@ -1,0 +1,450 @@
+/*
+ * roles.c - memory by role, within the replay's one streaming pass
+ * (attached as a hook, gs_roles_attach: the analyzer's alone), decided per
+ * call site once it is done.
+ *
+ * During the pass, each device allocation gets the phase of the step it was
+ * made in, and each free the phase it happened in:
+ *   - backward on a thread PyTorch's autograd engine runs (named
+ *     "pt_autograd_N", torch/csrc/autograd/engine.cpp), where CUDA backward
+ *     runs;
+ *   - else the phase the thread's open ranges name, innermost first
+ *     (NVTX ranges and gpushim regions: "backward"/"bwd", "optim",
+ *     "forward"/"fwd");
+ *   - else, for an allocation, the phase its stack's Python frames name,
+ *     innermost first: a file in torch/optim/ (the optimizer), backward in
+ *     torch/_tensor.py or torch/autograd/__init__.py, a function forward.
+ * A call site counts its allocations by phase, and its frees: those before
+ * the range that made them ended, those in backward of what was made
+ * elsewhere, and of what was made in backward.
+ *
+ * Then each call site gets the one role whose rule every allocation of it
+ * that the run resolved satisfies (gs_site_role), in this order:
+ *   workspace        its stack passes through cuBLAS, cuDNN or NCCL (a module
+ *                    libcublas*, libcudnn*, libnccl*, or a function naming them)
+ *   temporaries      every one freed was freed before the range that made it ended,
+ *                    or made in backward and freed in backward
+ *   activations      all made in forward; every one freed was freed in backward
+ *   gradients        all made in backward; none freed in backward
+ *   optimizer state  all made in the optimizer phase of the first step (before
+ *                    the second mark of the step label), none freed
+ *   parameters       all made before the first step (the step label's first
+ *                    mark), none freed
+ *   unclassified     no rule holds, or no evidence: never a guess
+ * The step label is the label marked most often, as for the leak suspects.
+ * An allocation still live at the end resolves nothing about its frees; a
+ * call site with allocations of two roles is unclassified.
+ *
+ * Memory by role at a moment is the call sites' bytes then, by their role:
+ * at the peak from the model's sites; at a failure (the first
+ * GS_ROLES_FAILURES) from what each site held then, kept in the pass.
+ */
+#define _GNU_SOURCE /* strcasestr */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer/model/model.h"
+#include "analyzer/findings/findings.h"
+#include "analyzer/findings/ranges.h"
+#include "analyzer/findings/roles.h"
+#include "analyzer/symbols/symbolize.h"
+#include "analyzer/util/idmap.h"
+
+#define RECENT 8 /* frees remembered, that a refused free gives back */
+
+struct failure_sites {
+    size_t failure; /* index in gs_replay.failures */
+    size_t n;
+    uint32_t *site;
+    uint64_t *bytes;
+};
+
+struct gs_roles {
+    struct gs_role_site *sites;
+    size_t nsites;
+    struct gs_idmap *made;    /* allocation seq -> phase | range serial << 2 */
+    uint64_t second_ns[GS_MARK_LABELS]; /* each label's second mark (0: none yet) */
+    struct failure_sites failures[GS_ROLES_FAILURES];
+    size_t nfailures;
+    struct { /* what the last frees counted, to be taken back when refused */
+        uint64_t seq, value;
+        uint32_t site;
+        uint8_t in_range, in_backward, backward_in_backward;
+    } recent[RECENT];
+    unsigned next_recent;
+};
+
+static const char *const names[GS_ROLE_COUNT] = {
+    "parameters", "optimizer state", "gradients", "activations",
+    "temporaries", "workspace", "unclassified",
+};
+static const char *const keys[GS_ROLE_COUNT] = {
+    "parameters", "optimizer_state", "gradients", "activations",
+    "temporaries", "workspace", "unclassified",
+};
+
+const char *gs_role_name(enum gs_role role) { return role < GS_ROLE_COUNT ? names[role] : "?"; }
+const char *gs_role_key(enum gs_role role) { return role < GS_ROLE_COUNT ? keys[role] : "?"; }
+
+enum gs_phase gs_label_phase(const char *label)
+{
+    if (strcasestr(label, "backward") || strcasestr(label, "bwd"))
+        return GS_PHASE_BACKWARD;
+    if (strcasestr(label, "optim"))
+        return GS_PHASE_OPTIMIZER;
+    if (strcasestr(label, "forward") || strcasestr(label, "fwd"))
+        return GS_PHASE_FORWARD;
+    return GS_PHASE_NONE;
+}
+
+static void clear(struct gs_roles *g)
+{
+    free(g->sites);
+    gs_idmap_free(g->made);
+    for (size_t i = 0; i < g->nfailures; i++) {
+        free(g->failures[i].site);
+        free(g->failures[i].bytes);
+    }
+    memset(g, 0, sizeof *g);
+}
+
+static void roles_reset(void *ctx, struct gs_replay *r)
+{
+    (void)r; /* a checkpoint: what came before it is summarized without phases */
+    clear(ctx);
+}
+
+static void roles_free(void *ctx)
+{
+    clear(ctx);
+    free(ctx);
+}
+
+static struct gs_role_site *site_stats(struct gs_roles *g, size_t site)
+{
+    if (site >= g->nsites) {
+        size_t n = g->nsites ? g->nsites : 64;
+        while (n <= site)
+            n *= 2;
+        struct gs_role_site *s = realloc(g->sites, n * sizeof *s);
+        if (!s)
+            return NULL;
+        for (size_t i = g->nsites; i < n; i++)
+            s[i] = (struct gs_role_site){.first_ns = UINT64_MAX, .stack_phase = -1, .role = -1};
+        g->sites = s;
+        g->nsites = n;
+    }
+    return &g->sites[site];
+}
+
+/* The phase thread tid is in now, from its name and its ranges. */
+static enum gs_phase thread_phase(const struct gs_replay *r, uint32_t tid)
+{
+    const char *name = gs_replay_thread_name(r, gs_replay_thread_of(r, tid));
+    if (name && strncmp(name, "pt_autograd", 11) == 0)
+        return GS_PHASE_BACKWARD;
+    const struct gs_ranges *g = gs_ranges_of(r);
+    uint32_t nodes[32];
+    size_t n = gs_ranges_of_thread(g, tid, nodes, NULL, 32);
+    for (size_t i = 0; i < n; i++) {
+        enum gs_phase p = gs_label_phase(g->nodes[nodes[i]].label);
+        if (p != GS_PHASE_NONE)
+            return p;
+    }
+    return GS_PHASE_NONE;
+}
+
+static int ends_with(const char *s, const char *tail)
+{
+    size_t a = strlen(s), b = strlen(tail);
+    return a >= b && strcmp(s + a - b, tail) == 0;
+}
+
+/* The phase a stack's Python frames name, innermost first. */
+static enum gs_phase stack_phase(const struct gs_replay *r, uint32_t stack_id)
+{
+    const struct gs_stack *st = gs_replay_stack(r, stack_id);
+    for (unsigned i = 0; st && i < st->n; i++) {
+        if (!gs_pc_is_python(st->pcs[i]))
+            continue;
+        const struct gs_pycode *c = gs_replay_pycode(r, gs_py_pc_code(st->pcs[i]));
+        if (!c || !c->file || !c->function)
+            continue;
+        if (strstr(c->file, "/torch/optim/"))
+            return GS_PHASE_OPTIMIZER;
+        if ((ends_with(c->file, "torch/_tensor.py") ||
+             ends_with(c->file, "torch/autograd/__init__.py")) &&
+            ends_with(c->function, "backward"))
+            return GS_PHASE_BACKWARD;
+        if (strcmp(c->function, "forward") == 0 || ends_with(c->function, ".forward"))
+            return GS_PHASE_FORWARD;
+    }
+    return GS_PHASE_NONE;
+}
+
+static void on_new(struct gs_roles *g, struct gs_replay *r, const struct gs_live_alloc *a)
+{
+    struct gs_role_site *s = site_stats(g, a->site);
+    if (!s || !a->seq || (!g->made && !(g->made = gs_idmap_new())))
+        return;
+    enum gs_phase phase = thread_phase(r, a->tid);
+    if (phase == GS_PHASE_NONE) {
+        if (s->stack_phase < 0)
+            s->stack_phase = (int8_t)stack_phase(r, r->sites[a->site].stack_id);
+        phase = (enum gs_phase)s->stack_phase;
+    }
+    uint64_t serial = 0;
+    gs_ranges_of_thread(gs_ranges_of(r), a->tid, NULL, &serial, 1);
+    if (gs_idmap_put(g->made, a->seq, (uint64_t)phase | serial << 2) != 0)
+        return;
+    s->made[phase]++;
+    if (a->time_ns < s->first_ns)
+        s->first_ns = a->time_ns;
+    if (a->time_ns > s->last_ns)
+        s->last_ns = a->time_ns;
+}
+
+static void on_gone(struct gs_roles *g, struct gs_replay *r, const struct gs_live_alloc *a)
+{
+    uint64_t v;
+    if (!g->made || gs_idmap_get(g->made, a->seq, &v) != 0 || a->site >= g->nsites)
+        return; /* made before the analysis began (a checkpoint) */
+    gs_idmap_del(g->made, a->seq);
+    struct gs_role_site *s = &g->sites[a->site];
+    enum gs_phase made = (enum gs_phase)(v & 3), now = thread_phase(r, r->event_tid);
+    uint64_t serial = v >> 2;
+    int in_range = serial && gs_ranges_serial_open(gs_ranges_of(r), serial);
+    int in_backward = now == GS_PHASE_BACKWARD && made != GS_PHASE_BACKWARD;
+    int backward_in_backward = now == GS_PHASE_BACKWARD && made == GS_PHASE_BACKWARD;
+    s->freed++;
+    s->freed_in_range += in_range;
+    s->freed_in_backward += in_backward;
+    s->backward_in_backward += backward_in_backward;
+    s->freed_as_temporary += in_range || backward_in_backward;
+    g->recent[g->next_recent++ % RECENT] = (typeof(g->recent[0])){
+        a->seq, v, a->site, (uint8_t)in_range, (uint8_t)in_backward,
+        (uint8_t)backward_in_backward};
+}
+
+/* A free the driver refused: what it counted is taken back. */
+static void on_back(struct gs_roles *g, const struct gs_live_alloc *a)
+{
+    for (unsigned k = 0; k < RECENT; k++) {
+        typeof(g->recent[0]) *f = &g->recent[k];
+        if (f->seq != a->seq || !f->seq || f->site >= g->nsites)
+            continue;
+        struct gs_role_site *s = &g->sites[f->site];
+        s->freed--;
+        s->freed_in_range -= f->in_range;
+        s->freed_in_backward -= f->in_backward;
+        s->backward_in_backward -= f->backward_in_backward;
+        s->freed_as_temporary -= f->in_range || f->backward_in_backward;
+        if (g->made)
+            gs_idmap_put(g->made, f->seq, f->value);
+        f->seq = 0;
+        return;
+    }
+}
+
+static void roles_on_device(void *ctx, struct gs_replay *r, const struct gs_live_alloc *a,
+                            int how)
+{
+    struct gs_roles *g = ctx;
+    if (how == GS_DEVICE_NEW)
+        on_new(g, r, a);
+    else if (how == GS_DEVICE_GONE)
+        on_gone(g, r, a);
+    else
+        on_back(g, a);
+}
+
+static void roles_on_mark(void *ctx, struct gs_replay *r, uint32_t label, uint64_t time_ns)
+{
+    struct gs_roles *g = ctx;
+    if (label < GS_MARK_LABELS && label < r->marks.nlabels && r->marks.labels[label].marks == 2)
+        g->second_ns[label] = time_ns;
+}
+
+static void roles_on_failure(void *ctx, struct gs_replay *r, size_t idx)
+{
+    struct gs_roles *g = ctx;
+    if (g->nfailures >= GS_ROLES_FAILURES)
+        return;
+    struct failure_sites *f = &g->failures[g->nfailures];
+    size_t n = 0;
+    for (size_t i = 0; i < r->nsites; i++)
+        n += r->sites[i].kind == GS_KIND_DEVICE && r->sites[i].live_bytes > 0;
+    f->site = malloc((n ? n : 1) * sizeof *f->site);
+    f->bytes = malloc((n ? n : 1) * sizeof *f->bytes);
+    if (!f->site || !f->bytes) {
+        free(f->site);
+        free(f->bytes);
+        f->site = NULL;
+        f->bytes = NULL;
+        return;
+    }
+    f->failure = idx;
+    f->n = 0;
+    for (size_t i = 0; i < r->nsites; i++)
+        if (r->sites[i].kind == GS_KIND_DEVICE && r->sites[i].live_bytes > 0) {
+            f->site[f->n] = (uint32_t)i;
+            f->bytes[f->n++] = r->sites[i].live_bytes;
+        }
+    g->nfailures++;
+}
+
+static const struct gs_replay_hook roles_hook = {
+    .on_device = roles_on_device,
+    .on_mark = roles_on_mark,
+    .on_failure = roles_on_failure,
+    .reset = roles_reset,
+    .free = roles_free,
+};
+
+int gs_roles_attach(struct gs_replay *r)
+{
+    struct gs_roles *g = calloc(1, sizeof *g);
+    if (!g)
+        return -1;
+    if (gs_replay_attach(r, &roles_hook, g) != 0) {
+        free(g);
+        return -1;
+    }
+    return 0;
+}
+
+struct gs_roles *gs_roles_of(const struct gs_replay *r)
+{
+    return gs_replay_hook_ctx(r, &roles_hook);
+}
+
+/* Whether a name is one of the libraries whose memory is a workspace or a
+ * communication buffer. */
+static int library_name(const char *s)
+{
+    return s && (strcasestr(s, "cublas") || strcasestr(s, "cudnn") || strcasestr(s, "nccl"));
+}
+
+static int workspace(const struct gs_replay *r, struct gs_symbolizer *sym, uint32_t stack_id)
+{
+    const struct gs_stack *st = gs_replay_stack(r, stack_id);
+    for (unsigned i = 0; st && i < st->n; i++) {
+        if (gs_pc_is_python(st->pcs[i]))
+            continue;
+        const struct gs_module *m = gs_replay_module_at(r, st->pcs[i]);
+        if (!m || !m->path)
+            continue;
+        const char *base = strrchr(m->path, '/');
+        base = base ? base + 1 : m->path;
+        if (strncmp(base, "libcublas", 9) == 0 || strncmp(base, "libcudnn", 8) == 0 ||
+            strncmp(base, "libnccl", 7) == 0)
+            return 1;
+        const struct gs_frame *f;
+        int n = sym ? gs_sym_resolve(sym, m->id, st->pcs[i], &f) : 0;
+        for (int k = 0; k < n; k++)
+            if (library_name(f[k].function))
+                return 1;
+    }
+    return 0;
+}
+
+static enum gs_role decide(const struct gs_replay *r, struct gs_symbolizer *sym,
+                           const struct gs_roles *g, size_t site)
+{
+    const struct gs_site *m = &r->sites[site];
+    if (m->kind != GS_KIND_DEVICE)
+        return GS_ROLE_UNCLASSIFIED;
+    if (workspace(r, sym, m->stack_id))
+        return GS_ROLE_WORKSPACE;
+    if (site >= g->nsites)
+        return GS_ROLE_UNCLASSIFIED;
+    const struct gs_role_site *s = &g->sites[site];
+    uint64_t n = 0;
+    for (int p = 0; p < GS_PHASE_COUNT; p++)
+        n += s->made[p];
+    if (!n)
+        return GS_ROLE_UNCLASSIFIED;
+    if (s->freed && s->freed_as_temporary == s->freed)
+        return GS_ROLE_TEMPORARIES;
+    if (s->made[GS_PHASE_FORWARD] == n && s->freed && s->freed_in_backward == s->freed)
+        return GS_ROLE_ACTIVATIONS;
+    if (s->made[GS_PHASE_BACKWARD] == n && !s->backward_in_backward)
+        return GS_ROLE_GRADIENTS;
+    /* the step label: marked most often (the first such) */
+    const struct gs_marks *mk = &r->marks;
+    size_t step = SIZE_MAX;
+    for (size_t i = 0; i < mk->nlabels; i++)
+        if (step == SIZE_MAX || mk->labels[i].marks > mk->labels[step].marks)
+            step = i;
+    if (step == SIZE_MAX || s->freed)
+        return GS_ROLE_UNCLASSIFIED;
+    uint64_t first = mk->labels[step].first_ns,
+             second = step < GS_MARK_LABELS ? g->second_ns[step] : 0;
+    if (s->made[GS_PHASE_OPTIMIZER] == n && s->first_ns >= first &&
+        (!second || s->last_ns < second))
+        return GS_ROLE_OPTIMIZER_STATE;
+    if (s->last_ns < first)
+        return GS_ROLE_PARAMETERS;
+    return GS_ROLE_UNCLASSIFIED;
+}
+
+const char *gs_roles_not_told(const struct gs_trace_info *info, const struct gs_replay *r)
+{
+    if (!gs_roles_of(r))
+        return "not analysed";
+    if (!r->peak_bytes)
+        return "no device memory";
+    struct gs_alloc_mode m;
+    gs_allocator_mode(info, r, &m);
+    if (m.per_tensor == 0)
+        return "the driver allocations are a caching allocator's segments, each holding "
+               "tensors of any role: record with gpushim run --per-tensor";
+    return NULL;
+}
+
+enum gs_role gs_site_role(const struct gs_replay *r, struct gs_symbolizer *sym, size_t site)
+{
+    struct gs_roles *g = gs_roles_of(r);
+    if (!g || site >= r->nsites)
+        return GS_ROLE_UNCLASSIFIED;
+    if (site < g->nsites && g->sites[site].role >= 0)
+        return (enum gs_role)g->sites[site].role;
+    enum gs_role role = decide(r, sym, g, site);
+    struct gs_role_site *s = site_stats(g, site);
+    if (s)
+        s->role = (int8_t)role;
+    return role;
+}
+
+uint64_t gs_roles_at_peak(const struct gs_replay *r, struct gs_symbolizer *sym,
+                          uint64_t out[GS_ROLE_COUNT])
+{
+    uint64_t all = 0;
+    memset(out, 0, GS_ROLE_COUNT * sizeof *out);
+    for (size_t i = 0; i < r->nsites; i++) {
+        if (r->sites[i].kind != GS_KIND_DEVICE)
+            continue;
+        uint64_t count, b = gs_site_peak_bytes(r, &r->sites[i], &count);
+        if (b) {
+            out[gs_site_role(r, sym, i)] += b;
+            all += b;
+        }
+    }
+    return all;
+}
+
+int gs_roles_at_failure(const struct gs_replay *r, struct gs_symbolizer *sym, size_t idx,
+                        uint64_t out[GS_ROLE_COUNT])
+{
+    const struct gs_roles *g = gs_roles_of(r);
+    memset(out, 0, GS_ROLE_COUNT * sizeof *out);
+    for (size_t k = 0; g && k < g->nfailures; k++) {
+        const struct failure_sites *f = &g->failures[k];
+        if (f->failure != idx)
+            continue;
+        for (size_t i = 0; i < f->n; i++)
+            out[gs_site_role(r, sym, f->site[i])] += f->bytes[i];
+        return 1;
+    }
+    return 0;
+}

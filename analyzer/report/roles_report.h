@@ -1,0 +1,29 @@
+/*
+ * roles_report.h - memory by role in the report, text and JSON
+ * (roles_report.c).
+ *
+ * Included by: analyzer/report (report_text.c, report_json.c), analyzer/export.
+ */
+#ifndef GPUSHIM_REPORT_ROLES_REPORT_H
+#define GPUSHIM_REPORT_ROLES_REPORT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+struct gs_report;
+struct gs_json;
+
+/* "By role at the peak: 41 % activations 8.00 MiB, ..." (or why not). */
+void gs_roles_text_peak(FILE *out, const struct gs_report *rep);
+/* The same words into buf ("not told: WHY" when roles are not told). */
+void gs_roles_peak_text(const struct gs_report *rep, char *buf, size_t sz);
+/* The same for failures[idx] when it is kept, after lead. */
+void gs_roles_text_failure(FILE *out, const struct gs_report *rep, size_t idx, const char *lead);
+/* "roles": {"not_told", "at_peak": {ROLE: bytes}} */
+void gs_roles_json(struct gs_json *j, const struct gs_report *rep);
+/* A failure's "roles": {ROLE: bytes}, or null. */
+void gs_roles_json_failure(struct gs_json *j, const struct gs_report *rep, size_t idx);
+/* The JSON key of the role of r->sites[site], or NULL when roles are not told. */
+const char *gs_roles_site_role(const struct gs_report *rep, size_t site);
+
+#endif
