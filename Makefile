@@ -238,6 +238,7 @@ deps:
 # and what only the tests use (scripts/install-deps.sh says what)
 test-deps:
 	@sh scripts/install-deps.sh test
+	@sh scripts/fetch-viewers.sh
 
 # The multi-threaded tests (threads, forks, crashes; the analyzer's reading
 # ahead) under ThreadSanitizer: the shim, the simulated driver, the programs

@@ -47,7 +47,10 @@ The jobs, and what each check compares:
             use_allocator() and mark_steps(optimizer) in a loop of 4 steps
             whose forward is an NVTX range (torch.cuda.nvtx.range_push): 4
             "step" marks, each tensor one allocation, a range "forward" that
-            ended 4 times, 3 steps between the marks.
+            ended 4 times, the Linear's 4 MiB of weights among the parameters
+            by role.
+  viewers   that trace's torch-snapshot export read by this PyTorch's own
+            torch/cuda/_memory_viz.py (segsum, trace).
 """
 import argparse
 import json
@@ -345,8 +348,26 @@ def main():
         forward = [n for n in (d["ranges"] or {}).get("nodes", []) if n["label"] == "forward"]
         check("module", "the NVTX range forward ended 4 times",
               [n["ended"] for n in forward], [4])
+        roles = d["roles"]["at_peak"] or {}
+        check("module", "roles told, with the Linear's weights as parameters",
+              (d["roles"]["not_told"], roles.get("parameters", 0) >= 1024 * 1024 * 4),
+              (None, True))
     else:
         check("module", "the job ran", rc, 0)
+
+    # the torch-snapshot export, read by this PyTorch's own memory_viz
+    # (segsum and trace are 2.x's; tests/integration/test_export_viewers.py
+    # runs 1.13's stats, segments and memory)
+    snap = os.path.join(a.out, "module.pickle")
+    subprocess.run([os.path.join(build, "gpushim"), "export", "--format=torch-snapshot", "-o",
+                    snap, os.path.join(a.out, "module.trace")], capture_output=True)
+    q = subprocess.run([sys.executable, "-c",
+                        "import pickle, sys\nfrom torch.cuda import _memory_viz as mv\n"
+                        "s = pickle.load(open(sys.argv[1], 'rb'))\n"
+                        "mv.segsum(s); mv.trace(s); print('read')", snap],
+                       capture_output=True, text=True)
+    check("viewers", "memory_viz's segsum and trace read the torch-snapshot export",
+          q.stdout.strip() or q.stderr.strip()[-300:], "read")
 
     passed = sum(results)
     print(f"{passed} passed, {len(results) - passed} failed (traces and reports in {a.out})")

@@ -1,6 +1,13 @@
 """test_export_viewers.py - gpushim export --format=perfetto and
 --format=torch-snapshot (issue 6, item 6): the events over time, for
-ui.perfetto.dev / chrome://tracing and for PyTorch's memory_viz.
+ui.perfetto.dev / chrome://tracing and for PyTorch's memory_viz; and the
+exports opened by the viewers themselves (issue 18 item 5): the folded
+export in speedscope (npm) in headless Chromium, the torch snapshot through
+torch/cuda/_memory_viz.py of Debian's PyTorch 1.13 (stats, segments,
+memory; 2.x's segsum and trace where that PyTorch is installed, on a GPU
+machine: examples/gpu_torch_check.py). ui.perfetto.dev cannot run here (a
+web app with no npm package to serve offline): perfetto is checked against
+the format's rules.
 
 perfetto is checked against the trace-event format's rules (a JSON object
 with a traceEvents array; every event has ph, a numeric ts and the traced
@@ -20,11 +27,15 @@ them backwards from the segments; a block outside every segment breaks it),
 frames that name the program's functions innermost first, oom entries that
 carry the request and what the device had free.
 """
+import base64
+import html
 import io
 import json
 import os
 import pickle
 import pickletools
+import re
+import shutil
 import subprocess
 import tempfile
 
@@ -562,3 +573,125 @@ def test_torch_snapshot_python_frames():
           "the extension's native frames first, innermost first")
     check(not any("ceval" in f["filename"] or f["name"] == "_PyEval_EvalFrameDefault"
                   for f in segs[0]["frames"]), "no interpreter frame")
+
+
+# ---- the viewers themselves ----
+# speedscope, from npm (scripts/fetch-viewers.sh, make test-deps), in
+# headless Chromium; PyTorch's own torch/cuda/_memory_viz.py, from Debian's
+# python3-torch.
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+VIEWERS = os.environ.get("GPUSHIM_VIEWERS") or os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gpushim", "viewers")
+SPEEDSCOPE = os.path.join(VIEWERS, "speedscope", "dist", "release", "index.html")
+
+
+def sandwich(folded_path, name):
+    """speedscope's sandwich view of a folded file, loaded as its command
+    line loads one (bin/cli.mjs: index.html#localProfilePath= a script that
+    calls speedscope.loadFileFromBase64): the page's title, and each row's
+    (symbol, total, self)."""
+    with open(folded_path, "rb") as f:
+        data = base64.b64encode(f.read()).decode()
+    js = folded_path + ".js"
+    with open(js, "w") as f:
+        f.write(f"speedscope.loadFileFromBase64({json.dumps(name)}, {json.dumps(data)})")
+    home = tempfile.mkdtemp(prefix="gpushim-chrome-")
+    p = subprocess.run([CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
+                        "--allow-file-access-from-files", "--virtual-time-budget=8000",
+                        "--window-size=1400,1200", "--dump-dom",
+                        f"file://{SPEEDSCOPE}#localProfilePath={js}&view=sandwich"],
+                       capture_output=True, text=True, timeout=90, env=dict(os.environ, HOME=home))
+    title = re.search(r"<title>([^<]*)</title>", p.stdout)
+    cells = [html.unescape(c).strip() for c in re.split(r"<[^>]+>", p.stdout)]
+    cells = [c for c in cells if c]
+    check("Symbol Name" in cells, f"the sandwich table: rc {p.returncode} {p.stderr[-1500:]}")
+    rows, i = [], cells.index("Symbol Name") + 1
+    number = re.compile(r"^([\d,]+) \(")
+    while i + 2 < len(cells) and number.match(cells[i]) and number.match(cells[i + 1]):
+        rows.append((cells[i + 2], int(number.match(cells[i]).group(1).replace(",", "")),
+                     int(number.match(cells[i + 1]).group(1).replace(",", ""))))
+        i += 3
+    return (title.group(1) if title else None), rows
+
+
+def test_folded_export_in_speedscope():
+    if not CHROMIUM:
+        return "skipped: no chromium"
+    if not os.path.exists(SPEEDSCOPE):
+        return f"skipped: no speedscope in {VIEWERS} (make test-deps fetches it)"
+    # drv_schedule.c at its peak: weights 4 x 1 MiB (load_weights), two 2 MiB
+    # activations (make_activation), 3 x 256 KiB in the cache (remember_in_cache)
+    trace = one_trace(run([E.prog("drv_schedule")]))
+    out = os.path.join(tempfile.mkdtemp(prefix="gpushim-speedscope-"), "peak.folded")
+    with open(out, "wb") as f:
+        f.write(export(trace, "folded"))
+    lines = [l.rsplit(" ", 1) for l in open(out).read().splitlines()]
+    title, rows = sandwich(out, "peak.folded")
+    eq(title, "peak.folded - speedscope", "speedscope loaded the profile")
+    got = {name: (total, self) for name, total, self in rows}
+    # what speedscope counted, against the report: every byte of the peak,
+    # each line's bytes the self weight of its innermost frame
+    eq(sum(s for _, _, s in rows), report_json(trace)["peak"]["bytes"],
+       "self weights add up to the peak")
+    leaf = {}
+    for stack, n in lines:
+        leaf[stack.split(";")[-1]] = leaf.get(stack.split(";")[-1], 0) + int(n)
+    eq({k: v[1] for k, v in got.items() if v[1]}, leaf, "each innermost frame's bytes")
+    by_function = {}
+    for name, total, _ in rows:
+        fn = name.split(" (")[0]
+        by_function[fn] = max(by_function.get(fn, 0), total)
+    eq((by_function["load_weights"], by_function["make_activation"],
+        by_function["remember_in_cache"], by_function["main"]),
+       (4 * MiB, 4 * MiB, 3 * 256 * KiB, 4 * MiB + 3 * 256 * KiB),
+       "the schedule's call sites, by total (main's two lines are two symbols: the larger, "
+       "the loop's, holds the activations and the cache)")
+
+
+def debian_torch_python():
+    p = subprocess.run(["/usr/bin/python3", "-c", "import torch.cuda._memory_viz"],
+                       capture_output=True, text=True)
+    return p.returncode == 0
+
+
+MEMORY_VIZ = r'''
+import json, pickle, sys
+from torch.cuda import _memory_viz as mv
+snap = pickle.load(open(sys.argv[1], "rb"))
+same = lambda lines: lines  # the flame-graph lines, not flamegraph.pl's SVG
+out = {"stats": {k: getattr(v, "value", v) for k, v in mv.stats(snap["segments"]).items()},
+       "segments": mv.segments(snap["segments"], format_flamegraph=same).splitlines(),
+       "memory": mv.memory(snap["segments"], format_flamegraph=same).splitlines()}
+if hasattr(mv, "segsum"):  # PyTorch 2.x's own: the snapshot as a whole
+    out["segsum"] = mv.segsum(snap)
+    out["trace"] = mv.trace(snap)
+print(json.dumps(out))
+'''
+
+
+def test_torch_snapshot_through_memory_viz():
+    if not debian_torch_python():
+        return "skipped: no torch for /usr/bin/python3 (make test-deps installs python3-torch)"
+    # drv_api_steps.c kill: the 4 MiB weights with a 4 KiB block, three
+    # 1 MiB segments left empty: the blocks tile each segment
+    r = run([E.prog("drv_api_steps"), "kill"], env={"ASAN_OPTIONS": "detect_leaks=0"})
+    eq(r.rc, -9, f"killed: {r.err}")
+    out = os.path.join(tempfile.mkdtemp(prefix="gpushim-memviz-"), "snap.pickle")
+    with open(out, "wb") as f:
+        f.write(export(one_trace(r), "torch-snapshot"))
+    p = subprocess.run(["/usr/bin/python3", "-c", MEMORY_VIZ, out], capture_output=True,
+                       text=True, timeout=120)
+    eq(p.returncode, 0, f"torch/cuda/_memory_viz.py read it: {p.stderr[-2000:]}")
+    got = json.loads(p.stdout)
+    # stats() asserts that each segment's blocks add up to its size
+    eq(got["stats"], {"segments": 4, "total_size": 7 * MiB, "active_allocated": 4 * KiB,
+                      "inactive": 7 * MiB - 4 * KiB}, "memory_viz's stats")
+    segs = torch_snapshot(one_trace(r))["segments"]
+    first = f"stream_{segs[0]['stream']};seg_{segs[0]['address']}"
+    eq(got["segments"][:2], [f"{first};active_allocated {4 * KiB}",
+                             f"{first};inactive {4 * MiB - 4 * KiB}"],
+       "the flame-graph lines of the first segment")
+    eq(sorted(got["memory"]), sorted(f"stream_{s['stream']};{b['state']} {b['size']}"
+                                     for s in segs for b in s["blocks"]),
+       "memory's lines: every block, by stream and state")
