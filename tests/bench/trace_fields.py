@@ -10,7 +10,8 @@ each layout in 1 MiB chunks, as the shim does: zlib level 1 (the shim's) and
 level 6. It prints the bytes per event of each, from what heaptrack keeps
 (an event's type and its call site, and which allocation a free ends) up to
 everything the trace keeps today, so that a change of format can be judged
-against what the events carry. The layouts are sketches, never written to a
+against what the events carry; then the same fields laid out by column
+(each field a stream of its own in each chunk), the layout issue 19 weighs. The layouts are sketches, never written to a
 file: each keeps a field as a varint (signed values zigzag, addresses and
 times as deltas from the previous event's) and drops the record length.
 
@@ -177,6 +178,53 @@ def measure(records, n):
     return total / n, z1 / n, z6 / n
 
 
+COLUMNS = ("type", "time", "tid", "api", "device", "stream", "kind", "space", "parent",
+           "stack", "size", "addr", "which")
+CHUNK_EVENTS = 65536
+
+
+def columnar(events):
+    """Everything the fifth row keeps and the thread, API, device, stream,
+    kind, space and parent, laid out by column: CHUNK_EVENTS events a chunk,
+    each field of theirs a stream of its own, each stream compressed alone.
+    Times are microseconds, a free names the allocation it ends by its
+    sequence distance (a chunk would carry its first allocation's number,
+    so that chunks decode alone). Returns (raw, zlib 1, zlib 6) bytes per
+    event, and zlib 1's bytes per event by column."""
+    seq, live, n = 0, {}, len(events)
+    raw = z1 = z6 = 0
+    by_column = dict.fromkeys(COLUMNS, 0)
+    for c in range(0, n, CHUNK_EVENTS):
+        cols = {k: bytearray() for k in COLUMNS}
+        prev_t = prev_a = 0
+        for typ, t, tid, api, dev, addr, size, stack, stream, kind, space, parent in \
+                events[c:c + CHUNK_EVENTS]:
+            put_varint(cols["type"], typ - REC_ALLOC)
+            put_varint(cols["time"], zigzag(t // 1000 - prev_t))
+            prev_t = t // 1000
+            for k, v in (("tid", tid), ("api", api), ("device", zigzag(dev)),
+                         ("stream", stream), ("kind", kind), ("space", space),
+                         ("parent", parent)):
+                put_varint(cols[k], v)
+            if typ == REC_ALLOC:
+                put_varint(cols["stack"], stack)
+                put_varint(cols["size"], size)
+                put_varint(cols["addr"], zigzag(addr - prev_a))
+                prev_a = addr
+                live[(addr, space)] = seq
+                seq += 1
+            else:
+                born = live.pop((addr, space), None)
+                put_varint(cols["which"], seq - born if born is not None else 0)
+        for k, b in cols.items():
+            c1 = len(zlib.compress(bytes(b), 1))
+            raw += len(b)
+            z1 += c1
+            z6 += len(zlib.compress(bytes(b), 6))
+            by_column[k] += c1
+    return (raw / n, z1 / n, z6 / n), {k: v / n for k, v in by_column.items()}
+
+
 def main():
     if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
         print(__doc__.split("\n\n")[1])
@@ -201,6 +249,12 @@ def main():
         print("%-62s %6.2f %7.2f %7.2f" % ((label,) + measure(layout(events, keep), n)))
     label = "+ lengths, frees by address: as the trace holds them"
     print("%-62s %6.2f %7.2f %7.2f" % ((label,) + measure(current(events), n)))
+    figures, by_column = columnar(events)
+    label = "the sixth row by column (us, frees by sequence distance)"
+    print("%-62s %6.2f %7.2f %7.2f" % ((label,) + figures))
+    print("  of which, zlib 1: " + ", ".join("%s %.2f" % kv for kv in
+                                             sorted(by_column.items(), key=lambda kv: -kv[1])
+                                             if kv[1] >= 0.01))
 
 
 if __name__ == "__main__":
