@@ -4,7 +4,8 @@ made again from the test programs run under the shim against the simulated
 driver. Usage: make_corpus.py --build DIR (make fuzz-corpus).
 
 Traces: drv_schedule, drv_oom (a failed allocation), drv_api_steps (marks),
-drv_api_blocks (the program's own blocks), drv_multidevice, Python frames
+drv_api_blocks (the program's own blocks), drv_multidevice, drv_nvtx (NVTX
+ranges and heap spans), drv_roles (roles and a failure), Python frames
 (tests/progs/python/train.py), a killed crash_victim (its trace, and with
 its ring for the recover target), and two bounded by GPUSHIM_MAX_BYTES
 (drv_longhaul, drv_api_longrun) cut after their first chunks, checkpoint
@@ -132,6 +133,20 @@ def traced(tmp, name, argv, env=None, rc=0):
     return os.path.join(tmp, name)
 
 
+def ranges_and_roles(tmp):
+    """NVTX ranges, domains and heap spans (drv_nvtx, where the toolkit's
+    NVTX headers built it) and memory by role with a failure (drv_roles)."""
+    out = {}
+    if os.path.exists(E.prog("drv_nvtx")):
+        out["nvtx"] = open(traced(tmp, "nvtx.trace", [E.prog("drv_nvtx"), "traced", "oom"],
+                                  env={"NVTX_INJECTION64_PATH": E.shim,
+                                       "SIMCUDA_MEMORY": "64M"}), "rb").read()
+    out["roles"] = open(traced(tmp, "roles.trace", [E.prog("drv_roles"), os.path.join(
+        E.build, "progs", "fw", "libcublasLt.so.13")], env={"SIMCUDA_MEMORY": "64M"}),
+        "rb").read()
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
@@ -160,6 +175,7 @@ def main():
                                                env={"GPUSHIM_MAX_BYTES": "4M"}), "rb").read(), CUT)
     batches = {b: open(traced(tmp, f"b{b}.trace", [E.prog("drv_batch"), str(b), "2"]), "rb").read()
                for b in (4, 8)}
+    traces.update(ranges_and_roles(tmp))
 
     traces = {k: hide_modules(v) for k, v in traces.items()}
     batches = {k: hide_modules(v) for k, v in batches.items()}
