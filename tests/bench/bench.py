@@ -2,10 +2,10 @@
 """bench.py - what `make bench` runs: gpushim's recording and analysis cost,
 side by side with heaptrack's on the same events.
 
-Usage: bench.py --build DIR [--events N] [--repeat R]
+Usage: bench.py --build DIR [--events N] [--repeat R] [--frames F]
 
-Runs build/bench/bench_workload (N driver events from 16 call sites about 20
-frames deep; see tests/bench/bench_workload.c) on the simulated driver with
+Runs build/bench/bench_workload (N driver events from 16 call sites F frames
+deep, 20 unless told; see tests/bench/bench_workload.c) on the simulated driver with
 SIMCUDA_HOST_MALLOC=1, so that each device allocation and free is also one
 heap allocation and free, which heaptrack sees. Each measurement is the best
 of R runs, interleaved:
@@ -121,8 +121,13 @@ def main():
     ap.add_argument("--whatif-requests", type=int, default=WHATIF_REQUESTS,
                     help="requests per setting of the whatif model's rows (default %d; 0: none)"
                     % WHATIF_REQUESTS)
+    ap.add_argument("--frames", type=int, default=20,
+                    help="the call sites' depth, 4 to 1000 (default 20; both tools record "
+                         "every frame)")
     args = ap.parse_args()
     n = args.events
+    if not 4 <= args.frames <= 1000:
+        fail("--frames must be from 4 to 1000")
     if n < 2 * STARTUP_EVENTS:
         fail("--events must be at least %d" % (2 * STARTUP_EVENTS))
 
@@ -142,8 +147,8 @@ def main():
     env.update(SIMCUDA_HOST_MALLOC="1", SIMCUDA_MEMORY="1T")
 
     machine_info()
-    print("workload  %s: %d events (%d with the tiny workload), best of %d runs"
-          % (os.path.relpath(workload), n, STARTUP_EVENTS, args.repeat))
+    print("workload  %s: %d events (%d with the tiny workload), %d frames deep, best of %d runs"
+          % (os.path.relpath(workload), n, STARTUP_EVENTS, args.frames, args.repeat))
     if heaptrack:
         print("heaptrack %s" % heaptrack_version(heaptrack).replace("heaptrack ", "", 1))
     else:
@@ -163,12 +168,14 @@ def main():
             for path in glob.glob(os.path.join(tmp, "b*.trace")) + glob.glob(hbase + ".*"):
                 os.remove(path)
 
-        gs_env = dict(env, LD_PRELOAD=shim, GPUSHIM_OUTPUT=trace)
+        # every frame recorded, as heaptrack records them
+        gs_env = dict(env, LD_PRELOAD=shim, GPUSHIM_OUTPUT=trace,
+                      GPUSHIM_STACK_DEPTH=str(max(64, min(256, args.frames + 8))))
         tools = ["baseline", "gpushim"] + (["heaptrack"] if heaptrack else [])
 
         def command(tool, events):
             prefix = [heaptrack, "-o", hbase] if tool == "heaptrack" else []
-            return prefix + [workload, str(events)]
+            return prefix + [workload, str(events), str(args.frames)]
 
         def tool_env(tool):
             return gs_env if tool == "gpushim" else env
@@ -196,10 +203,12 @@ def main():
         # And of the tiny workload, whose analysis is each analyzer's start-up:
         # reading its own binary and libraries, symbolizing the stacks.
         tiny = os.path.join(tmp, "tiny.trace")
-        run([workload, str(STARTUP_EVENTS)], dict(gs_env, GPUSHIM_OUTPUT=tiny), tmp, "gpushim")
+        run([workload, str(STARTUP_EVENTS), str(args.frames)], dict(gs_env, GPUSHIM_OUTPUT=tiny),
+            tmp, "gpushim")
         if heaptrack:
             tbase = os.path.join(tmp, "t")
-            run([heaptrack, "-o", tbase, workload, str(STARTUP_EVENTS)], env, tmp, "heaptrack")
+            run([heaptrack, "-o", tbase, workload, str(STARTUP_EVENTS), str(args.frames)], env,
+                tmp, "heaptrack")
             found = glob.glob(tbase + ".*")
             if len(found) != 1:
                 fail("heaptrack wrote no single %s.* file: %s" % (tbase, os.listdir(tmp)))

@@ -1,12 +1,15 @@
 /*
  * bench_workload.c - the workload `make bench` records (tests/bench/bench.py).
  *
- * Usage: bench_workload [N]   (N events, default 1000000)
+ * Usage: bench_workload [N [FRAMES]]   (N events, default 1000000; FRAMES
+ *        deep, 4 to 1000, default 20)
  *
  * Makes about N/2 cuMemAlloc_v2 and N/2 cuMemFree_v2 calls, N in all,
  * through the driver it is linked with (the simulated one in tests), from 16
- * call sites about 20 frames deep: main, a recursive chain of DEPTH + 1
- * frames, one of 16 site functions, then step(), which calls the driver.
+ * call sites FRAMES frames deep: main, a recursive chain of FRAMES - 3
+ * frames, one of 16 site functions, then step(), which calls the driver
+ * (20 frames: the bench's first rows; 100: a training job's depth, PyTorch's
+ * dispatch under the interpreter).
  * The live set stays small: each allocation goes into a random one of SLOTS
  * slots and the block it replaces is freed, so blocks live a few dozen
  * steps. Sizes vary with the site and the step. LEAKS blocks, spread over
@@ -28,7 +31,7 @@
 #define KEEP_FRAME() __asm__ volatile("" ::: "memory")
 
 #define SITES 16
-#define DEPTH 16 /* recursive frames below a site: main + 17 + site + step = 20 */
+#define FRAMES 20 /* by default: main + 17 recursive + site + step */
 #define SLOTS 64 /* live allocations at a time */
 #define LEAKS 64 /* allocations never freed */
 
@@ -102,7 +105,13 @@ static NOINLINE void descend(unsigned depth, unsigned site, unsigned slot, uint6
 int main(int argc, char **argv)
 {
     unsigned long n = argc > 1 ? strtoul(argv[1], NULL, 10) : 1000000ul;
+    unsigned long frames = argc > 2 ? strtoul(argv[2], NULL, 10) : FRAMES;
     gs_cucontext ctx;
+    if (frames < 4 || frames > 1000) {
+        fprintf(stderr, "bench_workload: FRAMES is 4 to 1000, not %lu\n", frames);
+        return 2;
+    }
+    unsigned depth = (unsigned)frames - 4; /* descend(depth) is depth + 1 frames */
 
     check(cuInit(0), "cuInit");
     check(cuDevicePrimaryCtxRetain(&ctx, 0), "cuDevicePrimaryCtxRetain");
@@ -125,7 +134,7 @@ int main(int argc, char **argv)
         unsigned site = (unsigned)(((r >> 32) % SITES) * ((r >> 40) % SITES + 1) / SITES);
         int leak = slots[slot] && leaked < leaks && i % stride == stride - 1;
         leaked += (unsigned long)leak;
-        descend(DEPTH, site, slot, r, leak);
+        descend(depth, site, slot, r, leak);
     }
     /* The live set ends freed, but for the leaks still owed. */
     for (unsigned s = 0; s < SLOTS; s++) {
