@@ -27,7 +27,9 @@
  *
  * Memory stays bounded: at most GS_RANGE_NODES ranges and GS_RANGES_OPEN
  * open instances (more are counted, not followed), the last GS_RANGES_KEPT
- * instances in a ring.
+ * instances in a ring. An instance of a range past GS_RANGE_NODES is kept
+ * open with no range (GS_RANGE_NONE), so that its pop ends it and not its
+ * parent; its figures go to the instances around it as any piece's do.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,11 +127,13 @@ static uint32_t node_of(struct ranges_ctx *c, uint32_t parent, uint32_t domain, 
 }
 
 /* The index of the last open instance of tid that was pushed (of domain,
- * or of any when any is set), or -1. */
-static ptrdiff_t last_pushed(const struct gs_ranges *g, uint32_t tid, uint32_t domain, int any)
+ * or of any when any is set; followed ones only when followed is set), or -1. */
+static ptrdiff_t last_pushed(const struct gs_ranges *g, uint32_t tid, uint32_t domain, int any,
+                             int followed)
 {
     for (size_t i = g->nopen; i-- > 0;)
-        if (g->open[i].pushed && g->open[i].tid == tid && (any || g->open[i].domain == domain))
+        if (g->open[i].pushed && g->open[i].tid == tid && (any || g->open[i].domain == domain) &&
+            (!followed || g->open[i].node != GS_RANGE_NONE))
             return (ptrdiff_t)i;
     return -1;
 }
@@ -142,13 +146,11 @@ static void open_instance(struct ranges_ctx *c, struct gs_replay *r, const struc
     char label[GS_MAX_LABEL + 1];
     gs_text_copy(label, sizeof label, e->label, e->label ? e->label_len : 0);
     uint32_t parent = GS_RANGE_NONE;
-    if (pushed) {
-        ptrdiff_t p = last_pushed(g, e->tid, 0, 1);
+    if (pushed) { /* the innermost followed: a range not followed has no node */
+        ptrdiff_t p = last_pushed(g, e->tid, 0, 1, 1);
         parent = p < 0 ? GS_RANGE_NONE : g->open[p].node;
     }
-    uint32_t node = g->nopen < GS_RANGES_OPEN ? node_of(c, parent, domain, !pushed, label)
-                                              : GS_RANGE_NONE;
-    if (node != GS_RANGE_NONE && g->nopen == g->open_cap) {
+    if (g->nopen == g->open_cap && g->nopen < GS_RANGES_OPEN) {
         size_t cap = g->open_cap ? g->open_cap * 2 : 16;
         struct gs_range_open *o = realloc(g->open, cap * sizeof *o);
         if (o) {
@@ -156,19 +158,25 @@ static void open_instance(struct ranges_ctx *c, struct gs_replay *r, const struc
             g->open_cap = cap;
         }
     }
-    if (node == GS_RANGE_NONE || g->nopen == g->open_cap) {
-        /* not followed; its pop or end will find nothing of its own and
-         * must not end another: a placeholder would need room too, so the
-         * pop is counted as unmatched instead */
+    if (g->nopen == g->open_cap) {
+        /* no room even to hold its place: its pop may end another */
         g->dropped++;
         return;
     }
-    struct gs_range_node *n = &g->nodes[node];
-    if (n->first_ns == UINT64_MAX)
-        n->first_ns = e->time_ns;
-    uint64_t opened = n->ended;
-    for (size_t i = 0; i < g->nopen; i++)
-        opened += g->open[i].node == node;
+    /* Past GS_RANGE_NODES a range is not followed, but holds its place,
+     * so that its pop or end ends it and nothing else. */
+    uint32_t node = node_of(c, parent, domain, !pushed, label);
+    uint64_t opened = 0;
+    if (node == GS_RANGE_NONE) {
+        g->dropped++;
+    } else {
+        struct gs_range_node *n = &g->nodes[node];
+        if (n->first_ns == UINT64_MAX)
+            n->first_ns = e->time_ns;
+        opened = n->ended;
+        for (size_t i = 0; i < g->nopen; i++)
+            opened += g->open[i].node == node;
+    }
     g->open[g->nopen++] = (struct gs_range_open){.node = node,
                                                  .tid = e->tid,
                                                  .domain = domain,
@@ -209,6 +217,8 @@ static void end_instance(struct gs_ranges *g, size_t i, uint64_t now)
     }
     memmove(&g->open[i], &g->open[i + 1], (g->nopen - i - 1) * sizeof g->open[0]);
     g->nopen--;
+    if (x.node == GS_RANGE_NONE)
+        return; /* not followed: it only held its place */
     struct gs_range_node *n = &g->nodes[x.node];
     n->ended++;
     if (n->ended == 1 || x.peak > n->peak_max) {
@@ -246,7 +256,7 @@ static void ranges_on_range(void *ctx, struct gs_replay *r, const struct gs_reve
         return;
     case GS_RANGE_POP:
         g->pops++;
-        i = last_pushed(g, e->tid, domain, 0);
+        i = last_pushed(g, e->tid, domain, 0, 0);
         break;
     case GS_RANGE_END:
         g->ends++;
@@ -324,9 +334,9 @@ static void ranges_on_failure(void *ctx, struct gs_replay *r, size_t idx)
         g->nfailure_nodes = idx + 1;
     }
     /* the innermost range pushed on its thread, else the last started */
-    ptrdiff_t i = last_pushed(g, r->failures[idx].tid, 0, 1);
+    ptrdiff_t i = last_pushed(g, r->failures[idx].tid, 0, 1, 1);
     for (size_t k = g->nopen; k-- > 0 && i < 0;)
-        if (!g->open[k].pushed)
+        if (!g->open[k].pushed && g->open[k].node != GS_RANGE_NONE)
             i = (ptrdiff_t)k;
     g->failure_node[idx] = i < 0 ? GS_RANGE_NONE : g->open[i].node;
 }
@@ -363,7 +373,7 @@ size_t gs_ranges_of_thread(const struct gs_ranges *g, uint32_t tid, uint32_t *no
 {
     size_t n = 0;
     for (size_t i = g->nopen; i-- > 0 && n < max;)
-        if (g->open[i].pushed && g->open[i].tid == tid) {
+        if (g->open[i].pushed && g->open[i].tid == tid && g->open[i].node != GS_RANGE_NONE) {
             if (nodes)
                 nodes[n] = g->open[i].node;
             if (serials)

@@ -82,7 +82,8 @@ int gs_ranges_attach(struct gs_replay *r);
 /* r's ranges; with the analysis not attached, none. */
 const struct gs_ranges *gs_ranges_of(const struct gs_replay *r);
 /* The i-th instance open now (0: the first opened of those still open),
- * whole: 1, or 0 past the last. */
+ * whole: 1, or 0 past the last. Its node is GS_RANGE_NONE for an instance
+ * not followed (past GS_RANGE_NODES), which holds its place only. */
 int gs_ranges_open_at(const struct gs_ranges *g, size_t i, struct gs_range_instance *out);
 /* The instances thread tid pushed that are open now, innermost first: their
  * ranges into nodes and their serials into serials (either may be NULL),

@@ -101,10 +101,15 @@ void gs_ranges_text(FILE *out, const struct gs_report *rep)
                     g->nnodes - shown);
     }
     struct gs_range_instance x;
-    size_t nopen = g->nopen < 16 ? g->nopen : 16;
-    if (nopen)
+    size_t shown = 0, followed = 0;
+    for (size_t i = 0; gs_ranges_open_at(g, i, &x); i++)
+        followed += x.node != GS_RANGE_NONE;
+    if (followed)
         fprintf(out, "  open at the end (the run stopped inside them):\n");
-    for (size_t i = 0; i < nopen && gs_ranges_open_at(g, i, &x); i++) {
+    for (size_t i = 0; shown < 16 && gs_ranges_open_at(g, i, &x); i++) {
+        if (x.node == GS_RANGE_NONE)
+            continue;
+        shown++;
         char path[1024], a[32], b[32], c[32];
         gs_range_path(g, x.node, path, sizeof path);
         kept_bytes(x.kept, c, sizeof c);
@@ -112,8 +117,8 @@ void gs_ranges_text(FILE *out, const struct gs_report *rep)
                 x.nth, seconds(x.start_ns), gs_human_bytes(x.peak, a, sizeof a),
                 gs_human_bytes(x.allocated, b, sizeof b), c);
     }
-    if (g->nopen > nopen)
-        fprintf(out, "    and %zu more\n", g->nopen - nopen);
+    if (followed > shown)
+        fprintf(out, "    and %zu more\n", followed - shown);
     if (g->unmatched)
         fprintf(out, "  %" PRIu64 " pop%s or end%s ended no range open (opened before the trace "
                      "began, or not followed)\n",
@@ -211,8 +216,8 @@ void gs_ranges_json(struct gs_json *j, const struct gs_report *rep)
     gs_json_end_array(j);
     gs_json_begin_array(j, "open");
     struct gs_range_instance x;
-    for (size_t i = 0; i < g->nopen; i++)
-        if (gs_ranges_open_at(g, i, &x))
+    for (size_t i = 0; gs_ranges_open_at(g, i, &x); i++)
+        if (x.node != GS_RANGE_NONE)
             instance_json(j, &x);
     gs_json_end_array(j);
     gs_json_end_object(j);

@@ -8,10 +8,12 @@
  * not count when they are freed inside it, and a free the driver refused
  * gives its bytes back without counting as made again; pops and ends with
  * nothing to end are counted; a failure is inside its thread's innermost
- * range; a top-level range is also a mark.
+ * range; a top-level range is also a mark; a range past the limit on
+ * ranges is counted, not followed, and its pop ends it, not its parent.
  */
 #include <criterion/criterion.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "gpushim_trace.h"
@@ -173,5 +175,31 @@ Test(ranges, a_top_level_range_is_a_mark_and_a_failure_is_inside_its_threads_ran
     cr_assert_eq(x.node, 1);
     cr_assert_eq(x.end_ns, 0, "open");
     cr_assert(!gs_ranges_open_at(g, 3, &x));
+    gs_replay_free(&r);
+}
+
+Test(ranges, a_range_past_the_limit_holds_its_place)
+{
+    struct gs_replay r;
+    const struct gs_ranges *g = setup(&r);
+    push(&r, 1, "outer");
+    char label[32];
+    for (int k = 0; k < GS_RANGE_NODES + 4; k++) { /* "outer" and 1023 more are followed */
+        snprintf(label, sizeof label, "op %d", k);
+        push(&r, 1, label);
+        alloc(&r, 1, 0x1000 + (uint64_t)k * 0x1000, 4096);
+        pop(&r, 1);
+    }
+    push(&r, 1, "op 0");   /* followed: an inner range of outer already known */
+    pop(&r, 1);
+    pop(&r, 1);               /* ends outer, not a range past the limit */
+    cr_assert_eq(g->nnodes, GS_RANGE_NODES);
+    cr_assert_eq(g->dropped, 5, "the five past the limit: counted, not followed");
+    cr_assert_eq(g->unmatched, 0, "each pop ended its own push");
+    cr_assert_eq(g->nopen, 0);
+    cr_assert_eq(g->nodes[0].ended, 1);
+    cr_assert_eq(g->nodes[1].ended, 2, "op 0, twice");
+    cr_assert_eq(g->nodes[0].allocated, (uint64_t)(GS_RANGE_NODES + 4) * 4096,
+                 "outer counts what was made inside those not followed too");
     gs_replay_free(&r);
 }
