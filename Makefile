@@ -247,7 +247,8 @@ test-deps:
 STRESS_TESTS := -k churn -k threads_exact -k sixteen_threads -k fork_children -k fork_without \
                 -k failed_execs_while_threads
 TSAN_TESTS := $(STRESS_TESTS) -k crash_control -k crash_sigkill -k crash_underscore \
-              -k crash_exit_group -k crash_killed -k read_ahead
+              -k crash_exit_group -k crash_killed -k read_ahead \
+              -k ranges_marks_and_regions_from_nvtx -k ranges_through_the_api
 check-tsan:
 	$(MAKE) TSAN=1 BUILD=build/tsan all progs
 	python3 tests/integration/run_tests.py --build build/tsan --tsan $(TSAN_TESTS)
