@@ -281,29 +281,21 @@ static void ranges_on_range(void *ctx, struct gs_replay *r, const struct gs_reve
         end_instance(g, (size_t)i, e->time_ns);
 }
 
-/* The first open instance whose start_seq (serial set: serial) is at least
- * key: both only grow along the list. */
-static size_t first_at_least(const struct gs_ranges *g, uint64_t key, int serial)
+/* The last open instance that opened before allocation seq was made, or -1. */
+static ptrdiff_t made_in(const struct gs_ranges *g, uint64_t seq)
 {
-    size_t lo = 0, hi = g->nopen;
+    size_t lo = 0, hi = g->nopen; /* start_seq never falls along the list */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if ((serial ? g->open[mid].serial : g->open[mid].start_seq) < key)
+        if (g->open[mid].start_seq < seq)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo;
+    return (ptrdiff_t)lo - 1;
 }
 
-/* The last open instance that opened before allocation seq was made, or -1. */
-static ptrdiff_t made_in(const struct gs_ranges *g, uint64_t seq)
-{
-    return (ptrdiff_t)first_at_least(g, seq, 0) - 1;
-}
-
-static void ranges_on_device(void *ctx, struct gs_replay *r, const struct gs_live_alloc *a,
-                             int how)
+static void ranges_on_device(void *ctx, struct gs_replay *r, struct gs_live_alloc *a, int how)
 {
     struct gs_ranges *g = &((struct ranges_ctx *)ctx)->g;
     if (!g->nopen)
@@ -383,10 +375,12 @@ size_t gs_ranges_of_thread(const struct gs_ranges *g, uint32_t tid, uint32_t *no
     return n;
 }
 
-int gs_ranges_serial_open(const struct gs_ranges *g, uint64_t serial)
+int gs_ranges_serial_open(const struct gs_ranges *g, uint64_t serial, uint64_t mask)
 {
-    size_t i = first_at_least(g, serial, 1);
-    return i < g->nopen && g->open[i].serial == serial;
+    for (size_t i = g->nopen; i-- > 0;) /* few are open: the innermost are likelier */
+        if ((g->open[i].serial & mask) == (serial & mask))
+            return 1;
+    return 0;
 }
 
 int gs_ranges_open_at(const struct gs_ranges *g, size_t i, struct gs_range_instance *out)

@@ -90,8 +90,8 @@ int gs_ranges_open_at(const struct gs_ranges *g, size_t i, struct gs_range_insta
  * at most max; the count. */
 size_t gs_ranges_of_thread(const struct gs_ranges *g, uint32_t tid, uint32_t *nodes,
                            uint64_t *serials, size_t max);
-/* Whether the instance of that serial is open now. */
-int gs_ranges_serial_open(const struct gs_ranges *g, uint64_t serial);
+/* Whether an instance whose serial's bits in mask are serial's is open now. */
+int gs_ranges_serial_open(const struct gs_ranges *g, uint64_t serial, uint64_t mask);
 /* The range's name as reports show it: "[domain] label" in a named domain. */
 void gs_range_name(const struct gs_ranges *g, uint32_t node, char *out, size_t outsz);
 /* Its path from the top, "step > forward". */

@@ -48,7 +48,6 @@
 #include "analyzer/findings/ranges.h"
 #include "analyzer/findings/roles.h"
 #include "analyzer/symbols/symbolize.h"
-#include "analyzer/util/idmap.h"
 
 #define RECENT 8 /* frees remembered, that a refused free gives back */
 
@@ -59,15 +58,24 @@ struct failure_sites {
     uint64_t *bytes;
 };
 
+/* What the roles note on an allocation (gs_live_alloc.tag): TAGGED, the
+ * phase it was made in, and the low bits of the serial of the range its
+ * thread had pushed innermost then (0: none). */
+#define TAGGED 0x80000000u
+#define SERIAL_SHIFT 2
+#define SERIAL_MASK 0x1fffffffu /* 29 bits: an instance open is matched by them */
+
 struct gs_roles {
+    const struct gs_ranges *ranges; /* the ranges analysis's, looked up once */
     struct gs_role_site *sites;
     size_t nsites;
-    struct gs_idmap *made;    /* allocation seq -> phase | range serial << 2 */
+    uint32_t name;      /* the thread name last looked at, and whether it is autograd's */
+    int name_autograd, name_valid;
     uint64_t second_ns[GS_MARK_LABELS]; /* each label's second mark (0: none yet) */
     struct failure_sites failures[GS_ROLES_FAILURES];
     size_t nfailures;
     struct { /* what the last frees counted, to be taken back when refused */
-        uint64_t seq, value;
+        uint64_t seq;
         uint32_t site;
         uint8_t in_range, in_backward, backward_in_backward;
     } recent[RECENT];
@@ -99,13 +107,14 @@ enum gs_phase gs_label_phase(const char *label)
 
 static void clear(struct gs_roles *g)
 {
+    const struct gs_ranges *ranges = g->ranges;
     free(g->sites);
-    gs_idmap_free(g->made);
     for (size_t i = 0; i < g->nfailures; i++) {
         free(g->failures[i].site);
         free(g->failures[i].bytes);
     }
     memset(g, 0, sizeof *g);
+    g->ranges = ranges;
 }
 
 static void roles_reset(void *ctx, struct gs_replay *r)
@@ -138,12 +147,20 @@ static struct gs_role_site *site_stats(struct gs_roles *g, size_t site)
 }
 
 /* The phase thread tid is in now, from its name and its ranges. */
-static enum gs_phase thread_phase(const struct gs_replay *r, uint32_t tid)
+static enum gs_phase thread_phase(struct gs_roles *rg, struct gs_replay *r, uint32_t tid)
 {
-    const char *name = gs_replay_thread_name(r, gs_replay_thread_of(r, tid));
-    if (name && strncmp(name, "pt_autograd", 11) == 0)
+    uint32_t name = gs_replay_thread_of_event(r, tid);
+    if (!rg->name_valid || name != rg->name) { /* names change seldom: looked at once */
+        const char *text = gs_replay_thread_name(r, name);
+        rg->name = name;
+        rg->name_autograd = text && strncmp(text, "pt_autograd", 11) == 0;
+        rg->name_valid = 1;
+    }
+    if (rg->name_autograd)
         return GS_PHASE_BACKWARD;
-    const struct gs_ranges *g = gs_ranges_of(r);
+    const struct gs_ranges *g = rg->ranges;
+    if (!g->nopen)
+        return GS_PHASE_NONE;
     uint32_t nodes[32];
     size_t n = gs_ranges_of_thread(g, tid, nodes, NULL, 32);
     for (size_t i = 0; i < n; i++) {
@@ -182,21 +199,22 @@ static enum gs_phase stack_phase(const struct gs_replay *r, uint32_t stack_id)
     return GS_PHASE_NONE;
 }
 
-static void on_new(struct gs_roles *g, struct gs_replay *r, const struct gs_live_alloc *a)
+static void on_new(struct gs_roles *g, struct gs_replay *r, struct gs_live_alloc *a)
 {
     struct gs_role_site *s = site_stats(g, a->site);
-    if (!s || !a->seq || (!g->made && !(g->made = gs_idmap_new())))
+    if (!s || !a->seq)
         return;
-    enum gs_phase phase = thread_phase(r, a->tid);
+    enum gs_phase phase = thread_phase(g, r, a->tid);
     if (phase == GS_PHASE_NONE) {
         if (s->stack_phase < 0)
             s->stack_phase = (int8_t)stack_phase(r, r->sites[a->site].stack_id);
         phase = (enum gs_phase)s->stack_phase;
     }
     uint64_t serial = 0;
-    gs_ranges_of_thread(gs_ranges_of(r), a->tid, NULL, &serial, 1);
-    if (gs_idmap_put(g->made, a->seq, (uint64_t)phase | serial << 2) != 0)
-        return;
+    const struct gs_ranges *ranges = g->ranges;
+    if (ranges->nopen)
+        gs_ranges_of_thread(ranges, a->tid, NULL, &serial, 1);
+    a->tag = TAGGED | (uint32_t)(serial & SERIAL_MASK) << SERIAL_SHIFT | (uint32_t)phase;
     s->made[phase]++;
     if (a->time_ns < s->first_ns)
         s->first_ns = a->time_ns;
@@ -206,14 +224,12 @@ static void on_new(struct gs_roles *g, struct gs_replay *r, const struct gs_live
 
 static void on_gone(struct gs_roles *g, struct gs_replay *r, const struct gs_live_alloc *a)
 {
-    uint64_t v;
-    if (!g->made || gs_idmap_get(g->made, a->seq, &v) != 0 || a->site >= g->nsites)
+    if (!(a->tag & TAGGED) || a->site >= g->nsites)
         return; /* made before the analysis began (a checkpoint) */
-    gs_idmap_del(g->made, a->seq);
     struct gs_role_site *s = &g->sites[a->site];
-    enum gs_phase made = (enum gs_phase)(v & 3), now = thread_phase(r, r->event_tid);
-    uint64_t serial = v >> 2;
-    int in_range = serial && gs_ranges_serial_open(gs_ranges_of(r), serial);
+    enum gs_phase made = (enum gs_phase)(a->tag & 3), now = thread_phase(g, r, r->event_tid);
+    uint64_t serial = (a->tag >> SERIAL_SHIFT) & SERIAL_MASK;
+    int in_range = serial && gs_ranges_serial_open(g->ranges, serial, SERIAL_MASK);
     int in_backward = now == GS_PHASE_BACKWARD && made != GS_PHASE_BACKWARD;
     int backward_in_backward = now == GS_PHASE_BACKWARD && made == GS_PHASE_BACKWARD;
     s->freed++;
@@ -222,11 +238,12 @@ static void on_gone(struct gs_roles *g, struct gs_replay *r, const struct gs_liv
     s->backward_in_backward += backward_in_backward;
     s->freed_as_temporary += in_range || backward_in_backward;
     g->recent[g->next_recent++ % RECENT] = (typeof(g->recent[0])){
-        a->seq, v, a->site, (uint8_t)in_range, (uint8_t)in_backward,
+        a->seq, a->site, (uint8_t)in_range, (uint8_t)in_backward,
         (uint8_t)backward_in_backward};
 }
 
-/* A free the driver refused: what it counted is taken back. */
+/* A free the driver refused: what it counted is taken back (the allocation
+ * comes back with its tag). */
 static void on_back(struct gs_roles *g, const struct gs_live_alloc *a)
 {
     for (unsigned k = 0; k < RECENT; k++) {
@@ -239,15 +256,12 @@ static void on_back(struct gs_roles *g, const struct gs_live_alloc *a)
         s->freed_in_backward -= f->in_backward;
         s->backward_in_backward -= f->backward_in_backward;
         s->freed_as_temporary -= f->in_range || f->backward_in_backward;
-        if (g->made)
-            gs_idmap_put(g->made, f->seq, f->value);
         f->seq = 0;
         return;
     }
 }
 
-static void roles_on_device(void *ctx, struct gs_replay *r, const struct gs_live_alloc *a,
-                            int how)
+static void roles_on_device(void *ctx, struct gs_replay *r, struct gs_live_alloc *a, int how)
 {
     struct gs_roles *g = ctx;
     if (how == GS_DEVICE_NEW)
@@ -306,6 +320,7 @@ int gs_roles_attach(struct gs_replay *r)
     struct gs_roles *g = calloc(1, sizeof *g);
     if (!g)
         return -1;
+    g->ranges = gs_ranges_of(r); /* attached before, or none */
     if (gs_replay_attach(r, &roles_hook, g) != 0) {
         free(g);
         return -1;

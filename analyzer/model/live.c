@@ -84,7 +84,7 @@ static struct gs_device_usage *device_usage(struct gs_replay *r, int32_t device)
 /* ---- the live set ---- */
 
 /* how: GS_DEVICE_NEW, or GS_DEVICE_BACK for one a refused free gives back. */
-static void add_live(struct gs_replay *r, const struct gs_live_alloc *a, uint64_t now, int how)
+static void add_live(struct gs_replay *r, struct gs_live_alloc *a, uint64_t now, int how)
 {
     struct gs_site *s = &r->sites[a->site];
     gs_blocks_before_add(r, a,
@@ -125,7 +125,7 @@ static void add_live(struct gs_replay *r, const struct gs_live_alloc *a, uint64_
     GS_REPLAY_HOOKS_CALL(r, on_device, a, how);
 }
 
-static void remove_live(struct gs_replay *r, const struct gs_live_alloc *a)
+static void remove_live(struct gs_replay *r, struct gs_live_alloc *a)
 {
     struct gs_site *s = &r->sites[a->site];
     gs_blocks_before_remove(r, a);
@@ -149,24 +149,32 @@ static void remove_live(struct gs_replay *r, const struct gs_live_alloc *a)
     GS_REPLAY_HOOKS_CALL(r, on_device, a, GS_DEVICE_GONE);
 }
 
+/* As gs_replay_insert; the record as stored, or NULL. */
+static struct gs_live_alloc *insert(struct gs_replay *r, const struct gs_live_alloc *a);
+
 int gs_replay_insert(struct gs_replay *r, const struct gs_live_alloc *a)
+{
+    return insert(r, a) ? 0 : -1;
+}
+
+static struct gs_live_alloc *insert(struct gs_replay *r, const struct gs_live_alloc *a)
 {
     size_t idx;
     if (r->free_slot != SIZE_MAX) {
         idx = r->free_slot;
     } else {
         if (gs_reserve((void **)&r->allocs, &r->allocs_cap, r->nallocs, sizeof *r->allocs) != 0)
-            return -1;
+            return NULL;
         idx = r->nallocs;
     }
     if (gs_idmap_put(r->live[a->space], a->addr, idx) != 0)
-        return -1; /* the slot stays free */
+        return NULL; /* the slot stays free */
     if (idx == r->nallocs)
         r->nallocs++;
     else
         r->free_slot = (size_t)r->allocs[idx].addr; /* the free list is threaded through addr */
     r->allocs[idx] = *a;
-    return 0;
+    return &r->allocs[idx];
 }
 
 /* Takes the allocation at addr out of the live set into *out; -1 if none. */
@@ -220,8 +228,9 @@ void gs_replay_apply_alloc(struct gs_replay *r, const struct gs_revent *e)
         device_usage(r, e->device)->allocs++;
         GS_REPLAY_HOOKS_CALL(r, on_alloc, a.site, e->time_ns);
     }
-    if (gs_replay_insert(r, &a) == 0)
-        add_live(r, &a, e->time_ns, GS_DEVICE_NEW);
+    struct gs_live_alloc *stored = insert(r, &a);
+    if (stored) /* the record as stored: an analysis may tag it (on_device) */
+        add_live(r, stored, e->time_ns, GS_DEVICE_NEW);
 }
 
 static void remember_free(struct gs_replay *r, const struct gs_live_alloc *a, uint32_t tid,
@@ -327,8 +336,9 @@ void gs_replay_apply_free_failed(struct gs_replay *r, const struct gs_revent *e)
         }
         struct gs_live_alloc a = f->a;
         a.refs = 1;
-        if (gs_replay_insert(r, &a) == 0)
-            add_live(r, &a, e->time_ns, GS_DEVICE_BACK);
+        struct gs_live_alloc *stored = insert(r, &a);
+        if (stored)
+            add_live(r, stored, e->time_ns, GS_DEVICE_BACK);
         struct gs_live_alloc *mem = a.parent ? gs_live_find(r, GS_SPACE_HANDLE, a.parent) : NULL;
         if (mem)
             mem->refs++; /* the restored mapping holds its memory again */
@@ -392,6 +402,7 @@ void gs_replay_set_held(struct gs_replay *r, uint32_t space, uint64_t addr, uint
                               .kind = GS_KIND_DEVICE,
                               .space = space,
                               .refs = 1};
-    if (size && gs_replay_insert(r, &a) == 0)
-        add_live(r, &a, now, GS_DEVICE_NEW);
+    struct gs_live_alloc *stored = size ? insert(r, &a) : NULL;
+    if (stored)
+        add_live(r, stored, now, GS_DEVICE_NEW);
 }

@@ -109,6 +109,8 @@ struct gs_live_alloc {
     uint32_t tid;
     uint32_t refs;   /* a FREE drops one; the allocation ends at 0 */
     uint64_t seq;    /* its number among the run's allocations, from 1 (0: from a checkpoint) */
+    uint32_t tag;    /* an analysis's note on it, set in on_device (GS_DEVICE_NEW): the
+                      * roles' (analyzer/findings/roles.c); 0 until then */
     uint64_t parent; /* a mapping's physical memory (a handle), which it holds a reference to */
 };
 
@@ -144,8 +146,10 @@ struct gs_replay_hook {
     /* an NVTX range event (GS_REC_RANGE), after a top-level one counted as a mark */
     void (*on_range)(void *ctx, struct gs_replay *r, const struct gs_revent *e);
     /* device memory a (GS_KIND_DEVICE) became live or stopped being live
-     * (how: enum gs_device_change); r->live_bytes already counts the change */
-    void (*on_device)(void *ctx, struct gs_replay *r, const struct gs_live_alloc *a, int how);
+     * (how: enum gs_device_change); r->live_bytes already counts the change.
+     * For GS_DEVICE_NEW, a is the record as stored, whose tag the hook may set
+     * (one analysis owns it); for the others, a copy with the tag it had */
+    void (*on_device)(void *ctx, struct gs_replay *r, struct gs_live_alloc *a, int how);
     /* failures[idx] was added (its outcome and fragmentation taken) */
     void (*on_failure)(void *ctx, struct gs_replay *r, size_t idx);
     /* failures[idx] was decided recovered or a probe: what was kept for it may go */
@@ -264,6 +268,17 @@ const struct gs_pycode *gs_replay_pycode(const struct gs_replay *r, uint32_t id)
 const char *gs_replay_thread_name(const struct gs_replay *r, uint32_t name);
 /* The name of thread tid now (0: the trace never named it). */
 uint32_t gs_replay_thread_of(const struct gs_replay *r, uint32_t tid);
+/* The name of thread tid, for the replay's events, which come in runs from
+ * one thread: the last lookup kept until the tid (or a name) changes. */
+static inline uint32_t gs_replay_thread_of_event(struct gs_replay *r, uint32_t tid)
+{
+    if (!r->last_tid_valid || r->last_tid != tid) {
+        r->last_tid = tid;
+        r->last_tid_name = gs_replay_thread_of(r, tid);
+        r->last_tid_valid = 1;
+    }
+    return r->last_tid_name;
+}
 /* The name text (at most GS_MAX_THREAD_NAME bytes are kept), made if new: 0
  * when memory ran out. */
 uint32_t gs_replay_thread_intern(struct gs_replay *r, const char *text);

@@ -115,18 +115,6 @@ static inline struct gs_live_alloc *gs_live_find(const struct gs_replay *r, uint
     return gs_idmap_get(r->live[space], addr, &idx) == 0 ? &r->allocs[idx] : NULL;
 }
 
-/* The name of thread tid, for the replay's events, which come in runs from
- * one thread: the last lookup kept until the tid (or a name) changes. */
-static inline uint32_t gs_replay_thread_of_event(struct gs_replay *r, uint32_t tid)
-{
-    if (!r->last_tid_valid || r->last_tid != tid) {
-        r->last_tid = tid;
-        r->last_tid_name = gs_replay_thread_of(r, tid);
-        r->last_tid_valid = 1;
-    }
-    return r->last_tid_name;
-}
-
 /* live.c: an event applied to the live set and its figures. */
 void gs_replay_apply_free_failed(struct gs_replay *r, const struct gs_revent *e);
 void gs_replay_apply_ref(struct gs_replay *r, const struct gs_revent *e);
