@@ -86,15 +86,16 @@ static inline void *gpushim_lookup_(uintptr_t *slot, const char *name)
 }
 
 /* Calls through a function pointer made from what dlsym returned (copied,
- * since C and C++ do not convert object pointers to function pointers). */
-#define GPUSHIM_CALL_(name, type, args)                                                            \
+ * since C and C++ do not convert object pointers to function pointers);
+ * keep is empty, or "result =" to keep what it returns. */
+#define GPUSHIM_CALL_(name, type, args, keep)                                                      \
     do {                                                                                           \
         static uintptr_t slot_;                                                                    \
         void *p_ = gpushim_lookup_(&slot_, name);                                                  \
         if (p_) {                                                                                  \
             type fn_;                                                                              \
             memcpy(&fn_, &p_, sizeof fn_);                                                         \
-            fn_ args;                                                                              \
+            keep fn_ args;                                                                         \
         }                                                                                          \
     } while (0)
 
@@ -108,26 +109,26 @@ typedef int (*gpushim_range_pop_fn_)(void);
 /* A step or phase boundary, named label ("step", "epoch", "eval"). */
 static inline void gpushim_mark(const char *label)
 {
-    GPUSHIM_CALL_(GPUSHIM_API_MARK, gpushim_mark_fn_, (label));
+    GPUSHIM_CALL_(GPUSHIM_API_MARK, gpushim_mark_fn_, (label), );
 }
 
 /* The program's allocator handed out [ptr, ptr+size). */
 static inline void gpushim_block_alloc(const void *ptr, size_t size)
 {
-    GPUSHIM_CALL_(GPUSHIM_API_BLOCK_ALLOC, gpushim_block_alloc_fn_, (ptr, size));
+    GPUSHIM_CALL_(GPUSHIM_API_BLOCK_ALLOC, gpushim_block_alloc_fn_, (ptr, size), );
 }
 
 /* The program's allocator took back the block at ptr. */
 static inline void gpushim_block_free(const void *ptr)
 {
-    GPUSHIM_CALL_(GPUSHIM_API_BLOCK_FREE, gpushim_block_free_fn_, (ptr));
+    GPUSHIM_CALL_(GPUSHIM_API_BLOCK_FREE, gpushim_block_free_fn_, (ptr), );
 }
 
 /* Writes every event recorded so far to the trace file before it returns
  * (written, not synced to disk). Does nothing before the first event. */
 static inline void gpushim_flush(void)
 {
-    GPUSHIM_CALL_(GPUSHIM_API_FLUSH, gpushim_flush_fn_, ());
+    GPUSHIM_CALL_(GPUSHIM_API_FLUSH, gpushim_flush_fn_, (), );
 }
 
 /* A range named label opens on this thread, inside the ranges it has open:
@@ -136,26 +137,18 @@ static inline void gpushim_flush(void)
  * Returns its depth from 0, or -1 when the shim is not loaded. */
 static inline int gpushim_range_push(const char *label)
 {
-    static uintptr_t slot_;
-    void *p_ = gpushim_lookup_(&slot_, GPUSHIM_API_RANGE_PUSH);
-    gpushim_range_push_fn_ fn_;
-    if (!p_)
-        return -1;
-    memcpy(&fn_, &p_, sizeof fn_);
-    return fn_(label);
+    int depth = -1;
+    GPUSHIM_CALL_(GPUSHIM_API_RANGE_PUSH, gpushim_range_push_fn_, (label), depth =);
+    return depth;
 }
 
 /* The thread's innermost range closes. Returns the depth left, or -1 when
  * none was open or the shim is not loaded. */
 static inline int gpushim_range_pop(void)
 {
-    static uintptr_t slot_;
-    void *p_ = gpushim_lookup_(&slot_, GPUSHIM_API_RANGE_POP);
-    gpushim_range_pop_fn_ fn_;
-    if (!p_)
-        return -1;
-    memcpy(&fn_, &p_, sizeof fn_);
-    return fn_();
+    int depth = -1;
+    GPUSHIM_CALL_(GPUSHIM_API_RANGE_POP, gpushim_range_pop_fn_, (), depth =);
+    return depth;
 }
 
 /* 1 when libgpushim.so's entry points can be found (it is preloaded, as

@@ -165,24 +165,15 @@ static void roles_of(const struct gs_trace_info *info, const struct gs_replay *r
     g->unknown_why = gs_roles_not_told(info, r);
     if (g->unknown_why)
         return;
-    uint64_t most[GS_ROLE_COUNT] = {0};
-    uint32_t stack[GS_ROLE_COUNT] = {0};
-    for (size_t i = 0; i < r->nsites; i++) {
-        uint64_t count, b = gs_site_peak_bytes(r, &r->sites[i], &count);
-        if (!b)
-            continue;
-        enum gs_role role = gs_site_role(r, sym, i);
-        g->v[GS_GATE_ROLE + role] += b;
-        if (b > most[role]) {
-            most[role] = b;
-            stack[role] = r->sites[i].stack_id;
-        }
-    }
+    size_t largest[GS_ROLE_COUNT];
+    gs_roles_at_peak(r, sym, &g->v[GS_GATE_ROLE], largest);
     for (int k = 0; k < GS_ROLE_COUNT; k++) {
         g->known[GS_GATE_ROLE + k] = 1;
-        if (most[k])
-            site_of(r, sym, view, stack[k], most[k], g->site[GS_GATE_ROLE + k],
-                    sizeof g->site[0]);
+        if (largest[k] != SIZE_MAX) {
+            uint64_t count, most = gs_site_peak_bytes(r, &r->sites[largest[k]], &count);
+            site_of(r, sym, view, r->sites[largest[k]].stack_id, most,
+                    g->site[GS_GATE_ROLE + k], sizeof g->site[0]);
+        }
     }
 }
 

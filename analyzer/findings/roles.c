@@ -233,7 +233,6 @@ static void on_gone(struct gs_roles *g, struct gs_replay *r, const struct gs_liv
     int in_backward = now == GS_PHASE_BACKWARD && made != GS_PHASE_BACKWARD;
     int backward_in_backward = now == GS_PHASE_BACKWARD && made == GS_PHASE_BACKWARD;
     s->freed++;
-    s->freed_in_range += in_range;
     s->freed_in_backward += in_backward;
     s->backward_in_backward += backward_in_backward;
     s->freed_as_temporary += in_range || backward_in_backward;
@@ -252,7 +251,6 @@ static void on_back(struct gs_roles *g, const struct gs_live_alloc *a)
             continue;
         struct gs_role_site *s = &g->sites[f->site];
         s->freed--;
-        s->freed_in_range -= f->in_range;
         s->freed_in_backward -= f->in_backward;
         s->backward_in_backward -= f->backward_in_backward;
         s->freed_as_temporary -= f->in_range || f->backward_in_backward;
@@ -432,17 +430,23 @@ enum gs_role gs_site_role(const struct gs_replay *r, struct gs_symbolizer *sym, 
 }
 
 uint64_t gs_roles_at_peak(const struct gs_replay *r, struct gs_symbolizer *sym,
-                          uint64_t out[GS_ROLE_COUNT])
+                          uint64_t out[GS_ROLE_COUNT], size_t largest[GS_ROLE_COUNT])
 {
-    uint64_t all = 0;
+    uint64_t all = 0, most[GS_ROLE_COUNT] = {0};
     memset(out, 0, GS_ROLE_COUNT * sizeof *out);
+    for (int k = 0; largest && k < GS_ROLE_COUNT; k++)
+        largest[k] = SIZE_MAX;
     for (size_t i = 0; i < r->nsites; i++) {
-        if (r->sites[i].kind != GS_KIND_DEVICE)
+        uint64_t count, b = gs_site_peak_bytes(r, &r->sites[i], &count); /* 0: not device */
+        if (!b)
             continue;
-        uint64_t count, b = gs_site_peak_bytes(r, &r->sites[i], &count);
-        if (b) {
-            out[gs_site_role(r, sym, i)] += b;
-            all += b;
+        enum gs_role role = gs_site_role(r, sym, i);
+        out[role] += b;
+        all += b;
+        if (b > most[role]) {
+            most[role] = b;
+            if (largest)
+                largest[role] = i;
         }
     }
     return all;

@@ -49,8 +49,8 @@ enum gs_phase {
 struct gs_role_site {
     uint64_t made[GS_PHASE_COUNT];  /* allocations, by the phase they were made in */
     uint64_t freed;                 /* of them, freed */
-    uint64_t freed_in_range;        /* ... before the range that made them ended */
-    uint64_t freed_as_temporary;    /* ... so, or made in backward and freed there */
+    uint64_t freed_as_temporary;    /* ... before the range that made them ended, or
+                                     * made in backward and freed there */
     uint64_t freed_in_backward;     /* ... in backward, made in another phase */
     uint64_t backward_in_backward;  /* ... in backward, made in backward */
     uint64_t first_ns, last_ns;     /* its first and last allocation */
@@ -68,9 +68,11 @@ struct gs_roles *gs_roles_of(const struct gs_replay *r);
 /* The role of the call site r->sites[site], decided once (sym: for the
  * stack's libraries and functions; may be NULL). */
 enum gs_role gs_site_role(const struct gs_replay *r, struct gs_symbolizer *sym, size_t site);
-/* Device bytes by role at the peak, into out; their sum. */
+/* Device bytes by role at the peak, into out; their sum. largest (may be
+ * NULL) gets each role's site (index in r->sites) holding the most then,
+ * the first of equals; SIZE_MAX for a role with nothing. */
 uint64_t gs_roles_at_peak(const struct gs_replay *r, struct gs_symbolizer *sym,
-                          uint64_t out[GS_ROLE_COUNT]);
+                          uint64_t out[GS_ROLE_COUNT], size_t largest[GS_ROLE_COUNT]);
 /* The same when failures[idx] failed (the process's device memory then): 1,
  * or 0 when it is not kept (past the first GS_ROLES_FAILURES). */
 int gs_roles_at_failure(const struct gs_replay *r, struct gs_symbolizer *sym, size_t idx,

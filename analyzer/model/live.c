@@ -150,13 +150,6 @@ static void remove_live(struct gs_replay *r, struct gs_live_alloc *a)
 }
 
 /* As gs_replay_insert; the record as stored, or NULL. */
-static struct gs_live_alloc *insert(struct gs_replay *r, const struct gs_live_alloc *a);
-
-int gs_replay_insert(struct gs_replay *r, const struct gs_live_alloc *a)
-{
-    return insert(r, a) ? 0 : -1;
-}
-
 static struct gs_live_alloc *insert(struct gs_replay *r, const struct gs_live_alloc *a)
 {
     size_t idx;
@@ -175,6 +168,11 @@ static struct gs_live_alloc *insert(struct gs_replay *r, const struct gs_live_al
         r->free_slot = (size_t)r->allocs[idx].addr; /* the free list is threaded through addr */
     r->allocs[idx] = *a;
     return &r->allocs[idx];
+}
+
+int gs_replay_insert(struct gs_replay *r, const struct gs_live_alloc *a)
+{
+    return insert(r, a) ? 0 : -1;
 }
 
 /* Takes the allocation at addr out of the live set into *out; -1 if none. */

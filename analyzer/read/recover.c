@@ -172,8 +172,8 @@ static int is_event(uint8_t type)
 {
     return type == GS_REC_ALLOC || type == GS_REC_FREE || type == GS_REC_FREE_FAILED ||
            type == GS_REC_ALLOC_FAILED || type == GS_REC_REF || type == GS_REC_POOL ||
-           type == GS_REC_MARK || type == GS_REC_RANGE || type == GS_REC_BLOCK_ALLOC || type == GS_REC_BLOCK_FREE ||
-           type == GS_REC_GRAPH_NODE || type == GS_REC_GRAPH;
+           type == GS_REC_MARK || type == GS_REC_RANGE || type == GS_REC_BLOCK_ALLOC ||
+           type == GS_REC_BLOCK_FREE || type == GS_REC_GRAPH_NODE || type == GS_REC_GRAPH;
 }
 
 /* Hands the entries in copy (n bytes, from ring position start) to ops. */

@@ -60,7 +60,7 @@ void gs_roles_peak_text(const struct gs_report *rep, char *buf, size_t sz)
         return;
     }
     uint64_t by[GS_ROLE_COUNT];
-    gs_roles_at_peak(rep->replay, rep->sym, by);
+    gs_roles_at_peak(rep->replay, rep->sym, by, NULL);
     breakdown_text(by, buf, sz);
 }
 
@@ -73,7 +73,7 @@ void gs_roles_text_peak(FILE *out, const struct gs_report *rep)
         return;
     }
     uint64_t by[GS_ROLE_COUNT];
-    gs_roles_at_peak(rep->replay, rep->sym, by);
+    gs_roles_at_peak(rep->replay, rep->sym, by, NULL);
     fprintf(out, "By role at the peak: ");
     breakdown(out, by);
     fputc('\n', out);
@@ -106,7 +106,7 @@ void gs_roles_json(struct gs_json *j, const struct gs_report *rep)
         gs_json_null(j, "at_peak");
     } else {
         uint64_t by[GS_ROLE_COUNT];
-        gs_roles_at_peak(rep->replay, rep->sym, by);
+        gs_roles_at_peak(rep->replay, rep->sym, by, NULL);
         roles_object(j, "at_peak", by);
     }
     gs_json_end_object(j);
@@ -119,11 +119,4 @@ void gs_roles_json_failure(struct gs_json *j, const struct gs_report *rep, size_
         gs_json_null(j, "roles");
     else
         roles_object(j, "roles", by);
-}
-
-const char *gs_roles_site_role(const struct gs_report *rep, size_t site)
-{
-    if (why_not(rep))
-        return NULL;
-    return gs_role_key(gs_site_role(rep->replay, rep->sym, site));
 }

@@ -23,7 +23,5 @@ void gs_roles_text_failure(FILE *out, const struct gs_report *rep, size_t idx, c
 void gs_roles_json(struct gs_json *j, const struct gs_report *rep);
 /* A failure's "roles": {ROLE: bytes}, or null. */
 void gs_roles_json_failure(struct gs_json *j, const struct gs_report *rep, size_t idx);
-/* The JSON key of the role of r->sites[site], or NULL when roles are not told. */
-const char *gs_roles_site_role(const struct gs_report *rep, size_t site);
 
 #endif

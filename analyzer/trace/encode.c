@@ -99,13 +99,19 @@ static uint8_t *encode_event(struct gs_encoder *e, const struct gs_ev *ev, uint8
     }
 }
 
-/* The public API's records: no api or device, as they are the program's
- * own words, not a driver call. */
-static uint8_t *encode_block(struct gs_encoder *e, const struct gs_ev *ev, uint8_t *p)
+/* The public API's records (and NVTX's): no api or device, as they are
+ * the program's own words, not a driver call. Each starts with its time
+ * and thread. */
+static uint8_t *api_head(struct gs_encoder *e, const struct gs_ev *ev, uint8_t *p)
 {
     p = svarint(p, (int64_t)(ev->time_ns - e->last_time));
     e->last_time = ev->time_ns;
-    p = varint(p, ev->tid);
+    return varint(p, ev->tid);
+}
+
+static uint8_t *encode_block(struct gs_encoder *e, const struct gs_ev *ev, uint8_t *p)
+{
+    p = api_head(e, ev, p);
     p = addr_delta(e, ev->addr, p);
     if (ev->type == GS_REC_BLOCK_FREE)
         return ev->size ? varint(p, ev->size) : p; /* a span: only when there is one */
@@ -115,18 +121,14 @@ static uint8_t *encode_block(struct gs_encoder *e, const struct gs_ev *ev, uint8
 
 static uint8_t *encode_mark(struct gs_encoder *e, const struct gs_mark_body *m, uint8_t *p)
 {
-    p = svarint(p, (int64_t)(m->ev.time_ns - e->last_time));
-    e->last_time = m->ev.time_ns;
-    p = varint(p, m->ev.tid);
+    p = api_head(e, &m->ev, p);
     p = varint(p, m->ev.stack_id);
     return bytes(p, m->label, m->label_len);
 }
 
 static uint8_t *encode_range(struct gs_encoder *e, const struct gs_mark_body *m, uint8_t *p)
 {
-    p = svarint(p, (int64_t)(m->ev.time_ns - e->last_time));
-    e->last_time = m->ev.time_ns;
-    p = varint(p, m->ev.tid);
+    p = api_head(e, &m->ev, p);
     p = varint(p, m->ev.kind);
     p = varint(p, m->ev.addr);
     p = varint(p, m->ev.stream);

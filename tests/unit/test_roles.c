@@ -119,7 +119,7 @@ Test(roles, mixed_or_refused_evidence_is_unclassified)
     cr_assert_eq(role(&r, 2), GS_ROLE_UNCLASSIFIED, "made in two phases");
     cr_assert_eq(role(&r, 3), GS_ROLE_UNCLASSIFIED, "no free stood: live, made in forward");
     uint64_t by[GS_ROLE_COUNT], sum = 0;
-    uint64_t all = gs_roles_at_peak(&r, NULL, by);
+    uint64_t all = gs_roles_at_peak(&r, NULL, by, NULL);
     for (int k = 0; k < GS_ROLE_COUNT; k++)
         sum += by[k];
     cr_assert_eq(all, r.peak_bytes, "every byte of the peak has a role");
