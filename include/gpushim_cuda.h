@@ -147,6 +147,8 @@ typedef struct {
 #define GS_CUDA_ERROR_NOT_FOUND 500
 #define GS_CUDA_ERROR_NOT_PERMITTED 800
 #define GS_CUDA_ERROR_NOT_SUPPORTED 801
+#define GS_CUDA_ERROR_STREAM_CAPTURE_INVALIDATED 901
+#define GS_CUDA_ERROR_STREAM_CAPTURE_UNJOINED 904
 
 /* Every CUresult of cuda.h (CUDA 13.0) as X(name, value), in its order: the
  * analyzer names a call's result by it. tests/abi checks each value against

@@ -31,12 +31,15 @@ static void after_alloc(enum gs_api api, enum gs_kind kind, int32_t device, gs_c
 /* A stream-ordered allocation: on a stream that captures, a node of the
  * graph (hooks_graphs.c), not memory. */
 static void after_async(enum gs_api api, enum gs_kind kind, int32_t device, gs_curesult r,
-                        gs_cudeviceptr *dptr, uint64_t size, gs_custream stream)
+                        gs_cudeviceptr *dptr, uint64_t size, gs_custream stream,
+                        gs_cumempool pool)
 {
-    if (r == GS_CUDA_SUCCESS && dptr && gs_graph_capturing(stream))
-        gs_record_graph_node(api, device, *dptr, size, stream, 0, 0);
-    else
-        after_alloc(api, kind, device, r, dptr, size, stream);
+    if (r == GS_CUDA_SUCCESS && dptr && gs_graph_capturing(stream)) {
+        gs_record_graph_node(api, device, *dptr, size, stream, 0, 0); /* no pool asked */
+        return;
+    }
+    gs_pool_note(pool, device, r != GS_CUDA_SUCCESS); /* first: the event sees the pool after it */
+    after_alloc(api, kind, device, r, dptr, size, stream);
 }
 
 /* Not an allocation: what it answers is noted, for the thread's next one
@@ -85,8 +88,7 @@ GS_EXPORT gs_curesult cuMemAllocAsync(gs_cudeviceptr *dptr, size_t bytesize, gs_
     GS_REAL_OR_MISSING(cuMemAllocAsync);
     gs_curesult r = real(dptr, bytesize, hStream);
     int32_t device = gs_stream_device(hStream);
-    gs_pool_note(NULL, device, r != GS_CUDA_SUCCESS); /* first: the event sees the pool after it */
-    after_async(GS_API_cuMemAllocAsync, GS_KIND_DEVICE, device, r, dptr, bytesize, hStream);
+    after_async(GS_API_cuMemAllocAsync, GS_KIND_DEVICE, device, r, dptr, bytesize, hStream, NULL);
     return r;
 }
 
@@ -96,8 +98,7 @@ GS_EXPORT gs_curesult cuMemAllocAsync_ptsz(gs_cudeviceptr *dptr, size_t bytesize
     GS_REAL_OR_MISSING(cuMemAllocAsync_ptsz);
     gs_curesult r = real(dptr, bytesize, hStream);
     int32_t device = gs_stream_device(hStream);
-    gs_pool_note(NULL, device, r != GS_CUDA_SUCCESS); /* first: the event sees the pool after it */
-    after_async(GS_API_cuMemAllocAsync_ptsz, GS_KIND_DEVICE, device, r, dptr, bytesize, hStream);
+    after_async(GS_API_cuMemAllocAsync_ptsz, GS_KIND_DEVICE, device, r, dptr, bytesize, hStream, NULL);
     return r;
 }
 
@@ -108,8 +109,7 @@ GS_EXPORT gs_curesult cuMemAllocFromPoolAsync(gs_cudeviceptr *dptr, size_t bytes
     gs_curesult r = real(dptr, bytesize, pool, hStream);
     enum gs_kind kind;
     int32_t device = gs_pool_device(pool, hStream, &kind);
-    gs_pool_note(pool, device, r != GS_CUDA_SUCCESS);
-    after_async(GS_API_cuMemAllocFromPoolAsync, kind, device, r, dptr, bytesize, hStream);
+    after_async(GS_API_cuMemAllocFromPoolAsync, kind, device, r, dptr, bytesize, hStream, pool);
     return r;
 }
 
@@ -120,8 +120,7 @@ GS_EXPORT gs_curesult cuMemAllocFromPoolAsync_ptsz(gs_cudeviceptr *dptr, size_t 
     gs_curesult r = real(dptr, bytesize, pool, hStream);
     enum gs_kind kind;
     int32_t device = gs_pool_device(pool, hStream, &kind);
-    gs_pool_note(pool, device, r != GS_CUDA_SUCCESS);
-    after_async(GS_API_cuMemAllocFromPoolAsync_ptsz, kind, device, r, dptr, bytesize, hStream);
+    after_async(GS_API_cuMemAllocFromPoolAsync_ptsz, kind, device, r, dptr, bytesize, hStream, pool);
     return r;
 }
 

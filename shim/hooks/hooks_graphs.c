@@ -13,7 +13,16 @@
  *
  * Whether a stream captures is the real cuStreamIsCapturing's answer, asked
  * only while a capture begun through these hooks is under way (a count of
- * them), so that a program that never captures pays nothing for it.
+ * them), so that a program that never captures pays nothing for it. A
+ * capture ends at cuStreamEndCapture whether it made a graph or was
+ * invalidated (the count goes down then too).
+ *
+ * The hooks may ask the driver nothing that ends a capture. cuStreamGetDevice
+ * on a capturing stream invalidates the capture (driver 580, CUDA 13: seen
+ * with examples/gpu_capture_check.py, without the shim as with it), which
+ * failed every torch.cuda.graph under the shim; cuCtxGetDevice and
+ * cuStreamIsCapturing leave it active. So while any capture is under way,
+ * a stream's device is the current context's (gs_stream_device).
  *
  * Capture begin and end, instantiation, launch and upload (failed ones too,
  * with their result), executable and graph destruction and trim are
@@ -44,6 +53,18 @@ int gs_graph_capturing(gs_custream stream)
               status == GS_CU_STREAM_CAPTURE_STATUS_ACTIVE;
     errno = saved;
     return yes;
+}
+
+int32_t gs_stream_device(gs_custream stream)
+{
+    if (__atomic_load_n(&captures, __ATOMIC_ACQUIRE))
+        return gs_current_device();
+    gs_pfn_cuStreamGetDevice get = (gs_pfn_cuStreamGetDevice)gs_real(GS_FN_cuStreamGetDevice);
+    gs_cudevice dev;
+    int saved = errno;
+    int32_t d = get && get(stream, &dev) == GS_CUDA_SUCCESS ? dev : gs_current_device();
+    errno = saved;
+    return d;
 }
 
 /* The GS_REC_GRAPH record of a call, and the graph pool after it if sample. */
@@ -84,12 +105,18 @@ static gs_curesult end_capture(enum gs_api api, gs_pfn_cuStreamEndCapture real,
                                gs_custream stream, gs_cugraph *graph)
 {
     gs_curesult r = real(stream, graph);
-    if (r != GS_CUDA_SUCCESS || !graph)
+    /* The capture has ended when a graph came back, and also when it was
+     * invalidated or left unjoined streams (a NULL graph): not when the
+     * stream had none under way or another thread may not end it. */
+    if (r != GS_CUDA_SUCCESS && r != GS_CUDA_ERROR_STREAM_CAPTURE_INVALIDATED &&
+        r != GS_CUDA_ERROR_STREAM_CAPTURE_UNJOINED)
         return r;
     int left = __atomic_load_n(&captures, __ATOMIC_ACQUIRE);
     while (left > 0 && !__atomic_compare_exchange_n(&captures, &left, left - 1, 0,
                                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         ;
+    if (r != GS_CUDA_SUCCESS || !graph)
+        return r;
     note(api, GS_GRAPH_CAPTURE_END, gs_stream_device(stream), (uint64_t)(uintptr_t)*graph, 0,
          stream, 0, r, 0);
     return r;

@@ -75,5 +75,8 @@ int gs_pools_seen(void);
 /* ---- hooks_graphs.c: CUDA graphs ---- */
 /* Does stream capture now (its stream-ordered allocations are graph nodes)? */
 int gs_graph_capturing(gs_custream stream);
+/* The device of a stream (its context's), or else of the current context;
+ * the current context's while any capture is under way (see there). */
+int32_t gs_stream_device(gs_custream stream);
 
 #endif

@@ -140,23 +140,13 @@ static uint32_t thread_id(void)
     return tls.tid;
 }
 
-static int32_t current_device(void)
+int32_t gs_current_device(void)
 {
     gs_pfn_cuCtxGetDevice get = (gs_pfn_cuCtxGetDevice)gs_real(GS_FN_cuCtxGetDevice);
     gs_cudevice dev;
     if (get && get(&dev) == GS_CUDA_SUCCESS)
         return dev;
     return GS_DEVICE_UNKNOWN; /* a thread with no current context */
-}
-
-int32_t gs_stream_device(gs_custream stream)
-{
-    gs_pfn_cuStreamGetDevice get = (gs_pfn_cuStreamGetDevice)gs_real(GS_FN_cuStreamGetDevice);
-    gs_cudevice dev;
-    int saved = errno;
-    int32_t d = get && get(stream, &dev) == GS_CUDA_SUCCESS ? dev : current_device();
-    errno = saved;
-    return d;
 }
 
 /* The id of the calling thread's current stack; 0 when it could not be had. */
@@ -248,7 +238,7 @@ static void record_body(struct gs_ev *ev, uint32_t len, int with_stack)
     ev->tid = thread_id();
     note_thread_name(ev->tid);
     if (ev->device == GS_DEVICE_CURRENT)
-        ev->device = current_device();
+        ev->device = gs_current_device();
     if (with_stack)
         ev->stack_id = current_stack();
     gs_emit(ev, len, 1);
@@ -304,7 +294,7 @@ void gs_record_alloc_failed(enum gs_api api, int32_t device, uint64_t size, gs_c
     if (tls.busy)
         return;
     int saved = errno;
-    int32_t current = current_device();
+    int32_t current = gs_current_device();
     if (ev.device == GS_DEVICE_CURRENT)
         ev.device = current;
     /* cuMemGetInfo speaks of the current context's device only. */
@@ -424,7 +414,7 @@ void gs_record_graph(enum gs_api api, enum gs_graph_op op, int32_t device, uint6
         return;
     int saved = errno;
     if (ev.device == GS_DEVICE_CURRENT)
-        ev.device = current_device();
+        ev.device = gs_current_device();
     gs_pfn_cuDeviceGetGraphMemAttribute get =
         (gs_pfn_cuDeviceGetGraphMemAttribute)gs_real(GS_FN_cuDeviceGetGraphMemAttribute);
     gs_cuuint64 reserved, used;

@@ -22,8 +22,8 @@ void gs_label_pop(void);
 
 /* A device argument that means: the current context's device. */
 #define GS_DEVICE_CURRENT (-2)
-/* The device of a stream (its context's), or else of the current context. */
-int32_t gs_stream_device(gs_custream stream);
+/* The current context's device, or GS_DEVICE_UNKNOWN on a thread without one. */
+int32_t gs_current_device(void);
 
 /* Each records one event and keeps errno. addr is in the given space
  * (enum gs_space): an address, a handle, an array. */

@@ -115,6 +115,8 @@ static void expect_used(size_t bytes, uint64_t reserved, uint64_t used)
     EXPECT(u, used);
 }
 
+/* Active right after it began, as PyTorch asserts (CUDAGraph::capture_begin,
+ * aten/src/ATen/cuda/CUDAGraph.cpp): a hook that broke it would fail here. */
 __attribute__((noinline)) static void capture_begin(gs_custream stream)
 {
     int status = 0;

@@ -106,8 +106,11 @@ static gs_curesult end_capture(gs_custream hStream, gs_cugraph *phGraph)
         rc = SIM_CUDA_ERROR_ILLEGAL_STATE;
     } else {
         int mode = hStream->capture_mode;
-        *phGraph = (gs_cugraph)hStream->capture;
+        *phGraph = hStream->capture_invalidated ? NULL : (gs_cugraph)hStream->capture;
+        if (hStream->capture_invalidated)
+            rc = GS_CUDA_ERROR_STREAM_CAPTURE_INVALIDATED; /* the graph stays in graphs */
         hStream->capture = NULL;
+        hStream->capture_invalidated = 0;
         thread_captures -= mode != GS_CU_STREAM_CAPTURE_MODE_RELAXED;
         thread_global -= mode == GS_CU_STREAM_CAPTURE_MODE_GLOBAL;
         global_captures -= mode == GS_CU_STREAM_CAPTURE_MODE_GLOBAL;
@@ -142,7 +145,8 @@ static gs_curesult is_capturing(gs_custream hStream, gs_custreamcapturestatus *s
     if (hStream && hStream != SIM_CU_STREAM_LEGACY && hStream != SIM_CU_STREAM_PER_THREAD) {
         pthread_mutex_lock(&lock);
         if (hStream->capture)
-            *status = GS_CU_STREAM_CAPTURE_STATUS_ACTIVE;
+            *status = hStream->capture_invalidated ? GS_CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                                                   : GS_CU_STREAM_CAPTURE_STATUS_ACTIVE;
         pthread_mutex_unlock(&lock);
     }
     return GS_CUDA_SUCCESS;

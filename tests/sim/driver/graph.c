@@ -24,6 +24,13 @@
  *     and the thread has a capture under way not begun RELAXED, or the mode
  *     is GLOBAL and another thread has a GLOBAL capture under way. (The
  *     real driver also invalidates the capture; the sim does not.)
+ *   - cuStreamGetDevice on a capturing stream invalidates its capture, in
+ *     every mode: cuStreamIsCapturing says CU_STREAM_CAPTURE_STATUS_INVALIDATED
+ *     and cuStreamEndCapture ends it with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+ *     and a NULL graph. The documentation does not say so; driver 580.159
+ *     (CUDA 13.0) on an H200 did it (examples/gpu_capture_check.py, run
+ *     without the shim), and it broke PyTorch's CUDAGraph::capture_begin,
+ *     which asserts the capture is active right after it began.
  *   - An allocation node's address is chosen when the node is made and stays
  *     the graph's while the node exists (in the graph or an executable made
  *     of it), and while the allocation is live after it. The sim gives each node an address of its own (the driver

@@ -131,6 +131,7 @@ struct gs_custream_st {
     int order; /* its index in orders (order.c) */
     struct sim_graph *capture; /* the graph its capture under way makes; NULL: none */
     int capture_mode;          /* that capture's CUstreamCaptureMode */
+    int capture_invalidated;   /* a call broke that capture (cuStreamGetDevice: graph.c) */
 };
 
 struct hole {

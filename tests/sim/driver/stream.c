@@ -44,7 +44,7 @@ gs_curesult sim_cuStreamCreate(gs_custream *phStream, unsigned int Flags)
     s = malloc(sizeof *s);
     if (!s)
         return GS_CUDA_ERROR_OUT_OF_MEMORY;
-    *s = (struct gs_custream_st){dev, Flags, -1, NULL, 0};
+    *s = (struct gs_custream_st){.device = dev, .flags = Flags, .order = -1};
     pthread_mutex_lock(&lock);
     bad = orders_ready() != 0 ||
           (s->order = order_add(dev, !(Flags & SIM_CU_STREAM_NON_BLOCKING))) < 0 ||
@@ -117,6 +117,13 @@ static gs_curesult stream_get_device(gs_custream hStream, gs_cudevice *device)
     rc = stream_device(hStream, &dev);
     if (rc == GS_CUDA_SUCCESS)
         *device = dev;
+    if (rc == GS_CUDA_SUCCESS && hStream && hStream != SIM_CU_STREAM_LEGACY &&
+        hStream != SIM_CU_STREAM_PER_THREAD) {
+        pthread_mutex_lock(&lock);
+        if (hStream->capture)
+            hStream->capture_invalidated = 1; /* as the real driver does: graph.c */
+        pthread_mutex_unlock(&lock);
+    }
     return rc;
 }
 
