@@ -24,8 +24,8 @@ The jobs, and what each check compares:
   expand    expandable_segments:True: the device peak is reserved_bytes.all.peak.
   pertensor backend:cudaMallocAsync (gpushim run --per-tensor): a leak of one
             tensor a step from a known line; the leak suspect is that line,
-            read without the GIL (PyTorch's bindings release it), and the
-            unfreed bytes are the tensors the job kept.
+            read without the GIL (PyTorch's bindings release it), and it grew
+            by the tensors the job kept (freed only at its exit).
   autograd  backward on the engine's threads: an allocation made by
             MulBackward0 on pt_autograd_0 is labelled with the thread and
             "backward of mul".
@@ -297,8 +297,10 @@ def main():
         py = [(f["function"], f["line"]) for f in first["frames"] if f["language"] == "python"]
         check("pertensor", "the leak suspect's line, and the GIL", (py[:1], first["gil"]),
               ([("step", kept)], False))
-        check("pertensor", "unfreed bytes at that line >= the tensors kept",
-              any(x["bytes"] >= s["kept_bytes"] for x in d["leaks"]["sites"]), True)
+        # the kept tensors are freed at the interpreter's exit (40 allocations,
+        # 40 frees on PyTorch 2.11): the suspect's growth is what was kept
+        check("pertensor", "the suspect grew by the tensors kept",
+              first.get("growth_bytes"), s["kept_bytes"])
     else:
         check("pertensor", "the job ran", rc, 0)
 
@@ -343,8 +345,11 @@ def main():
     if d and s:
         check("module", "the shim found", s["loaded"], True)
         check("module", "step marks", [m["label"] for m in d["marks"]].count("step"), 4)
-        check("module", "every tensor through gpushim_torch_alloc",
-              {x["api"] for x in d["peak"]["sites"]}, {"gpushim_torch_alloc"})
+        # cublasCreate_v2 takes its own workspace with cuMemAlloc_v2 (seen on 2.11)
+        check("module", "every tensor through gpushim_torch_alloc, cuBLAS's own aside",
+              {x["api"] for x in d["peak"]["sites"]
+               if not any("libcublas" in (f["module"] or "") for f in x["frames"])},
+              {"gpushim_torch_alloc"})
         forward = [n for n in (d["ranges"] or {}).get("nodes", []) if n["label"] == "forward"]
         check("module", "the NVTX range forward ended 4 times",
               [n["ended"] for n in forward], [4])

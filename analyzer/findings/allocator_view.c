@@ -51,6 +51,17 @@ static int conf_has(const char *conf, const char *option)
     return 0;
 }
 
+/* Did PyTorch allocate through gpushim_torch_alloc (its pluggable allocator,
+ * installed by gpushim.torch.use_allocator)? Its tensors are then one
+ * allocation each whatever PYTORCH_CUDA_ALLOC_CONF says. */
+static int pluggable(const struct gs_replay *r)
+{
+    for (size_t i = 0; i < r->nsites; i++)
+        if (r->sites[i].api == GS_API_gpushim_torch_alloc)
+            return 1;
+    return 0;
+}
+
 static void add(struct gs_alloc_mode *m, int per_tensor, const char *note)
 {
     size_t len = strlen(m->note);
@@ -79,7 +90,10 @@ void gs_allocator_mode(const struct gs_trace_info *info, const struct gs_replay 
         if (!conf)
             conf = setting(info, "PYTORCH_CUDA_ALLOC_CONF");
         const char *nocache = setting(info, "PYTORCH_NO_CUDA_MEMORY_CACHING");
-        if (conf_has(conf, "backend:cudaMallocAsync"))
+        if (pluggable(r))
+            add(m, 1, "PyTorch with gpushim's allocator (gpushim.torch.use_allocator): one "
+                      "allocation per tensor storage");
+        else if (conf_has(conf, "backend:cudaMallocAsync"))
             add(m, 1, "PyTorch with backend:cudaMallocAsync: one stream-ordered allocation per "
                       "tensor storage (views of one storage are one allocation)");
         else if (nocache && strcmp(nocache, "0") != 0)

@@ -19,10 +19,10 @@ def stub(name):
     return os.path.join(E.build, "progs", "fw", name)
 
 
-def framework_run(library, settings):
+def framework_run(library, settings, *more):
     env = {k: None for k in SETTINGS}  # none from the test's own environment
     env.update(settings)
-    r = run([E.prog("drv_framework"), stub(library)], env=env)
+    r = run([E.prog("drv_framework"), stub(library), *more], env=env)
     eq(r.rc, 0, "status: " + r.err)
     return one_trace(r)
 
@@ -58,6 +58,12 @@ def test_framework_and_allocator_settings_say_what_sizes_are():
         eq(a["settings"], settings, f"{what}: the settings recorded")
         eq((a["frameworks"], a["per_tensor"]), ([framework], per_tensor), what)
         check(a["note"].startswith(note), f"{what}: note {a['note']!r}")
+    # PyTorch's pluggable allocator, gpushim's (gpushim.torch.use_allocator):
+    # tensors whatever the settings say
+    a = report_json(framework_run("libc10_cuda.so", {}, E.shim))["allocator"]
+    eq((a["frameworks"], a["per_tensor"]), (["pytorch"], True), "gpushim's allocator")
+    check(a["note"].startswith("PyTorch with gpushim's allocator (gpushim.torch.use_allocator)"),
+          f"gpushim's allocator: note {a['note']!r}")
     plain = report_json(one_trace(run([E.prog("drv_schedule")],
                                       env={k: None for k in SETTINGS})))["allocator"]
     eq((plain["frameworks"], plain["per_tensor"], plain["note"]), ([], None, None),

@@ -5,7 +5,12 @@
  * and say what its allocator settings (from the environment) let the trace
  * see.
  *
- * usage: drv_framework LIBRARY
+ * With SHIM (the path of libgpushim.so), it also allocates 1 MiB through
+ * gpushim_torch_alloc, as PyTorch's CUDAPluggableAllocator does once
+ * gpushim.torch.use_allocator installed it (torch/csrc/cuda/
+ * CUDAPluggableAllocator.cpp: malloc calls alloc_fn_(size, device, stream)).
+ *
+ * usage: drv_framework LIBRARY [SHIM]
  */
 #include <dlfcn.h>
 
@@ -22,5 +27,14 @@ int main(int argc, char **argv)
     EXPECT(cuInit(0), GS_CUDA_SUCCESS);
     use_device(0);
     EXPECT(framework_alloc(MiB), GS_CUDA_SUCCESS);
+    if (argc > 2) {
+        void *shim = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL);
+        void *(*torch_alloc)(size_t, int, gs_custream) =
+            shim ? (void *(*)(size_t, int, gs_custream))dlsym(shim, "gpushim_torch_alloc") : NULL;
+        if (!torch_alloc || !torch_alloc(MiB, 0, NULL)) {
+            fprintf(stderr, "gpushim_torch_alloc from %s failed\n", argv[2]);
+            return 1;
+        }
+    }
     return 0;
 }
