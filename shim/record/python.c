@@ -60,7 +60,8 @@
  * touched then), and its address may be reused once it is freed: its slot
  * keeps a fingerprint of what the frame shows (file, name, first line, line
  * table), checked on every use, and a code object that does not match gets
- * an id of its own. Lines are cached by (code id, instruction offset), which
+ * an id of its own. The check compares bytes kept from the last frame that
+ * matched (struct code_shape) before it fingerprints anything. Lines are cached by (code id, instruction offset), which
  * therefore always name the same line table.
  */
 #define _GNU_SOURCE
@@ -256,6 +257,21 @@ struct code_slot {
     uint32_t id;
     uint8_t pinned;   /* a reference is held: the address is this code's for good */
     uint8_t by_api;   /* its names were read through the API */
+    struct code_shape *shape; /* unpinned: what the last frame that matched showed */
+};
+
+/* What a frame of an unpinned code object showed, its bytes kept, so that
+ * the next frame of it is checked by comparing them (memcmp) instead of
+ * fingerprinting: hashing the whole line table, name and file on every
+ * frame was, with the GIL released (every PyTorch op), the larger part of
+ * what a Python frame cost. The comparison is exact, so it is at least as
+ * sure as the fingerprint. */
+#define SHAPE_MAX 4096 /* longer are fingerprinted each time */
+struct code_shape {
+    uint32_t file_bytes, name_bytes, table_len;
+    int first_line;
+    uint8_t file_kind, name_kind;
+    uint8_t bytes[]; /* file, name, line table */
 };
 
 static pthread_mutex_t codes_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -323,6 +339,8 @@ static uint32_t code_define(const void *code, struct gs_pycode_body *body, uint6
         return 0;
     }
     s->code = code;
+    free(s->shape); /* what another code at this address showed */
+    s->shape = NULL;
     s->id = body->id = ++codes.next_id;
     s->print = print;
     s->by_api = (uint8_t)by_api;
@@ -399,6 +417,39 @@ static uint32_t code_id(pyobj *code)
 
 /* ---- code objects read from memory ---- */
 
+/* Does f show what the slot's code showed when its shape was kept? */
+static int same_shape(const struct code_slot *s, const struct gs_pyframe *f)
+{
+    const struct code_shape *h = s->shape;
+    if (!h || h->first_line != f->first_line || h->file_kind != f->file_kind ||
+        h->name_kind != f->name_kind || h->table_len != f->table_len ||
+        h->file_bytes != f->file_len * f->file_kind || h->name_bytes != f->name_len * f->name_kind)
+        return 0;
+    const uint8_t *b = h->bytes;
+    return memcmp(b, f->file, h->file_bytes) == 0 &&
+           memcmp(b + h->file_bytes, f->name, h->name_bytes) == 0 &&
+           memcmp(b + h->file_bytes + h->name_bytes, f->table, h->table_len) == 0;
+}
+
+/* Keeps what f shows as the slot's shape (none where it cannot). */
+static void keep_shape(struct code_slot *s, const struct gs_pyframe *f)
+{
+    free(s->shape);
+    s->shape = NULL;
+    size_t file = (size_t)f->file_len * f->file_kind, name = (size_t)f->name_len * f->name_kind;
+    size_t n = file + name + f->table_len;
+    if (n > SHAPE_MAX || !(s->shape = malloc(sizeof *s->shape + n)))
+        return;
+    *s->shape = (struct code_shape){(uint32_t)file, (uint32_t)name, f->table_len, f->first_line,
+                                    f->file_kind, f->name_kind};
+    if (file)
+        memcpy(s->shape->bytes, f->file, file);
+    if (name)
+        memcpy(s->shape->bytes + file, f->name, name);
+    if (f->table_len)
+        memcpy(s->shape->bytes + file + name, f->table, f->table_len);
+}
+
 /* A fingerprint of what a frame shows of its code object. */
 static uint64_t mix(uint64_t h, const void *p, size_t n)
 {
@@ -465,14 +516,18 @@ static uint32_t code_id_read(const struct gs_pyframe *f, int pin)
     struct code_slot *s = code_find(f->code);
     if (s && s->pinned)
         return s->id;
-    uint64_t print = fingerprint(f);
-    if (s && s->print == print) {
+    uint64_t print = 0;
+    if (s && (same_shape(s, f) || (s->print == (print = fingerprint(f)) && (keep_shape(s, f), 1)))) {
         if (pin) {
             py.incref((pyobj *)f->code);
             s->pinned = 1;
+            free(s->shape); /* the address is this code's for good: no more checks */
+            s->shape = NULL;
         }
         return s->id;
     }
+    if (!print)
+        print = fingerprint(f);
     union pycode_record body;
     memset(&body.b, 0, sizeof body.b);
     body.b.type = GS_REC_PYCODE;
@@ -481,7 +536,10 @@ static uint32_t code_id_read(const struct gs_pyframe *f, int pin)
     body.b.file_len = (uint16_t)flen;
     body.b.name_len = (uint16_t)nlen;
     body.b.first_line = f->first_line > 0 ? (uint32_t)f->first_line : 0;
-    return code_define(f->code, &body.b, print, pin, 0);
+    uint32_t id = code_define(f->code, &body.b, print, pin, 0);
+    if (id && !pin && (s = code_find(f->code)) != NULL)
+        keep_shape(s, f);
+    return id;
 }
 
 /* ---- lines, by (code id, instruction offset in bytes) ---- */
@@ -751,6 +809,8 @@ void gs_python_reset_after_fork(void)
     /* The child's trace starts afresh: its code objects are defined again.
      * The references held stay (the objects are the child's copies). */
     pthread_mutex_init(&codes_lock, NULL);
+    for (size_t i = 0; i < codes.nslots; i++)
+        free(codes.slots[i].shape);
     free(codes.slots);
     memset(&codes, 0, sizeof codes);
     memset(lines, 0, sizeof lines);
