@@ -150,7 +150,7 @@ static uint64_t string_id(struct builder *b, const char *s)
 }
 
 /* A native function's system name is its name as the symbolizer gives it
- * (the linkage name: pprof demangles it); a Python function (plain set)
+ * (demangled: pprof leaves it so); a Python function (plain set)
  * has none, so that pprof leaves its name alone: it would take the
  * "<module>" of a Python module's code for a C++ template and erase it. */
 static uint64_t function_id(struct builder *b, const char *name, const char *file,

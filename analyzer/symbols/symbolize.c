@@ -271,6 +271,40 @@ static const char *intern(struct gs_symbolizer *s, const char *str)
     return copy;
 }
 
+/* A function's name as people read it: a C++ linkage name ("_Z...")
+ * demangled by the C++ runtime's own demangler (__cxa_demangle, from
+ * libstdc++, opened on the first such name so that a trace of C code never
+ * loads it), interned; any other name, or one it cannot demangle, as it is. */
+typedef char *(*demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
+
+static demangle_fn demangle_found;
+
+static void open_demangler(void)
+{
+    void *h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
+    if (h != NULL)
+        demangle_found = (demangle_fn)dlsym(h, "__cxa_demangle"); /* kept open */
+}
+
+static demangle_fn demangler(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, open_demangler);
+    return demangle_found;
+}
+
+static const char *intern_function(struct gs_symbolizer *s, const char *name)
+{
+    demangle_fn demangle;
+    if (name == NULL || strncmp(name, "_Z", 2) != 0 || (demangle = demangler()) == NULL)
+        return intern(s, name);
+    int status = -1;
+    char *plain = demangle(name, NULL, NULL, &status);
+    const char *out = intern(s, status == 0 && plain != NULL ? plain : name);
+    free(plain);
+    return out;
+}
+
 /* ---- lifetime ------------------------------------------------------------- */
 
 struct gs_symbolizer *gs_sym_new(void)
@@ -946,13 +980,13 @@ static int frames_from_dwarf(struct gs_symbolizer *s, Dwarf_Die *chain, int n,
     struct gs_frame *fr = push_frame(fs);
     if (fr == NULL)
         return -1;
-    fr->function = intern(s, die_function_name(&chain[cur]));
+    fr->function = intern_function(s, die_function_name(&chain[cur]));
     while (dwarf_tag(&chain[cur]) == DW_TAG_inlined_subroutine) {
         int outer = next_function(chain, n, cur + 1);
         if (outer == n || (fr = push_frame(fs)) == NULL)
             break;
         fr->file = call_site(s, &chain[cur], &fr->line);
-        fr->function = intern(s, die_function_name(&chain[outer]));
+        fr->function = intern_function(s, die_function_name(&chain[outer]));
         cur = outer;
     }
     return 0;
@@ -1002,7 +1036,7 @@ static void symbolize(struct gs_symbolizer *s, struct module *m, uint64_t pc,
         return;
     struct gs_frame *outer = &fs->f[fs->n - 1];
     if (outer->function == NULL)
-        outer->function = intern(s, symbol_name(m, addr));
+        outer->function = intern_function(s, symbol_name(m, addr));
 }
 
 /* ---- answers -------------------------------------------------------------- */

@@ -11,8 +11,11 @@ import re
 
 from harness import E, MiB, check, eq, one_trace, report, report_json, run, same_behaviour
 
-MUL = "_ZN5torch8autograd9generated12MulBackward05applyEOSt6vectorIN2at6TensorESaIS5_EE"
-ADDMM = "_ZN5torch8autograd9generated14AddmmBackward05applyEOSt6vectorIN2at6TensorESaIS5_EE"
+# drv_autograd defines them under their linkage names; reports demangle them
+MUL = ("torch::autograd::generated::MulBackward0::apply(std::vector<at::Tensor, "
+       "std::allocator<at::Tensor> >&&)")
+ADDMM = ("torch::autograd::generated::AddmmBackward0::apply(std::vector<at::Tensor, "
+         "std::allocator<at::Tensor> >&&)")
 
 
 def names(*pairs):
