@@ -3,7 +3,9 @@ machine with a GPU and PyTorch: whether a capture begun through the runtime
 (cudaStreamBeginCapture) and through the driver (cuStreamBeginCapture_v2)
 is still active right after it began, in each capture mode, with and
 without the shim; and whether the driver calls the shim makes while a
-capture is under way (cuStreamGetDevice, cuCtxGetDevice) leave it active.
+capture is under way (cuStreamGetDevice, cuCtxGetDevice) leave it active,
+and whether cuStreamGetDevice on another stream, from this thread or another
+one, does.
 
     python3 examples/gpu_capture_check.py [--build build]
 
@@ -48,6 +50,16 @@ case("runtime mode 0 + cuStreamGetDevice", lambda s: rt.cudaStreamBeginCapture(c
      lambda s: cu.cuStreamGetDevice(ctypes.c_void_p(s), ctypes.byref(dev)))
 case("runtime mode 0 + cuCtxGetDevice", lambda s: rt.cudaStreamBeginCapture(ctypes.c_void_p(s), 0),
      lambda s: cu.cuCtxGetDevice(ctypes.byref(dev)))
+other = torch.cuda.Stream().cuda_stream
+case("mode 0 + cuStreamGetDevice, other stream", lambda s: rt.cudaStreamBeginCapture(ctypes.c_void_p(s), 0),
+     lambda s: cu.cuStreamGetDevice(ctypes.c_void_p(other), ctypes.byref(dev)))
+def from_thread(s):
+    import threading
+    t = threading.Thread(target=lambda: cu.cuStreamGetDevice(ctypes.c_void_p(other), ctypes.byref(dev)))
+    t.start()
+    t.join()
+case("mode 0 + the same from another thread", lambda s: rt.cudaStreamBeginCapture(ctypes.c_void_p(s), 0),
+     from_thread)
 try:
     g = torch.cuda.CUDAGraph()
     x = torch.ones(16, device="cuda")

@@ -21,8 +21,10 @@
  * on a capturing stream invalidates the capture (driver 580, CUDA 13: seen
  * with examples/gpu_capture_check.py, without the shim as with it), which
  * failed every torch.cuda.graph under the shim; cuCtxGetDevice and
- * cuStreamIsCapturing leave it active. So while any capture is under way,
- * a stream's device is the current context's (gs_stream_device).
+ * cuStreamIsCapturing leave it active, and so does cuStreamGetDevice on
+ * another stream, from the capturing thread or another one. So while any
+ * capture is under way, a stream's device is the current context's
+ * (gs_stream_device).
  *
  * Capture begin and end, instantiation, launch and upload (failed ones too,
  * with their result), executable and graph destruction and trim are
