@@ -516,8 +516,13 @@ static uint32_t code_id_read(const struct gs_pyframe *f, int pin)
     struct code_slot *s = code_find(f->code);
     if (s && s->pinned)
         return s->id;
-    uint64_t print = 0;
-    if (s && (same_shape(s, f) || (s->print == (print = fingerprint(f)) && (keep_shape(s, f), 1)))) {
+    int same = s && same_shape(s, f);
+    uint64_t print = same ? 0 : fingerprint(f);
+    if (s && !same && s->print == print) {
+        keep_shape(s, f); /* the same code, showing other objects: kept for next time */
+        same = 1;
+    }
+    if (same) {
         if (pin) {
             py.incref((pyobj *)f->code);
             s->pinned = 1;
@@ -526,8 +531,6 @@ static uint32_t code_id_read(const struct gs_pyframe *f, int pin)
         }
         return s->id;
     }
-    if (!print)
-        print = fingerprint(f);
     union pycode_record body;
     memset(&body.b, 0, sizeof body.b);
     body.b.type = GS_REC_PYCODE;

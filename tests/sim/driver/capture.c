@@ -44,7 +44,7 @@ static gs_curesult capture_stream(gs_custream hStream)
 
     if (rc != GS_CUDA_SUCCESS)
         return rc;
-    return !hStream || hStream == SIM_CU_STREAM_LEGACY || hStream == SIM_CU_STREAM_PER_THREAD
+    return !sim_created_stream(hStream)
                ? GS_CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
                : GS_CUDA_SUCCESS;
 }
@@ -142,7 +142,7 @@ static gs_curesult is_capturing(gs_custream hStream, gs_custreamcapturestatus *s
     if (!status)
         return GS_CUDA_ERROR_INVALID_VALUE;
     *status = GS_CU_STREAM_CAPTURE_STATUS_NONE;
-    if (hStream && hStream != SIM_CU_STREAM_LEGACY && hStream != SIM_CU_STREAM_PER_THREAD) {
+    if (sim_created_stream(hStream)) {
         pthread_mutex_lock(&lock);
         if (hStream->capture)
             *status = hStream->capture_invalidated ? GS_CU_STREAM_CAPTURE_STATUS_INVALIDATED

@@ -93,7 +93,7 @@ static gs_curesult captured_alloc(gs_cudeviceptr *dptr, size_t bytesize, gs_cust
     long i;
 
     *captured = 0;
-    if (!hStream || hStream == SIM_CU_STREAM_LEGACY || hStream == SIM_CU_STREAM_PER_THREAD)
+    if (!sim_created_stream(hStream))
         return rc;
     pthread_mutex_lock(&lock);
     i = reg_index(&streams, hStream);
@@ -128,7 +128,7 @@ static gs_curesult free_async(const char *api, gs_cudeviceptr dptr, gs_custream 
 
     if (rc != GS_CUDA_SUCCESS)
         return rc;
-    if (hStream && hStream != SIM_CU_STREAM_LEGACY && hStream != SIM_CU_STREAM_PER_THREAD) {
+    if (sim_created_stream(hStream)) {
         pthread_mutex_lock(&lock);
         int captured = hStream->capture != NULL;
         if (captured) /* a free node of the graph */

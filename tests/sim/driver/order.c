@@ -108,7 +108,7 @@ int order_of(gs_custream s, int dev)
 
     if (orders_ready() != 0)
         return -1;
-    if (!s || s == SIM_CU_STREAM_LEGACY || s == SIM_CU_STREAM_PER_THREAD)
+    if (!sim_created_stream(s))
         return dev;
     i = reg_index(&streams, s);
     return i < 0 ? -1 : ((struct gs_custream_st *)streams.v[i])->order;

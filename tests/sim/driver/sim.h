@@ -91,6 +91,12 @@
 #define SIM_CU_STREAM_NON_BLOCKING 1
 #define SIM_CU_STREAM_LEGACY ((gs_custream)0x1)
 #define SIM_CU_STREAM_PER_THREAD ((gs_custream)0x2)
+
+/* A stream cuStreamCreate made: not NULL, the legacy or the per-thread one. */
+static inline int sim_created_stream(gs_custream s)
+{
+    return s && s != SIM_CU_STREAM_LEGACY && s != SIM_CU_STREAM_PER_THREAD;
+}
 #define SIM_CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES 1
 #define SIM_CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC 2
 #define SIM_CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES 3

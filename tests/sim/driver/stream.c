@@ -18,7 +18,7 @@ gs_curesult stream_device(gs_custream s, int *dev)
 
     if (!is_initialized())
         return GS_CUDA_ERROR_NOT_INITIALIZED;
-    if (!s || s == SIM_CU_STREAM_LEGACY || s == SIM_CU_STREAM_PER_THREAD) {
+    if (!sim_created_stream(s)) {
         *dev = current_device();
         return *dev < 0 ? -*dev : GS_CUDA_SUCCESS;
     }
@@ -117,8 +117,7 @@ static gs_curesult stream_get_device(gs_custream hStream, gs_cudevice *device)
     rc = stream_device(hStream, &dev);
     if (rc == GS_CUDA_SUCCESS)
         *device = dev;
-    if (rc == GS_CUDA_SUCCESS && hStream && hStream != SIM_CU_STREAM_LEGACY &&
-        hStream != SIM_CU_STREAM_PER_THREAD) {
+    if (rc == GS_CUDA_SUCCESS && sim_created_stream(hStream)) {
         pthread_mutex_lock(&lock);
         if (hStream->capture)
             hStream->capture_invalidated = 1; /* as the real driver does: graph.c */
