@@ -240,14 +240,7 @@ static const struct gs_replay_hook growth_hook = {
 
 int gs_growth_attach(struct gs_replay *r)
 {
-    struct gs_growth *g = calloc(1, sizeof *g);
-    if (!g)
-        return -1;
-    if (gs_replay_attach(r, &growth_hook, g) != 0) {
-        free(g);
-        return -1;
-    }
-    return 0;
+    return gs_replay_attach(r, &growth_hook, sizeof(struct gs_growth)) ? 0 : -1;
 }
 
 const struct gs_growth *gs_growth_of(const struct gs_replay *r)

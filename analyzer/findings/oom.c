@@ -125,12 +125,6 @@ static const struct gs_replay_hook oom_hook = {
 
 int gs_oom_attach(struct gs_replay *r)
 {
-    struct gs_postmortem *pms = calloc(GS_POSTMORTEMS, sizeof *pms);
-    if (!pms)
-        return -1;
-    if (gs_replay_attach(r, &oom_hook, pms) != 0) {
-        free(pms);
-        return -1;
-    }
-    return 0;
+    size_t size = GS_POSTMORTEMS * sizeof(struct gs_postmortem);
+    return gs_replay_attach(r, &oom_hook, size) ? 0 : -1;
 }

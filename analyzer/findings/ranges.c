@@ -343,14 +343,7 @@ static const struct gs_replay_hook ranges_hook = {
 
 int gs_ranges_attach(struct gs_replay *r)
 {
-    struct ranges_ctx *c = calloc(1, sizeof *c);
-    if (!c)
-        return -1;
-    if (gs_replay_attach(r, &ranges_hook, c) != 0) {
-        free(c);
-        return -1;
-    }
-    return 0;
+    return gs_replay_attach(r, &ranges_hook, sizeof(struct ranges_ctx)) ? 0 : -1;
 }
 
 const struct gs_ranges *gs_ranges_of(const struct gs_replay *r)

@@ -315,14 +315,11 @@ static const struct gs_replay_hook roles_hook = {
 
 int gs_roles_attach(struct gs_replay *r)
 {
-    struct gs_roles *g = calloc(1, sizeof *g);
+    const struct gs_ranges *ranges = gs_ranges_of(r); /* attached before, or none */
+    struct gs_roles *g = gs_replay_attach(r, &roles_hook, sizeof *g);
     if (!g)
         return -1;
-    g->ranges = gs_ranges_of(r); /* attached before, or none */
-    if (gs_replay_attach(r, &roles_hook, g) != 0) {
-        free(g);
-        return -1;
-    }
+    g->ranges = ranges;
     return 0;
 }
 

@@ -132,8 +132,8 @@ enum gs_device_change {
 
 /* An analysis that follows the replay: attached with gs_replay_attach (the
  * analyzer's growth and oom attach theirs, analyzer/findings/; the shim's
- * bounded model attaches none). Each callback may be NULL; ctx is the one
- * given to gs_replay_attach. Called in the order attached. */
+ * bounded model attaches none). Each callback may be NULL; ctx is the
+ * context gs_replay_attach made for it. Called in the order attached. */
 struct gs_replay;
 struct gs_replay_hook {
     /* before and after each event the replay applies (a probe's held apart too) */
@@ -227,9 +227,11 @@ struct gs_replay {
     unsigned nhooks;
 };
 
-/* Attaches an analysis: h's callbacks are called with ctx from now on. h
- * must outlive r. Returns 0, or -1 when GS_REPLAY_HOOKS are attached. */
-int gs_replay_attach(struct gs_replay *r, const struct gs_replay_hook *h, void *ctx);
+/* Attaches an analysis: h's callbacks are called from now on with a context
+ * of ctx_size bytes, zeroed, made here and handed to h->free at the end. h
+ * must outlive r. Returns the context, or NULL when out of memory or
+ * GS_REPLAY_HOOKS are attached (nothing is attached then). */
+void *gs_replay_attach(struct gs_replay *r, const struct gs_replay_hook *h, size_t ctx_size);
 /* The context attached with h, or NULL (an analysis finds its state). */
 void *gs_replay_hook_ctx(const struct gs_replay *r, const struct gs_replay_hook *h);
 

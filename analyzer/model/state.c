@@ -16,13 +16,14 @@
 
 #include "analyzer/model/model_int.h"
 
-int gs_replay_attach(struct gs_replay *r, const struct gs_replay_hook *h, void *ctx)
+void *gs_replay_attach(struct gs_replay *r, const struct gs_replay_hook *h, size_t ctx_size)
 {
-    if (r->nhooks == GS_REPLAY_HOOKS)
-        return -1;
+    void *ctx = r->nhooks < GS_REPLAY_HOOKS ? calloc(1, ctx_size) : NULL;
+    if (ctx == NULL)
+        return NULL;
     r->hook[r->nhooks] = h;
     r->hook_ctx[r->nhooks++] = ctx;
-    return 0;
+    return ctx;
 }
 
 void *gs_replay_hook_ctx(const struct gs_replay *r, const struct gs_replay_hook *h)
