@@ -35,6 +35,8 @@
  *
  * Delta state restarts at every chunk: the first event of a chunk codes its
  * time against 0 and its address against 0, so every chunk decodes alone.
+ * A chunk's allocations and frees may be held by column instead
+ * (GS_REC_COLUMNS, version 3).
  * Times are nanoseconds of CLOCK_MONOTONIC since GS_REC_CLOCK's start_ns.
  * Stack, module and Python code ids are global to the file; a record names only ids
  * defined earlier in the file.
@@ -48,8 +50,9 @@
 #define GS_TRACE_MAGIC "GPUSHIM\n"
 #define GS_TRACE_MAGIC_LEN 8
 /* 2: checkpoint records (GPUSHIM_MAX_BYTES), which a reader must not skip.
- * A reader of version 2 also reads version 1. */
-#define GS_TRACE_VERSION 2u
+ * 3: allocations and frees by column (GS_REC_COLUMNS), which a reader must
+ * not skip either. A reader of version 3 also reads versions 1 and 2. */
+#define GS_TRACE_VERSION 3u
 #define GS_TRACE_OLDEST_READABLE 1u
 #define GS_PREAMBLE_LEN 16
 #define GS_MAX_HEADER (1u << 20)
@@ -345,7 +348,54 @@ enum gs_record_type {
                                   * (domain id is called label from now on). Domain 0
                                   * is NVTX's default domain; ids and domains are the
                                   * shim's, from 1 */
+
+    /* Allocations and frees by column (version 3). A chunk may begin with
+     * one GS_REC_COLUMNS record holding the fields of its ALLOC and FREE
+     * events a column each (enum gs_column); each such event then stands in
+     * the chunk's order as an empty GS_REC_COL_ALLOC or GS_REC_COL_FREE
+     * record, and takes its fields from the columns in turn. Other records
+     * are as above, in between. Like fields a column after another compress
+     * far better than records do (docs/trace-format.md). */
+    GS_REC_COLUMNS = 61,         /* varint K (columns, at least GS_COLUMNS; a reader
+                                  * ignores those past the ones it knows), K x varint
+                                  * column length, then the K columns' bytes in turn */
+    GS_REC_COL_ALLOC = 62,       /* empty: the next allocation of the columns */
+    GS_REC_COL_FREE = 63,        /* empty: the next free of the columns */
 };
+
+/* The columns of a GS_REC_COLUMNS record, in their order. "Both": a field
+ * of every event of the columns; else only ALLOC's or FREE's have one. The
+ * fields are GS_REC_ALLOC's and GS_REC_FREE's, but for three:
+ *   - times are microseconds: the event's time is (t / 1000 + dt) * 1000,
+ *     t the time of the record before it in the chunk (as for any record),
+ *     or t itself when that is more: times never go backwards;
+ *   - a free names the allocation it ends by its distance back among the
+ *     chunk's column allocations (GS_COL_WHICH: 1 the latest), or by 0 when
+ *     it is not among them (an earlier chunk's, or a record of its own),
+ *     its address then in GS_COL_FREE_ADDR; addresses in GS_COL_ADDR and
+ *     GS_COL_FREE_ADDR are deltas from the address of the event before in
+ *     the columns, allocation or free (an allocator reuses what it freed);
+ *   - an allocation's kind and all_free share a varint: kind * 2 + all_free.
+ * Column deltas restart with every chunk, as record deltas do. */
+enum gs_column {
+    GS_COL_TIME,      /* both: zz dt, microseconds */
+    GS_COL_TID,       /* both: varint tid */
+    GS_COL_API,       /* both: varint api */
+    GS_COL_DEVICE,    /* both: zz device */
+    GS_COL_STREAM,    /* both: varint stream */
+    GS_COL_SPACE,     /* both: varint space */
+    GS_COL_SIZE,      /* both: varint size (a free's: as GS_REC_FREE's) */
+    GS_COL_ADDR,      /* alloc: zz addr delta */
+    GS_COL_STACK,     /* alloc: varint stack id */
+    GS_COL_KIND,      /* alloc: varint kind * 2 + all_free */
+    GS_COL_PARENT,    /* alloc: varint parent */
+    GS_COL_WHICH,     /* free: varint distance back (0: see GS_COL_FREE_ADDR) */
+    GS_COL_FREE_ADDR, /* free, when GS_COL_WHICH is 0: zz addr delta */
+    GS_COLUMNS
+};
+/* Events a writer puts in one chunk's columns, at most (a reader takes any
+ * number). */
+#define GS_COLUMN_EVENTS 65536u
 
 /* What a GS_REC_RANGE record says. */
 enum gs_range_op {

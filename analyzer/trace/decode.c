@@ -7,7 +7,9 @@
  * A chunk's payload is untrusted: a record whose fields do not parse is
  * counted damaged and skipped, and the chunk's delta state moves only with
  * a record that parsed whole; a length that cannot frame the rest ends the
- * chunk.
+ * chunk. A chunk of format 3 may hold its allocations and frees in
+ * columns (columns.c): its first record says where each column lies, and
+ * each event's record, empty, says when to take the next from them.
  */
 #include <stdint.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 #include "gpushim_trace.h"
 #include "analyzer/util/cursor.h"
 #include "analyzer/trace/trace.h"
+#include "analyzer/trace/columns.h"
 
 /* ---- fields of a record payload ---- */
 
@@ -232,6 +235,7 @@ uint64_t gs_decode_chunk(const uint8_t *raw, size_t len, const struct gs_reader_
                          void *ctx, struct gs_reader_stats *st)
 {
     struct chunk_state cs = {0, 0};
+    struct gs_column_reader cols = {0};
     const uint8_t *p = raw, *end = raw + len;
     uint64_t records = 0;
     while (p < end) {
@@ -264,6 +268,15 @@ uint64_t gs_decode_chunk(const uint8_t *raw, size_t len, const struct gs_reader_
             bad = api_event(&c, &cs, type, &e);
             if (!bad && ops->event)
                 ops->event(ctx, &e);
+            break;
+        case GS_REC_COL_ALLOC:
+        case GS_REC_COL_FREE:
+            bad = gs_columns_event(&cols, &cs.time, type, &e);
+            if (!bad && ops->event)
+                ops->event(ctx, &e);
+            break;
+        case GS_REC_COLUMNS: /* one a chunk, before its events */
+            bad = cols.open || records || gs_columns_open(&cols, c.p, plen) != 0;
             break;
         case GS_REC_STACK:
             bad = stack(&c, ops, ctx);
@@ -303,5 +316,6 @@ uint64_t gs_decode_chunk(const uint8_t *raw, size_t len, const struct gs_reader_
         records++;
         p += plen;
     }
+    gs_columns_close(&cols);
     return records;
 }

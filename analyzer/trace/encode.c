@@ -6,12 +6,15 @@
  *
  * Runs on the writer's side, off the program's threads: the hooks copy a
  * fixed-size struct into the ring, and the varint and delta coding happens
- * here. The delta state restarts with every chunk (gs_encoder_reset), so
- * each chunk decodes on its own.
+ * here. The delta state restarts with every chunk (gs_encoder_reset, or
+ * gs_encoder_new_chunk for the writer's encoder with columns), so each chunk
+ * decodes on its own. The writer's allocations and frees go into columns
+ * (columns.c); recovery's records stay whole.
  */
 #include <string.h>
 
 #include "gpushim_ring.h"
+#include "analyzer/trace/columns.h"
 
 static uint8_t *varint(uint8_t *p, uint64_t v) { return p + gs_put_varint(p, v); }
 static uint8_t *svarint(uint8_t *p, int64_t v) { return p + gs_put_varint(p, gs_zigzag(v)); }
@@ -23,7 +26,7 @@ static uint8_t *bytes(uint8_t *p, const void *src, size_t len)
     return p + len;
 }
 
-void gs_encoder_reset(struct gs_encoder *e) { memset(e, 0, sizeof *e); }
+void gs_encoder_reset(struct gs_encoder *e) { memset(e, 0, sizeof *e); }  /* no columns */
 
 static uint8_t *event_head(struct gs_encoder *e, const struct gs_ev *ev, uint8_t *p)
 {
@@ -261,6 +264,11 @@ size_t gs_encode(struct gs_encoder *e, const void *body, uint32_t len, uint8_t *
         end = encode_range(e, body, payload);
         break;
     default:
+        if (gs_columns_put(e, body) == 0) {
+            out[0] = b[0] == GS_REC_ALLOC ? GS_REC_COL_ALLOC : GS_REC_COL_FREE;
+            out[1] = 0; /* empty: its fields are in the columns */
+            return 2;
+        }
         end = encode_event(e, body, payload);
         break;
     }

@@ -228,7 +228,7 @@ static int swap_in(struct gs_trace_file *tf)
 }
 
 /* A chunk of at most this many bytes may come next. */
-static uint64_t next_chunk_bound(void) { return gs_chunk_scratch_size(1u << 20); }
+static uint64_t next_chunk_bound(void) { return gs_chunk_scratch_size(GS_WRITER_CHUNK_MAX); }
 
 void gs_bound_after_chunk(struct gs_trace_file *tf, uint64_t ring_pos, int writer_thread)
 {

@@ -74,5 +74,9 @@ int gs_write_header(int fd, uint64_t start_ns, uint64_t realtime_ns, unsigned st
 int gs_write_chunk(int fd, const uint8_t *raw, size_t len, uint8_t *scratch, size_t scratch_len,
                    size_t *written);
 size_t gs_chunk_scratch_size(size_t raw_len);
+/* The raw bytes of a chunk the writer makes, at most: its records and
+ * columns (writer.c), and the columns' record head (GS_COLUMNS_OVERHEAD). */
+#define GS_WRITER_CHUNK_RAW (1u << 20)
+#define GS_WRITER_CHUNK_MAX (GS_WRITER_CHUNK_RAW + GS_COLUMNS_OVERHEAD)
 
 #endif

@@ -45,7 +45,6 @@
 #include "shim/bound/bound.h"
 #include "shim/writer/writer.h"
 
-#define CHUNK_RAW (1u << 20) /* raw bytes of records per chunk, at most */
 
 enum state { NONE, OPEN, FINISHED, FAILED };
 
@@ -60,8 +59,9 @@ static struct {
     char ring_path[4096 + 8]; /* "" when the ring is not in a file */
     int ring_removed;         /* the trace was finished and the ring file removed */
     uint64_t chunk_pos;  /* the ring position after the last entry in raw */
-    struct gs_encoder enc;
+    struct gs_encoder enc;     /* with columns when they could be had */
     uint8_t *raw, *scratch, *body;
+    uint8_t *whole; /* the chunk: the encoder's columns, then the records in raw */
     size_t raw_len, scratch_len;
     int thread_running;
     int stop;
@@ -133,11 +133,18 @@ static void write_chunk(void)
         memcpy(w.raw + w.raw_len, pos, n);
         w.raw_len += n;
     }
-    gs_bound_feed_chunk(w.raw, w.raw_len);
+    const uint8_t *chunk = w.raw;
+    size_t len = w.raw_len, cols = gs_encode_columns(&w.enc, w.whole);
+    if (cols) {
+        memcpy(w.whole + cols, w.raw, w.raw_len);
+        chunk = w.whole;
+        len += cols;
+    }
+    gs_bound_feed_chunk(chunk, len);
     size_t written;
     if (w.state != FAILED) {
         if (!still_ours() ||
-            gs_write_chunk(w.tf.fd, w.raw, w.raw_len, w.scratch, w.scratch_len, &written) != 0)
+            gs_write_chunk(w.tf.fd, chunk, len, w.scratch, w.scratch_len, &written) != 0)
             write_failed();
         else {
             w.tf.size += written;
@@ -146,14 +153,18 @@ static void write_chunk(void)
         }
     }
     w.raw_len = 0;
-    gs_encoder_reset(&w.enc);
+    gs_encoder_new_chunk(&w.enc);
 }
 
 /* Adds a record to the chunk in the making; next: the ring position after
- * the entry it came from. */
+ * the entry it came from. The chunk's records and columns together stay
+ * within GS_WRITER_CHUNK_RAW (and the ring position's record after them). */
 static void add_record(const void *body, uint32_t len, uint64_t next)
 {
-    if (w.raw_len + GS_MAX_RECORD + 16 > CHUNK_RAW)
+    uint32_t events;
+    size_t held = gs_encoder_held(&w.enc, &events);
+    if (w.raw_len + held + GS_MAX_RECORD + GS_COLUMN_EVENT_MAX + 16 > GS_WRITER_CHUNK_RAW ||
+        events == GS_COLUMN_EVENTS)
         write_chunk();
     w.raw_len += gs_encode(&w.enc, body, len, w.raw + w.raw_len);
     w.chunk_pos = next;
@@ -296,17 +307,22 @@ static void open_locked(void)
             (size_t)snprintf(w.tf.path, sizeof w.tf.path, "%s/%s", cwd, rel) >= sizeof w.tf.path)
             snprintf(w.tf.path, sizeof w.tf.path, "%s", rel); /* too long: as given */
     }
-    w.scratch_len = gs_chunk_scratch_size(CHUNK_RAW);
+    w.scratch_len = gs_chunk_scratch_size(GS_WRITER_CHUNK_MAX);
     if (!w.raw)
-        w.raw = malloc(CHUNK_RAW);
+        w.raw = malloc(GS_WRITER_CHUNK_RAW);
+    if (!w.whole)
+        w.whole = malloc(GS_WRITER_CHUNK_MAX);
     if (!w.scratch)
         w.scratch = malloc(w.scratch_len);
     if (!w.body)
         w.body = malloc(GS_RING_MAX_BODY);
-    if (!w.raw || !w.scratch || !w.body) {
+    if (!w.raw || !w.whole || !w.scratch || !w.body) {
         errno = ENOMEM;
         fail("allocate a buffer for");
         return;
+    }
+    if (gs_encoder_use_columns(&w.enc) != 0) {
+        /* each event a record of its own: a larger trace, nothing lost */
     }
     w.pid = getpid();
     w.tf.fd = gs_create_trace(w.tf.path, sizeof w.tf.path);
@@ -569,5 +585,5 @@ void gs_writer_reset_after_fork(void)
     w.ring_removed = 0;
     w.raw_len = 0;
     w.thread_running = 0;
-    gs_encoder_reset(&w.enc);
+    gs_encoder_new_chunk(&w.enc); /* its columns stay: no lock was held across the fork */
 }

@@ -9,6 +9,10 @@ import tempfile
 
 MiB = 1024 * 1024
 KiB = 1024
+# Steps of drv_chdir's churn (a 4 KiB allocation and its free each) that a
+# trace bounded to 4 MiB is rotated within: format 3 holds them in about
+# 0.15 bytes an event, and the shim rotates a 4 MiB trace past 2.5 MiB.
+ROTATED_CHURN = 10_000_000
 
 
 class Env:

@@ -39,7 +39,7 @@ import shutil
 import subprocess
 import tempfile
 
-from harness import E, KiB, MiB, check, eq, one_trace, report_json, run
+from harness import E, KiB, MiB, ROTATED_CHURN, check, eq, one_trace, report_json, run
 
 
 def export(trace, fmt, *args):
@@ -489,14 +489,14 @@ def test_torch_snapshot_blocks_tile_their_segment():
 
 
 def test_torch_snapshot_and_perfetto_of_a_rotated_trace():
-    # drv_chdir.c: 2 MiB (before_chdir), then 3,000,000 x 4 KiB allocated
+    # drv_chdir.c: 2 MiB (before_chdir), then ROTATED_CHURN x 4 KiB allocated
     # and freed, then 1 MiB kept (after_chdir). Bounded to 4 MiB, the trace
     # starts from a checkpoint taken during the churn.
     first, second = (os.path.join(tempfile.mkdtemp(prefix="gpushim-viewers-"), d)
                      for d in ("first", "second"))
     os.mkdir(first)
     os.mkdir(second)
-    r = run([E.prog("drv_chdir"), second, "3000000"], cwd=first, output="rot.trace",
+    r = run([E.prog("drv_chdir"), second, str(ROTATED_CHURN)], cwd=first, output="rot.trace",
             env={"GPUSHIM_MAX_BYTES": "4M"}, timeout=600)
     eq(r.rc, 0, r.err)
     trace = os.path.join(first, "rot.trace")

@@ -8,7 +8,7 @@ import resource
 import shutil
 import tempfile
 
-from harness import E, KiB, MiB, check, eq, one_trace, report, report_json, run, site_summary
+from harness import E, KiB, MiB, ROTATED_CHURN, check, eq, one_trace, report, report_json, run, site_summary
 
 
 def diskfull(n, buffer_mb=1):
@@ -74,9 +74,9 @@ def test_file_size_limit_below_the_ring_keeps_the_program_alive():
 
 
 def test_file_size_limit_reached_by_the_trace_keeps_the_program_alive():
-    # 1.6 M events make a trace of about 9 MB; under a 2 MiB limit (the 1 MiB
+    # 9.6 M events make a trace of about 2.9 MB; under a 2 MiB limit (the 1 MiB
     # ring fits) the trace stops growing at the limit and the program goes on.
-    r = run([E.prog("drv_longhaul"), "100000"], output="t.trace",
+    r = run([E.prog("drv_longhaul"), "600000"], output="t.trace",
             env={"GPUSHIM_BUFFER_MB": "1"}, preexec=file_size_limit(2 * MiB))
     eq((r.rc, r.out), (0, "done\n"), "the program, unharmed: " + r.err)
     eq(r.err.count("gpushim: cannot write trace"), 1, "said once: " + r.err)
@@ -85,8 +85,8 @@ def test_file_size_limit_reached_by_the_trace_keeps_the_program_alive():
     eq((t["write_failed"]["error"], t["ending"]), ("File too large", "finished"), "why")
     check(t["write_failed"]["offset"] <= 2 * MiB, "within the limit")
     e = d["events"]
-    # drv_longhaul 100000: 800 102 allocations, 800 001 frees, 1 failed allocation
-    eq(e["allocations"] + e["frees"] + e["failed"] + t["lost_events"], 1_600_104,
+    # drv_longhaul 600000: 4 800 602 allocations, 4 800 001 frees, 1 failed allocation
+    eq(e["allocations"] + e["frees"] + e["failed"] + t["lost_events"], 9_600_604,
        "kept and lost add up to what the program did")
 
 
@@ -124,11 +124,13 @@ def test_relative_trace_name_and_chdir():
     os.mkdir(second)
     with open(os.path.join(second, "rel.trace"), "w") as f:
         f.write("precious")
-    for bound in (None, "4M"):
+    # 3 M steps of churn, 10 M when bounded: its 4 KiB allocated and freed
+    # take 0.15 bytes an event, and a 4 MiB bound rotates past 2.5 MiB
+    for bound, steps in ((None, 3_000_000), ("4M", ROTATED_CHURN)):
         for d in (first,):
             for name in os.listdir(d):
                 os.unlink(os.path.join(d, name))
-        r = run([E.prog("drv_chdir"), second, "3000000"], cwd=first, output="rel.trace",
+        r = run([E.prog("drv_chdir"), second, str(steps)], cwd=first, output="rel.trace",
                 env={"GPUSHIM_MAX_BYTES": bound})
         eq(r.rc, 0, f"status (bound {bound}): {r.err}")
         eq(sorted(os.listdir(first)), ["rel.trace"], f"the trace alone, where it began ({bound})")
@@ -136,7 +138,7 @@ def test_relative_trace_name_and_chdir():
         eq(open(os.path.join(second, "rel.trace")).read(), "precious", "nor touched")
         t = report_json(os.path.join(first, "rel.trace"))
         eq((t["trace"]["complete"], t["events"]["allocations"], t["leaks"]["bytes"]),
-           (True, 3_000_002, 3 * MiB), f"every event ({bound})")
+           (True, steps + 2, 3 * MiB), f"every event ({bound})")
         if bound:
             check(t["trace"]["checkpoint"] is not None, "the bounded trace was swapped")
 
@@ -194,11 +196,11 @@ def test_damaged_ring_entries_are_counted_not_trusted():
 def test_bounded_trace_of_100_million_events():
     if E.sanitized:
         return "100 million events take too long under the sanitizers"
-    steps = 6_250_000  # drv_longhaul.c: 16 events a step
-    limit = 64 * MiB
+    steps = 6_250_000  # drv_longhaul.c: 16 events a step, about 30 MB of trace
+    limit = 16 * MiB
     tmp = tempfile.mkdtemp(prefix="gpushim-bound-")
     r = run([E.prog("drv_longhaul"), str(steps)], cwd=tmp, output="long.trace",
-            env={"GPUSHIM_MAX_BYTES": "64M"}, timeout=900)
+            env={"GPUSHIM_MAX_BYTES": "16M"}, timeout=900)
     eq((r.rc, r.out, r.err), (0, "done\n", ""), "the run")
     trace = os.path.join(tmp, "long.trace")
     eq(sorted(os.listdir(tmp)), ["long.trace"], "no ring or checkpoint file left")

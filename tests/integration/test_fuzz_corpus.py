@@ -60,16 +60,20 @@ def test_seed_corpus_is_small_and_real():
         total += sum(os.path.getsize(f) for f in files)
     check(total < 2 * MiB, f"the corpus is {total} bytes, over 2 MiB")
     # The report seeds are real traces the analyzer reads whole: each as its
-    # program's schedule says (tests/fuzz/make_corpus.py made them).
+    # program's schedule says (tests/fuzz/make_corpus.py made them), in this
+    # format and, "v2-", as the shim wrote them before format 3.
     seeds = os.path.join(ROOT, "tests", "fuzz", "corpus", "report")
     want = {"drv_schedule": (True, 13, 6, 0), "drv_oom": (True, 4, 4, 1),
             "drv_api_steps": (True, 7, 3, 0), "killed": (False, 0, 0, 0)}
-    for name, (complete, allocs, frees, failed) in want.items():
-        d = report_json(os.path.join(seeds, name))
-        eq((d["trace"]["complete"], d["events"]["allocations"], d["events"]["frees"],
-            d["events"]["failed"]), (complete, allocs, frees, failed), f"seed {name}")
-    d = report_json(os.path.join(seeds, "bounded"))
-    check(d["trace"]["checkpoint"] is not None, "the bounded seed starts from its checkpoint")
+    for old, version in (("", 3), ("v2-", 2)):
+        for name, (complete, allocs, frees, failed) in want.items():
+            d = report_json(os.path.join(seeds, old + name))
+            eq((d["trace"]["format_version"], d["trace"]["complete"], d["events"]["allocations"],
+                d["events"]["frees"], d["events"]["failed"]),
+               (version, complete, allocs, frees, failed), f"seed {old + name}")
+        d = report_json(os.path.join(seeds, old + "bounded"))
+        check(d["trace"]["checkpoint"] is not None,
+              f"the {old}bounded seed starts from its checkpoint")
 
 
 def report_json(path):

@@ -298,7 +298,7 @@ def test_a_program_without_python_has_no_python_in_its_report():
 
 def test_a_rotated_trace_keeps_the_code_objects_of_its_history():
     py = pythons()[0]
-    steps = 500_000
+    steps = 1_000_000  # about 5 MB of trace, rotated past 2.5 MiB
     r = run([py, prog("longrun.py"), libcuda(), str(steps)], env=dict(py_env(), GPUSHIM_MAX_BYTES="4M"))
     eq((r.rc, r.out, r.err), (0, "done 2\n", ""), "the run")
     d = report_json(one_trace(r))

@@ -92,9 +92,10 @@ def test_threads_by_name_and_the_backward_they_ran():
 
 
 def test_thread_names_outlive_a_rotation():
-    # 2 million pairs from pt_autograd_0 between its two MulBackward0: the
-    # trace is rotated there, and its thread, named once before, goes on
-    pairs = 2_000_000
+    # 10 million pairs from pt_autograd_0 between its two MulBackward0 (about
+    # 2.8 MB of trace): the trace is rotated there, and its thread, named
+    # once before, goes on
+    pairs = 10_000_000
     r = run([E.prog("drv_autograd"), str(pairs)], env={"GPUSHIM_MAX_BYTES": "4M"})
     eq((r.rc, r.out, r.err), (0, "backward done\n", ""), "the run")
     d = report_json(one_trace(r))

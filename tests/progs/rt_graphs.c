@@ -50,9 +50,10 @@
  * An argument stops the program (exit 0, nothing freed) at that point:
  * "captured" (after the first capture), "replayed" (after its replays),
  * "kept" (after the node graph's launch). "churn" runs the whole schedule
- * with 4 million cudaMallocAsync/cudaFreeAsync pairs of 512 bytes after the
- * replays, while the executable and its output live (enough events for a
- * trace bounded at 4 MiB to start over from a checkpoint).
+ * with 10 million cudaMallocAsync/cudaFreeAsync pairs of 512 bytes after the
+ * replays, while the executable and its output live (enough events, about
+ * 5 MB of trace, for a trace bounded at 4 MiB to start over from a
+ * checkpoint).
  */
 #include <stdint.h>
 #include <string.h>
@@ -180,7 +181,7 @@ __attribute__((noinline)) static void async_backend_capture(void)
     expect_used(18 * MiB, 10 * MiB, 0); /* set aside: t2 and t3 at once */
     for (int i = 0; i < 3; i++)
         replay(exec, s);
-    for (int i = 0; churn && i < 4000000; i++)
+    for (int i = 0; churn && i < 10000000; i++)
         free_async(malloc_async(512, s), s);
     EXPECT(cudaStreamSynchronize(s), 0); /* the stream-ordered pool back to 8 */
     expect_used(18 * MiB, 10 * MiB, 2 * MiB); /* out lives on */

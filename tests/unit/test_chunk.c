@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "gpushim_trace.h"
 #include "gpushim_ring.h"
@@ -254,6 +255,38 @@ Test(chunk, whole_trace_reads_back_complete)
     cr_assert_eq(gethostname(host, sizeof host), 0);
     cr_assert_str_eq(info.host, host);
     cr_assert_neq(info.command[0], 0, "command line recorded");
+    free(s);
+}
+
+/* A trace of format 2 (allocations and frees as records of their own,
+ * which write_trace writes): it still reads, and says its version. */
+Test(chunk, a_version_2_trace_still_reads)
+{
+    struct written w;
+    write_trace(&w);
+    int fd = open(w.path, O_RDWR);
+    cr_assert_geq(fd, 0);
+    uint8_t pre[GS_PREAMBLE_LEN];
+    cr_assert_eq(pread(fd, pre, sizeof pre, 0), (ssize_t)sizeof pre);
+    uint32_t hlen = gs_get_u32le(pre + 12);
+    uint8_t *head = malloc(GS_PREAMBLE_LEN + hlen);
+    cr_assert_not_null(head);
+    cr_assert_eq(pread(fd, head, GS_PREAMBLE_LEN + hlen, 0), (ssize_t)(GS_PREAMBLE_LEN + hlen));
+    gs_put_u32le(head + 8, 2);
+    uint8_t crc[4];
+    gs_put_u32le(crc, (uint32_t)crc32(0, head, GS_PREAMBLE_LEN + hlen));
+    cr_assert_eq(pwrite(fd, head, GS_PREAMBLE_LEN, 0), GS_PREAMBLE_LEN);
+    cr_assert_eq(pwrite(fd, crc, 4, GS_PREAMBLE_LEN + hlen), 4);
+    close(fd);
+    free(head);
+    struct gs_trace_info info;
+    struct gs_reader_stats st;
+    struct seen *s = read_back(w.path, &info, &st);
+    cr_assert_eq(info.version, 2);
+    cr_assert_eq(s->n, NCHUNKS * PER_CHUNK, "all %u events, got %u", NCHUNKS * PER_CHUNK, s->n);
+    cr_assert_eq(st.damaged_chunks, 0);
+    cr_assert_eq(st.damaged_records, 0);
+    cr_assert_eq(st.end_seen, 1);
     free(s);
 }
 

@@ -1,0 +1,285 @@
+/*
+ * columns.c - a chunk's allocations and frees by column (GS_REC_COLUMNS,
+ * format 3; the layout is in include/gpushim_trace.h): the writer's side,
+ * which gs_encode fills when the encoder has columns, and the reader's,
+ * which decode.c takes each GS_REC_COL_ALLOC and GS_REC_COL_FREE from.
+ *
+ * A field a column after another is what makes the trace small: a
+ * thread's id, a stream, a device repeat from event to event and cost
+ * nothing once compressed, and a free names the allocation it ends by its
+ * distance back, a small number, instead of an address. The writer finds
+ * that distance in a table of the chunk's allocations by address, stamped
+ * with the chunk's number so that a new chunk empties it without clearing.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpushim_ring.h"
+#include "analyzer/trace/columns.h"
+
+/* ---- writing ---- */
+
+struct column {
+    uint8_t *p;
+    size_t len, cap;
+};
+
+/* An allocation of the chunk's columns, by address. */
+struct live_slot {
+    uint64_t addr;
+    uint32_t seq; /* its number among the chunk's allocations; GONE once freed */
+    uint32_t gen; /* the chunk it is of: a slot of another chunk is empty */
+};
+#define LIVE_SLOTS (2 * GS_COLUMN_EVENTS) /* never more than half full */
+#define GONE UINT32_MAX
+#define VARINT_MAX 10
+
+struct gs_columns {
+    struct column col[GS_COLUMNS];
+    uint32_t events, allocs, gen;
+    uint64_t last_addr; /* the last event's in the columns, allocation or free */
+    struct live_slot *live;
+};
+
+int gs_encoder_use_columns(struct gs_encoder *e)
+{
+    if (e->cols)
+        return 0;
+    struct gs_columns *c = calloc(1, sizeof *c);
+    if (!c || !(c->live = calloc(LIVE_SLOTS, sizeof *c->live))) {
+        free(c);
+        return -1;
+    }
+    c->gen = 1;
+    e->cols = c;
+    return 0;
+}
+
+void gs_encoder_free(struct gs_encoder *e)
+{
+    struct gs_columns *c = e->cols;
+    if (!c)
+        return;
+    for (int i = 0; i < GS_COLUMNS; i++)
+        free(c->col[i].p);
+    free(c->live);
+    free(c);
+    e->cols = NULL;
+}
+
+void gs_encoder_new_chunk(struct gs_encoder *e)
+{
+    e->last_time = e->last_addr = 0;
+    struct gs_columns *c = e->cols;
+    if (!c)
+        return;
+    for (int i = 0; i < GS_COLUMNS; i++)
+        c->col[i].len = 0;
+    c->events = c->allocs = 0;
+    c->last_addr = 0;
+    if (++c->gen == 0) { /* stamps wrapped: every slot could look current */
+        memset(c->live, 0, LIVE_SLOTS * sizeof *c->live);
+        c->gen = 1;
+    }
+}
+
+size_t gs_encoder_held(const struct gs_encoder *e, uint32_t *events)
+{
+    size_t n = 0;
+    if (events)
+        *events = e->cols ? e->cols->events : 0;
+    if (e->cols)
+        for (int i = 0; i < GS_COLUMNS; i++)
+            n += e->cols->col[i].len;
+    return n;
+}
+
+/* Room for one more varint in every column; -1 when memory runs out. */
+static int room(struct gs_columns *c)
+{
+    for (int i = 0; i < GS_COLUMNS; i++) {
+        struct column *k = &c->col[i];
+        if (k->cap - k->len >= VARINT_MAX)
+            continue;
+        size_t cap = k->cap ? k->cap * 2 : 16384;
+        uint8_t *p = realloc(k->p, cap);
+        if (!p)
+            return -1;
+        k->p = p;
+        k->cap = cap;
+    }
+    return 0;
+}
+
+static void put(struct gs_columns *c, enum gs_column i, uint64_t v)
+{
+    struct column *k = &c->col[i];
+    k->len += gs_put_varint(k->p + k->len, v);
+}
+
+/* The slot of addr in this chunk's table, or the empty one it would take. */
+static struct live_slot *live_find(struct gs_columns *c, uint64_t addr)
+{
+    size_t i = (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 40) & (LIVE_SLOTS - 1);
+    for (;; i = (i + 1) & (LIVE_SLOTS - 1)) {
+        struct live_slot *s = &c->live[i];
+        if (s->gen != c->gen || s->addr == addr)
+            return s;
+    }
+}
+
+int gs_columns_put(struct gs_encoder *e, const struct gs_ev *ev)
+{
+    struct gs_columns *c = e->cols;
+    if (!c || (ev->type != GS_REC_ALLOC && ev->type != GS_REC_FREE) ||
+        c->events >= GS_COLUMN_EVENTS || room(c) != 0)
+        return -1;
+    uint64_t us = e->last_time / 1000, t_us = ev->time_ns / 1000;
+    put(c, GS_COL_TIME, gs_zigzag((int64_t)(t_us - us)));
+    uint64_t t = t_us * 1000;
+    e->last_time = t > e->last_time ? t : e->last_time;
+    put(c, GS_COL_TID, ev->tid);
+    put(c, GS_COL_API, ev->api);
+    put(c, GS_COL_DEVICE, gs_zigzag(ev->device));
+    put(c, GS_COL_STREAM, ev->stream);
+    put(c, GS_COL_SPACE, ev->space);
+    put(c, GS_COL_SIZE, ev->size);
+    struct live_slot *s = live_find(c, ev->addr);
+    if (ev->type == GS_REC_ALLOC) {
+        put(c, GS_COL_ADDR, gs_zigzag((int64_t)(ev->addr - c->last_addr)));
+        put(c, GS_COL_STACK, ev->stack_id);
+        put(c, GS_COL_KIND, (uint64_t)ev->kind * 2 + (ev->free_bytes != 0));
+        put(c, GS_COL_PARENT, ev->parent);
+        *s = (struct live_slot){.addr = ev->addr, .seq = c->allocs++, .gen = c->gen};
+    } else if (s->gen == c->gen && s->seq != GONE) {
+        put(c, GS_COL_WHICH, c->allocs - s->seq);
+        s->seq = GONE; /* stays taken: the slots after it are found through it */
+    } else {
+        put(c, GS_COL_WHICH, 0);
+        put(c, GS_COL_FREE_ADDR, gs_zigzag((int64_t)(ev->addr - c->last_addr)));
+    }
+    c->last_addr = ev->addr;
+    c->events++;
+    return 0;
+}
+
+size_t gs_encode_columns(const struct gs_encoder *e, uint8_t *out)
+{
+    const struct gs_columns *c = e->cols;
+    if (!c || !c->events)
+        return 0;
+    uint8_t head[VARINT_MAX * (GS_COLUMNS + 1)];
+    size_t hlen = gs_put_varint(head, GS_COLUMNS);
+    for (int i = 0; i < GS_COLUMNS; i++)
+        hlen += gs_put_varint(head + hlen, c->col[i].len);
+    uint8_t *p = out;
+    *p++ = GS_REC_COLUMNS;
+    p += gs_put_varint(p, hlen + gs_encoder_held(e, NULL));
+    memcpy(p, head, hlen);
+    p += hlen;
+    for (int i = 0; i < GS_COLUMNS; i++) {
+        if (c->col[i].len)
+            memcpy(p, c->col[i].p, c->col[i].len);
+        p += c->col[i].len;
+    }
+    return (size_t)(p - out);
+}
+
+/* ---- reading ---- */
+
+int gs_columns_open(struct gs_column_reader *r, const uint8_t *payload, size_t len)
+{
+    struct gs_cursor c = {payload, payload + len, 0};
+    uint64_t k = gs_cursor_u(&c), lens[GS_COLUMNS];
+    if (c.bad || k < GS_COLUMNS || k > len)
+        return -1;
+    uint64_t total = 0;
+    for (uint64_t i = 0; i < k; i++) {
+        uint64_t n = gs_cursor_u(&c);
+        if (i < GS_COLUMNS)
+            lens[i] = n;
+        total += n;
+        if (c.bad || n > len || total > len)
+            return -1;
+    }
+    if (total > (uint64_t)(c.end - c.p))
+        return -1;
+    memset(r, 0, sizeof *r);
+    const uint8_t *p = c.p;
+    for (int i = 0; i < GS_COLUMNS; i++) {
+        r->col[i] = (struct gs_cursor){p, p + lens[i], 0};
+        p += lens[i];
+    }
+    r->open = 1;
+    return 0;
+}
+
+void gs_columns_close(struct gs_column_reader *r)
+{
+    free(r->addrs);
+    memset(r, 0, sizeof *r);
+}
+
+static int32_t device(uint64_t zz)
+{
+    int64_t d = gs_unzigzag(zz);
+    return d < -1 || d >= GS_MAX_DEVICES ? GS_DEVICE_UNKNOWN : (int32_t)d;
+}
+
+/* Keeps an allocation's address for the frees that name it by distance. */
+static int keep_addr(struct gs_column_reader *r, uint64_t addr)
+{
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 4096;
+        uint64_t *a = realloc(r->addrs, cap * sizeof *a);
+        if (!a)
+            return -1;
+        r->addrs = a;
+        r->cap = cap;
+    }
+    r->addrs[r->n++] = addr;
+    return 0;
+}
+
+int gs_columns_event(struct gs_column_reader *r, uint64_t *time, uint8_t type,
+                     struct gs_revent *e)
+{
+    if (!r->open)
+        return -1; /* a column event in a chunk without columns */
+    struct gs_cursor *k = r->col;
+    static const struct gs_revent zero; /* copied: cheaper than memset's rep stos */
+    *e = zero;
+    e->type = type == GS_REC_COL_ALLOC ? GS_REC_ALLOC : GS_REC_FREE;
+    uint64_t t = (*time / 1000 + (uint64_t)gs_unzigzag(gs_cursor_u(&k[GS_COL_TIME]))) * 1000;
+    e->time_ns = t > *time ? t : *time;
+    e->tid = (uint32_t)gs_cursor_u(&k[GS_COL_TID]);
+    e->api = (uint32_t)gs_cursor_u(&k[GS_COL_API]);
+    e->device = device(gs_cursor_u(&k[GS_COL_DEVICE]));
+    e->stream = gs_cursor_u(&k[GS_COL_STREAM]);
+    e->space = (uint32_t)gs_cursor_u(&k[GS_COL_SPACE]);
+    e->size = gs_cursor_u(&k[GS_COL_SIZE]);
+    if (e->type == GS_REC_ALLOC) {
+        e->addr = r->last_addr + (uint64_t)gs_unzigzag(gs_cursor_u(&k[GS_COL_ADDR]));
+        e->stack_id = (uint32_t)gs_cursor_u(&k[GS_COL_STACK]);
+        uint64_t kind = gs_cursor_u(&k[GS_COL_KIND]);
+        e->kind = (uint32_t)(kind >> 1);
+        e->all_free = (int)(kind & 1);
+        e->parent = gs_cursor_u(&k[GS_COL_PARENT]);
+    } else {
+        uint64_t which = gs_cursor_u(&k[GS_COL_WHICH]);
+        if (which == 0)
+            e->addr = r->last_addr + (uint64_t)gs_unzigzag(gs_cursor_u(&k[GS_COL_FREE_ADDR]));
+        else if (which <= r->n)
+            e->addr = r->addrs[r->n - which];
+        else
+            return -1; /* names an allocation the chunk does not have */
+    }
+    for (int i = 0; i < GS_COLUMNS; i++)
+        if (k[i].bad)
+            return -1;
+    if (e->type == GS_REC_ALLOC && keep_addr(r, e->addr) != 0)
+        return -1;
+    r->last_addr = e->addr;
+    *time = e->time_ns;
+    return 0;
+}
