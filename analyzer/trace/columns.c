@@ -10,6 +10,9 @@
  * distance back, a small number, instead of an address. The writer finds
  * that distance in a table of the chunk's allocations by address, stamped
  * with the chunk's number so that a new chunk empties it without clearing.
+ * The table grows with the allocations a chunk holds, from 16 KiB: a
+ * process that makes few touches few of its pages (each first touch is a
+ * page fault, which costs a short run more than its events do).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +33,8 @@ struct live_slot {
     uint32_t seq; /* its number among the chunk's allocations; GONE once freed */
     uint32_t gen; /* the chunk it is of: a slot of another chunk is empty */
 };
-#define LIVE_SLOTS (2 * GS_COLUMN_EVENTS) /* never more than half full */
+#define LIVE_MIN 1024                      /* slots, at first */
+#define LIVE_MAX (2 * GS_COLUMN_EVENTS)    /* never more than half full */
 #define GONE UINT32_MAX
 #define VARINT_MAX 10
 
@@ -39,6 +43,7 @@ struct gs_columns {
     uint32_t events, allocs, gen;
     uint64_t last_addr; /* the last event's in the columns, allocation or free */
     struct live_slot *live;
+    uint32_t live_cap; /* slots: 0, or a power of two from LIVE_MIN to LIVE_MAX */
 };
 
 int gs_encoder_use_columns(struct gs_encoder *e)
@@ -46,10 +51,8 @@ int gs_encoder_use_columns(struct gs_encoder *e)
     if (e->cols)
         return 0;
     struct gs_columns *c = calloc(1, sizeof *c);
-    if (!c || !(c->live = calloc(LIVE_SLOTS, sizeof *c->live))) {
-        free(c);
+    if (!c)
         return -1;
-    }
     c->gen = 1;
     e->cols = c;
     return 0;
@@ -78,7 +81,8 @@ void gs_encoder_new_chunk(struct gs_encoder *e)
     c->events = c->allocs = 0;
     c->last_addr = 0;
     if (++c->gen == 0) { /* stamps wrapped: every slot could look current */
-        memset(c->live, 0, LIVE_SLOTS * sizeof *c->live);
+        if (c->live)
+            memset(c->live, 0, c->live_cap * sizeof *c->live);
         c->gen = 1;
     }
 }
@@ -117,22 +121,47 @@ static void put(struct gs_columns *c, enum gs_column i, uint64_t v)
     k->len += gs_put_varint(k->p + k->len, v);
 }
 
-/* The slot of addr in this chunk's table, or the empty one it would take. */
+/* The slot of addr in this chunk's table (which has slots), or the empty
+ * one it would take. */
 static struct live_slot *live_find(struct gs_columns *c, uint64_t addr)
 {
-    size_t i = (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 40) & (LIVE_SLOTS - 1);
-    for (;; i = (i + 1) & (LIVE_SLOTS - 1)) {
+    size_t mask = c->live_cap - 1;
+    size_t i = (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 40) & mask;
+    for (;; i = (i + 1) & mask) {
         struct live_slot *s = &c->live[i];
         if (s->gen != c->gen || s->addr == addr)
             return s;
     }
 }
 
+/* Room in the table for one more allocation: 0, or -1 when memory runs out.
+ * Growing keeps this chunk's allocations, not the slots of those freed. */
+static int live_room(struct gs_columns *c)
+{
+    if ((c->allocs + 1) * 2 <= c->live_cap)
+        return 0;
+    uint32_t cap = c->live_cap ? c->live_cap * 2 : LIVE_MIN;
+    struct live_slot *old = c->live, *live = cap <= LIVE_MAX ? calloc(cap, sizeof *live) : NULL;
+    if (!live)
+        return -1;
+    uint32_t old_cap = c->live_cap;
+    c->live = live;
+    c->live_cap = cap;
+    for (uint32_t i = 0; i < old_cap; i++)
+        if (old[i].gen == c->gen && old[i].seq != GONE) {
+            struct live_slot *s = live_find(c, old[i].addr);
+            *s = old[i];
+        }
+    free(old);
+    return 0;
+}
+
 int gs_columns_put(struct gs_encoder *e, const struct gs_ev *ev)
 {
     struct gs_columns *c = e->cols;
     if (!c || (ev->type != GS_REC_ALLOC && ev->type != GS_REC_FREE) ||
-        c->events >= GS_COLUMN_EVENTS || room(c) != 0)
+        c->events >= GS_COLUMN_EVENTS || room(c) != 0 ||
+        (ev->type == GS_REC_ALLOC && live_room(c) != 0))
         return -1;
     uint64_t us = e->last_time / 1000, t_us = ev->time_ns / 1000;
     put(c, GS_COL_TIME, gs_zigzag((int64_t)(t_us - us)));
@@ -144,14 +173,14 @@ int gs_columns_put(struct gs_encoder *e, const struct gs_ev *ev)
     put(c, GS_COL_STREAM, ev->stream);
     put(c, GS_COL_SPACE, ev->space);
     put(c, GS_COL_SIZE, ev->size);
-    struct live_slot *s = live_find(c, ev->addr);
+    struct live_slot *s = c->live_cap ? live_find(c, ev->addr) : NULL;
     if (ev->type == GS_REC_ALLOC) {
         put(c, GS_COL_ADDR, gs_zigzag((int64_t)(ev->addr - c->last_addr)));
         put(c, GS_COL_STACK, ev->stack_id);
         put(c, GS_COL_KIND, (uint64_t)ev->kind * 2 + (ev->free_bytes != 0));
         put(c, GS_COL_PARENT, ev->parent);
         *s = (struct live_slot){.addr = ev->addr, .seq = c->allocs++, .gen = c->gen};
-    } else if (s->gen == c->gen && s->seq != GONE) {
+    } else if (s && s->gen == c->gen && s->seq != GONE) {
         put(c, GS_COL_WHICH, c->allocs - s->seq);
         s->seq = GONE; /* stays taken: the slots after it are found through it */
     } else {
@@ -258,6 +287,9 @@ int gs_columns_event(struct gs_column_reader *r, uint64_t *time, uint8_t type,
     e->stream = gs_cursor_u(&k[GS_COL_STREAM]);
     e->space = (uint32_t)gs_cursor_u(&k[GS_COL_SPACE]);
     e->size = gs_cursor_u(&k[GS_COL_SIZE]);
+    /* a column that ran out is bad from then on: only those read now can be */
+    int bad = k[GS_COL_TIME].bad | k[GS_COL_TID].bad | k[GS_COL_API].bad | k[GS_COL_DEVICE].bad |
+              k[GS_COL_STREAM].bad | k[GS_COL_SPACE].bad | k[GS_COL_SIZE].bad;
     if (e->type == GS_REC_ALLOC) {
         e->addr = r->last_addr + (uint64_t)gs_unzigzag(gs_cursor_u(&k[GS_COL_ADDR]));
         e->stack_id = (uint32_t)gs_cursor_u(&k[GS_COL_STACK]);
@@ -265,6 +297,8 @@ int gs_columns_event(struct gs_column_reader *r, uint64_t *time, uint8_t type,
         e->kind = (uint32_t)(kind >> 1);
         e->all_free = (int)(kind & 1);
         e->parent = gs_cursor_u(&k[GS_COL_PARENT]);
+        bad |= k[GS_COL_ADDR].bad | k[GS_COL_STACK].bad | k[GS_COL_KIND].bad |
+               k[GS_COL_PARENT].bad;
     } else {
         uint64_t which = gs_cursor_u(&k[GS_COL_WHICH]);
         if (which == 0)
@@ -273,10 +307,10 @@ int gs_columns_event(struct gs_column_reader *r, uint64_t *time, uint8_t type,
             e->addr = r->addrs[r->n - which];
         else
             return -1; /* names an allocation the chunk does not have */
+        bad |= k[GS_COL_WHICH].bad | k[GS_COL_FREE_ADDR].bad;
     }
-    for (int i = 0; i < GS_COLUMNS; i++)
-        if (k[i].bad)
-            return -1;
+    if (bad)
+        return -1;
     if (e->type == GS_REC_ALLOC && keep_addr(r, e->addr) != 0)
         return -1;
     r->last_addr = e->addr;
