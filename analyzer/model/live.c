@@ -179,9 +179,8 @@ int gs_replay_insert(struct gs_replay *r, const struct gs_live_alloc *a)
 static int take(struct gs_replay *r, uint32_t space, uint64_t addr, struct gs_live_alloc *out)
 {
     uint64_t idx;
-    if (gs_idmap_get(r->live[space], addr, &idx) != 0)
+    if (gs_idmap_take(r->live[space], addr, &idx) != 0)
         return -1;
-    gs_idmap_del(r->live[space], addr);
     *out = r->allocs[idx];
     r->allocs[idx].addr = r->free_slot;
     r->free_slot = (size_t)idx;

@@ -4,21 +4,26 @@
  *
  * Open addressing with linear probing and backward-shift deletion, so a
  * table that sees millions of inserts and deletes never fills with
- * tombstones. Kept at most half full.
+ * tombstones. Kept at most half full. A slot is its key and value alone,
+ * 16 bytes, four to a cache line: an empty one holds the key UINT64_MAX,
+ * and that key, when it is one, is kept beside the table.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "analyzer/util/idmap.h"
 
+#define EMPTY UINT64_MAX
+
 struct slot {
     uint64_t key, value;
-    int used;
 };
 
 struct gs_idmap {
     struct slot *slots;
-    size_t cap, count; /* cap is a power of two */
+    size_t cap, count; /* cap is a power of two; count includes the key EMPTY */
+    int has_empty_key;
+    uint64_t empty_key_value;
 };
 
 static size_t hash(uint64_t k, size_t cap)
@@ -43,31 +48,39 @@ size_t gs_idmap_count(const struct gs_idmap *m) { return m->count; }
 struct gs_idmap *gs_idmap_copy(const struct gs_idmap *m)
 {
     struct gs_idmap *c = gs_idmap_new();
-    if (!c || !m->cap)
-        return c;
-    if (!(c->slots = malloc(m->cap * sizeof *c->slots))) {
+    if (!c)
+        return NULL;
+    *c = *m;
+    c->slots = NULL;
+    if (m->cap && !(c->slots = malloc(m->cap * sizeof *c->slots))) {
         free(c);
         return NULL;
     }
-    memcpy(c->slots, m->slots, m->cap * sizeof *c->slots);
-    c->cap = m->cap;
-    c->count = m->count;
+    if (m->cap)
+        memcpy(c->slots, m->slots, m->cap * sizeof *c->slots);
     return c;
 }
 
+/* The slot of key (not EMPTY), or the empty one it would take. */
 static struct slot *find(const struct gs_idmap *m, uint64_t key)
 {
     for (size_t i = hash(key, m->cap);; i = (i + 1) & (m->cap - 1))
-        if (!m->slots[i].used || m->slots[i].key == key)
+        if (m->slots[i].key == key || m->slots[i].key == EMPTY)
             return &m->slots[i];
 }
 
 int gs_idmap_get(const struct gs_idmap *m, uint64_t key, uint64_t *value)
 {
+    if (key == EMPTY) {
+        if (!m->has_empty_key)
+            return -1;
+        *value = m->empty_key_value;
+        return 0;
+    }
     if (!m->cap)
         return -1;
-    struct slot *s = find(m, key);
-    if (!s->used)
+    const struct slot *s = find(m, key);
+    if (s->key == EMPTY)
         return -1;
     *value = s->value;
     return 0;
@@ -76,14 +89,15 @@ int gs_idmap_get(const struct gs_idmap *m, uint64_t key, uint64_t *value)
 static int grow(struct gs_idmap *m)
 {
     size_t cap = m->cap ? m->cap * 2 : 64;
-    struct slot *old = m->slots, *slots = calloc(cap, sizeof *slots);
+    struct slot *old = m->slots, *slots = malloc(cap * sizeof *slots);
     if (!slots)
         return -1;
+    memset(slots, 0xff, cap * sizeof *slots); /* every key EMPTY */
     size_t oldcap = m->cap;
     m->slots = slots;
     m->cap = cap;
     for (size_t i = 0; i < oldcap; i++)
-        if (old[i].used)
+        if (old[i].key != EMPTY)
             *find(m, old[i].key) = old[i];
     free(old);
     return 0;
@@ -91,11 +105,16 @@ static int grow(struct gs_idmap *m)
 
 int gs_idmap_put(struct gs_idmap *m, uint64_t key, uint64_t value)
 {
+    if (key == EMPTY) {
+        m->count += !m->has_empty_key;
+        m->has_empty_key = 1;
+        m->empty_key_value = value;
+        return 0;
+    }
     if ((m->count + 1) * 2 > m->cap && grow(m) != 0)
         return -1;
     struct slot *s = find(m, key);
-    if (!s->used) {
-        s->used = 1;
+    if (s->key == EMPTY) {
         s->key = key;
         m->count++;
     }
@@ -103,15 +122,11 @@ int gs_idmap_put(struct gs_idmap *m, uint64_t key, uint64_t value)
     return 0;
 }
 
-int gs_idmap_del(struct gs_idmap *m, uint64_t key)
+/* Empties the slot, moving up the slots after it that belong before it. */
+static void remove_slot(struct gs_idmap *m, struct slot *s)
 {
-    if (!m->cap)
-        return -1;
-    struct slot *s = find(m, key);
-    if (!s->used)
-        return -1;
     size_t mask = m->cap - 1, hole = (size_t)(s - m->slots);
-    for (size_t i = (hole + 1) & mask; m->slots[i].used; i = (i + 1) & mask) {
+    for (size_t i = (hole + 1) & mask; m->slots[i].key != EMPTY; i = (i + 1) & mask) {
         size_t home = hash(m->slots[i].key, m->cap);
         /* move slot i into the hole if its home is not in (hole, i] */
         if (((i - home) & mask) >= ((i - hole) & mask)) {
@@ -119,7 +134,32 @@ int gs_idmap_del(struct gs_idmap *m, uint64_t key)
             hole = i;
         }
     }
-    m->slots[hole].used = 0;
+    m->slots[hole].key = EMPTY;
     m->count--;
+}
+
+int gs_idmap_take(struct gs_idmap *m, uint64_t key, uint64_t *value)
+{
+    if (key == EMPTY) {
+        if (!m->has_empty_key)
+            return -1;
+        *value = m->empty_key_value;
+        m->has_empty_key = 0;
+        m->count--;
+        return 0;
+    }
+    if (!m->cap)
+        return -1;
+    struct slot *s = find(m, key);
+    if (s->key == EMPTY)
+        return -1;
+    *value = s->value;
+    remove_slot(m, s);
     return 0;
+}
+
+int gs_idmap_del(struct gs_idmap *m, uint64_t key)
+{
+    uint64_t v;
+    return gs_idmap_take(m, key, &v);
 }

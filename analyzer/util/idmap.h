@@ -16,6 +16,8 @@ void gs_idmap_free(struct gs_idmap *m);
 int gs_idmap_get(const struct gs_idmap *m, uint64_t key, uint64_t *value);
 int gs_idmap_put(struct gs_idmap *m, uint64_t key, uint64_t value); /* 0, or -1 on no memory */
 int gs_idmap_del(struct gs_idmap *m, uint64_t key);                 /* 0 when it was there */
+/* gs_idmap_get and gs_idmap_del in one: 0 and sets *value when it was there. */
+int gs_idmap_take(struct gs_idmap *m, uint64_t key, uint64_t *value);
 size_t gs_idmap_count(const struct gs_idmap *m);
 struct gs_idmap *gs_idmap_copy(const struct gs_idmap *m); /* NULL on no memory */
 

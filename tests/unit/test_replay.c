@@ -474,9 +474,13 @@ Test(idmap, million_random_ops_against_reference)
             present[i] = 1;
             vals[i] = val;
         } else if (kind < 90) {
-            int rc = gs_idmap_del(m, keys[i]);
+            /* half by del, half by take, which also gives the value */
+            int rc = kind % 2 ? gs_idmap_del(m, keys[i]) : gs_idmap_take(m, keys[i], &v);
             cr_assert_eq(rc, present[i] ? 0 : -1, "op %llu: del of key %zu returned %d",
                          (unsigned long long)op, i, rc);
+            if (present[i] && kind % 2 == 0)
+                cr_assert_eq(v, vals[i], "op %llu: value taken of key %zu", (unsigned long long)op,
+                             i);
             count -= present[i];
             present[i] = 0;
         } else {
