@@ -22,6 +22,8 @@ struct gs_cursor {
 };
 static inline uint64_t gs_cursor_u(struct gs_cursor *c)
 {
+    if (c->p < c->end && *c->p < 0x80 && !c->bad)
+        return *c->p++; /* a byte alone: most fields of most records */
     uint64_t v = 0;
     if (!c->bad && gs_get_varint(&c->p, c->end, &v) != 0)
         c->bad = 1;
