@@ -596,22 +596,29 @@ def sandwich(folded_path, name):
     js = folded_path + ".js"
     with open(js, "w") as f:
         f.write(f"speedscope.loadFileFromBase64({json.dumps(name)}, {json.dumps(data)})")
-    home = tempfile.mkdtemp(prefix="gpushim-chrome-")
-    p = subprocess.run([CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
-                        "--allow-file-access-from-files", "--virtual-time-budget=8000",
-                        "--window-size=1400,1200", "--dump-dom",
-                        f"file://{SPEEDSCOPE}#localProfilePath={js}&view=sandwich"],
-                       capture_output=True, text=True, timeout=90, env=dict(os.environ, HOME=home))
-    title = re.search(r"<title>([^<]*)</title>", p.stdout)
-    cells = [html.unescape(c).strip() for c in re.split(r"<[^>]+>", p.stdout)]
-    cells = [c for c in cells if c]
-    check("Symbol Name" in cells, f"the sandwich table: rc {p.returncode} {p.stderr[-1500:]}")
-    rows, i = [], cells.index("Symbol Name") + 1
     number = re.compile(r"^([\d,]+) \(")
-    while i + 2 < len(cells) and number.match(cells[i]) and number.match(cells[i + 1]):
-        rows.append((cells[i + 2], int(number.match(cells[i]).group(1).replace(",", "")),
-                     int(number.match(cells[i + 1]).group(1).replace(",", ""))))
-        i += 3
+    # On a loaded machine the page may be dumped before the table has its
+    # rows (seen once in CI, with the title and header there): twice more,
+    # each with twice the virtual time.
+    for budget in (8000, 16000, 32000):
+        home = tempfile.mkdtemp(prefix="gpushim-chrome-")
+        p = subprocess.run([CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox",
+                            "--no-first-run", "--allow-file-access-from-files",
+                            f"--virtual-time-budget={budget}", "--window-size=1400,1200",
+                            "--dump-dom", f"file://{SPEEDSCOPE}#localProfilePath={js}&view=sandwich"],
+                           capture_output=True, text=True, timeout=90,
+                           env=dict(os.environ, HOME=home))
+        title = re.search(r"<title>([^<]*)</title>", p.stdout)
+        cells = [html.unescape(c).strip() for c in re.split(r"<[^>]+>", p.stdout)]
+        cells = [c for c in cells if c]
+        check("Symbol Name" in cells, f"the sandwich table: rc {p.returncode} {p.stderr[-1500:]}")
+        rows, i = [], cells.index("Symbol Name") + 1
+        while i + 2 < len(cells) and number.match(cells[i]) and number.match(cells[i + 1]):
+            rows.append((cells[i + 2], int(number.match(cells[i]).group(1).replace(",", "")),
+                         int(number.match(cells[i + 1]).group(1).replace(",", ""))))
+            i += 3
+        if rows:
+            break
     return (title.group(1) if title else None), rows
 
 
