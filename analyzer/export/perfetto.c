@@ -26,7 +26,11 @@
  * mark or a failure ends the microsecond's window early: the samples
  * before it come before it), and the counter's highest sample is the
  * device's peak. Times never go back:
- * an event recorded out of order takes the latest time seen before it.
+ * an event recorded out of order takes the latest time seen before it,
+ * and a counter sample after a mark or a failure is at least 1 ns after
+ * it (the trace keeps allocation times in microseconds, and never before
+ * the record before: the allocation just after a mark can read as the
+ * mark's own time, and perfetto would show its bytes at the mark).
  *
  * One pass (load.c's watch): besides the replay's, memory for the devices
  * and the threads named; each event is written as it is read.
@@ -75,6 +79,8 @@ struct perfetto {
     struct failed *failed;    /* per failure of the replay's, by index */
     size_t nfailed, failed_cap;
     size_t next_failure;      /* the first not written yet */
+    uint64_t instant_ns;      /* the latest mark's or failure's time */
+    int instant;              /* instant_ns holds one */
 };
 
 /* The file's opening comes with its first event: a trace that cannot be
@@ -102,6 +108,8 @@ static void device_name(char *buf, size_t n, int d)
 
 static void counter(struct perfetto *p, int d, uint64_t time_ns, uint64_t bytes)
 {
+    if (p->instant && time_ns <= p->instant_ns)
+        time_ns = p->instant_ns + 1; /* its change came after the instant */
     char name[32];
     device_name(name, sizeof name, d);
     begin_event(p);
@@ -260,6 +268,8 @@ static void after(void *ctx, struct gs_loaded *l, const struct gs_revent *e)
     if (e->type == GS_REC_MARK || e->type == GS_REC_ALLOC_FAILED) {
         flush_all(p); /* the samples before it come before it */
         name_thread(p, e->tid);
+        p->instant = 1;
+        p->instant_ns = now;
     }
     if (e->type == GS_REC_MARK)
         mark(p, &l->r, e, now);
