@@ -21,6 +21,7 @@
 #include "analyzer/findings/oom.h"
 #include "analyzer/read/checkpoint_load.h"
 #include "analyzer/symbols/symbolize.h"
+#include "analyzer/symbols/symcache.h"
 #include "analyzer/report/load.h"
 
 int gs_load(const char *cmd, const char *path, struct gs_loaded *l)
@@ -32,6 +33,8 @@ struct watching {
     struct gs_loaded *l;
     const struct gs_event_watch *w;
     uint64_t last_lo, last_span; /* the module the last pc looked up lay in */
+    uint32_t last_id;            /* its id */
+    int last_ahead;              /* it is handed over to be opened ahead */
     uint64_t scan_budget;        /* module scans left for open_named */
 };
 
@@ -41,20 +44,28 @@ struct watching {
 #define SCAN_BUDGET (1u << 24)
 
 /* Hands the symbolizer, to open ahead, each module the stack's pcs lie in:
- * those its frames will be asked about. */
+ * those its frames will be asked about (unless its symbol cache answers
+ * them all). */
 static void open_named(struct watching *wa, const uint64_t *pcs, unsigned n)
 {
     const struct gs_replay *r = &wa->l->r;
     for (unsigned i = 0; i < n; i++) {
         uint64_t pc = pcs[i];
-        if (gs_pc_is_python(pc) || (pc >= wa->last_lo && pc - wa->last_lo < wa->last_span))
-            continue; /* (a stack's frames are mostly in the module of the one before) */
+        if (gs_pc_is_python(pc))
+            continue;
+        if (pc >= wa->last_lo && pc - wa->last_lo < wa->last_span) {
+            /* (a stack's frames are mostly in the module of the one before) */
+            if (!wa->last_ahead)
+                wa->last_ahead = gs_sym_open_ahead(wa->l->sym, wa->last_id, pc);
+            continue;
+        }
         if (wa->scan_budget < r->nmodules + 1)
             return;
         wa->scan_budget -= r->nmodules + 1;
         const struct gs_module *m = gs_replay_module_at(r, pc);
         if (m) {
-            gs_sym_open_ahead(wa->l->sym, m->id);
+            wa->last_ahead = gs_sym_open_ahead(wa->l->sym, m->id, pc);
+            wa->last_id = m->id;
             wa->last_lo = m->lo;
             wa->last_span = m->span;
         }
@@ -130,6 +141,10 @@ int gs_load_watch(const char *cmd, const char *path, struct gs_loaded *l,
     gs_ranges_attach(&l->r);
     gs_roles_attach(&l->r); /* after the ranges, which it reads */
     l->sym = gs_sym_new();
+    char cache[4096];
+    int chosen;
+    if (l->sym && gs_symcache_dir(cache, sizeof cache, &chosen))
+        gs_sym_use_cache(l->sym, cache, chosen);
     int rc = gs_read_trace(path, &watch_ops, &wa, &l->info, &l->st, err, sizeof err);
     if (rc != 0) {
         fprintf(stderr, "gpushim %s: %s\n", cmd, err);

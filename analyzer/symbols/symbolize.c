@@ -42,10 +42,20 @@
  *   question about any module waits for that thread to finish (settle).
  *   Each module is a Dwfl of its own, and until then only that thread uses
  *   libdw.
+ * - With a cache folder (gs_sym_use_cache), a module with a build id first
+ *   looks in its file there (symcache.c), by offset in the module: an
+ *   address found there is answered without opening the module, and one
+ *   that is not opens it as before. At the end (gs_sym_free) a module that
+ *   answered from its DWARF, opened from the file of its recorded build id,
+ *   has its file written again with what it had and what it found. Answers
+ *   from a symbol table alone are not kept: debug information installed
+ *   later must not be hidden by them.
  */
 #include "analyzer/symbols/symbolize.h"
+#include "analyzer/symbols/symcache.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
@@ -167,11 +177,17 @@ struct module {
     Dwfl_Module *dmod;
     struct span_index cus;  /* see cu_index_build */
     struct span_index syms; /* see sym_index_build */
+    int dwarf;              /* opened, with DWARF (set when first asked about) */
+    struct gs_symcache *cache; /* its file in the cache folder, once read */
+    int cache_read;         /* that file was looked for */
+    int from_cache;         /* some answer came from it */
+    unsigned fresh;         /* answers found in its DWARF, for the cache */
 };
 
 struct answer {
     uint32_t module_id;
     uint64_t pc;
+    int fresh; /* found in the module's DWARF: to keep in the cache */
     int n;
     struct gs_frame frame[];
 };
@@ -200,10 +216,13 @@ struct gs_symbolizer {
     struct table strings; /* char *, interned */
     struct gs_frame scratch; /* the answer when allocation fails */
     struct ahead ahead;
+    char *cache_dir;  /* the symbol cache's folder, or NULL for none */
+    int cache_chosen; /* the user named it: say when it cannot be written */
 };
 
 static void open_soon(struct gs_symbolizer *s, struct module *m);
 static void settle(struct gs_symbolizer *s, int abandon);
+static void save_caches(struct gs_symbolizer *s);
 
 /* ---- the three tables' keys ---------------------------------------------- */
 
@@ -317,6 +336,7 @@ static void module_free(void *item)
     struct module *m = item;
     if (m->dwfl != NULL)
         dwfl_end(m->dwfl);
+    gs_symcache_free(m->cache);
     free(m->path);
     free(m->found);
     free(m->build_id);
@@ -330,6 +350,8 @@ void gs_sym_free(struct gs_symbolizer *s)
     if (s == NULL)
         return;
     settle(s, 1);
+    save_caches(s);
+    free(s->cache_dir);
     tab_free(&s->modules, module_free);
     tab_free(&s->answers, free);
     tab_free(&s->strings, free);
@@ -366,13 +388,39 @@ int gs_sym_add_module(struct gs_symbolizer *s, uint32_t id, const char *path, ui
     return 0;
 }
 
-void gs_sym_open_ahead(struct gs_symbolizer *s, uint32_t module_id)
+int gs_sym_use_cache(struct gs_symbolizer *s, const char *dir, int chosen)
+{
+    if (s == NULL || dir == NULL || dir[0] == '\0')
+        return -1;
+    free(s->cache_dir);
+    s->cache_dir = strdup(dir);
+    s->cache_chosen = chosen;
+    return s->cache_dir ? 0 : -1;
+}
+
+/* The cache's answer for pc in m, or NULL. */
+static const struct gs_symcache_entry *cached(struct gs_symbolizer *s, struct module *m,
+                                              uint64_t pc)
+{
+    if (s->cache_dir == NULL || m->build_id_len == 0 || m->path[0] == '\0')
+        return NULL;
+    if (!m->cache_read) {
+        m->cache_read = 1;
+        m->cache = gs_symcache_load(s->cache_dir, m->build_id, m->build_id_len);
+    }
+    return gs_symcache_find(m->cache, pc - m->bias);
+}
+
+int gs_sym_open_ahead(struct gs_symbolizer *s, uint32_t module_id, uint64_t pc)
 {
     struct module *m = s ? find_module(s, module_id) : NULL;
-    if (m == NULL || m->ahead)
-        return;
+    if (m == NULL || m->ahead || s->ahead.state == AHEAD_SETTLED)
+        return 1; /* nothing to do for its next pcs either */
+    if (cached(s, m, pc))
+        return 0;
     m->ahead = 1;
     open_soon(s, m);
+    return 1;
 }
 
 /* ---- opening a module ----------------------------------------------------- */
@@ -1023,20 +1071,25 @@ static int dwarf_frames(struct gs_symbolizer *s, struct module *m, Dwarf_Addr ad
     return 0;
 }
 
-static void symbolize(struct gs_symbolizer *s, struct module *m, uint64_t pc,
-                      struct frames *fs)
+/* Makes pc's frames in fs. Returns 1 when they came whole from a module
+ * with DWARF (an answer for the symbol cache), else 0. */
+static int symbolize(struct gs_symbolizer *s, struct module *m, uint64_t pc,
+                     struct frames *fs)
 {
     open_module(m);
     if (m->state != MOD_OPEN || pc == 0)
-        return;
-    Dwarf_Addr addr = pc - 1;
+        return 0;
+    Dwarf_Addr addr = pc - 1, dwarf_bias;
+    if (!m->dwarf)
+        m->dwarf = dwfl_module_getdwarf(m->dmod, &dwarf_bias) != NULL;
     if (dwarf_frames(s, m, addr, fs) != 0)
-        return;
+        return 0;
     if (fs->n == 0 && push_frame(fs) == NULL)
-        return;
+        return 0;
     struct gs_frame *outer = &fs->f[fs->n - 1];
     if (outer->function == NULL)
         outer->function = intern_function(s, symbol_name(m, addr));
+    return m->dwarf;
 }
 
 /* ---- answers -------------------------------------------------------------- */
@@ -1067,6 +1120,72 @@ static struct answer *remember(struct gs_symbolizer *s, uint32_t module_id, uint
     return a;
 }
 
+/* The frames of a cache's answer, as symbolize would have made them. */
+static void from_cache(struct gs_symbolizer *s, struct module *m,
+                       const struct gs_symcache_entry *ce, struct frames *fs)
+{
+    m->from_cache = 1;
+    for (unsigned i = 0; i < ce->n; i++) {
+        struct gs_frame *fr = push_frame(fs);
+        if (fr == NULL)
+            return;
+        fr->function = intern(s, ce->frames[i].function);
+        fr->file = intern(s, ce->frames[i].file);
+        fr->line = ce->frames[i].line;
+    }
+}
+
+/* Writes the cache's file of each module that found answers in its DWARF:
+ * those, and the file's own (settled: the symbolizer is this thread's). */
+static void save_module(struct gs_symbolizer *s, struct module *m)
+{
+    const struct gs_symcache_entry *old;
+    size_t nold = gs_symcache_entries(m->cache, &old), n = nold, nframes = 0;
+    for (size_t i = 0; i < s->answers.cap; i++) {
+        const struct answer *a = s->answers.slot[i];
+        if (a && a->fresh && a->module_id == m->id)
+            nframes += (size_t)a->n;
+    }
+    struct gs_symcache_entry *e = malloc((nold + m->fresh) * sizeof *e);
+    struct gs_symcache_frame *f = malloc((nframes ? nframes : 1) * sizeof *f);
+    int rc = -1;
+    if (e && f) {
+        if (nold)
+            memcpy(e, old, nold * sizeof *e);
+        struct gs_symcache_frame *next = f;
+        for (size_t i = 0; i < s->answers.cap && n < nold + m->fresh; i++) {
+            const struct answer *a = s->answers.slot[i];
+            if (!a || !a->fresh || a->module_id != m->id)
+                continue;
+            e[n++] = (struct gs_symcache_entry){.off = a->pc - m->bias, .n = (unsigned)a->n,
+                                                .frames = next};
+            for (int k = 0; k < a->n; k++)
+                *next++ = (struct gs_symcache_frame){.function = a->frame[k].function,
+                                                     .file = a->frame[k].file,
+                                                     .line = a->frame[k].line};
+        }
+        rc = gs_symcache_save(s->cache_dir, m->build_id, m->build_id_len, e, n);
+    }
+    if (rc != 0 && s->cache_chosen) {
+        fprintf(stderr, "gpushim: cannot write the symbol cache in %s: %s (GPUSHIM_SYMBOL_CACHE)\n",
+                s->cache_dir, e && f ? strerror(errno) : "out of memory");
+        s->cache_chosen = 0; /* said once */
+    }
+    free(e);
+    free(f);
+}
+
+static void save_caches(struct gs_symbolizer *s)
+{
+    if (s->cache_dir == NULL)
+        return;
+    for (size_t i = 0; i < s->modules.cap; i++) {
+        struct module *m = s->modules.slot[i];
+        if (m && m->fresh && m->dwarf && m->status == 1 && m->build_id_len)
+            save_module(s, m);
+    }
+}
+
 /* The one-frame "nothing known" answer, rewritten on each use. */
 static int unknown(struct gs_symbolizer *s, const char *module, uint64_t pc,
                    const struct gs_frame **frames)
@@ -1089,13 +1208,20 @@ int gs_sym_resolve(struct gs_symbolizer *s, uint32_t module_id, uint64_t pc,
         if (m == NULL)
             return unknown(s, "?", pc, frames);
         struct frames fs = {0};
-        symbolize(s, m, pc, &fs);
+        const struct gs_symcache_entry *ce = cached(s, m, pc);
+        int keep = 0;
+        if (ce)
+            from_cache(s, m, ce, &fs);
+        else
+            keep = symbolize(s, m, pc, &fs);
         if (m->path[0] && (fs.n == 0 || fs.f[fs.n - 1].function == NULL))
             m->unnamed++;
         a = remember(s, module_id, pc, m, &fs);
         free(fs.f);
         if (a == NULL)
             return unknown(s, m->path, pc, frames);
+        a->fresh = keep;
+        m->fresh += (unsigned)a->fresh;
     }
     *frames = a->frame;
     return a->n;
@@ -1133,7 +1259,7 @@ size_t gs_sym_unnamed(struct gs_symbolizer *s, struct gs_sym_unnamed *out, size_
         if (n < max)
             out[n] = (struct gs_sym_unnamed){
                 .module_id = m->id, .path = m->path, .unnamed = m->unnamed,
-                .why = m->state == MOD_OPEN ? GS_SYM_STRIPPED : m->why};
+                .why = m->state == MOD_OPEN || m->from_cache ? GS_SYM_STRIPPED : m->why};
         n++;
     }
     qsort(out, n < max ? n : max, sizeof *out, by_id);

@@ -8,7 +8,8 @@
  * elfutils' libdwfl on the first question about them, or before, by a
  * thread of the symbolizer's own, when gs_sym_open_ahead names them (the
  * first question waits for that thread to finish). Answers are cached per
- * (module, pc).
+ * (module, pc), and, with a cache folder, on disk per build id for the
+ * next analysis (gs_sym_use_cache).
  *
  * Not thread-safe: one symbolizer per thread (its own thread aside).
  *
@@ -55,11 +56,22 @@ int gs_sym_add_module(struct gs_symbolizer *s, uint32_t id, const char *path, ui
 /*
  * Opens the registered module module_id, with its debug information, on
  * the symbolizer's own thread, while the caller goes on (reading the rest
- * of the trace): for a module that frames to be asked about lie in. Does
- * nothing for an unknown id, a module already handed over, or once a
- * question has been asked.
+ * of the trace): for a module that frames at pc will be asked about in.
+ * Does nothing for an unknown id, a module already handed over, or once a
+ * question has been asked. Returns 0 when the symbol cache answers pc, so
+ * that the module is not opened for it (its next pc may still need it);
+ * else 1.
  */
-void gs_sym_open_ahead(struct gs_symbolizer *s, uint32_t module_id);
+int gs_sym_open_ahead(struct gs_symbolizer *s, uint32_t module_id, uint64_t pc);
+
+/*
+ * Keeps answers in the symbol cache folder dir (symcache.h): a module with
+ * a build id answers from its file there before opening, and its answers
+ * found in DWARF are written there by gs_sym_free. chosen: the user named
+ * dir, so a failure to write there is said on stderr (once). Before the
+ * first module is registered. 0, or -1 (bad arguments, no memory).
+ */
+int gs_sym_use_cache(struct gs_symbolizer *s, const char *dir, int chosen);
 
 /*
  * Symbolizes the recorded return address pc, which lies in module module_id.

@@ -34,6 +34,13 @@ trace: `gpushim report --json` and `heaptrack_print`. It prints one table:
   analyzer start-up              its wall time on the tiny workload's trace
                                  (loading, symbolizing the stacks)
   analyzer peak memory           the analyzer's peak RSS (wait4's ru_maxrss)
+  the two rows of events per second and start-up again, gpushim's
+  symbols cached                 with a symbol cache that an analysis of
+                                 the same traces filled before (docs/commands.md,
+                                 "The symbol cache"): every analysis after the
+                                 first; the rows above are all with
+                                 GPUSHIM_SYMBOL_CACHE=off, a first analysis.
+                                 heaptrack's column is its same figures
 
 then the cost of the model of PyTorch's caching allocator that `gpushim
 whatif` replays a trace through (build/bench/bench_whatif, see
@@ -144,7 +151,7 @@ def main():
 
     env = {k: v for k, v in os.environ.items()
            if k != "LD_PRELOAD" and not k.startswith(("GPUSHIM_", "SIMCUDA_"))}
-    env.update(SIMCUDA_HOST_MALLOC="1", SIMCUDA_MEMORY="1T")
+    env.update(SIMCUDA_HOST_MALLOC="1", SIMCUDA_MEMORY="1T", GPUSHIM_SYMBOL_CACHE="off")
 
     machine_info()
     print("workload  %s: %d events (%d with the tiny workload), %d frames deep, best of %d runs"
@@ -230,12 +237,18 @@ def main():
         if heaptrack and heaptrack_print:
             analyzers["heaptrack"] = lambda path: [heaptrack_print, "--print-leaks", "-f", path]
             traces["heaptrack"] = (hfile, htiny)
+        # gpushim's again, with a symbol cache that a first analysis fills
+        cached_env = dict(env, GPUSHIM_SYMBOL_CACHE=os.path.join(tmp, "symcache"))
+        analyzers["gpushim-cached"] = analyzers["gpushim"]
+        traces["gpushim-cached"] = traces["gpushim"]
+        run(analyzers["gpushim"](tiny), cached_env, tmp, "gpushim-cache-filled")
         ana = {}  # tool -> [wall, peak KiB, wall of the tiny trace]
         for _ in range(args.repeat):
             for tool, cmd in analyzers.items():
                 big_trace, tiny_trace = traces[tool]
-                wall_t, _, _ = run(cmd(tiny_trace), env, tmp, tool + "-tiny-analyzer")
-                wall, _, rss = run(cmd(big_trace), env, tmp, tool + "-analyzer")
+                tenv = cached_env if tool == "gpushim-cached" else env
+                wall_t, _, _ = run(cmd(tiny_trace), tenv, tmp, tool + "-tiny-analyzer")
+                wall, _, rss = run(cmd(big_trace), tenv, tmp, tool + "-analyzer")
                 a = ana.setdefault(tool, [wall, rss, wall_t])
                 a[0], a[1], a[2] = min(a[0], wall), min(a[1], rss), min(a[2], wall_t)
         if "heaptrack" in analyzers:
@@ -260,6 +273,7 @@ def main():
                 (cpu_n - base_n[1]) / n * 1e9)
 
     figures = {}
+    cached = ana.get("gpushim-cached")
     for tool in ("gpushim", "heaptrack"):
         rec = recording(tool) if tool in tools else (None,) * 4
         a = ana.get(tool)
@@ -269,6 +283,8 @@ def main():
         figures[tool] = list(rec) + [trace_bytes[tool] / n if tool in trace_bytes else None,
                                      n / a[0] if a else None, marginal,
                                      a[2] * 1e3 if a else None, a[1] / 1024 if a else None]
+        c = cached if tool == "gpushim" else a
+        figures[tool] += [n / c[0] if c else None, c[2] * 1e3 if c else None]
     rows = [("recording overhead per event", "ns", "%.0f", True),
             ("  the same, less startup", "ns", "%.0f", True),
             ("recording startup cost", "ms", "%.1f", True),
@@ -277,7 +293,9 @@ def main():
             ("analyzer events per second", "M/s", "%.2f", False),
             ("  the same, less start-up", "M/s", "%.2f", False),
             ("analyzer start-up", "ms", "%.1f", True),
-            ("analyzer peak memory", "MiB", "%.1f", True)]
+            ("analyzer peak memory", "MiB", "%.1f", True),
+            ("analyzer, symbols cached", "M/s", "%.2f", False),
+            ("  start-up, symbols cached", "ms", "%.1f", True)]
 
     def fmt(spec, v, scale=1.0):
         return "n/a" if v is None else spec % (v * scale)

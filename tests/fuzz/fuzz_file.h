@@ -3,8 +3,8 @@
  * (and ring files) from paths, by the one code path the command uses, so a
  * harness writes its input to a file of its own in a private directory
  * (kept open and rewritten in place for each input), and sends what the
- * analyzer prints to /dev/null; and which of the reader's two ways reads
- * it.
+ * analyzer prints to /dev/null, with the symbol cache off; and which of
+ * the reader's two ways reads it.
  */
 #ifndef GPUSHIM_FUZZ_FILE_H
 #define GPUSHIM_FUZZ_FILE_H
@@ -34,6 +34,9 @@ static const char *fuzz_dir_path(void)
         abort();
     }
     atexit(fuzz_cleanup);
+    /* no symbol cache: an input is read as a first analysis reads it, and
+     * nothing is written in the home folder */
+    setenv("GPUSHIM_SYMBOL_CACHE", "off", 1);
     int null = open("/dev/null", O_WRONLY);
     if (null >= 0) {
         dup2(null, STDOUT_FILENO);

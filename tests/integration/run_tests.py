@@ -38,6 +38,12 @@ def _mkdtemp_noted(*args, **kwargs):
 
 tempfile.mkdtemp = _mkdtemp_noted
 
+# The analyzer keeps symbols in a cache folder (docs/commands.md): off for
+# every test, so that each reads the programs' debug information as a first
+# analysis does and none sees what another left; test_symbol_cache.py turns
+# it on in folders of its own.
+os.environ["GPUSHIM_SYMBOL_CACHE"] = "off"
+
 
 def collect():
     tests = []
