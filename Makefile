@@ -223,8 +223,11 @@ $(BUILD)/abi_check.ok: tests/abi/check_cuda_abi.c include/gpushim_cuda.h
 unit: $(BUILD)/unit_tests
 	$(BUILD)/unit_tests
 
+# Every stack of the fast unwinder compared with libunwind's (GPUSHIM_UNWIND=check),
+# but in the sanitized build, whose runs record with the fast unwinder as users do.
 integration: all progs
-	python3 tests/integration/run_tests.py --build $(BUILD) $(if $(filter 1,$(SAN)),--sanitized)
+	python3 tests/integration/run_tests.py --build $(BUILD) \
+		$(if $(filter 1,$(SAN)),--sanitized,--unwind-check)
 
 # Includes, calls and cycles between files, what libgpushim.so holds: every
 # one goes down a layer (docs/architecture.md "The layers").

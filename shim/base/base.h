@@ -33,6 +33,11 @@ struct link_map;
 #define GS_EXPORT __attribute__((visibility("default")))
 
 /* ---- config.c: settings from the environment, read once ---- */
+enum gs_unwind_mode {
+    GS_UNWIND_FAST,      /* "fast" (default): walk.c, libunwind where it cannot be sure */
+    GS_UNWIND_LIBUNWIND, /* "libunwind": libunwind alone */
+    GS_UNWIND_CHECK      /* "check": both, compared; libunwind's frames recorded */
+};
 struct gs_config {
     const char *output;   /* GPUSHIM_OUTPUT, default "gpushim.%p.trace" */
     unsigned stack_depth; /* GPUSHIM_STACK_DEPTH, 1..GS_MAX_FRAMES, default 64 */
@@ -43,6 +48,7 @@ struct gs_config {
     unsigned python;      /* GPUSHIM_PYTHON: 1 (default: Python frames, read from memory
                            * where the layout is known), 2 (only through the API,
                            * where a thread holds the GIL) or 0 (none) */
+    unsigned unwind;      /* GPUSHIM_UNWIND: enum gs_unwind_mode */
     int verbose;          /* GPUSHIM_VERBOSE=1: say where the trace goes */
 };
 const struct gs_config *gs_config(void);

@@ -99,6 +99,14 @@ static void config_read(void)
     config.buffer_mb = env_uint("GPUSHIM_BUFFER_MB", 8, 1, 1024);
     config.max_bytes = env_bytes("GPUSHIM_MAX_BYTES", 4u << 20);
     config.python = env_uint("GPUSHIM_PYTHON", 1, 0, 2);
+    const char *u = getenv("GPUSHIM_UNWIND");
+    config.unwind = GS_UNWIND_FAST;
+    if (u && strcmp(u, "libunwind") == 0)
+        config.unwind = GS_UNWIND_LIBUNWIND;
+    else if (u && strcmp(u, "check") == 0)
+        config.unwind = GS_UNWIND_CHECK;
+    else if (u && *u && strcmp(u, "fast") != 0)
+        gs_say("GPUSHIM_UNWIND=%s is not fast, libunwind or check; using fast", u);
     const char *v = getenv("GPUSHIM_VERBOSE");
     config.verbose = v && strcmp(v, "0") != 0 && *v;
     errno = saved;

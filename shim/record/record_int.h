@@ -1,6 +1,6 @@
 /*
  * record_int.h - what the files of shim/record/ share: stack capture
- * (unwind.c) and the table of distinct stacks (stacks.c), the Python frames
+ * (unwind.c, with walk.c and cfi.c) and the table of distinct stacks (stacks.c), the Python frames
  * (python.c, which reads them with pyread.h), the loaded modules
  * (modules.c). record.c assembles an event from them.
  *
@@ -12,10 +12,33 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- stacks.c: capture and deduplication ---- */
+/* ---- unwind.c, walk.c, cfi.c: capture ---- */
 /* Captures up to max return addresses of the calling thread, innermost
- * first, starting at the first frame outside the shim. */
+ * first, starting at the first frame outside the shim (unwind.c: the fast
+ * unwinder, else libunwind, as GPUSHIM_UNWIND says). */
 unsigned gs_capture_stack(uint64_t *pcs, unsigned max);
+/* The fast unwinder (walk.c): the same as gs_capture_stack, or -1 where it
+ * cannot be sure to give libunwind's frames. */
+int gs_walk_stack(uint64_t *pcs, unsigned max);
+/* cfi.c: how to step from a frame at a code address to its caller. */
+enum gs_cfi_kind {
+    GS_CFI_UNSURE,   /* not a rule cfi.c reads: ask libunwind */
+    GS_CFI_FRAME,    /* the rule below */
+    GS_CFI_OUTERMOST /* the return address is undefined: the first frame of a thread */
+};
+struct gs_cfi_rule {
+    uint8_t kind;      /* enum gs_cfi_kind */
+    uint8_t cfa_rbp;   /* CFA = rbp + cfa_off; else rsp + cfa_off */
+    uint8_t rbp_saved; /* the caller's rbp is at CFA + rbp_off; else rbp is kept */
+    int16_t ra_off;    /* the return address is at CFA + ra_off */
+    int16_t rbp_off;
+    int32_t cfa_off;
+};
+/* The rule of the row that covers target, from the module whose
+ * .eh_frame_hdr is at eh_frame_hdr; 0, or -1 with kind GS_CFI_UNSURE. */
+int gs_cfi_rule(const void *eh_frame_hdr, uint64_t target, struct gs_cfi_rule *r);
+
+/* ---- stacks.c: deduplication ---- */
 /* A hash table of distinct stacks; not thread-safe (record.c locks it).
  * A stack's frames never move once stored (they live in chunks that are
  * only freed by gs_stack_table_clear), so a thread may keep a pointer to

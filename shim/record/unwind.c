@@ -1,17 +1,21 @@
 /*
- * unwind.c - captures the calling thread's stack with libunwind.
+ * unwind.c - captures the calling thread's stack: with the fast unwinder
+ * (walk.c) where it can be sure, else with libunwind, the reference; and,
+ * with GPUSHIM_UNWIND=check, with both, counting every stack where they
+ * differ (tests/integration/test_unwind.py).
  *
- * libunwind is opened with dlopen(RTLD_LOCAL) on the first capture, not
- * linked: its shared library exports _Unwind_* and backtrace, and as a
- * dependency of a preloaded library it would stand in front of libgcc's and
- * glibc's for the whole process. Opened locally it changes nothing the
- * program sees. Its per-thread cache makes repeated stacks cheap. Without
- * it, glibc's backtrace() stands in.
+ * libunwind is opened with dlopen(RTLD_LOCAL) on the first capture it
+ * makes, not linked: its shared library exports _Unwind_* and backtrace,
+ * and as a dependency of a preloaded library it would stand in front of
+ * libgcc's and glibc's for the whole process. Opened locally it changes
+ * nothing the program sees. Its per-thread cache makes repeated stacks
+ * cheap. Without it, glibc's backtrace() stands in.
  *
  * libunwind has locks of its own that a fork would leave held in the child
- * if another thread were unwinding at that moment. So every capture holds a
- * read lock of a gate that fork takes for writing (fork.c's handlers):
- * nobody is inside libunwind when the process forks.
+ * if another thread were unwinding at that moment. So every capture of
+ * libunwind's holds a read lock of a gate that fork takes for writing
+ * (fork.c's handlers): nobody is inside libunwind when the process forks.
+ * The fast unwinder takes no lock.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -102,7 +106,7 @@ static int unwind_ready(void)
     return 0;
 }
 
-unsigned gs_capture_stack(uint64_t *pcs, unsigned max)
+static unsigned libunwind_stack(uint64_t *pcs, unsigned max)
 {
     int ready = unwind_ready();
     pthread_once(&gate_once, gate_init);
@@ -124,5 +128,52 @@ unsigned gs_capture_stack(uint64_t *pcs, unsigned max)
     unsigned n = 0;
     for (int i = first; i < got && n < max; i++)
         pcs[n++] = (uint64_t)(uintptr_t)raw[i];
+    return n;
+}
+
+/* GPUSHIM_UNWIND=check: stacks compared, walked by walk.c, differing. */
+static unsigned long checked, walked, differed;
+static int told_difference;
+
+static void check(const uint64_t *fast, int nfast, const uint64_t *ref, unsigned nref)
+{
+    __atomic_add_fetch(&checked, 1, __ATOMIC_RELAXED);
+    if (nfast < 0)
+        return; /* it fell back to libunwind */
+    __atomic_add_fetch(&walked, 1, __ATOMIC_RELAXED);
+    unsigned i = 0;
+    while (i < (unsigned)nfast && i < nref && fast[i] == ref[i])
+        i++;
+    if (i == (unsigned)nfast && i == nref)
+        return;
+    __atomic_add_fetch(&differed, 1, __ATOMIC_RELAXED);
+    gs_warn_once(&told_difference,
+                 "unwind check: a stack differs from libunwind's at frame %u of %d (libunwind's "
+                 "has %u): %#llx, libunwind %#llx",
+                 i, nfast, nref, i < (unsigned)nfast ? (unsigned long long)fast[i] : 0ull,
+                 i < nref ? (unsigned long long)ref[i] : 0ull);
+}
+
+__attribute__((destructor)) static void check_report(void)
+{
+    if (gs_config()->unwind == GS_UNWIND_CHECK && checked)
+        gs_say("unwind check: %lu stacks, %lu walked, %lu by libunwind alone, %lu differed",
+               checked, walked, checked - walked, differed);
+}
+
+unsigned gs_capture_stack(uint64_t *pcs, unsigned max)
+{
+    unsigned mode = gs_config()->unwind;
+    if (mode == GS_UNWIND_FAST) {
+        int n = gs_walk_stack(pcs, max);
+        if (n >= 0)
+            return (unsigned)n;
+    }
+    if (mode != GS_UNWIND_CHECK)
+        return libunwind_stack(pcs, max);
+    uint64_t fast[GS_MAX_FRAMES];
+    int nfast = gs_walk_stack(fast, max);
+    unsigned n = libunwind_stack(pcs, max);
+    check(fast, nfast, pcs, n);
     return n;
 }

@@ -4,6 +4,7 @@ exact comparisons that say what differed.
 """
 import json
 import os
+import re
 import subprocess
 import tempfile
 
@@ -18,8 +19,14 @@ ROTATED_CHURN = 10_000_000
 class Env:
     """Paths and the way to preload the shim in this build (set by the runner)."""
 
-    def configure(self, build, sanitized, tsan=False, valgrind=None):
+    def configure(self, build, sanitized, tsan=False, valgrind=None, unwind_check=False):
         self.build = os.path.abspath(build)
+        # --unwind-check: every run under the shim compares the fast
+        # unwinder's stacks with libunwind's (GPUSHIM_UNWIND=check, unless
+        # the test sets GPUSHIM_UNWIND); run() takes the shim's summary line
+        # out of stderr, adds it to unwind_tally, and fails on a difference.
+        self.unwind_check = unwind_check
+        self.unwind_tally = {"runs": 0, "stacks": 0, "walked": 0, "alone": 0}
         self.shim = os.path.join(self.build, "libgpushim.so")
         self.gpushim = os.path.join(self.build, "gpushim")
         self.preload = self.shim
@@ -91,16 +98,43 @@ def run(argv, shim=True, env=None, cwd=None, output=None, timeout=120, preexec=N
     if shim:
         e["LD_PRELOAD"] = E.preload
         argv = E.wrapper + list(argv)
+        if E.unwind_check and "GPUSHIM_UNWIND" not in (env or {}):
+            e["GPUSHIM_UNWIND"] = "check"
     if output:
         e["GPUSHIM_OUTPUT"] = output
     p = subprocess.run(argv, capture_output=True, text=True, env=e, cwd=cwd, timeout=timeout,
                        preexec_fn=preexec)
+    if e.get("GPUSHIM_UNWIND") == "check" and "GPUSHIM_UNWIND" not in (env or {}):
+        p.stderr = unwind_checked(p.stderr, argv)
     files = sorted(f for f in os.listdir(cwd) if f.endswith(".trace"))
     no_tsan_report(p.stderr, argv)
     if E.wrapper and (p.returncode == 99 or "\n==" in "\n" + p.stderr):
         raise AssertionError(f"valgrind's report running {argv} (status {p.returncode}):\n"
                              + p.stderr[:6000])
     return Run(p, [os.path.join(cwd, f) for f in files])
+
+
+UNWIND_LINE = re.compile(r"gpushim: unwind check: (\d+) stacks, (\d+) walked, (\d+) by libunwind "
+                         r"alone, (\d+) differed\n")
+
+
+def unwind_checked(err, argv):
+    """The run's stderr without the lines of GPUSHIM_UNWIND=check (one for
+    each process that captured a stack), counted in E.unwind_tally; a stack
+    that differed fails the test."""
+    if err is None:
+        return err
+    check("gpushim: unwind check: a stack differs" not in err,
+          f"the fast unwinder differed from libunwind running {argv}:\n{err[:3000]}")
+    for m in UNWIND_LINE.finditer(err):
+        stacks, walked, alone, differed = map(int, m.groups())
+        eq(differed, 0, f"stacks that differed from libunwind's running {argv}")
+        t = E.unwind_tally
+        t["runs"] += 1
+        t["stacks"] += stacks
+        t["walked"] += walked
+        t["alone"] += alone
+    return UNWIND_LINE.sub("", err)
 
 
 def no_tsan_report(err, argv):

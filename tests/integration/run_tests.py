@@ -3,7 +3,8 @@
 analyzer's exact figures compared with the schedule each program follows
 (the schedules are described at the top of each tests/progs/*.c).
 
-Usage: run_tests.py --build DIR [--sanitized | --tsan | --valgrind TOOL] [-k NAME]...
+Usage: run_tests.py --build DIR [--sanitized | --tsan | --valgrind TOOL] [--unwind-check]
+                    [-k NAME]...
 
 Runs every test_* function of every test_*.py module beside this file; a
 test returns a string to say it was skipped and why. The last line is
@@ -61,10 +62,13 @@ def main():
     ap.add_argument("--tsan", action="store_true", help="a ThreadSanitizer build (make check-tsan)")
     ap.add_argument("--valgrind", choices=["memcheck"],
                     help="run the programs under the shim in this valgrind tool (make check-valgrind)")
+    ap.add_argument("--unwind-check", action="store_true",
+                    help="compare every stack of the fast unwinder with libunwind's "
+                         "(GPUSHIM_UNWIND=check); fails on a difference, or when none was walked")
     ap.add_argument("-k", action="append", default=[],
                     help="run only tests whose name contains this (repeatable: any of them)")
     a = ap.parse_args()
-    harness.E.configure(a.build, a.sanitized, a.tsan, a.valgrind)
+    harness.E.configure(a.build, a.sanitized, a.tsan, a.valgrind, a.unwind_check)
     passed = failed = skipped = 0
     for t in collect():
         if a.k and not any(k in t.__name__ for k in a.k):
@@ -85,6 +89,15 @@ def main():
             failed += 1
             print(f"FAIL {t.__name__}")
             traceback.print_exc(file=sys.stdout)
+    if a.unwind_check:
+        t = harness.E.unwind_tally
+        print(f"unwind check: {t['stacks']} stacks in {t['runs']} processes, {t['walked']} walked "
+              f"by the fast unwinder, {t['alone']} by libunwind alone, none differed")
+        # the check proves nothing if it walked nothing: fails a whole run, or
+        # a -k selection whose programs were checked
+        if passed and not t["walked"] and (t["runs"] or not a.k):
+            failed += 1
+            print("FAIL unwind check: no stack was walked by the fast unwinder")
     print(f"integration: {passed} passed, {failed} failed, {skipped} skipped")
     return 1 if failed else 0
 
