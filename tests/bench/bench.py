@@ -2,7 +2,7 @@
 """bench.py - what `make bench` runs: gpushim's recording and analysis cost,
 side by side with heaptrack's on the same events.
 
-Usage: bench.py --build DIR [--events N] [--repeat R] [--frames F]
+Usage: bench.py --build DIR [--events N] [--repeat R] [--frames F] [--unwind MODE]
 
 Runs build/bench/bench_workload (N driver events from 16 call sites F frames
 deep, 20 unless told; see tests/bench/bench_workload.c) on the simulated driver with
@@ -131,6 +131,8 @@ def main():
     ap.add_argument("--frames", type=int, default=20,
                     help="the call sites' depth, 4 to 1000 (default 20; both tools record "
                          "every frame)")
+    ap.add_argument("--unwind", choices=["fast", "libunwind"], default="fast",
+                    help="how gpushim captures stacks (GPUSHIM_UNWIND; default fast)")
     args = ap.parse_args()
     n = args.events
     if not 4 <= args.frames <= 1000:
@@ -176,7 +178,7 @@ def main():
                 os.remove(path)
 
         # every frame recorded, as heaptrack records them
-        gs_env = dict(env, LD_PRELOAD=shim, GPUSHIM_OUTPUT=trace,
+        gs_env = dict(env, LD_PRELOAD=shim, GPUSHIM_OUTPUT=trace, GPUSHIM_UNWIND=args.unwind,
                       GPUSHIM_STACK_DEPTH=str(max(64, min(256, args.frames + 8))))
         tools = ["baseline", "gpushim"] + (["heaptrack"] if heaptrack else [])
 
