@@ -33,6 +33,11 @@ if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
     run pytorch_leak --per-tensor -- python3 "$here/examples/pytorch_leak.py"
     run pytorch_leak_default -- python3 "$here/examples/pytorch_leak.py"
     run pytorch_oom -- python3 "$here/examples/pytorch_oom.py"
+    # every stack of a per-tensor PyTorch job unwound both ways: the fast
+    # unwinder against libunwind through libtorch, libcudart and Python
+    echo "== the fast unwinder against libunwind (GPUSHIM_UNWIND=check)"
+    GPUSHIM_UNWIND=check "$g" run --per-tensor -o "$out/unwind_check.%p.trace" -- \
+        python3 "$here/examples/pytorch_leak.py" 2>&1 | grep "unwind check" | tee "$out/unwind_check.txt"
 else
     echo "== pytorch examples: no torch with CUDA here"
 fi
