@@ -221,6 +221,20 @@ static void set(struct state *s, uint64_t reg, enum how how, int64_t off)
     }
 }
 
+/* DW_CFA_restore: reg's rule as the CIE left it (init; none while the CIE's
+ * own instructions run). */
+static void restore(struct state *s, const struct state *init, uint64_t reg)
+{
+    int t = tracked(reg);
+    if (t >= 0 && init) {
+        s->how[t] = init->how[t];
+        s->off[t] = init->off[t];
+    }
+}
+
+/* A CFA register the walk can follow, or -1. */
+static int cfa_reg(uint64_t reg) { return reg == REG_RSP || reg == REG_RBP ? (int)reg : -1; }
+
 #define MAX_REMEMBERED 8
 
 /* Runs the instructions [p, end) from the row at *loc up to the row that
@@ -236,7 +250,6 @@ static int run(const uint8_t *p, const uint8_t *end, const struct cie *c, uint64
         uint8_t op = *p++;
         uint64_t reg, u, adv = 0;
         int64_t sv;
-        int t;
         switch (op & 0xc0) {
         case 0x40: adv = op & 0x3f; goto advance;
         case 0x80:
@@ -245,11 +258,7 @@ static int run(const uint8_t *p, const uint8_t *end, const struct cie *c, uint64
             set(s, op & 0x3f, AT, (int64_t)u * c->data_align);
             continue;
         case 0xc0:
-            t = tracked(op & 0x3f);
-            if (t >= 0 && init) {
-                s->how[t] = init->how[t];
-                s->off[t] = init->off[t];
-            }
+            restore(s, init, op & 0x3f);
             continue;
         }
         switch (op) {
@@ -272,11 +281,7 @@ static int run(const uint8_t *p, const uint8_t *end, const struct cie *c, uint64
         case 0x06: /* restore_extended */
             if (uleb(&p, end, &reg) != 0)
                 return -1;
-            t = tracked(reg);
-            if (t >= 0 && init) {
-                s->how[t] = init->how[t];
-                s->off[t] = init->off[t];
-            }
+            restore(s, init, reg);
             continue;
         case 0x07: /* undefined */
             if (uleb(&p, end, &reg) != 0)
@@ -306,14 +311,14 @@ static int run(const uint8_t *p, const uint8_t *end, const struct cie *c, uint64
         case 0x0c: /* def_cfa */
             if (uleb(&p, end, &reg) != 0 || uleb(&p, end, &u) != 0)
                 return -1;
-            s->cfa_reg = reg == REG_RSP || reg == REG_RBP ? (int)reg : -1;
+            s->cfa_reg = cfa_reg(reg);
             s->cfa_off = (int64_t)u;
             continue;
         case 0x0d: /* def_cfa_register */
             if (uleb(&p, end, &reg) != 0)
                 return -1;
             if (s->cfa_reg >= 0)
-                s->cfa_reg = reg == REG_RSP || reg == REG_RBP ? (int)reg : -1;
+                s->cfa_reg = cfa_reg(reg);
             continue;
         case 0x0e: /* def_cfa_offset */
             if (uleb(&p, end, &u) != 0)
@@ -341,7 +346,7 @@ static int run(const uint8_t *p, const uint8_t *end, const struct cie *c, uint64
         case 0x12: /* def_cfa_sf */
             if (uleb(&p, end, &reg) != 0 || sleb(&p, end, &sv) != 0)
                 return -1;
-            s->cfa_reg = reg == REG_RSP || reg == REG_RBP ? (int)reg : -1;
+            s->cfa_reg = cfa_reg(reg);
             s->cfa_off = sv * c->data_align;
             continue;
         case 0x13: /* def_cfa_offset_sf */
