@@ -10,10 +10,11 @@ import tempfile
 
 MiB = 1024 * 1024
 KiB = 1024
-# Steps of drv_chdir's churn (a 4 KiB allocation and its free each) that a
-# trace bounded to 4 MiB is rotated within: format 3 holds them in about
-# 0.15 bytes an event, and the shim rotates a 4 MiB trace past 2.5 MiB.
-ROTATED_CHURN = 10_000_000
+# Steps of drv_chdir's churn (an allocation of 4 KiB and up and its free
+# each) that a trace bounded to 4 MiB is rotated within: its sizes, drawn from
+# a fixed sequence, keep format 3 at about 2 bytes a step on any machine
+# (5.7 MiB here), and the shim rotates a 4 MiB trace past 2.5 MiB.
+ROTATED_CHURN = 3_000_000
 
 
 class Env:
@@ -79,6 +80,17 @@ class Run:
         self.out = p.stdout
         self.err = p.stderr
         self.files = files
+
+
+def churn_sizes(n):
+    """The sizes of drv_chdir.c's first n churn allocations (its xorshift64)."""
+    x, m, sizes = 88172645463325252, (1 << 64) - 1, []
+    for _ in range(n):
+        x ^= (x << 13) & m
+        x ^= x >> 7
+        x ^= (x << 17) & m
+        sizes.append(4 * KiB + 64 * (x >> 56))
+    return sizes
 
 
 def run(argv, shim=True, env=None, cwd=None, output=None, timeout=120, preexec=None):
