@@ -34,8 +34,8 @@ struct link_map;
 
 /* ---- config.c: settings from the environment, read once ---- */
 enum gs_unwind_mode {
-    GS_UNWIND_FAST,      /* "fast": walk.c, libunwind where it cannot be sure */
-    GS_UNWIND_LIBUNWIND, /* "libunwind" (default): libunwind alone */
+    GS_UNWIND_FAST,      /* "fast" (default): walk.c, libunwind where it cannot be sure */
+    GS_UNWIND_LIBUNWIND, /* "libunwind": libunwind alone */
     GS_UNWIND_CHECK      /* "check": both, compared; libunwind's frames recorded */
 };
 struct gs_config {

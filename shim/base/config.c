@@ -100,15 +100,13 @@ static void config_read(void)
     config.max_bytes = env_bytes("GPUSHIM_MAX_BYTES", 4u << 20);
     config.python = env_uint("GPUSHIM_PYTHON", 1, 0, 2);
     const char *u = getenv("GPUSHIM_UNWIND");
-    /* libunwind by default until the fast unwinder is safe in forked children
-     * under valgrind (drv_fork hangs there with it: issue 19's note) */
-    config.unwind = GS_UNWIND_LIBUNWIND;
-    if (u && strcmp(u, "fast") == 0)
-        config.unwind = GS_UNWIND_FAST;
+    config.unwind = GS_UNWIND_FAST;
+    if (u && strcmp(u, "libunwind") == 0)
+        config.unwind = GS_UNWIND_LIBUNWIND;
     else if (u && strcmp(u, "check") == 0)
         config.unwind = GS_UNWIND_CHECK;
-    else if (u && *u && strcmp(u, "libunwind") != 0)
-        gs_say("GPUSHIM_UNWIND=%s is not fast, libunwind or check; using libunwind", u);
+    else if (u && *u && strcmp(u, "fast") != 0)
+        gs_say("GPUSHIM_UNWIND=%s is not fast, libunwind or check; using fast", u);
     const char *v = getenv("GPUSHIM_VERBOSE");
     config.verbose = v && strcmp(v, "0") != 0 && *v;
     errno = saved;

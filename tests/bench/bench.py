@@ -131,8 +131,8 @@ def main():
     ap.add_argument("--frames", type=int, default=20,
                     help="the call sites' depth, 4 to 1000 (default 20; both tools record "
                          "every frame)")
-    ap.add_argument("--unwind", choices=["fast", "libunwind"], default="libunwind",
-                    help="how gpushim captures stacks (GPUSHIM_UNWIND; default libunwind, the shim's)")
+    ap.add_argument("--unwind", choices=["fast", "libunwind"], default="fast",
+                    help="how gpushim captures stacks (GPUSHIM_UNWIND; default fast)")
     args = ap.parse_args()
     n = args.events
     if not 4 <= args.frames <= 1000:
