@@ -10,10 +10,10 @@ import tempfile
 
 MiB = 1024 * 1024
 KiB = 1024
-# Steps of drv_chdir's churn (an allocation of 4 KiB and up and its free
-# each) that a trace bounded to 4 MiB is rotated within: its sizes, drawn from
-# a fixed sequence, keep format 3 at about 2 bytes a step on any machine
-# (5.7 MiB here), and the shim rotates a 4 MiB trace past 2.5 MiB.
+# Steps of a churn (an allocation of 4 to 20 KiB and its free each,
+# progs.h's churn_size) that a trace bounded to 4 MiB is rotated within: its
+# sizes keep format 3 at about 2 bytes a step on any machine (5.7 MiB here),
+# and the shim rotates a 4 MiB trace past 2.5 MiB.
 ROTATED_CHURN = 3_000_000
 
 
@@ -88,7 +88,7 @@ class Run:
 
 
 def churn_sizes(n):
-    """The sizes of drv_chdir.c's first n churn allocations (its xorshift64)."""
+    """The sizes of a churn's first n allocations (progs.h's churn_size)."""
     x, m, sizes = 88172645463325252, (1 << 64) - 1, []
     for _ in range(n):
         x ^= (x << 13) & m

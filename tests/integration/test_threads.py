@@ -9,7 +9,7 @@ A forked child names its thread anew: test_lifecycle.py.
 """
 import re
 
-from harness import E, MiB, check, eq, one_trace, report, report_json, run, same_behaviour
+from harness import E, MiB, ROTATED_CHURN, check, eq, one_trace, report, report_json, run, same_behaviour
 
 # drv_autograd defines them under their linkage names; reports demangle them
 MUL = ("torch::autograd::generated::MulBackward0::apply(std::vector<at::Tensor, "
@@ -92,10 +92,9 @@ def test_threads_by_name_and_the_backward_they_ran():
 
 
 def test_thread_names_outlive_a_rotation():
-    # 10 million pairs from pt_autograd_0 between its two MulBackward0 (about
-    # 2.8 MB of trace): the trace is rotated there, and its thread, named
-    # once before, goes on
-    pairs = 10_000_000
+    # ROTATED_CHURN pairs from pt_autograd_0 between its two MulBackward0:
+    # the trace is rotated there, and its thread, named once before, goes on
+    pairs = ROTATED_CHURN
     r = run([E.prog("drv_autograd"), str(pairs)], env={"GPUSHIM_MAX_BYTES": "4M"})
     eq((r.rc, r.out, r.err), (0, "backward done\n", ""), "the run")
     d = report_json(one_trace(r))

@@ -11,9 +11,10 @@
  * One thread runs at a time, in this order (each joined before the next):
  *   main ("drv_autograd"): forward() keeps 4 MiB.
  *   pt_autograd_0 (names itself, as c10::setThreadName does): MulBackward0,
- *     MulBackward0, AddmmBackward0; with an argument N, N pairs of 4 KiB
- *     allocated and freed from churn() before its second MulBackward0 (so a
- *     trace bounded by GPUSHIM_MAX_BYTES rotates in between).
+ *     MulBackward0, AddmmBackward0; with an argument N, N pairs of 4 to
+ *     20 KiB (progs.h's churn_size) allocated and freed from churn() before
+ *     its second MulBackward0 (so a trace bounded by GPUSHIM_MAX_BYTES
+ *     rotates in between).
  *   pt_autograd_1 (named by main before it starts): MulBackward0, then it
  *     renames itself "renamed_1" with prctl(PR_SET_NAME), MulBackward0.
  *   loader (names itself): stage_batch() keeps 2 MiB.
@@ -86,9 +87,10 @@ NOINLINE static void stage_batch(void) { keep(2 * MiB); }
 
 NOINLINE static void churn(long pairs)
 {
+    unsigned long long sizes = CHURN_SEED;
     for (long i = 0; i < pairs; i++) {
         gs_cudeviceptr p;
-        EXPECT(cuMemAlloc_v2(&p, 4 * KiB), GS_CUDA_SUCCESS);
+        EXPECT(cuMemAlloc_v2(&p, churn_size(&sizes)), GS_CUDA_SUCCESS);
         EXPECT(cuMemFree_v2(p), GS_CUDA_SUCCESS);
     }
 }

@@ -24,6 +24,25 @@
         }                                                                                          \
     } while (0)
 
+/* The sizes of a churn of allocations that a bounded trace must rotate
+ * within (drv_chdir, drv_autograd): 4 KiB plus 0 to 255 times 64 bytes,
+ * drawn from a fixed sequence (xorshift64 from *state, which starts at
+ * CHURN_SEED; harness.churn_sizes gives the same). Those 8 bits an
+ * allocation that zlib cannot squeeze make a churn's share of the trace
+ * about 2 bytes a step on any machine; with one size it is 0.25 to 0.35,
+ * by how many events a microsecond held where it ran, and a test's churn
+ * rotated its trace on one machine and not on another. */
+#define CHURN_SEED 88172645463325252ull
+static inline size_t churn_size(unsigned long long *state)
+{
+    unsigned long long x = *state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    *state = x;
+    return 4 * KiB + 64 * (size_t)(x >> 56);
+}
+
 /* Driver functions, for the programs linked with -lcuda (drv_*). */
 gs_curesult cuInit(unsigned int flags);
 gs_curesult cuDevicePrimaryCtxRetain(gs_cucontext *ctx, gs_cudevice dev);
