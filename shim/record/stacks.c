@@ -29,27 +29,35 @@ struct gs_stack_chunk {
     uint64_t frames[];
 };
 
-/* Two lanes, the even frames and the odd, so that their multiplies overlap
- * instead of each waiting for the one before; mixed at the end. */
+/* Four lanes, frame i in lane i % 4, so that their multiplies overlap
+ * instead of each waiting for the one before (a 100-frame stack costs a
+ * quarter of the chained multiplies); mixed at the end. */
+#define LANE(x, pc, k) ((x) = ((x) ^ (pc)) * (k), (x) ^= (x) >> 32)
 uint64_t gs_stack_hash(const uint64_t *pcs, unsigned n)
 {
-    uint64_t a = 0x9e3779b97f4a7c15ull ^ n, b = 0xc2b2ae3d27d4eb4full;
+    const uint64_t k0 = 0xff51afd7ed558ccdull, k1 = 0xc4ceb9fe1a85ec53ull;
+    uint64_t a = 0x9e3779b97f4a7c15ull ^ n, b = 0xc2b2ae3d27d4eb4full, c = 0x165667b19e3779f9ull,
+             d = 0x27d4eb2f165667c5ull;
     unsigned i = 0;
-    for (; i + 1 < n; i += 2) {
-        a = (a ^ pcs[i]) * 0xff51afd7ed558ccdull;
-        b = (b ^ pcs[i + 1]) * 0xc4ceb9fe1a85ec53ull;
-        a ^= a >> 32;
-        b ^= b >> 32;
+    for (; i + 3 < n; i += 4) {
+        LANE(a, pcs[i], k0);
+        LANE(b, pcs[i + 1], k1);
+        LANE(c, pcs[i + 2], k0);
+        LANE(d, pcs[i + 3], k1);
     }
-    if (i < n) {
-        a = (a ^ pcs[i]) * 0xff51afd7ed558ccdull;
-        a ^= a >> 32;
-    }
-    uint64_t h = a ^ b * 0x9e3779b97f4a7c15ull;
+    if (i < n)
+        LANE(a, pcs[i], k0);
+    if (i + 1 < n)
+        LANE(b, pcs[i + 1], k1);
+    if (i + 2 < n)
+        LANE(c, pcs[i + 2], k0);
+    uint64_t h = a ^ (b * 0x9e3779b97f4a7c15ull) ^ (c * 0xbf58476d1ce4e5b9ull) ^
+                 (d * 0x94d049bb133111ebull);
     h ^= h >> 29;
     h *= 0xbf58476d1ce4e5b9ull;
     return h ^ h >> 32;
 }
+#undef LANE
 
 static int same(const struct gs_stack_slot *s, const uint64_t *pcs, unsigned n, uint64_t hash)
 {

@@ -20,10 +20,27 @@
  * The table keys a rule by the address it was read for and is never
  * emptied: code unloaded by dlclose and other code loaded at the same
  * address would be walked with the old rules (docs/limits.md).
+ *
+ * Each thread also keeps its last walk: every state (pc, rsp, rbp) it went
+ * through and the rule of each step, so the words each step loaded are
+ * known. A walk is a function of its state and of the words it loads
+ * (rules are fixed per code address), so when a new walk reaches a state
+ * (pc and rsp) the last one went through, the last one's steps from there
+ * are the new one's for as long as each word they loaded still holds what
+ * it held: checking that is a load and a compare a step, none waiting for
+ * the one before, where walking is a rule lookup and loads that each wait
+ * for the last. Consecutive events share most of their outer frames (the
+ * interpreter, the framework's dispatch), and those are the frames that
+ * are only checked. rbp is compared only where a step reads it before one
+ * has loaded it. Where a word differs, the walk goes on by the rules from
+ * the last state that matched, and may meet the last walk again higher up.
+ * tests/progs/drv_unwind.c's memo takes each of these ways.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "shim/base/base.h"
 #include "shim/record/record_int.h"
@@ -127,6 +144,60 @@ static int stack_bounds(void)
     return bounds.state > 0;
 }
 
+/* The thread's last walk: states 0..len-1, each a (pc, sp, fp) and the
+ * rule of the step from it (0 for the last; the step's CFA is the next
+ * state's sp, so that is where it loaded from). pc 0 in the last state:
+ * the chain ended there. Two per thread: the walk reads one and writes the
+ * other, states it walked and states it took on from the one it reads. */
+struct state {
+    uint64_t pc, sp, fp, rule;
+};
+struct memo {
+    unsigned cap, len;  /* len 0: nothing to go on */
+    unsigned first_out; /* the first state outside the shim, whose pc was kept */
+    struct state *st;
+};
+static __thread struct memo *memo_read, *memo_write;
+static __thread int memo_none; /* could not be allocated: walk without */
+static __thread int went_on;   /* the thread's last walk went on from the one before */
+static pthread_key_t memo_key;
+static pthread_once_t memo_once = PTHREAD_ONCE_INIT;
+static int memo_key_ok;
+
+static void memo_free(void *pair)
+{
+    memo_read = memo_write = NULL; /* a later walk of this thread starts anew */
+    free(pair);
+}
+
+static void memo_key_init(void) { memo_key_ok = pthread_key_create(&memo_key, memo_free) == 0; }
+
+static int memo_get(void)
+{
+    if (memo_read)
+        return 1;
+    if (memo_none)
+        return 0;
+    pthread_once(&memo_once, memo_key_init);
+    /* the frames kept and the shim's own */
+    unsigned cap = gs_config()->stack_depth + 32;
+    struct memo *pair =
+        memo_key_ok ? calloc(1, 2 * sizeof *pair + 2 * cap * sizeof(struct state)) : NULL;
+    if (!pair || pthread_setspecific(memo_key, pair) != 0) {
+        free(pair);
+        memo_none = 1;
+        return 0;
+    }
+    struct state *st = (struct state *)(pair + 2);
+    pair[0] = (struct memo){.cap = cap, .st = st};
+    pair[1] = (struct memo){.cap = cap, .st = st + cap};
+    memo_read = pair;
+    memo_write = pair + 1;
+    return 1;
+}
+
+#define LOAD(at) (*(const uint64_t *)(uintptr_t)(at))
+
 /* The loads read the program's stack frames, which AddressSanitizer does
  * not know the walker may read. */
 __attribute__((noinline, no_sanitize_address)) int gs_walk_stack(uint64_t *pcs, unsigned max)
@@ -139,23 +210,88 @@ __attribute__((noinline, no_sanitize_address)) int gs_walk_stack(uint64_t *pcs, 
     if (!stack_bounds() || sp < bounds.lo || sp >= bounds.hi)
         return -1; /* not on the thread's own stack */
     const uint64_t floor = sp, top = bounds.hi;
+    /* last: the thread's last walk, j the first of its states not below
+     * this walk's; out: this walk's */
+    struct memo *out = memo_get() ? memo_write : NULL;
+    const struct memo *last = out ? memo_read : NULL;
+    const struct state *ls = last ? last->st : NULL;
+    unsigned last_len = last ? last->len : 0, j = 0;
+    went_on = 0;
     uint64_t target = pc; /* the first frame is exact; a caller's is its call, pc - 1 */
-    unsigned n = 0;
+    unsigned n = 0, k = 0; /* frames kept; states gone through */
+    unsigned first_out = 0;
     int in_shim = 1; /* the shim's own frames come first and are left out */
     for (;;) {
+        if (in_shim && !gs_in_shim((const void *)(uintptr_t)pc)) {
+            in_shim = 0;
+            first_out = k;
+        }
+        if (!in_shim && last_len && out) {
+            while (j < last_len && ls[j].sp < sp)
+                j++;
+            if (j < last_len && ls[j].sp == sp && ls[j].pc == pc && j >= last->first_out) {
+                /* The last walk's steps from here, while the words they
+                 * loaded hold. rbp is the one register a state has besides
+                 * pc and sp, and it often holds a variable of the code's
+                 * (it is a frame pointer only where a rule says so): this
+                 * walk's own is kept, and compared with the last walk's
+                 * where a step reads it before one has loaded it. */
+                int fp_same = 0;
+                went_on = 1;
+                while (j + 1 < last_len && k < out->cap) {
+                    const struct state *at = &ls[j];
+                    uint64_t r = at->rule;
+                    if (R_CFA_RBP(r) && !fp_same && fp != at->fp)
+                        break;
+                    uint64_t ra_at = at[1].sp + (uint64_t)R_RA_OFF(r);
+                    if (ra_at < floor || LOAD(ra_at) != at[1].pc)
+                        break;
+                    uint64_t next_fp = fp;
+                    if (R_RBP_SAVED(r)) {
+                        uint64_t fp_at = at[1].sp + (uint64_t)R_RBP_OFF(r);
+                        if (fp_at < floor || LOAD(fp_at) != at[1].fp)
+                            break;
+                        next_fp = at[1].fp;
+                        fp_same = 1;
+                    }
+                    out->st[k] = (struct state){.pc = at->pc, .sp = at->sp, .fp = fp, .rule = r};
+                    pcs[n++] = at->pc;
+                    if (n == max)
+                        goto done;
+                    k++;
+                    j++;
+                    fp = next_fp;
+                }
+                pc = ls[j].pc;
+                sp = ls[j].sp;
+                target = pc - 1;
+                j++; /* where the walk goes on by the rules, not to be joined again */
+                if (pc == 0) {
+                    if (k < out->cap)
+                        out->st[k] = (struct state){.pc = 0, .sp = sp, .fp = fp};
+                    else
+                        out = NULL;
+                    goto done; /* the end of the chain */
+                }
+            }
+        }
         uint64_t r = rule_at(target);
         unsigned kind = R_KIND(r);
         if (kind == GS_CFI_UNSURE)
             return -1;
-        if (in_shim && !gs_in_shim((const void *)(uintptr_t)pc))
-            in_shim = 0;
+        if (out) {
+            if (k < out->cap)
+                out->st[k] = (struct state){.pc = pc, .sp = sp, .fp = fp, .rule = r};
+            else
+                out = NULL; /* deeper than a memo holds: walk on without */
+        }
         if (!in_shim) {
             pcs[n++] = pc;
             if (n == max)
-                return (int)n;
+                goto done;
         }
         if (kind == GS_CFI_OUTERMOST)
-            return (int)n;
+            goto done;
         uint64_t cfa = (R_CFA_RBP(r) ? fp : sp) + (uint64_t)R_CFA_OFF(r);
         uint64_t ra_at = cfa + (uint64_t)R_RA_OFF(r);
         if (cfa <= sp || cfa > top || ra_at < floor || ra_at > top - 8)
@@ -164,17 +300,37 @@ __attribute__((noinline, no_sanitize_address)) int gs_walk_stack(uint64_t *pcs, 
             uint64_t fp_at = cfa + (uint64_t)R_RBP_OFF(r);
             if (fp_at < floor || fp_at > top - 8)
                 return -1;
-            fp = *(const uint64_t *)(uintptr_t)fp_at;
+            fp = LOAD(fp_at);
         }
-        pc = *(const uint64_t *)(uintptr_t)ra_at;
+        pc = LOAD(ra_at);
         sp = cfa;
-        if (pc == 0)
-            return (int)n; /* the end of the chain */
+        k++;
+        if (pc == 0) {
+            if (out && k < out->cap) /* the end of the chain, kept as a state */
+                out->st[k] = (struct state){.pc = 0, .sp = sp, .fp = fp};
+            else
+                out = NULL;
+            goto done;
+        }
         target = pc - 1;
     }
+done:
+    if (out) {
+        out->len = k + 1;
+        out->first_out = first_out;
+        memo_write = memo_read;
+        memo_read = out;
+    } else if (memo_read) {
+        memo_read->len = 0; /* walked without a memo: nothing to go on */
+    }
+    return (int)n;
 }
 
+int gs_walk_went_on(void) { return went_on; }
+
 #else
+
+int gs_walk_went_on(void) { return 0; }
 
 int gs_walk_stack(uint64_t *pcs, unsigned max)
 {

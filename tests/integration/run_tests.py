@@ -92,12 +92,16 @@ def main():
     if a.unwind_check:
         t = harness.E.unwind_tally
         print(f"unwind check: {t['stacks']} stacks in {t['runs']} processes, {t['walked']} walked "
-              f"by the fast unwinder, {t['alone']} by libunwind alone, none differed")
+              f"by the fast unwinder ({t['went_on']} going on from the walk before), {t['alone']} by "
+              f"libunwind alone, none differed")
         # the check proves nothing if it walked nothing: fails a whole run, or
         # a -k selection whose programs were checked
         if passed and not t["walked"] and (t["runs"] or not a.k):
             failed += 1
             print("FAIL unwind check: no stack was walked by the fast unwinder")
+        elif passed and not t["went_on"] and not a.k:
+            failed += 1
+            print("FAIL unwind check: no walk went on from the walk before")
     print(f"integration: {passed} passed, {failed} failed, {skipped} skipped")
     return 1 if failed else 0
 

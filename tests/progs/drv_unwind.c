@@ -3,7 +3,7 @@
  * wrong, for the fast unwinder (shim/record/walk.c) to be compared with
  * libunwind, frame for frame (tests/integration/test_unwind.py).
  *
- * Usage: drv_unwind
+ * Usage: drv_unwind [memo]
  *
  * Nine allocations of 1 MiB, each freed at once (9 allocations, 9 frees,
  * nothing left), from:
@@ -24,6 +24,39 @@
  *             of main: its return address is past main's end, and only the
  *             call before it (pc - 1) is in main; it prints "unwind done"
  *             and exits 0
+ *
+ * With "memo", eleven allocations instead, for the walk that goes on from
+ * the thread's walk before (walk.c's memo: its states, and the words each
+ * step loaded, checked instead of walked). Walks 1-7 and 11 are a chain of
+ * c frames under main (chain or chain2, from via_g or via_h), then l + 1
+ * frames of a leaf function (extra or other), then alloc_free; run with
+ * GPUSHIM_STACK_DEPTH=64:
+ *   1 via_g, chain 100, extra 10  the first: walked; 64 frames end in chain
+ *   2 via_g, chain 100, extra 2   goes on at its second frame in extra,
+ *                                 where one of walk 1's stood, and walks
+ *                                 on past where walk 1 stopped
+ *   3 via_g, chain 100, extra 12  goes on in extra and reaches 64 frames
+ *                                 while checking
+ *   4 via_g, chain 20, extra 2    its frames stand higher on the stack
+ *                                 than any of walk 3's: walked
+ *   5 via_h, chain 20, extra 2    goes on in extra; the words hold up to
+ *                                 the return address into via_h, not
+ *                                 via_g: walked from there
+ *   6 via_h, chain 20, other 2    another leaf function: goes on at chain
+ *   7 via_h, chain2 20, extra 2   chain2, chain's twin: goes on at via_h
+ *   8 lift 4, vla_at, alloc_nofp, leaf_extra, extra 1: goes on at main
+ *   9 lift 0, vla_at, alloc_nofp, leaf_other, other 1: vla_at's array
+ *     ends where walk 8's did, so alloc_nofp (no frame pointer, rbp not
+ *     saved) stands where walk 8's did and the walk goes on there; but
+ *     vla_at's CFA is its rbp, 64 bytes higher than walk 8's, and walk 8's
+ *     return address into lift is still in the stack below (in this
+ *     walk's array): rbp must be compared before that step
+ *  10 lift 4, vla_at, alloc_nofp, leaf_other, other 1: goes on at
+ *     alloc_free, where walk 9's stood; the words hold up to the rbp that
+ *     leaf_other saved, vla_at's, 64 bytes lower than walk 9's (the word
+ *     that step loads must be compared too: vla_at's step reads it)
+ *  11 a thread, via_g, chain 20, extra 2: its own stack and memo: walked
+ * It prints "memo done".
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -75,6 +108,138 @@ NOINLINE static void deep(int n)
     KEEP_FRAME();
 }
 
+NOINLINE static void extra(int n)
+{
+    if (n == 0)
+        alloc_free();
+    else
+        extra(n - 1);
+    KEEP_FRAME();
+}
+
+NOINLINE static void other(int n)
+{
+    if (n == 0)
+        alloc_free();
+    else
+        other(n - 1);
+    KEEP_FRAME();
+}
+
+NOINLINE static void chain(int n, void (*leaf)(int), int l)
+{
+    if (n == 0)
+        leaf(l);
+    else
+        chain(n - 1, leaf, l);
+    KEEP_FRAME();
+}
+
+NOINLINE static void chain2(int n, void (*leaf)(int), int l)
+{
+    if (n == 0)
+        leaf(l);
+    else
+        chain2(n - 1, leaf, l);
+    KEEP_FRAME();
+}
+
+typedef void chain_fn(int, void (*)(int), int);
+
+/* via_g and via_h: the same frame, so the chains under them stand at the
+ * same addresses */
+NOINLINE static void via_g(chain_fn *c, int n, void (*leaf)(int), int l)
+{
+    c(n, leaf, l);
+    KEEP_FRAME();
+}
+
+NOINLINE static void via_h(chain_fn *c, int n, void (*leaf)(int), int l)
+{
+    c(n, leaf, l);
+    KEEP_FRAME();
+}
+
+/* alloc_nofp: calls memo_leaf from a frame without a frame pointer, rbp
+ * neither saved nor changed (the CFA is rsp + 16 throughout) */
+void (*volatile memo_leaf)(void);
+void alloc_nofp(void);
+__asm__(".text\n"
+        ".globl alloc_nofp\n"
+        ".type alloc_nofp, @function\n"
+        "alloc_nofp:\n"
+        ".cfi_startproc\n"
+        "subq $8, %rsp\n"
+        ".cfi_def_cfa_offset 16\n"
+        "call *memo_leaf(%rip)\n"
+        "addq $8, %rsp\n"
+        ".cfi_def_cfa_offset 8\n"
+        "ret\n"
+        ".cfi_endproc\n"
+        ".size alloc_nofp, .-alloc_nofp\n");
+
+NOINLINE static void leaf_extra(void)
+{
+    extra(1);
+    KEEP_FRAME();
+}
+
+NOINLINE static void leaf_other(void)
+{
+    other(1);
+    KEEP_FRAME();
+}
+
+static uintptr_t vla_floor; /* where vla_at's array ends, whoever calls it */
+
+NOINLINE static void vla_at(void)
+{
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    volatile char buf[here - vla_floor];
+    buf[0] = 1;
+    alloc_nofp();
+    buf[1] = buf[0];
+}
+
+NOINLINE static void lift(int n)
+{
+    if (n == 0)
+        vla_at();
+    else
+        lift(n - 1);
+    KEEP_FRAME();
+}
+
+static void *memo_thread(void *arg)
+{
+    (void)arg;
+    use_device(0);
+    via_g(chain, 20, extra, 2);
+    return NULL;
+}
+
+NOINLINE static int memo(void)
+{
+    via_g(chain, 100, extra, 10);
+    via_g(chain, 100, extra, 2);
+    via_g(chain, 100, extra, 12);
+    via_g(chain, 20, extra, 2);
+    via_h(chain, 20, extra, 2);
+    via_h(chain, 20, other, 2);
+    via_h(chain2, 20, extra, 2);
+    vla_floor = ((uintptr_t)__builtin_frame_address(0) - 8192) & ~(uintptr_t)15;
+    memo_leaf = leaf_extra;
+    lift(4);
+    memo_leaf = leaf_other;
+    lift(0);
+    lift(4);
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, memo_thread, NULL), 0);
+    EXPECT(pthread_join(t, NULL), 0);
+    puts("memo done");
+    return 0;
+}
+
 static void *thread_main(void *arg)
 {
     (void)arg;
@@ -104,10 +269,12 @@ __attribute__((noreturn, noinline)) static void finish(void)
     exit(0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     EXPECT(cuInit(0), GS_CUDA_SUCCESS);
     use_device(0);
+    if (argc > 1 && strcmp(argv[1], "memo") == 0)
+        return memo();
     plain();
     vla(1000);
     aligned();
