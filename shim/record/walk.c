@@ -198,6 +198,53 @@ static int memo_get(void)
 
 #define LOAD(at) (*(const uint64_t *)(uintptr_t)(at))
 
+/* How far the last walk's steps from its state j hold for this walk, which
+ * is in that state with rbp *fp: the first state i (j <= i < end) whose
+ * step does not hold, or end - 1. A step holds when the words it loaded
+ * (the return address, and the caller's rbp where the frame saved it) still
+ * hold what they held, and, while the walk's rbp is its own (no step has
+ * loaded it yet), when that rbp is the last walk's where a step reads it:
+ * rbp is the one register a state has besides pc and sp, and it often
+ * holds a variable of the code's, a frame pointer only where a rule says
+ * so. *fp becomes the walk's rbp in state i; *own counts the states from j
+ * whose rbp is the walk's own. */
+__attribute__((no_sanitize_address)) static unsigned holds(const struct state *ls, unsigned j,
+                                                           unsigned end, uint64_t floor,
+                                                           uint64_t *fp, unsigned *own)
+{
+    unsigned i = j;
+    for (; i + 1 < end; i++) {
+        uint64_t r = ls[i].rule;
+        if (R_CFA_RBP(r) && *fp != ls[i].fp)
+            break;
+        uint64_t ra_at = ls[i + 1].sp + (uint64_t)R_RA_OFF(r);
+        if (ra_at < floor || LOAD(ra_at) != ls[i + 1].pc)
+            break;
+        if (R_RBP_SAVED(r)) {
+            uint64_t fp_at = ls[i + 1].sp + (uint64_t)R_RBP_OFF(r);
+            if (fp_at < floor || LOAD(fp_at) != ls[i + 1].fp)
+                break;
+            *own = i - j + 1;
+            /* from here the walk's rbp is the last walk's */
+            for (i++; i + 1 < end; i++) {
+                r = ls[i].rule;
+                ra_at = ls[i + 1].sp + (uint64_t)R_RA_OFF(r);
+                if (ra_at < floor || LOAD(ra_at) != ls[i + 1].pc)
+                    break;
+                if (R_RBP_SAVED(r)) {
+                    fp_at = ls[i + 1].sp + (uint64_t)R_RBP_OFF(r);
+                    if (fp_at < floor || LOAD(fp_at) != ls[i + 1].fp)
+                        break;
+                }
+            }
+            *fp = ls[i].fp;
+            return i;
+        }
+    }
+    *own = i - j + 1;
+    return i;
+}
+
 /* The loads read the program's stack frames, which AddressSanitizer does
  * not know the walker may read. */
 __attribute__((noinline, no_sanitize_address)) int gs_walk_stack(uint64_t *pcs, unsigned max)
@@ -230,42 +277,27 @@ __attribute__((noinline, no_sanitize_address)) int gs_walk_stack(uint64_t *pcs, 
             while (j < last_len && ls[j].sp < sp)
                 j++;
             if (j < last_len && ls[j].sp == sp && ls[j].pc == pc && j >= last->first_out) {
-                /* The last walk's steps from here, while the words they
-                 * loaded hold. rbp is the one register a state has besides
-                 * pc and sp, and it often holds a variable of the code's
-                 * (it is a frame pointer only where a rule says so): this
-                 * walk's own is kept, and compared with the last walk's
-                 * where a step reads it before one has loaded it. */
-                int fp_same = 0;
                 went_on = 1;
-                while (j + 1 < last_len && k < out->cap) {
-                    const struct state *at = &ls[j];
-                    uint64_t r = at->rule;
-                    if (R_CFA_RBP(r) && !fp_same && fp != at->fp)
-                        break;
-                    uint64_t ra_at = at[1].sp + (uint64_t)R_RA_OFF(r);
-                    if (ra_at < floor || LOAD(ra_at) != at[1].pc)
-                        break;
-                    uint64_t next_fp = fp;
-                    if (R_RBP_SAVED(r)) {
-                        uint64_t fp_at = at[1].sp + (uint64_t)R_RBP_OFF(r);
-                        if (fp_at < floor || LOAD(fp_at) != at[1].fp)
-                            break;
-                        next_fp = at[1].fp;
-                        fp_same = 1;
-                    }
-                    out->st[k] = (struct state){.pc = at->pc, .sp = at->sp, .fp = fp, .rule = r};
-                    pcs[n++] = at->pc;
-                    if (n == max)
-                        goto done;
-                    k++;
-                    j++;
-                    fp = next_fp;
+                unsigned room = max - n < out->cap - k ? max - n : out->cap - k;
+                unsigned lim = last_len - j > room ? j + room + 1 : last_len, own;
+                uint64_t fp0 = fp;
+                unsigned i = holds(ls, j, lim, floor, &fp, &own);
+                unsigned m = i - j; /* states j..i-1 taken on; i is this walk's too */
+                memcpy(out->st + k, ls + j, m * sizeof *ls);
+                for (unsigned t = 0; t < own && t < m; t++)
+                    out->st[k + t].fp = fp0;
+                for (unsigned t = 0; t < m; t++)
+                    pcs[n + t] = ls[j + t].pc;
+                n += m;
+                k += m;
+                if (n == max) {
+                    k--; /* the last state kept is the last taken on */
+                    goto done;
                 }
-                pc = ls[j].pc;
-                sp = ls[j].sp;
+                pc = ls[i].pc;
+                sp = ls[i].sp;
                 target = pc - 1;
-                j++; /* where the walk goes on by the rules, not to be joined again */
+                j = i + 1; /* where the walk goes on by the rules, not to be joined again */
                 if (pc == 0) {
                     if (k < out->cap)
                         out->st[k] = (struct state){.pc = 0, .sp = sp, .fp = fp};

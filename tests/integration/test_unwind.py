@@ -77,8 +77,8 @@ def functions(trace):
 
 
 def test_the_walk_goes_on_from_the_walk_before():
-    # drv_unwind.c's memo: eleven stacks, eight of them going on from the
-    # walk before (2, 3, 5, 6, 7, 8, 9, 10), at most 64 frames
+    # drv_unwind.c's memo: thirteen stacks, ten of them going on from the
+    # walk before (2, 3, 5, 6, 7, 8, 9, 10, 11, 12), at most 64 frames
     def memo(mode):
         r = run([E.prog("drv_unwind"), "memo"],
                 env={"GPUSHIM_UNWIND": mode, "GPUSHIM_STACK_DEPTH": "64"})
@@ -86,7 +86,7 @@ def test_the_walk_goes_on_from_the_walk_before():
         return r
 
     r = memo("check")
-    eq(checked(r), (11, 11, 8, 0, 0), "stacks, walked, went on, by libunwind alone, differed")
+    eq(checked(r), (13, 13, 10, 0, 0), "stacks, walked, went on, by libunwind alone, differed")
     top = ["main", "memo"]
     want = sorted([
         ["chain"] * 52 + ["extra"] * 11 + ["alloc_free"],  # 1: 64 frames from alloc_free
@@ -100,6 +100,9 @@ def test_the_walk_goes_on_from_the_walk_before():
         + ["alloc_free"],
         top + ["lift", "vla_at", "alloc_nofp", "leaf_other"] + ["other"] * 2 + ["alloc_free"],
         top + ["lift"] * 5 + ["vla_at", "alloc_nofp", "leaf_other"] + ["other"] * 2
+        + ["alloc_free"],
+        top + ["lift", "vla_at", "alloc_nofp", "leaf_via"] + ["other"] * 2 + ["alloc_free"],
+        top + ["lift"] * 5 + ["vla_at", "alloc_nofp", "leaf_via"] + ["extra"] * 3
         + ["alloc_free"],
         ["memo_thread", "via_g"] + ["chain"] * 21 + ["extra"] * 3 + ["alloc_free"]])
     for mode in ("fast", "libunwind"):

@@ -25,9 +25,9 @@
  *             call before it (pc - 1) is in main; it prints "unwind done"
  *             and exits 0
  *
- * With "memo", eleven allocations instead, for the walk that goes on from
+ * With "memo", thirteen allocations instead, for the walk that goes on from
  * the thread's walk before (walk.c's memo: its states, and the words each
- * step loaded, checked instead of walked). Walks 1-7 and 11 are a chain of
+ * step loaded, checked instead of walked). Walks 1-7 and 13 are a chain of
  * c frames under main (chain or chain2, from via_g or via_h), then l + 1
  * frames of a leaf function (extra or other), then alloc_free; run with
  * GPUSHIM_STACK_DEPTH=64:
@@ -55,7 +55,12 @@
  *     alloc_free, where walk 9's stood; the words hold up to the rbp that
  *     leaf_other saved, vla_at's, 64 bytes lower than walk 9's (the word
  *     that step loads must be compared too: vla_at's step reads it)
- *  11 a thread, via_g, chain 20, extra 2: its own stack and memo: walked
+ *  11 lift 0, vla_at, alloc_nofp, leaf_via, other 1: goes on at alloc_free
+ *  12 lift 4, vla_at, alloc_nofp, leaf_via, extra 2: alloc_free stands
+ *     lower than walk 11's, and extra is not other: it goes on at leaf_via,
+ *     whose step loads the rbp it saved, vla_at's, 64 bytes lower than walk
+ *     11's: the first step taken on loads a word that differs
+ *  13 a thread, via_g, chain 20, extra 2: its own stack and memo: walked
  * It prints "memo done".
  */
 #define _GNU_SOURCE
@@ -190,6 +195,16 @@ NOINLINE static void leaf_other(void)
     KEEP_FRAME();
 }
 
+/* leaf_via: calls memo_inner(memo_inner_n) from one call site */
+static void (*volatile memo_inner)(int);
+static volatile int memo_inner_n;
+
+NOINLINE static void leaf_via(void)
+{
+    memo_inner(memo_inner_n);
+    KEEP_FRAME();
+}
+
 static uintptr_t vla_floor; /* where vla_at's array ends, whoever calls it */
 
 NOINLINE static void vla_at(void)
@@ -232,6 +247,13 @@ NOINLINE static int memo(void)
     lift(4);
     memo_leaf = leaf_other;
     lift(0);
+    lift(4);
+    memo_leaf = leaf_via;
+    memo_inner = other;
+    memo_inner_n = 1;
+    lift(0);
+    memo_inner = extra;
+    memo_inner_n = 2;
     lift(4);
     pthread_t t;
     EXPECT(pthread_create(&t, NULL, memo_thread, NULL), 0);
