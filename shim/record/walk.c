@@ -273,22 +273,31 @@ __attribute__((noinline, no_sanitize_address)) int gs_walk_stack(uint64_t *pcs, 
             in_shim = 0;
             first_out = k;
         }
-        if (!in_shim && last_len && out) {
+        if (last_len && out) {
             while (j < last_len && ls[j].sp < sp)
                 j++;
-            if (j < last_len && ls[j].sp == sp && ls[j].pc == pc && j >= last->first_out) {
+            /* the same state, as far in or out of the shim's frames, and the
+             * first state only for the first (its rule is its exact pc's) */
+            if (j < last_len && ls[j].sp == sp && ls[j].pc == pc &&
+                (in_shim ? j < last->first_out : j >= last->first_out) && (j == 0) == (k == 0)) {
                 went_on = 1;
-                unsigned room = max - n < out->cap - k ? max - n : out->cap - k;
+                unsigned skip = in_shim ? last->first_out - j : 0; /* the shim's, not kept */
+                unsigned room = max - n + skip < out->cap - k ? max - n + skip : out->cap - k;
                 unsigned lim = last_len - j > room ? j + room + 1 : last_len, own;
                 uint64_t fp0 = fp;
                 unsigned i = holds(ls, j, lim, floor, &fp, &own);
                 unsigned m = i - j; /* states j..i-1 taken on; i is this walk's too */
+                unsigned kept = m > skip ? m - skip : 0;
                 memcpy(out->st + k, ls + j, m * sizeof *ls);
                 for (unsigned t = 0; t < own && t < m; t++)
                     out->st[k + t].fp = fp0;
-                for (unsigned t = 0; t < m; t++)
-                    pcs[n + t] = ls[j + t].pc;
-                n += m;
+                for (unsigned t = 0; t < kept; t++)
+                    pcs[n + t] = ls[j + skip + t].pc;
+                if (in_shim && kept) { /* past the shim's frames */
+                    in_shim = 0;
+                    first_out = k + skip;
+                }
+                n += kept;
                 k += m;
                 if (n == max) {
                     k--; /* the last state kept is the last taken on */
@@ -296,7 +305,7 @@ __attribute__((noinline, no_sanitize_address)) int gs_walk_stack(uint64_t *pcs, 
                 }
                 pc = ls[i].pc;
                 sp = ls[i].sp;
-                target = pc - 1;
+                target = k ? pc - 1 : pc;
                 j = i + 1; /* where the walk goes on by the rules, not to be joined again */
                 if (pc == 0) {
                     if (k < out->cap)
@@ -304,6 +313,10 @@ __attribute__((noinline, no_sanitize_address)) int gs_walk_stack(uint64_t *pcs, 
                     else
                         out = NULL;
                     goto done; /* the end of the chain */
+                }
+                if (in_shim && !gs_in_shim((const void *)(uintptr_t)pc)) {
+                    in_shim = 0; /* state i is the first outside the shim */
+                    first_out = k;
                 }
             }
         }
