@@ -212,10 +212,11 @@ __attribute__((no_sanitize_address)) static unsigned holds(const struct state *l
                                                            unsigned end, uint64_t floor,
                                                            uint64_t *fp, unsigned *own)
 {
+    int loaded = 0; /* a step has loaded rbp: from there it is the last walk's */
     unsigned i = j;
     for (; i + 1 < end; i++) {
         uint64_t r = ls[i].rule;
-        if (R_CFA_RBP(r) && *fp != ls[i].fp)
+        if (!loaded && R_CFA_RBP(r) && *fp != ls[i].fp)
             break;
         uint64_t ra_at = ls[i + 1].sp + (uint64_t)R_RA_OFF(r);
         if (ra_at < floor || LOAD(ra_at) != ls[i + 1].pc)
@@ -224,24 +225,15 @@ __attribute__((no_sanitize_address)) static unsigned holds(const struct state *l
             uint64_t fp_at = ls[i + 1].sp + (uint64_t)R_RBP_OFF(r);
             if (fp_at < floor || LOAD(fp_at) != ls[i + 1].fp)
                 break;
-            *own = i - j + 1;
-            /* from here the walk's rbp is the last walk's */
-            for (i++; i + 1 < end; i++) {
-                r = ls[i].rule;
-                ra_at = ls[i + 1].sp + (uint64_t)R_RA_OFF(r);
-                if (ra_at < floor || LOAD(ra_at) != ls[i + 1].pc)
-                    break;
-                if (R_RBP_SAVED(r)) {
-                    fp_at = ls[i + 1].sp + (uint64_t)R_RBP_OFF(r);
-                    if (fp_at < floor || LOAD(fp_at) != ls[i + 1].fp)
-                        break;
-                }
-            }
-            *fp = ls[i].fp;
-            return i;
+            if (!loaded)
+                *own = i - j + 1;
+            loaded = 1;
         }
     }
-    *own = i - j + 1;
+    if (loaded)
+        *fp = ls[i].fp;
+    else
+        *own = i - j + 1;
     return i;
 }
 
@@ -307,17 +299,9 @@ __attribute__((noinline, no_sanitize_address)) int gs_walk_stack(uint64_t *pcs, 
                 sp = ls[i].sp;
                 target = k ? pc - 1 : pc;
                 j = i + 1; /* where the walk goes on by the rules, not to be joined again */
-                if (pc == 0) {
-                    if (k < out->cap)
-                        out->st[k] = (struct state){.pc = 0, .sp = sp, .fp = fp};
-                    else
-                        out = NULL;
-                    goto done; /* the end of the chain */
-                }
-                if (in_shim && !gs_in_shim((const void *)(uintptr_t)pc)) {
-                    in_shim = 0; /* state i is the first outside the shim */
-                    first_out = k;
-                }
+                if (pc == 0)
+                    goto chain_end;
+                continue; /* state i: in or out of the shim, then its step */
             }
         }
         uint64_t r = rule_at(target);
@@ -350,15 +334,15 @@ __attribute__((noinline, no_sanitize_address)) int gs_walk_stack(uint64_t *pcs, 
         pc = LOAD(ra_at);
         sp = cfa;
         k++;
-        if (pc == 0) {
-            if (out && k < out->cap) /* the end of the chain, kept as a state */
-                out->st[k] = (struct state){.pc = 0, .sp = sp, .fp = fp};
-            else
-                out = NULL;
-            goto done;
-        }
+        if (pc == 0)
+            goto chain_end;
         target = pc - 1;
     }
+chain_end:
+    if (out && k < out->cap) /* the end of the chain, kept as a state */
+        out->st[k] = (struct state){.pc = 0, .sp = sp, .fp = fp};
+    else
+        out = NULL;
 done:
     if (out) {
         out->len = k + 1;
