@@ -104,66 +104,51 @@ NOINLINE static void aligned(void)
     buf[63] = buf[0];
 }
 
-NOINLINE static void deep(int n)
-{
-    if (n == 0)
-        alloc_free();
-    else
-        deep(n - 1);
-    KEEP_FRAME();
-}
+/* Functions alike but for their names (twins, for memo below: their
+ * frames are alike, their return addresses are not). TO_ALLOC(name):
+ * n + 1 frames of name, then alloc_free. */
+#define TO_ALLOC(name)                                                                             \
+    NOINLINE static void name(int n)                                                               \
+    {                                                                                              \
+        if (n == 0)                                                                                \
+            alloc_free();                                                                          \
+        else                                                                                       \
+            name(n - 1);                                                                           \
+        KEEP_FRAME();                                                                              \
+    }
 
-NOINLINE static void extra(int n)
-{
-    if (n == 0)
-        alloc_free();
-    else
-        extra(n - 1);
-    KEEP_FRAME();
-}
+TO_ALLOC(deep)
 
-NOINLINE static void other(int n)
-{
-    if (n == 0)
-        alloc_free();
-    else
-        other(n - 1);
-    KEEP_FRAME();
-}
+TO_ALLOC(extra)
+TO_ALLOC(other)
 
-NOINLINE static void chain(int n, void (*leaf)(int), int l)
-{
-    if (n == 0)
-        leaf(l);
-    else
-        chain(n - 1, leaf, l);
-    KEEP_FRAME();
-}
+/* CHAIN(name): n + 1 frames of name, then leaf(l) */
+#define CHAIN(name)                                                                                \
+    NOINLINE static void name(int n, void (*leaf)(int), int l)                                     \
+    {                                                                                              \
+        if (n == 0)                                                                                \
+            leaf(l);                                                                               \
+        else                                                                                       \
+            name(n - 1, leaf, l);                                                                  \
+        KEEP_FRAME();                                                                              \
+    }
 
-NOINLINE static void chain2(int n, void (*leaf)(int), int l)
-{
-    if (n == 0)
-        leaf(l);
-    else
-        chain2(n - 1, leaf, l);
-    KEEP_FRAME();
-}
+CHAIN(chain)
+CHAIN(chain2)
 
 typedef void chain_fn(int, void (*)(int), int);
 
-/* via_g and via_h: the same frame, so the chains under them stand at the
- * same addresses */
-NOINLINE static void via_g(chain_fn *c, int n, void (*leaf)(int), int l)
-{
-    c(n, leaf, l);
-    KEEP_FRAME();
-}
+/* VIA(name): one frame of name over the chain c; via_g and via_h have the
+ * same frame, so the chains under them stand at the same addresses */
+#define VIA(name)                                                                                  \
+    NOINLINE static void name(chain_fn *c, int n, void (*leaf)(int), int l)                        \
+    {                                                                                              \
+        c(n, leaf, l);                                                                             \
+        KEEP_FRAME();                                                                              \
+    }
 
-NOINLINE static void via_h(chain_fn *c, int n, void (*leaf)(int), int l)
-{
-    c(n, leaf, l);
-    KEEP_FRAME();
-}
+VIA(via_g)
+VIA(via_h)
 
 /* alloc_nofp: calls memo_leaf from a frame without a frame pointer, rbp
  * neither saved nor changed (the CFA is rsp + 16 throughout) */
@@ -183,17 +168,16 @@ __asm__(".text\n"
         ".cfi_endproc\n"
         ".size alloc_nofp, .-alloc_nofp\n");
 
-NOINLINE static void leaf_extra(void)
-{
-    extra(1);
-    KEEP_FRAME();
-}
+/* LEAF(name, f): one frame of name over f(1) */
+#define LEAF(name, f)                                                                              \
+    NOINLINE static void name(void)                                                                \
+    {                                                                                              \
+        f(1);                                                                                      \
+        KEEP_FRAME();                                                                              \
+    }
 
-NOINLINE static void leaf_other(void)
-{
-    other(1);
-    KEEP_FRAME();
-}
+LEAF(leaf_extra, extra)
+LEAF(leaf_other, other)
 
 /* leaf_via: calls memo_inner(memo_inner_n) from one call site */
 static void (*volatile memo_inner)(int);
