@@ -1,6 +1,6 @@
 /*
  * read.h - a trace file read (reader.c: its header, then its chunks,
- * checked and inflated, read ahead on a second thread), and a dead
+ * checked, inflated and decoded ahead on a second thread), and a dead
  * process's ring file (recover.c: the events no chunk holds).
  *
  * Included by: the analyzer's layers from read up (read, symbols, findings,
@@ -44,9 +44,13 @@ int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
                   struct gs_trace_info *info, struct gs_reader_stats *st, char *err,
                   size_t errsz);
 /* Traces whose chunks take at least this many bytes are read on two
- * threads (one inflates ahead while the other decodes); smaller ones on
- * one. 2 MiB; the fuzz targets lower it so both ways are fuzzed. */
+ * threads (one inflates and decodes ahead, onto tapes the other plays to
+ * the callbacks); smaller ones on one. 2 MiB; the fuzz targets lower it so
+ * both ways are fuzzed. */
 extern uint64_t gs_read_ahead_from;
+/* How many bytes of decoded records a tape holds before it is handed on:
+ * 256 KiB; a test lowers it to hand on every record. */
+extern size_t gs_read_tape_bytes;
 /* The trace is complete: every event the process recorded was read (from
  * its chunks, or its ring after a death) and nothing was damaged. */
 int gs_trace_complete(const struct gs_reader_stats *st);

@@ -26,6 +26,7 @@
 #include "analyzer/util/cursor.h"
 #include "analyzer/trace/trace.h"
 #include "analyzer/read/read.h"
+#include "analyzer/read/tape.h"
 
 static uint64_t u(struct gs_cursor *c) { return gs_cursor_u(c); }
 
@@ -367,56 +368,61 @@ static enum chunk_result fetch_chunk(struct file *f, uint64_t off, int scanned, 
 }
 
 /* ---- reading ahead ----
- * The chunks are found, read, checked and inflated by a second thread while
- * this one decodes the chunk before: inflating is a third of the work or
- * more. Two inflated chunks at most exist at once (each at most
- * GS_MAX_CHUNK). A trace smaller than gs_read_ahead_from, or a process that cannot start
- * a thread, does the same steps in turn on one thread. */
-#define AHEAD 2
+ * The chunks are found, read, checked, inflated and decoded by a second
+ * thread, onto tapes (tape.c) that this one plays to the callbacks: on a
+ * trace of millions of events, inflating and decoding are as much work as
+ * what the callbacks do with the events. At most TAPES tapes wait at once,
+ * each of about gs_read_tape_bytes (an entry may take it past that), beside
+ * one inflated chunk (at most GS_MAX_CHUNK). A trace smaller than
+ * gs_read_ahead_from, or a process that cannot start a thread, decodes each
+ * chunk into the callbacks as soon as it is inflated, on one thread. */
+#define TAPES 4
 uint64_t gs_read_ahead_from = 2u << 20;
+size_t gs_read_tape_bytes = 256u << 10;
 
 struct ahead {
     struct file *f;
     uint64_t off; /* the first chunk */
-    struct buffer comp, raw[AHEAD];
+    struct buffer comp, raw;
     struct inflater inf;
-    uint32_t len[AHEAD];
-    unsigned produced, consumed; /* chunks inflated and decoded; chunk i is in raw[i % AHEAD] */
-    int done;                    /* no chunk after the last produced */
+    uint32_t len;
     int threaded;
+    /* threaded: the tapes, filled on the read-ahead thread, played here */
+    struct gs_tape tapes[TAPES];
+    unsigned produced, consumed; /* tapes filled and played; tape i is tapes[i % TAPES] */
+    int done;                    /* no tape after the last produced */
     pthread_mutex_t lock;
     pthread_cond_t cond;
+    struct gs_tape_recorder rec;
+    struct gs_reader_stats decoded; /* what decoding the chunks counted (decode.c) */
     /* what finding the chunks saw, the stats' once it is over */
     uint64_t chunks, damaged_chunks, truncated_at;
-    /* one thread: each chunk is decoded as soon as it is inflated */
     const struct gs_reader_ops *ops;
     void *ctx;
     struct gs_reader_stats *st;
 };
 
-/* The buffer for the next chunk, once the decoder has left one. */
-static unsigned next_slot(struct ahead *a)
+/* Hands the tape being filled on to be played, and waits for one that has
+ * been played to fill next. */
+static void tape_full(struct gs_tape_recorder *rec)
 {
-    if (!a->threaded)
-        return 0;
-    pthread_mutex_lock(&a->lock);
-    while (a->produced - a->consumed >= AHEAD)
-        pthread_cond_wait(&a->cond, &a->lock);
-    unsigned i = a->produced % AHEAD;
-    pthread_mutex_unlock(&a->lock);
-    return i;
-}
-
-static void chunk_ready(struct ahead *a, unsigned i)
-{
-    if (!a->threaded) {
-        gs_decode_chunk(a->raw[i].p, a->len[i], a->ops, a->ctx, a->st);
-        return;
-    }
+    struct ahead *a = rec->owner;
     pthread_mutex_lock(&a->lock);
     a->produced++;
     pthread_cond_signal(&a->cond);
+    while (a->produced - a->consumed >= TAPES)
+        pthread_cond_wait(&a->cond, &a->lock);
+    rec->tape = &a->tapes[a->produced % TAPES];
     pthread_mutex_unlock(&a->lock);
+    rec->tape->len = 0;
+}
+
+static void chunk_ready(struct ahead *a)
+{
+    if (a->threaded)
+        gs_decode_chunk(a->raw.p, a->len, &gs_tape_ops, &a->rec, &a->decoded);
+    else
+        gs_decode_chunk(a->raw.p, a->len, a->ops, a->ctx, a->st);
 }
 
 /* Every chunk from a->off to the end, skipping damage. */
@@ -428,12 +434,11 @@ static void *find_chunks(void *arg)
     int scanned = 0; /* off was found by scanning past damage */
     while (off < f->size) {
         uint64_t next = off;
-        unsigned i = next_slot(a);
         enum chunk_result r =
-            fetch_chunk(f, off, scanned, &a->comp, &a->inf, &a->raw[i], &a->len[i], &next);
+            fetch_chunk(f, off, scanned, &a->comp, &a->inf, &a->raw, &a->len, &next);
         if (r == CHUNK_OK) {
             a->chunks++;
-            chunk_ready(a, i);
+            chunk_ready(a);
             off = next;
             scanned = 0;
         } else if (r == CHUNK_GIVE_UP) {
@@ -451,6 +456,8 @@ static void *find_chunks(void *arg)
     }
     if (a->threaded) {
         pthread_mutex_lock(&a->lock);
+        if (a->rec.tape->len)
+            a->produced++;
         a->done = 1;
         pthread_cond_signal(&a->cond);
         pthread_mutex_unlock(&a->lock);
@@ -458,19 +465,19 @@ static void *find_chunks(void *arg)
     return NULL;
 }
 
-/* Decodes the chunks find_chunks inflates on its thread, in order. */
-static void decode_chunks(struct ahead *a)
+/* Plays the tapes find_chunks fills on its thread, in order. */
+static void play_tapes(struct ahead *a)
 {
     for (;;) {
         pthread_mutex_lock(&a->lock);
         while (a->consumed == a->produced && !a->done)
             pthread_cond_wait(&a->cond, &a->lock);
         int more = a->consumed != a->produced;
-        unsigned i = a->consumed % AHEAD;
+        unsigned i = a->consumed % TAPES;
         pthread_mutex_unlock(&a->lock);
         if (!more)
             return;
-        gs_decode_chunk(a->raw[i].p, a->len[i], a->ops, a->ctx, a->st);
+        gs_tape_play(&a->tapes[i], a->ops, a->ctx, a->st);
         pthread_mutex_lock(&a->lock);
         a->consumed++;
         pthread_cond_signal(&a->cond);
@@ -478,10 +485,26 @@ static void decode_chunks(struct ahead *a)
     }
 }
 
+/* What decoding counted on the read-ahead thread, into the stats: this
+ * thread has counted only the checkpoint records the callbacks refused. */
+static void add_decoded(struct gs_reader_stats *st, const struct ahead *a)
+{
+    const struct gs_reader_stats *d = &a->decoded;
+    st->damaged_records += d->damaged_records + a->rec.lost;
+    st->end_seen = d->end_seen;
+    st->end_events = d->end_events;
+    st->end_lost = d->end_lost;
+    st->end_time_ns = d->end_time_ns;
+    if (d->ring_pos > st->ring_pos)
+        st->ring_pos = d->ring_pos;
+}
+
 static void read_chunks(struct file *f, uint64_t off, const struct gs_reader_ops *ops, void *ctx,
                         struct gs_reader_stats *st)
 {
     struct ahead a = {.f = f, .off = off, .ops = ops, .ctx = ctx, .st = st};
+    a.rec = (struct gs_tape_recorder){
+        .tape = &a.tapes[0], .full_at = gs_read_tape_bytes, .full = tape_full, .owner = &a};
     pthread_t t;
     if (f->size - off >= gs_read_ahead_from && pthread_mutex_init(&a.lock, NULL) == 0) {
         if (pthread_cond_init(&a.cond, NULL) == 0) {
@@ -494,8 +517,9 @@ static void read_chunks(struct file *f, uint64_t off, const struct gs_reader_ops
                 a.threaded = 0;
             pthread_sigmask(SIG_SETMASK, &old, NULL);
             if (a.threaded) {
-                decode_chunks(&a);
+                play_tapes(&a);
                 pthread_join(t, NULL);
+                add_decoded(st, &a);
             }
             pthread_cond_destroy(&a.cond);
         }
@@ -508,9 +532,10 @@ static void read_chunks(struct file *f, uint64_t off, const struct gs_reader_ops
     if (a.truncated_at)
         st->truncated_at = a.truncated_at;
     free(a.comp.p);
+    free(a.raw.p);
     inflater_end(&a.inf);
-    for (unsigned i = 0; i < AHEAD; i++)
-        free(a.raw[i].p);
+    for (unsigned i = 0; i < TAPES; i++)
+        gs_tape_free(&a.tapes[i]);
 }
 
 int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
