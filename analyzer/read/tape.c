@@ -100,9 +100,7 @@ static void *room(struct gs_tape_recorder *rec, size_t n)
         t->p = p;
         t->cap = cap;
     }
-    void *at = t->p + t->len;
-    memset(at, 0, n); /* padding and all: a tape's bytes are all written */
-    return at;
+    return t->p + t->len;
 }
 
 /* The entry room() gave, n bytes, is written: it is on the tape. */
@@ -113,10 +111,12 @@ static void kept(struct gs_tape_recorder *rec, size_t n)
         rec->full(rec);
 }
 
+/* An entry other than COMPACT, zeroed, padding and all. */
 static void *entry(struct gs_tape_recorder *rec, enum tag tag, size_t n)
 {
     struct head *h = room(rec, n);
     if (h) {
+        memset(h, 0, n);
         h->tag = (uint8_t)tag;
         h->len = (uint32_t)n;
     }
