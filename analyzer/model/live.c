@@ -175,15 +175,25 @@ int gs_replay_insert(struct gs_replay *r, const struct gs_live_alloc *a)
     return insert(r, a) ? 0 : -1;
 }
 
+/* Takes the allocation whose index gs_idmap_find found in space's map out
+ * of the live set into *out. */
+static void take_found(struct gs_replay *r, uint32_t space, uint64_t *found,
+                       struct gs_live_alloc *out)
+{
+    size_t idx = (size_t)*found;
+    gs_idmap_remove_found(r->live[space], found);
+    *out = r->allocs[idx];
+    r->allocs[idx].addr = r->free_slot;
+    r->free_slot = idx;
+}
+
 /* Takes the allocation at addr out of the live set into *out; -1 if none. */
 static int take(struct gs_replay *r, uint32_t space, uint64_t addr, struct gs_live_alloc *out)
 {
-    uint64_t idx;
-    if (gs_idmap_take(r->live[space], addr, &idx) != 0)
+    uint64_t *found = gs_idmap_find(r->live[space], addr);
+    if (!found)
         return -1;
-    *out = r->allocs[idx];
-    r->allocs[idx].addr = r->free_slot;
-    r->free_slot = (size_t)idx;
+    take_found(r, space, found, out);
     return 0;
 }
 
@@ -246,16 +256,17 @@ static void remember_free(struct gs_replay *r, const struct gs_live_alloc *a, ui
  * -1 if nothing is live there. */
 static int drop(struct gs_replay *r, uint32_t space, uint64_t addr, uint32_t tid)
 {
-    struct gs_live_alloc *live = gs_live_find(r, space, addr);
-    if (!live)
+    uint64_t *found = gs_idmap_find(r->live[space], addr); /* one probe for the look and the take */
+    if (!found)
         return -1;
+    struct gs_live_alloc *live = &r->allocs[*found];
     if (live->refs > 1) {
         live->refs--;
         remember_free(r, live, tid, 0);
         return 0;
     }
     struct gs_live_alloc a;
-    take(r, space, addr, &a);
+    take_found(r, space, found, &a);
     remove_live(r, &a);
     r->frees++;
     remember_free(r, &a, tid, 1);

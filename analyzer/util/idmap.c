@@ -8,6 +8,7 @@
  * 16 bytes, four to a cache line: an empty one holds the key UINT64_MAX,
  * and that key, when it is one, is kept beside the table.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,23 +139,34 @@ static void remove_slot(struct gs_idmap *m, struct slot *s)
     m->count--;
 }
 
-int gs_idmap_take(struct gs_idmap *m, uint64_t key, uint64_t *value)
+uint64_t *gs_idmap_find(struct gs_idmap *m, uint64_t key)
 {
-    if (key == EMPTY) {
-        if (!m->has_empty_key)
-            return -1;
-        *value = m->empty_key_value;
+    if (key == EMPTY)
+        return m->has_empty_key ? &m->empty_key_value : NULL;
+    if (!m->cap)
+        return NULL;
+    struct slot *s = find(m, key);
+    return s->key == EMPTY ? NULL : &s->value;
+}
+
+void gs_idmap_remove_found(struct gs_idmap *m, uint64_t *found)
+{
+    if (found == &m->empty_key_value) {
         m->has_empty_key = 0;
         m->count--;
-        return 0;
+        return;
     }
-    if (!m->cap)
+    /* found is a slot's value: the slot is the struct it ends */
+    remove_slot(m, (struct slot *)((char *)found - offsetof(struct slot, value)));
+}
+
+int gs_idmap_take(struct gs_idmap *m, uint64_t key, uint64_t *value)
+{
+    uint64_t *found = gs_idmap_find(m, key);
+    if (!found)
         return -1;
-    struct slot *s = find(m, key);
-    if (s->key == EMPTY)
-        return -1;
-    *value = s->value;
-    remove_slot(m, s);
+    *value = *found;
+    gs_idmap_remove_found(m, found);
     return 0;
 }
 

@@ -18,6 +18,11 @@ int gs_idmap_put(struct gs_idmap *m, uint64_t key, uint64_t value); /* 0, or -1 
 int gs_idmap_del(struct gs_idmap *m, uint64_t key);                 /* 0 when it was there */
 /* gs_idmap_get and gs_idmap_del in one: 0 and sets *value when it was there. */
 int gs_idmap_take(struct gs_idmap *m, uint64_t key, uint64_t *value);
+/* Where key's value is kept, or NULL: valid until the map next changes.
+ * With gs_idmap_remove_found, one probe serves a look and a removal. */
+uint64_t *gs_idmap_find(struct gs_idmap *m, uint64_t key);
+/* Removes the key whose value gs_idmap_find gave, the map unchanged since. */
+void gs_idmap_remove_found(struct gs_idmap *m, uint64_t *found);
 size_t gs_idmap_count(const struct gs_idmap *m);
 struct gs_idmap *gs_idmap_copy(const struct gs_idmap *m); /* NULL on no memory */
 

@@ -6,9 +6,10 @@
  * peak (gs_site_peak_bytes), per-device and per-kind usage, leaks
  * (gs_replay_leaks), unknown frees, FREE then FREE_FAILED, an ALLOC over a
  * live address, managed and unknown kinds, out-of-range devices, failures.
- * Also analyzer/util/idmap.c (gs_idmap_*) against a reference: a million random
- * operations with deletions interleaved, and keys that all collide on one
- * slot near the end of the table, deleted in every position.
+ * Also analyzer/util/idmap.c (gs_idmap_*, find and remove_found among them)
+ * against a reference: a million random operations with deletions interleaved,
+ * and keys that all collide on one slot near the end of the table, deleted in
+ * every position.
  */
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -441,6 +442,19 @@ Test(idmap, empty_map)
     cr_assert_eq(gs_idmap_count(m), 2, "overwriting does not add");
     cr_assert_eq(gs_idmap_get(m, 0, &v), 0);
     cr_assert_eq(v, 11);
+    cr_assert_null(gs_idmap_find(m, 12345));
+    uint64_t *found = gs_idmap_find(m, UINT64_MAX); /* the key kept beside the table */
+    cr_assert_not_null(found);
+    cr_assert_eq(*found, 10);
+    gs_idmap_remove_found(m, found);
+    cr_assert_eq(gs_idmap_count(m), 1);
+    cr_assert_eq(gs_idmap_get(m, UINT64_MAX, &v), -1);
+    cr_assert_null(gs_idmap_find(m, UINT64_MAX));
+    found = gs_idmap_find(m, 0);
+    cr_assert_not_null(found);
+    gs_idmap_remove_found(m, found);
+    cr_assert_eq(gs_idmap_count(m), 0);
+    cr_assert_eq(gs_idmap_get(m, 0, &v), -1);
     gs_idmap_free(m);
     gs_idmap_free(NULL);
 }
@@ -474,11 +488,24 @@ Test(idmap, million_random_ops_against_reference)
             present[i] = 1;
             vals[i] = val;
         } else if (kind < 90) {
-            /* half by del, half by take, which also gives the value */
-            int rc = kind % 2 ? gs_idmap_del(m, keys[i]) : gs_idmap_take(m, keys[i], &v);
+            /* a third by del, a third by take, which also gives the value, and a
+             * third by find and remove_found, which give it too */
+            int rc;
+            if (kind % 3 == 0) {
+                rc = gs_idmap_del(m, keys[i]);
+            } else if (kind % 3 == 1) {
+                rc = gs_idmap_take(m, keys[i], &v);
+            } else {
+                uint64_t *found = gs_idmap_find(m, keys[i]);
+                rc = found ? 0 : -1;
+                if (found) {
+                    v = *found;
+                    gs_idmap_remove_found(m, found);
+                }
+            }
             cr_assert_eq(rc, present[i] ? 0 : -1, "op %llu: del of key %zu returned %d",
                          (unsigned long long)op, i, rc);
-            if (present[i] && kind % 2 == 0)
+            if (present[i] && kind % 3 != 0)
                 cr_assert_eq(v, vals[i], "op %llu: value taken of key %zu", (unsigned long long)op,
                              i);
             count -= present[i];
