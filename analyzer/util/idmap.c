@@ -4,9 +4,13 @@
  *
  * Open addressing with linear probing and backward-shift deletion, so a
  * table that sees millions of inserts and deletes never fills with
- * tombstones. Kept at most half full. A slot is its key and value alone,
- * 16 bytes, four to a cache line: an empty one holds the key UINT64_MAX,
- * and that key, when it is one, is kept beside the table.
+ * tombstones. Kept at most a quarter full: the live set's map sees a miss
+ * (an allocation's address) or a removal (its free) for most events, each
+ * a walk to the end of a run of full slots, and short runs pay for the
+ * memory (report of a 10 M-event trace: 0.515 s half full, 0.48 s a quarter
+ * full). A slot is its key and value alone, 16 bytes, four to a cache line:
+ * an empty one holds the key UINT64_MAX, and that key, when it is one, is
+ * kept beside the table.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -112,7 +116,7 @@ int gs_idmap_put(struct gs_idmap *m, uint64_t key, uint64_t value)
         m->empty_key_value = value;
         return 0;
     }
-    if ((m->count + 1) * 2 > m->cap && grow(m) != 0)
+    if ((m->count + 1) * 4 > m->cap && grow(m) != 0)
         return -1;
     struct slot *s = find(m, key);
     if (s->key == EMPTY) {

@@ -553,18 +553,19 @@ static size_t home(uint64_t k, size_t cap)
 
 Test(idmap, colliding_cluster_across_the_end_survives_every_deletion)
 {
-    /* Up to 31 keys the table has 64 slots. Take 12 keys whose home is slot
-     * 62 and 12 whose home is slot 63 or 0, so one cluster wraps around the
-     * end; delete each position in turn and check the rest. */
+    /* From 16 to 31 keys the table has 128 slots (a quarter full at most).
+     * Take 12 keys whose home is slot 126 and 12 whose home is slot 127 or 0,
+     * so one cluster wraps around the end; delete each position in turn and
+     * check the rest. */
     enum { N = 24 };
     uint64_t keys[N];
-    int n62 = 0, nwrap = 0;
-    for (uint64_t k = 1; n62 + nwrap < N; k++) {
-        size_t h = home(k, 64);
-        if (h == 62 && n62 < 12)
-            keys[n62++ + nwrap] = k;
-        else if ((h == 63 || h == 0) && nwrap < 12)
-            keys[n62 + nwrap++] = k;
+    int n126 = 0, nwrap = 0;
+    for (uint64_t k = 1; n126 + nwrap < N; k++) {
+        size_t h = home(k, 128);
+        if (h == 126 && n126 < 12)
+            keys[n126++ + nwrap] = k;
+        else if ((h == 127 || h == 0) && nwrap < 12)
+            keys[n126 + nwrap++] = k;
     }
     for (int victim = 0; victim < N; victim++) {
         for (int second = 0; second < N; second++) {
