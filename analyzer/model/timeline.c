@@ -31,6 +31,14 @@ static void halve(struct gs_timeline *t)
 
 void gs_timeline_note(struct gs_timeline *t, uint64_t time_ns, uint64_t live_bytes)
 {
+    /* most changes: in the last bucket (which may reach past 2^64 ns) */
+    if (time_ns >= t->last_from && time_ns - t->last_from < t->last_width) {
+        unsigned last = t->n - 1;
+        if (live_bytes > t->hi[last])
+            t->hi[last] = live_bytes;
+        t->end[last] = live_bytes;
+        return;
+    }
     if (!t->width_ns)
         t->width_ns = 1000000;
     while (time_ns / t->width_ns >= GS_TIMELINE_BUCKETS && t->width_ns < UINT64_MAX / 4)
@@ -47,6 +55,10 @@ void gs_timeline_note(struct gs_timeline *t, uint64_t time_ns, uint64_t live_byt
         t->hi[idx] = live_bytes;
     }
     t->end[idx] = live_bytes;
+    /* the last bucket's times, unless the change was past them (merged into
+     * the last bucket at the end of time) or before them */
+    t->last_from = at * t->width_ns;
+    t->last_width = at == t->n - 1 ? t->width_ns : 0;
 }
 
 void gs_timeline_device_note(struct gs_replay *r, unsigned device_index, uint64_t time_ns,
@@ -111,4 +123,5 @@ void gs_timeline_aligned(const struct gs_timeline *src, uint64_t width_ns, unsig
         out->hi[i] = out->end[i] = last;
     if (n > out->n)
         out->n = n;
+    out->last_width = 0; /* its last bucket may be another now */
 }

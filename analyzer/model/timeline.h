@@ -20,6 +20,10 @@ struct gs_timeline {
     unsigned n;                       /* buckets in use */
     uint64_t hi[GS_TIMELINE_BUCKETS];  /* the most live in each */
     uint64_t end[GS_TIMELINE_BUCKETS]; /* live after its last change */
+    /* the last bucket's times, [last_from, last_from + last_width), while
+     * its width holds (0: not known), so that a change in it costs no
+     * division */
+    uint64_t last_from, last_width;
 };
 
 /* The common bucket width and count of a report: the widest timeline's. */

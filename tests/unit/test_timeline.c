@@ -4,8 +4,11 @@
  * outgrows the buckets pairs merge (the most of the two) and the width
  * doubles, keeping every peak; each device has its own, and a report puts
  * them on one time scale (merged up to the widest, carried to the end).
+ * The last bucket's times, kept so that a change there costs no division,
+ * give what dividing gives, change after change.
  */
 #include <criterion/criterion.h>
+#include <string.h>
 
 #include "analyzer/model/model.h"
 #include "analyzer/model/model_int.h"
@@ -92,4 +95,92 @@ Test(timeline, each_device_its_own_on_a_common_scale)
     cr_assert_eq(d1.hi[50], 3 << 20, "device 1's allocation in the last bucket");
     gs_timelines_free(&r);
     cr_assert_null(r.device_timelines[0]);
+}
+
+/* ---- the last bucket's times, kept so that most changes cost no division ---- */
+
+/* gs_timeline_note as it is without that: each change's bucket found by
+ * dividing its time by the width. */
+static void merge_pairs(struct gs_timeline *t)
+{
+    for (unsigned i = 0; i < GS_TIMELINE_BUCKETS / 2; i++) {
+        unsigned a = 2 * i, b = 2 * i + 1;
+        t->hi[i] = t->hi[a] > t->hi[b] ? t->hi[a] : t->hi[b];
+        t->end[i] = b < t->n ? t->end[b] : t->end[a];
+    }
+    t->n = (t->n + 1) / 2;
+    memset(t->hi + GS_TIMELINE_BUCKETS / 2, 0, sizeof t->hi / 2);
+    memset(t->end + GS_TIMELINE_BUCKETS / 2, 0, sizeof t->end / 2);
+    t->width_ns *= 2;
+}
+
+static void note_by_division(struct gs_timeline *t, uint64_t time_ns, uint64_t live)
+{
+    if (!t->width_ns)
+        t->width_ns = MS;
+    while (time_ns / t->width_ns >= GS_TIMELINE_BUCKETS && t->width_ns < UINT64_MAX / 4)
+        merge_pairs(t);
+    uint64_t at = time_ns / t->width_ns;
+    unsigned idx = at < GS_TIMELINE_BUCKETS ? (unsigned)at : GS_TIMELINE_BUCKETS - 1;
+    uint64_t before = t->n ? t->end[t->n - 1] : 0;
+    for (unsigned i = t->n; i < idx; i++)
+        t->hi[i] = t->end[i] = before;
+    if (idx >= t->n) {
+        t->hi[idx] = before > live ? before : live;
+        t->n = idx + 1;
+    } else if (live > t->hi[idx]) {
+        t->hi[idx] = live;
+    }
+    t->end[idx] = live;
+}
+
+static uint64_t next_random(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+Test(timeline, the_last_buckets_times_give_what_dividing_gives)
+{
+    /* 200000 changes: mostly a few microseconds apart (most in the bucket
+     * before), some back into an earlier bucket, some far ahead (buckets
+     * merge, the width doubles), and some at the end of time, where the
+     * last bucket takes what lies past it. Checked after every change, and
+     * once more after gs_timeline_aligned has carried it further. */
+    struct gs_timeline got = {0}, want = {0};
+    uint64_t s = 88172645463325252ull, t = 0;
+    for (unsigned k = 0; k < 200000; k++) {
+        uint64_t r = next_random(&s), live = r >> 40, when;
+        switch (r % 100) {
+        case 0: /* back into an earlier bucket */
+            when = t > 0 ? (r >> 8) % t : 0;
+            break;
+        case 1: /* far ahead */
+            t += (r >> 8) % (1000 * MS);
+            when = t;
+            break;
+        case 2: /* past the end of what the widest buckets hold */
+            when = k > 199000 ? UINT64_MAX - (r >> 20) : t;
+            break;
+        default:
+            t += (r >> 8) % 5000;
+            when = t;
+        }
+        gs_timeline_note(&got, when, live);
+        note_by_division(&want, when, live);
+        cr_assert_eq(got.width_ns, want.width_ns, "change %u: width", k);
+        cr_assert_eq(got.n, want.n, "change %u: buckets", k);
+        cr_assert_eq(memcmp(got.hi, want.hi, sizeof got.hi), 0, "change %u: the most", k);
+        cr_assert_eq(memcmp(got.end, want.end, sizeof got.end), 0, "change %u: the last", k);
+        if (k == 100000 || k == 150000) { /* carried to the end, on the same scale and
+                                             * on a wider one, then changed again */
+            struct gs_timeline a;
+            gs_timeline_aligned(&got, got.width_ns * (k == 100000 ? 1 : 2), GS_TIMELINE_BUCKETS,
+                                &a);
+            want = a;
+            got = a;
+        }
+    }
 }
