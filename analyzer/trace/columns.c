@@ -276,8 +276,6 @@ int gs_columns_event(struct gs_column_reader *r, uint64_t *time, uint8_t type,
     if (!r->open)
         return -1; /* a column event in a chunk without columns */
     struct gs_cursor *k = r->col;
-    static const struct gs_revent zero; /* copied: cheaper than memset's rep stos */
-    *e = zero;
     e->type = type == GS_REC_COL_ALLOC ? GS_REC_ALLOC : GS_REC_FREE;
     uint64_t t = (*time / 1000 + (uint64_t)gs_unzigzag(gs_cursor_u(&k[GS_COL_TIME]))) * 1000;
     e->time_ns = t > *time ? t : *time;
@@ -300,6 +298,9 @@ int gs_columns_event(struct gs_column_reader *r, uint64_t *time, uint8_t type,
         bad |= k[GS_COL_ADDR].bad | k[GS_COL_STACK].bad | k[GS_COL_KIND].bad |
                k[GS_COL_PARENT].bad;
     } else {
+        e->stack_id = e->kind = 0;
+        e->all_free = 0;
+        e->parent = 0;
         uint64_t which = gs_cursor_u(&k[GS_COL_WHICH]);
         if (which == 0)
             e->addr = r->last_addr + (uint64_t)gs_unzigzag(gs_cursor_u(&k[GS_COL_FREE_ADDR]));

@@ -34,7 +34,9 @@ struct gs_column_reader {
 int gs_columns_open(struct gs_column_reader *r, const uint8_t *payload, size_t len);
 /* The next event of the columns, of a GS_REC_COL_ALLOC or GS_REC_COL_FREE
  * record, its time from *time (the chunk's delta state, moved when it
- * parses): 0, or -1 when damaged. */
+ * parses): 0, or -1 when damaged. Sets the fields a column event has (type,
+ * time, tid, api, device, stream, space, size, addr, stack_id, kind,
+ * all_free, parent); e's others must be 0, and are left so. */
 int gs_columns_event(struct gs_column_reader *r, uint64_t *time, uint8_t type,
                      struct gs_revent *e);
 void gs_columns_close(struct gs_column_reader *r);

@@ -236,6 +236,7 @@ uint64_t gs_decode_chunk(const uint8_t *raw, size_t len, const struct gs_reader_
 {
     struct chunk_state cs = {0, 0};
     struct gs_column_reader cols = {0};
+    struct gs_revent col = {0}; /* every column event, in turn: only its fields change */
     const uint8_t *p = raw, *end = raw + len;
     uint64_t records = 0;
     while (p < end) {
@@ -271,9 +272,9 @@ uint64_t gs_decode_chunk(const uint8_t *raw, size_t len, const struct gs_reader_
             break;
         case GS_REC_COL_ALLOC:
         case GS_REC_COL_FREE:
-            bad = gs_columns_event(&cols, &cs.time, type, &e);
+            bad = gs_columns_event(&cols, &cs.time, type, &col);
             if (!bad && ops->event)
-                ops->event(ctx, &e);
+                ops->event(ctx, &col);
             break;
         case GS_REC_COLUMNS: /* one a chunk, before its events */
             bad = cols.open || records || gs_columns_open(&cols, c.p, plen) != 0;
