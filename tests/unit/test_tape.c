@@ -182,8 +182,8 @@ static void read_every_way(const char *path, struct log *l, struct gs_reader_sta
     for (int w = 1; w < WAYS; w++) {
         cr_assert_eq(l[w].len, l[0].len, "%s, way %d: %zu bytes of callbacks, one thread %zu",
                      path, w, l[w].len, l[0].len);
-        cr_assert_eq(memcmp(l[w].p, l[0].p, l[0].len), 0,
-                     "%s, way %d: the callbacks differ from one thread's", path, w);
+        cr_assert(l[0].len == 0 || memcmp(l[w].p, l[0].p, l[0].len) == 0,
+                  "%s, way %d: the callbacks differ from one thread's", path, w);
         cr_assert_eq(st[w].damaged_records, st[0].damaged_records, "%s, way %d", path, w);
         cr_assert_eq(st[w].damaged_chunks, st[0].damaged_chunks, "%s, way %d", path, w);
         cr_assert_eq(st[w].chunks, st[0].chunks, "%s, way %d", path, w);
