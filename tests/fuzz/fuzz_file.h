@@ -108,13 +108,19 @@ static inline FILE *fuzz_null(void)
 
 /* Odd-sized inputs are read with reader.c's read-ahead thread, even-sized
  * ones on one thread, so both ways are fuzzed (the command reads traces
- * under 2 MiB, as big as fuzz inputs get, on one). */
+ * under 2 MiB, as big as fuzz inputs get, on one). Of the odd sizes, half
+ * hand each decoded record on by itself (gs_read_tape_bytes 1), so that a
+ * tape is handed on inside a chunk, as on a large trace. */
 static inline void fuzz_pick_reader(size_t size)
 {
     static uint64_t usual;
-    if (!usual)
+    static size_t usual_tape;
+    if (!usual) {
         usual = gs_read_ahead_from;
+        usual_tape = gs_read_tape_bytes;
+    }
     gs_read_ahead_from = size & 1 ? 0 : usual;
+    gs_read_tape_bytes = size % 4 == 3 ? 1 : usual_tape;
 }
 
 /* A u32 little-endian length at data that splits the rest in two parts
