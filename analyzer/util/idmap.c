@@ -74,20 +74,23 @@ static struct slot *find(const struct gs_idmap *m, uint64_t key)
             return &m->slots[i];
 }
 
+/* Where key's value is kept (the key EMPTY's beside the table), or NULL. */
+static uint64_t *lookup(const struct gs_idmap *m, uint64_t key)
+{
+    if (key == EMPTY)
+        return m->has_empty_key ? (uint64_t *)&m->empty_key_value : NULL;
+    if (!m->cap)
+        return NULL;
+    struct slot *s = find(m, key);
+    return s->key == EMPTY ? NULL : &s->value;
+}
+
 int gs_idmap_get(const struct gs_idmap *m, uint64_t key, uint64_t *value)
 {
-    if (key == EMPTY) {
-        if (!m->has_empty_key)
-            return -1;
-        *value = m->empty_key_value;
-        return 0;
-    }
-    if (!m->cap)
+    const uint64_t *v = lookup(m, key);
+    if (!v)
         return -1;
-    const struct slot *s = find(m, key);
-    if (s->key == EMPTY)
-        return -1;
-    *value = s->value;
+    *value = *v;
     return 0;
 }
 
@@ -143,15 +146,7 @@ static void remove_slot(struct gs_idmap *m, struct slot *s)
     m->count--;
 }
 
-uint64_t *gs_idmap_find(struct gs_idmap *m, uint64_t key)
-{
-    if (key == EMPTY)
-        return m->has_empty_key ? &m->empty_key_value : NULL;
-    if (!m->cap)
-        return NULL;
-    struct slot *s = find(m, key);
-    return s->key == EMPTY ? NULL : &s->value;
-}
+uint64_t *gs_idmap_find(struct gs_idmap *m, uint64_t key) { return lookup(m, key); }
 
 void gs_idmap_remove_found(struct gs_idmap *m, uint64_t *found)
 {
