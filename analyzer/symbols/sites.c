@@ -79,15 +79,6 @@ static int named(const char *function, const char *const *names, size_t n)
     return 0;
 }
 
-/* Program entry and thread start frames: the same under every stack. */
-static int plumbing(const char *function)
-{
-    static const char *const names[] = {"_start", "__libc_start_main", "__libc_start_main_impl",
-                                        "__libc_start_call_main", "start_thread", "clone", "__clone",
-                                        "clone3", "__clone3"};
-    return named(function, names, sizeof names / sizeof names[0]);
-}
-
 static void hash_frame(void *ctx, const struct gs_frame *f, unsigned index)
 {
     uint64_t *h = ctx;
@@ -270,7 +261,7 @@ static void native_frames(const struct gs_replay *r, struct gs_symbolizer *sym,
         const struct gs_frame *frames;
         int nf = gs_sym_resolve(sym, m->id, st->pcs[i], &frames);
         for (int k = 0; k < nf; k++) {
-            if (plumbing(frames[k].function))
+            if (gs_sym_plumbing(frames[k].function))
                 continue;
             struct gs_frame f = frames[k];
             f.stack_index = i;

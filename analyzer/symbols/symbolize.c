@@ -42,6 +42,13 @@
  *   question about any module waits for that thread to finish (settle).
  *   Each module is a Dwfl of its own, and until then only that thread uses
  *   libdw.
+ * - Program entry and thread start (gs_sym_plumbing: _start,
+ *   __libc_start_call_main, start_thread, clone3...) are in every stack and
+ *   in no report. A pc whose ELF symbol is one of them is named from the
+ *   symbol table alone, and a module's DWARF is loaded only for a pc that is
+ *   not: libc's, whose frames in GPU stacks are mostly those, is then never
+ *   inflated. (The symbol index is built first for every module asked
+ *   about; it is small beside DWARF.)
  * - With a cache folder (gs_sym_use_cache), a module with a build id first
  *   looks in its file there (symcache.c), by offset in the module: an
  *   address found there is answered without opening the module, and one
@@ -143,6 +150,11 @@ static void tab_free(struct table *t, void (*free_item)(void *))
 
 enum mod_state { MOD_UNOPENED, MOD_OPEN, MOD_UNUSABLE };
 
+/* pcs of one module handed to the thread at most: a module whose DWARF no
+ * stack needs (libc's) has a handful; past this many the module is opened
+ * when first asked about. */
+#define AHEAD_PCS 8
+
 /* Sorted address ranges [lo, hi) with a payload; built once per module on
  * first need. */
 struct span {
@@ -172,12 +184,18 @@ struct module {
     size_t build_id_len;
     enum mod_state state;
     int status; /* gs_sym_module_status's answer, once opened */
-    int ahead;  /* handed to the thread that opens modules ahead */
+    /* gs_sym_open_ahead's (the caller's thread): the pcs handed to the
+     * thread, which loads the DWARF for the first one that is not plumbing
+     * and then sets dwarf_ahead (atomic) */
+    uint64_t handed[AHEAD_PCS];
+    unsigned nhanded;
+    int dwarf_ahead;
     Dwfl *dwfl;
     Dwfl_Module *dmod;
     struct span_index cus;  /* see cu_index_build */
     struct span_index syms; /* see sym_index_build */
     int dwarf;              /* opened, with DWARF (set when first asked about) */
+    int syms_debug;         /* its symbol table is in a file with DWARF (sym_index_build) */
     struct gs_symcache *cache; /* its file in the cache folder, once read */
     int cache_read;         /* that file was looked for */
     int from_cache;         /* some answer came from it */
@@ -198,11 +216,15 @@ struct answer_key {
 };
 
 /* The modules registered while the symbolizer's thread may open them. */
+struct ahead_pc {
+    struct module *m;
+    uint64_t pc;
+};
 struct ahead {
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    struct module **queue; /* to open, in order; [next, n) still to come */
+    struct ahead_pc *queue; /* to open, in order; [next, n) still to come */
     size_t n, cap, next;
     int state;   /* AHEAD_NONE, AHEAD_RUNNING, AHEAD_SETTLED */
     int closing; /* nothing more will come: open the rest and end */
@@ -220,7 +242,8 @@ struct gs_symbolizer {
     int cache_chosen; /* the user named it: say when it cannot be written */
 };
 
-static void open_soon(struct gs_symbolizer *s, struct module *m);
+static void open_soon(struct gs_symbolizer *s, struct module *m, uint64_t pc);
+static int plumbing_pc(struct module *m, Dwarf_Addr addr);
 static void settle(struct gs_symbolizer *s, int abandon);
 static void save_caches(struct gs_symbolizer *s);
 
@@ -414,13 +437,19 @@ static const struct gs_symcache_entry *cached(struct gs_symbolizer *s, struct mo
 int gs_sym_open_ahead(struct gs_symbolizer *s, uint32_t module_id, uint64_t pc)
 {
     struct module *m = s ? find_module(s, module_id) : NULL;
-    if (m == NULL || m->ahead || s->ahead.state == AHEAD_SETTLED)
+    if (m == NULL || m->path[0] == '\0' || s->ahead.state == AHEAD_SETTLED ||
+        __atomic_load_n(&m->dwarf_ahead, __ATOMIC_ACQUIRE))
         return 1; /* nothing to do for its next pcs either */
     if (cached(s, m, pc))
         return 0;
-    m->ahead = 1;
-    open_soon(s, m);
-    return 1;
+    for (unsigned i = 0; i < m->nhanded; i++)
+        if (m->handed[i] == pc)
+            return 0;
+    if (m->nhanded == AHEAD_PCS)
+        return 1;
+    m->handed[m->nhanded++] = pc;
+    open_soon(s, m, pc);
+    return 0;
 }
 
 /* ---- opening a module ----------------------------------------------------- */
@@ -651,20 +680,27 @@ static void *open_ahead(void *arg)
         pthread_mutex_lock(&a->lock);
         while (a->next == a->n && !a->closing && !a->abandon)
             pthread_cond_wait(&a->cond, &a->lock);
-        struct module *m = a->next < a->n && !a->abandon ? a->queue[a->next++] : NULL;
+        struct ahead_pc next = {NULL, 0};
+        if (a->next < a->n && !a->abandon)
+            next = a->queue[a->next++];
         pthread_mutex_unlock(&a->lock);
+        struct module *m = next.m;
         if (m == NULL)
             return NULL;
         open_module(m);
         Dwarf_Addr bias;
-        if (m->state == MOD_OPEN)
+        if (m->state == MOD_OPEN && !__atomic_load_n(&m->dwarf_ahead, __ATOMIC_RELAXED) &&
+            next.pc != 0 && !plumbing_pc(m, next.pc - 1)) {
             (void)dwfl_module_getdwarf(m->dmod, &bias); /* the costly part, if any */
+            __atomic_store_n(&m->dwarf_ahead, 1, __ATOMIC_RELEASE);
+        }
     }
 }
 
-/* Hands m to the thread, started on the first module; without a thread
- * (none could start, or it has settled) m is opened when first asked about. */
-static void open_soon(struct gs_symbolizer *s, struct module *m)
+/* Hands m and a pc in it to the thread, started on the first one; without
+ * a thread (none could start, or it has settled) m is opened when first
+ * asked about. */
+static void open_soon(struct gs_symbolizer *s, struct module *m, uint64_t pc)
 {
     struct ahead *a = &s->ahead;
     if (a->state == AHEAD_SETTLED || m->path[0] == '\0')
@@ -692,7 +728,7 @@ static void open_soon(struct gs_symbolizer *s, struct module *m)
     pthread_mutex_lock(&a->lock);
     if (a->n == a->cap) {
         size_t cap = a->cap ? a->cap * 2 : 16;
-        struct module **q = realloc(a->queue, cap * sizeof *q);
+        struct ahead_pc *q = realloc(a->queue, cap * sizeof *q);
         if (q == NULL) { /* opened when first asked about */
             pthread_mutex_unlock(&a->lock);
             return;
@@ -700,7 +736,7 @@ static void open_soon(struct gs_symbolizer *s, struct module *m)
         a->queue = q;
         a->cap = cap;
     }
-    a->queue[a->n++] = m;
+    a->queue[a->n++] = (struct ahead_pc){m, pc};
     pthread_cond_signal(&a->cond);
     pthread_mutex_unlock(&a->lock);
 }
@@ -879,12 +915,32 @@ static void sym_index_add(struct module *m, int i)
         span_add(&m->syms, sp);
 }
 
+/* Whether elf holds DWARF (a section .debug_info with its bytes). */
+static int has_dwarf(Elf *elf)
+{
+    size_t shstrndx;
+    if (elf == NULL || elf_getshdrstrndx(elf, &shstrndx) != 0)
+        return 0;
+    for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn != NULL; scn = elf_nextscn(elf, scn)) {
+        GElf_Shdr mem, *sh = gelf_getshdr(scn, &mem);
+        const char *name = sh ? elf_strptr(elf, shstrndx, sh->sh_name) : NULL;
+        if (name != NULL && strcmp(name, ".debug_info") == 0)
+            return sh->sh_type != SHT_NOBITS;
+    }
+    return 0;
+}
+
 static void sym_index_build(struct module *m)
 {
     int n = dwfl_module_getsymtab(m->dmod);
     m->syms.built = 1;
     for (int i = 1; i < n; i++)
         sym_index_add(m, i);
+    GElf_Sym sym;
+    Elf *elf = NULL;
+    if (n > 1 && dwfl_module_getsym_info(m->dmod, 1, &sym, &(GElf_Addr){0}, &(GElf_Word){0}, &elf,
+                                         &(Dwarf_Addr){0}) != NULL)
+        m->syms_debug = has_dwarf(elf);
     span_finish(&m->syms);
     for (size_t i = 0; i + 1 < m->syms.n; i++)
         if (m->syms.v[i].open_end && m->syms.v[i].hi > m->syms.v[i + 1].lo)
@@ -898,6 +954,26 @@ static const char *symbol_name(struct module *m, Dwarf_Addr addr)
         sym_index_build(m);
     const struct span *sp = span_find(&m->syms, addr);
     return sp ? sp->u.name : NULL;
+}
+
+int gs_sym_plumbing(const char *function)
+{
+    static const char *const names[] = {"_start", "__libc_start_main", "__libc_start_main_impl",
+                                        "__libc_start_call_main", "start_thread", "clone", "__clone",
+                                        "clone3", "__clone3"};
+    if (function == NULL)
+        return 0;
+    size_t len = strcspn(function, "@"); /* a versioned name: "__libc_start_main@@GLIBC_2.34" */
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i]) == len && memcmp(function, names[i], len) == 0)
+            return 1;
+    return 0;
+}
+
+/* Whether the function around addr (runtime) is plumbing, by its ELF symbol. */
+static int plumbing_pc(struct module *m, Dwarf_Addr addr)
+{
+    return gs_sym_plumbing(symbol_name(m, addr));
 }
 
 /* ---- building frames ------------------------------------------------------ */
@@ -1072,7 +1148,9 @@ static int dwarf_frames(struct gs_symbolizer *s, struct module *m, Dwarf_Addr ad
 }
 
 /* Makes pc's frames in fs. Returns 1 when they came whole from a module
- * with DWARF (an answer for the symbol cache), else 0. */
+ * with DWARF, or are plumbing named by a symbol table that has DWARF beside
+ * it (an answer for the symbol cache: its DWARF could name it no better
+ * for a report), else 0. */
 static int symbolize(struct gs_symbolizer *s, struct module *m, uint64_t pc,
                      struct frames *fs)
 {
@@ -1080,6 +1158,14 @@ static int symbolize(struct gs_symbolizer *s, struct module *m, uint64_t pc,
     if (m->state != MOD_OPEN || pc == 0)
         return 0;
     Dwarf_Addr addr = pc - 1, dwarf_bias;
+    const char *name = symbol_name(m, addr);
+    if (gs_sym_plumbing(name)) { /* (see the top) */
+        struct gs_frame *fr = push_frame(fs);
+        if (fr == NULL)
+            return 0;
+        fr->function = intern_function(s, name);
+        return m->syms_debug;
+    }
     if (!m->dwarf)
         m->dwarf = dwfl_module_getdwarf(m->dmod, &dwarf_bias) != NULL;
     if (dwarf_frames(s, m, addr, fs) != 0)
@@ -1088,7 +1174,7 @@ static int symbolize(struct gs_symbolizer *s, struct module *m, uint64_t pc,
         return 0;
     struct gs_frame *outer = &fs->f[fs->n - 1];
     if (outer->function == NULL)
-        outer->function = intern_function(s, symbol_name(m, addr));
+        outer->function = intern_function(s, name);
     return m->dwarf;
 }
 
@@ -1135,8 +1221,9 @@ static void from_cache(struct gs_symbolizer *s, struct module *m,
     }
 }
 
-/* Writes the cache's file of each module that found answers in its DWARF:
- * those, and the file's own (settled: the symbolizer is this thread's). */
+/* Writes the cache's file of each module that found answers to keep (its
+ * DWARF's, see symbolize): those, and the file's own (settled: the
+ * symbolizer is this thread's). */
 static void save_module(struct gs_symbolizer *s, struct module *m)
 {
     const struct gs_symcache_entry *old;
@@ -1181,7 +1268,7 @@ static void save_caches(struct gs_symbolizer *s)
         return;
     for (size_t i = 0; i < s->modules.cap; i++) {
         struct module *m = s->modules.slot[i];
-        if (m && m->fresh && m->dwarf && m->status == 1 && m->build_id_len)
+        if (m && m->fresh && m->status == 1 && m->build_id_len)
             save_module(s, m);
     }
 }

@@ -54,13 +54,13 @@ int gs_sym_add_module(struct gs_symbolizer *s, uint32_t id, const char *path, ui
                       size_t build_id_len);
 
 /*
- * Opens the registered module module_id, with its debug information, on
- * the symbolizer's own thread, while the caller goes on (reading the rest
- * of the trace): for a module that frames at pc will be asked about in.
- * Does nothing for an unknown id, a module already handed over, or once a
- * question has been asked. Returns 0 when the symbol cache answers pc, so
- * that the module is not opened for it (its next pc may still need it);
- * else 1.
+ * Opens the registered module module_id on the symbolizer's own thread,
+ * while the caller goes on (reading the rest of the trace), for frames at
+ * pc that will be asked about: with its debug information, unless pc is
+ * plumbing (gs_sym_plumbing) by the module's symbol table or the symbol
+ * cache answers it. Does nothing for an unknown id, or once a question has
+ * been asked. Returns 0 while the module's next pc may still need handing
+ * over (none so far needed its debug information); 1 when none will.
  */
 int gs_sym_open_ahead(struct gs_symbolizer *s, uint32_t module_id, uint64_t pc);
 
@@ -72,6 +72,17 @@ int gs_sym_open_ahead(struct gs_symbolizer *s, uint32_t module_id, uint64_t pc);
  * first module is registered. 0, or -1 (bad arguments, no memory).
  */
 int gs_sym_use_cache(struct gs_symbolizer *s, const char *dir, int chosen);
+
+/*
+ * Whether function (a symbolizer's name, perhaps with a symbol version:
+ * "__libc_start_main@@GLIBC_2.34") is program entry or thread start:
+ * _start, __libc_start_main, start_thread, clone... In every stack, and
+ * left out of what reports show; the symbolizer names a pc in one from the
+ * ELF symbol table alone, never loading debug information for it, so a
+ * program's own function of one of these names loses what was inlined
+ * into it.
+ */
+int gs_sym_plumbing(const char *function);
 
 /*
  * Symbolizes the recorded return address pc, which lies in module module_id.
