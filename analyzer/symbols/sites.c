@@ -261,7 +261,7 @@ static void native_frames(const struct gs_replay *r, struct gs_symbolizer *sym,
         const struct gs_frame *frames;
         int nf = gs_sym_resolve(sym, m->id, st->pcs[i], &frames);
         for (int k = 0; k < nf; k++) {
-            if (gs_sym_plumbing(frames[k].function))
+            if (gs_sym_plumbing(frames[k].function, m->path))
                 continue;
             struct gs_frame f = frames[k];
             f.stack_index = i;

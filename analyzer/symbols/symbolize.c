@@ -43,8 +43,8 @@
  *   Each module is a Dwfl of its own, and until then only that thread uses
  *   libdw.
  * - Program entry and thread start (gs_sym_plumbing: _start,
- *   __libc_start_call_main, start_thread, clone3...) are in every stack and
- *   in no report. A pc whose ELF symbol is one of them is named from the
+ *   __libc_start_call_main, glibc's start_thread and clone3...) are in
+ *   every stack and in no report. A pc whose ELF symbol is one of them is named from the
  *   symbol table alone, and a module's DWARF is loaded only for a pc that is
  *   not: libc's, whose frames in GPU stacks are mostly those, is then never
  *   inflated. (The symbol index is built first for every module asked
@@ -956,16 +956,39 @@ static const char *symbol_name(struct module *m, Dwarf_Addr addr)
     return sp ? sp->u.name : NULL;
 }
 
-int gs_sym_plumbing(const char *function)
+/* Whether path's file is glibc's libc or libpthread (start_thread's before
+ * glibc 2.34): "libc.so.6", "libc-2.31.so", "libpthread.so.0"... */
+static int glibc_threads_library(const char *path)
 {
-    static const char *const names[] = {"_start", "__libc_start_main", "__libc_start_main_impl",
-                                        "__libc_start_call_main", "start_thread", "clone", "__clone",
-                                        "clone3", "__clone3"};
+    static const char *const prefixes[] = {"libc.so.", "libc-", "libpthread.so.", "libpthread-"};
+    if (path == NULL)
+        return 0;
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0)
+            return 1;
+    return 0;
+}
+
+int gs_sym_plumbing(const char *function, const char *module_path)
+{
+    /* names reserved to the implementation (a leading underscore), then
+     * names a program may give its own functions too */
+    static const char *const reserved[] = {"_start", "__libc_start_main",
+                                           "__libc_start_main_impl", "__libc_start_call_main",
+                                           "__clone", "__clone3"};
+    static const char *const glibc[] = {"start_thread", "clone", "clone3"};
     if (function == NULL)
         return 0;
     size_t len = strcspn(function, "@"); /* a versioned name: "__libc_start_main@@GLIBC_2.34" */
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strlen(names[i]) == len && memcmp(function, names[i], len) == 0)
+    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
+        if (strlen(reserved[i]) == len && memcmp(function, reserved[i], len) == 0)
+            return 1;
+    if (!glibc_threads_library(module_path))
+        return 0;
+    for (size_t i = 0; i < sizeof glibc / sizeof glibc[0]; i++)
+        if (strlen(glibc[i]) == len && memcmp(function, glibc[i], len) == 0)
             return 1;
     return 0;
 }
@@ -973,7 +996,7 @@ int gs_sym_plumbing(const char *function)
 /* Whether the function around addr (runtime) is plumbing, by its ELF symbol. */
 static int plumbing_pc(struct module *m, Dwarf_Addr addr)
 {
-    return gs_sym_plumbing(symbol_name(m, addr));
+    return gs_sym_plumbing(symbol_name(m, addr), m->path);
 }
 
 /* ---- building frames ------------------------------------------------------ */
@@ -1159,7 +1182,7 @@ static int symbolize(struct gs_symbolizer *s, struct module *m, uint64_t pc,
         return 0;
     Dwarf_Addr addr = pc - 1, dwarf_bias;
     const char *name = symbol_name(m, addr);
-    if (gs_sym_plumbing(name)) { /* (see the top) */
+    if (gs_sym_plumbing(name, m->path)) { /* (see the top) */
         struct gs_frame *fr = push_frame(fs);
         if (fr == NULL)
             return 0;

@@ -75,14 +75,18 @@ int gs_sym_use_cache(struct gs_symbolizer *s, const char *dir, int chosen);
 
 /*
  * Whether function (a symbolizer's name, perhaps with a symbol version:
- * "__libc_start_main@@GLIBC_2.34") is program entry or thread start:
- * _start, __libc_start_main, start_thread, clone... In every stack, and
- * left out of what reports show; the symbolizer names a pc in one from the
- * ELF symbol table alone, never loading debug information for it, so a
- * program's own function of one of these names loses what was inlined
- * into it.
+ * "__libc_start_main@@GLIBC_2.34"), in the module whose file is
+ * module_path (NULL: not known), is program entry or thread start. In every
+ * stack, and left out of what reports show; the symbolizer names a pc in
+ * one from the ELF symbol table alone, never loading debug information for
+ * it. Names reserved to the implementation (_start, __libc_start_main,
+ * __libc_start_call_main, __clone, __clone3...) are plumbing in any module;
+ * start_thread, clone and clone3, names a program may give its own
+ * functions, only in glibc's libc or libpthread (libc.so.6, libc-2.31.so,
+ * libpthread.so.0...), so that a program's own start_thread is named, with
+ * what was inlined into it, from its DWARF.
  */
-int gs_sym_plumbing(const char *function);
+int gs_sym_plumbing(const char *function, const char *module_path);
 
 /*
  * Symbolizes the recorded return address pc, which lies in module module_id.
