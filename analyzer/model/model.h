@@ -5,7 +5,7 @@
  * memory over time and CUDA graphs (struct gs_replay), and the hooks
  * analyses attach to it (struct gs_replay_hook). Its parts' structs are in
  * the headers it includes (outcome.h, graphs.h, marks.h, blocks.h,
- * timeline.h, checkpoint.h); what its files share is model_int.h.
+ * timeline.h, checkpoint.h, hooks.h); what its files share is model_int.h.
  *
  * Included by: the shim's bounded trace (shim/bound, the one seam on the
  * shim's side), the model's own files (through model_int.h), and every
@@ -25,6 +25,7 @@
 #include "analyzer/model/blocks.h"
 #include "analyzer/model/timeline.h"
 #include "analyzer/model/checkpoint.h"
+#include "analyzer/model/hooks.h"
 
 struct gs_idmap;
 
@@ -130,39 +131,6 @@ enum gs_device_change {
     GS_DEVICE_BACK = 2, /* live again: the driver refused its free */
 };
 
-/* An analysis that follows the replay: attached with gs_replay_attach (the
- * analyzer's growth and oom attach theirs, analyzer/findings/; the shim's
- * bounded model attaches none). Each callback may be NULL; ctx is the
- * context gs_replay_attach made for it. Called in the order attached. */
-struct gs_replay;
-struct gs_replay_hook {
-    /* before and after each event the replay applies (a probe's held apart too) */
-    void (*before_event)(void *ctx, struct gs_replay *r, uint64_t time_ns);
-    void (*after_event)(void *ctx, struct gs_replay *r, uint64_t time_ns);
-    /* a device allocation at sites[site], before it joins the live set */
-    void (*on_alloc)(void *ctx, struct gs_replay *r, size_t site, uint64_t time_ns);
-    /* a mark of label (index in gs_marks.labels, or GS_MARK_OTHER), once marks.c counted it */
-    void (*on_mark)(void *ctx, struct gs_replay *r, uint32_t label, uint64_t time_ns);
-    /* an NVTX range event (GS_REC_RANGE), after a top-level one counted as a mark */
-    void (*on_range)(void *ctx, struct gs_replay *r, const struct gs_revent *e);
-    /* device memory a (GS_KIND_DEVICE) became live or stopped being live
-     * (how: enum gs_device_change); r->live_bytes already counts the change.
-     * For GS_DEVICE_NEW, a is the record as stored, whose tag the hook may set
-     * (one analysis owns it); for the others, a copy with the tag it had */
-    void (*on_device)(void *ctx, struct gs_replay *r, struct gs_live_alloc *a, int how);
-    /* failures[idx] was added (its outcome and fragmentation taken) */
-    void (*on_failure)(void *ctx, struct gs_replay *r, size_t idx);
-    /* failures[idx] was decided recovered or a probe: what was kept for it may go */
-    void (*on_settled)(void *ctx, struct gs_replay *r, size_t idx);
-    /* the last event is in (gs_replay_finish) */
-    void (*finish)(void *ctx, struct gs_replay *r);
-    /* the replay's state starts over (gs_replay_reset: a checkpoint loaded) */
-    void (*reset)(void *ctx, struct gs_replay *r);
-    /* the replay is freed: ctx's memory may go */
-    void (*free)(void *ctx);
-};
-#define GS_REPLAY_HOOKS 8
-
 struct gs_replay {
     /* what the trace holds */
     struct gs_module *modules;
@@ -225,6 +193,7 @@ struct gs_replay {
     const struct gs_replay_hook *hook[GS_REPLAY_HOOKS];
     void *hook_ctx[GS_REPLAY_HOOKS];
     unsigned nhooks;
+    struct gs_replay_hook_lists with; /* by callback: what GS_REPLAY_HOOKS_CALL calls */
 };
 
 /* Attaches an analysis: h's callbacks are called from now on with a context

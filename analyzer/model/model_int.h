@@ -24,12 +24,12 @@
 #include "analyzer/util/reserve.h"
 #include "analyzer/util/text.h"
 
-/* The hooks' callback cb, for each hook that has one: a loop over a few. */
+/* The hooks' callback cb, for each hook that has one, in the order attached:
+ * the list gs_replay_attach made of them (a hook without cb costs nothing). */
 #define GS_REPLAY_HOOKS_CALL(r, cb, ...)                                             \
     do {                                                                             \
-        for (unsigned gs_h_ = 0; gs_h_ < (r)->nhooks; gs_h_++)                       \
-            if ((r)->hook[gs_h_]->cb)                                                \
-                (r)->hook[gs_h_]->cb((r)->hook_ctx[gs_h_], (r), ##__VA_ARGS__);      \
+        for (unsigned gs_h_ = 0; gs_h_ < (r)->with.cb.n; gs_h_++)                    \
+            (r)->with.cb.fn[gs_h_]((r)->with.cb.ctx[gs_h_], (r), ##__VA_ARGS__);      \
     } while (0)
 
 /* One more allocation at site s by a thread of that name (0: ignored). */

@@ -136,6 +136,7 @@ void gs_replay_reset(struct gs_replay *r)
     memcpy(r->hook, keep.hook, sizeof r->hook);
     memcpy(r->hook_ctx, keep.hook_ctx, sizeof r->hook_ctx);
     r->nhooks = keep.nhooks;
+    r->with = keep.with;
     init_state(r);
     GS_REPLAY_HOOKS_CALL(r, reset);
 }

@@ -5,7 +5,9 @@
  * worked out by hand: counts, peak bytes and time, each site's bytes at the
  * peak (gs_site_peak_bytes), per-device and per-kind usage, leaks
  * (gs_replay_leaks), unknown frees, FREE then FREE_FAILED, an ALLOC over a
- * live address, managed and unknown kinds, out-of-range devices, failures.
+ * live address, managed and unknown kinds, out-of-range devices, failures;
+ * and the hooks attached (gs_replay_attach), each called for the callbacks
+ * it has, in the order attached.
  * Also analyzer/util/idmap.c (gs_idmap_*, find and remove_found among them)
  * against a reference: a million random operations with deletions interleaved,
  * and keys that all collide on one slot near the end of the table, deleted in
@@ -756,5 +758,84 @@ Test(replay, a_multicast_object_is_its_own_kind_not_device_memory)
     ASSERT_U64(r.live_bytes, 0, "no device memory left");
     ASSERT_U64(r.frees_unknown, 0, "nothing unknown");
     cr_assert_str_eq(gs_kind_name(GS_KIND_MULTICAST), "multicast");
+    gs_replay_free(&r);
+}
+
+/* ---- the hooks (gs_replay_attach) ---- */
+
+/* What each hook was called for, in order: its letter, then the callback's. */
+struct hook_log {
+    char calls[256];
+    size_t n;
+};
+
+static struct hook_log hooks_seen;
+
+static void seen(void *ctx, char what)
+{
+    cr_assert_lt(hooks_seen.n + 2, sizeof hooks_seen.calls);
+    hooks_seen.calls[hooks_seen.n++] = *(const char *)ctx;
+    hooks_seen.calls[hooks_seen.n++] = what;
+}
+
+static void h_before(void *c, struct gs_replay *r, uint64_t t) { (void)r, (void)t, seen(c, 'b'); }
+static void h_after(void *c, struct gs_replay *r, uint64_t t) { (void)r, (void)t, seen(c, 'a'); }
+static void h_alloc(void *c, struct gs_replay *r, size_t site, uint64_t t)
+{
+    (void)r, (void)site, (void)t, seen(c, 'n');
+}
+static void h_mark(void *c, struct gs_replay *r, uint32_t label, uint64_t t)
+{
+    (void)r, (void)label, (void)t, seen(c, 'm');
+}
+static void h_range(void *c, struct gs_replay *r, const struct gs_revent *e)
+{
+    (void)r, (void)e, seen(c, 'g');
+}
+static void h_device(void *c, struct gs_replay *r, struct gs_live_alloc *a, int how)
+{
+    (void)r, (void)a, seen(c, how == GS_DEVICE_NEW ? 'd' : 'D');
+}
+static void h_failure(void *c, struct gs_replay *r, size_t idx) { (void)r, (void)idx, seen(c, 'f'); }
+static void h_finish(void *c, struct gs_replay *r) { (void)r, seen(c, 'e'); }
+static void h_reset(void *c, struct gs_replay *r) { (void)r, seen(c, 'r'); }
+
+static const struct gs_replay_hook every_hook = {
+    .before_event = h_before, .after_event = h_after, .on_alloc = h_alloc,
+    .on_mark = h_mark,        .on_range = h_range,    .on_device = h_device,
+    .on_failure = h_failure,  .finish = h_finish,     .reset = h_reset};
+static const struct gs_replay_hook two_hook = {.before_event = h_before, .reset = h_reset};
+
+Test(replay, hooks_are_called_for_their_callbacks_in_the_order_attached)
+{
+    struct gs_replay r;
+    gs_replay_init(&r);
+    memset(&hooks_seen, 0, sizeof hooks_seen);
+    *(char *)gs_replay_attach(&r, &every_hook, 1) = 'A';
+    *(char *)gs_replay_attach(&r, &two_hook, 1) = 'B';
+    *(char *)gs_replay_attach(&r, &every_hook, 1) = 'C';
+    alloc(&r, 10, 0x1000, 300, 1, 0);
+    free_t(&r, 20, 0x1000, 1);
+    struct gs_revent mark = {.type = GS_REC_MARK, .time_ns = 30, .tid = 1, .label = "step",
+                             .label_len = 4};
+    gs_replay_event(&r, &mark);
+    struct gs_revent range = {.type = GS_REC_RANGE, .time_ns = 40, .tid = 1, .op = GS_RANGE_PUSH,
+                              .label = "fwd", .label_len = 3};
+    gs_replay_event(&r, &range);
+    struct gs_revent failed = {.type = GS_REC_ALLOC_FAILED, .time_ns = 50, .tid = 1,
+                               .size = 1ull << 40, .result = 2, .free_bytes = UINT64_MAX,
+                               .total_bytes = UINT64_MAX};
+    gs_replay_event(&r, &failed);
+    gs_replay_reset(&r);
+    gs_replay_finish(&r);
+    hooks_seen.calls[hooks_seen.n] = '\0';
+    cr_assert_str_eq(hooks_seen.calls,
+                     "AbBbCb" "AnCn" "AdCd" "AaCa"  /* the allocation */
+                     "AbBbCb" "ADCD" "AaCa"         /* its free */
+                     "AbBbCb" "AmCm" "AaCa"         /* the mark */
+                     "AbBbCb" "AgCg" "AaCa"         /* the range (not a mark: not top-level) */
+                     "AbBbCb" "AfCf" "AaCa"         /* the failure */
+                     "ArBrCr"                       /* reset, after a checkpoint */
+                     "AeCe");                       /* finish */
     gs_replay_free(&r);
 }
