@@ -6,12 +6,14 @@
  *
  * A tape is a byte buffer of entries, each 8-aligned. Most events carry
  * only the fields an allocation or a free has; those are kept as a 64-byte
- * COMPACT entry, and played as the struct gs_revent they came from. Any
+ * COMPACT entry (a column event copied as decode.c hands it over, struct
+ * gs_compact_event), and played as the struct gs_revent they stand for. Any
  * other record is kept whole with what its callback points at (a label,
  * frames, names, a checkpoint's payload) copied after it: a tape holds no
  * pointer into the chunk it came from, whose buffer the decoding thread
  * reuses at once.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,17 +21,10 @@
 
 enum tag { COMPACT = 1, EVENT, STACK, MODULE, PYCODE, THREAD, CHECKPOINT };
 
-/* An allocation's or a free's event: every field of struct gs_revent that
- * is not here is 0. */
-struct compact {
-    uint8_t tag, type, kind, space;
-    uint32_t api;
-    int32_t device;
-    uint32_t tid;
-    uint32_t stack_id;
-    int32_t all_free;
-    uint64_t time_ns, addr, size, stream, parent;
-};
+/* A COMPACT entry is a struct gs_compact_event, its tag COMPACT: an
+ * allocation's or a free's event whose other fields are 0. */
+_Static_assert(sizeof(struct gs_compact_event) == 64, "a COMPACT entry is 64 bytes");
+_Static_assert(offsetof(struct gs_compact_event, tag) == 0, "its tag is an entry's first byte");
 
 /* The head of every other entry; len: the whole entry's, a multiple of 8. */
 struct head {
@@ -123,6 +118,17 @@ static void *entry(struct gs_tape_recorder *rec, enum tag tag, size_t n)
     return h;
 }
 
+static void record_compact(void *ctx, const struct gs_compact_event *e)
+{
+    struct gs_tape_recorder *rec = ctx;
+    struct gs_compact_event *c = room(rec, sizeof *c);
+    if (!c)
+        return;
+    *c = *e;
+    c->tag = COMPACT;
+    kept(rec, sizeof *c);
+}
+
 static void record_event(void *ctx, const struct gs_revent *e)
 {
     struct gs_tape_recorder *rec = ctx;
@@ -130,24 +136,20 @@ static void record_event(void *ctx, const struct gs_revent *e)
                     e->exec | e->flags | e->label_len | (uint64_t)(uintptr_t)e->label |
                     e->result | e->op | (uint32_t)e->sampled;
     if (!rest && e->type <= UINT8_MAX && e->kind <= UINT8_MAX && e->space <= UINT8_MAX) {
-        struct compact *c = room(rec, sizeof *c);
-        if (!c)
-            return;
-        *c = (struct compact){.tag = COMPACT,
-                              .type = (uint8_t)e->type,
-                              .kind = (uint8_t)e->kind,
-                              .space = (uint8_t)e->space,
-                              .api = e->api,
-                              .device = e->device,
-                              .tid = e->tid,
-                              .stack_id = e->stack_id,
-                              .all_free = e->all_free,
-                              .time_ns = e->time_ns,
-                              .addr = e->addr,
-                              .size = e->size,
-                              .stream = e->stream,
-                              .parent = e->parent};
-        kept(rec, sizeof *c);
+        struct gs_compact_event c = {.type = (uint8_t)e->type,
+                                     .kind = (uint8_t)e->kind,
+                                     .space = (uint8_t)e->space,
+                                     .api = e->api,
+                                     .device = e->device,
+                                     .tid = e->tid,
+                                     .stack_id = e->stack_id,
+                                     .all_free = e->all_free,
+                                     .time_ns = e->time_ns,
+                                     .addr = e->addr,
+                                     .size = e->size,
+                                     .stream = e->stream,
+                                     .parent = e->parent};
+        record_compact(rec, &c);
         return;
     }
     size_t n = round8(sizeof(struct event) + e->label_len);
@@ -247,27 +249,10 @@ const struct gs_reader_ops gs_tape_ops = {
     .stack = record_stack,
     .pycode = record_pycode,
     .event = record_event,
+    .compact_event = record_compact,
     .checkpoint = record_checkpoint,
     .thread = record_thread,
 };
-
-/* A compact entry into e, whose other fields stay as they are: 0. */
-static void play_compact(const struct compact *c, struct gs_revent *e)
-{
-    e->type = c->type;
-    e->kind = c->kind;
-    e->space = c->space;
-    e->api = c->api;
-    e->device = c->device;
-    e->tid = c->tid;
-    e->stack_id = c->stack_id;
-    e->all_free = c->all_free;
-    e->time_ns = c->time_ns;
-    e->addr = c->addr;
-    e->size = c->size;
-    e->stream = c->stream;
-    e->parent = c->parent;
-}
 
 void gs_tape_play(const struct gs_tape *t, const struct gs_reader_ops *ops, void *ctx,
                   struct gs_reader_stats *st)
@@ -278,10 +263,10 @@ void gs_tape_play(const struct gs_tape *t, const struct gs_reader_ops *ops, void
     struct gs_revent compact = {0};
     while (p < end) {
         if (*p == COMPACT) {
-            play_compact((const struct compact *)p, &compact);
+            gs_compact_event_revent((const struct gs_compact_event *)p, &compact);
             if (ops->event)
                 ops->event(ctx, &compact);
-            p += sizeof(struct compact);
+            p += sizeof(struct gs_compact_event);
             continue;
         }
         const struct head *h = (const struct head *)p;

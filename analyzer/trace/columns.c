@@ -270,51 +270,77 @@ static int keep_addr(struct gs_column_reader *r, uint64_t addr)
     return 0;
 }
 
+/* A column's varint the long way: more than a byte, the column's end, or a
+ * column gone bad. A bad read makes the event bad, and leaves the column
+ * at its end, so that every later read of it comes here too. */
+static __attribute__((noinline)) uint64_t column_slow(struct gs_column_reader *r,
+                                                     struct gs_cursor *k)
+{
+    uint64_t v = gs_cursor_u(k);
+    if (k->bad) {
+        k->p = k->end;
+        r->event_bad = 1;
+    }
+    return v;
+}
+
+/* A column's next value (its cursor is bad only at its end: no check). */
+static inline __attribute__((always_inline)) uint64_t column(struct gs_column_reader *r,
+                                                            enum gs_column i)
+{
+    struct gs_cursor *k = &r->col[i];
+    const uint8_t *p = k->p;
+    if (p < k->end && *p < 0x80) {
+        k->p = p + 1;
+        return *p;
+    }
+    return column_slow(r, k);
+}
+
 int gs_columns_event(struct gs_column_reader *r, uint64_t *time, uint8_t type,
-                     struct gs_revent *e)
+                     struct gs_compact_event *e)
 {
     if (!r->open)
         return -1; /* a column event in a chunk without columns */
-    struct gs_cursor *k = r->col;
+    r->event_bad = 0; /* a column that ran out is bad from then on: only those read now count */
+    e->tag = 0;
     e->type = type == GS_REC_COL_ALLOC ? GS_REC_ALLOC : GS_REC_FREE;
-    uint64_t t = (*time / 1000 + (uint64_t)gs_unzigzag(gs_cursor_u(&k[GS_COL_TIME]))) * 1000;
+    uint64_t t = (*time / 1000 + (uint64_t)gs_unzigzag(column(r, GS_COL_TIME))) * 1000;
     e->time_ns = t > *time ? t : *time;
-    e->tid = (uint32_t)gs_cursor_u(&k[GS_COL_TID]);
-    e->api = (uint32_t)gs_cursor_u(&k[GS_COL_API]);
-    e->device = device(gs_cursor_u(&k[GS_COL_DEVICE]));
-    e->stream = gs_cursor_u(&k[GS_COL_STREAM]);
-    e->space = (uint32_t)gs_cursor_u(&k[GS_COL_SPACE]);
-    e->size = gs_cursor_u(&k[GS_COL_SIZE]);
-    /* a column that ran out is bad from then on: only those read now can be */
-    int bad = k[GS_COL_TIME].bad | k[GS_COL_TID].bad | k[GS_COL_API].bad | k[GS_COL_DEVICE].bad |
-              k[GS_COL_STREAM].bad | k[GS_COL_SPACE].bad | k[GS_COL_SIZE].bad;
+    e->tid = (uint32_t)column(r, GS_COL_TID);
+    e->api = (uint32_t)column(r, GS_COL_API);
+    e->device = device(column(r, GS_COL_DEVICE));
+    e->stream = column(r, GS_COL_STREAM);
+    uint32_t space = (uint32_t)column(r, GS_COL_SPACE), kind = 0;
+    e->size = column(r, GS_COL_SIZE);
     if (e->type == GS_REC_ALLOC) {
-        e->addr = r->last_addr + (uint64_t)gs_unzigzag(gs_cursor_u(&k[GS_COL_ADDR]));
-        e->stack_id = (uint32_t)gs_cursor_u(&k[GS_COL_STACK]);
-        uint64_t kind = gs_cursor_u(&k[GS_COL_KIND]);
-        e->kind = (uint32_t)(kind >> 1);
-        e->all_free = (int)(kind & 1);
-        e->parent = gs_cursor_u(&k[GS_COL_PARENT]);
-        bad |= k[GS_COL_ADDR].bad | k[GS_COL_STACK].bad | k[GS_COL_KIND].bad |
-               k[GS_COL_PARENT].bad;
+        e->addr = r->last_addr + (uint64_t)gs_unzigzag(column(r, GS_COL_ADDR));
+        e->stack_id = (uint32_t)column(r, GS_COL_STACK);
+        uint64_t kind_free = column(r, GS_COL_KIND);
+        kind = (uint32_t)(kind_free >> 1);
+        e->all_free = (int)(kind_free & 1);
+        e->parent = column(r, GS_COL_PARENT);
     } else {
-        e->stack_id = e->kind = 0;
+        e->stack_id = 0;
         e->all_free = 0;
         e->parent = 0;
-        uint64_t which = gs_cursor_u(&k[GS_COL_WHICH]);
+        uint64_t which = column(r, GS_COL_WHICH);
         if (which == 0)
-            e->addr = r->last_addr + (uint64_t)gs_unzigzag(gs_cursor_u(&k[GS_COL_FREE_ADDR]));
+            e->addr = r->last_addr + (uint64_t)gs_unzigzag(column(r, GS_COL_FREE_ADDR));
         else if (which <= r->n)
             e->addr = r->addrs[r->n - which];
         else
             return -1; /* names an allocation the chunk does not have */
-        bad |= k[GS_COL_WHICH].bad | k[GS_COL_FREE_ADDR].bad;
     }
-    if (bad)
+    if (r->event_bad)
         return -1;
     if (e->type == GS_REC_ALLOC && keep_addr(r, e->addr) != 0)
         return -1;
+    e->kind = (uint8_t)kind;
+    e->space = (uint8_t)space;
+    r->wide_kind = kind;
+    r->wide_space = space;
     r->last_addr = e->addr;
     *time = e->time_ns;
-    return 0;
+    return kind > UINT8_MAX || space > UINT8_MAX;
 }

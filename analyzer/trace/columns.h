@@ -28,17 +28,20 @@ struct gs_column_reader {
     uint64_t *addrs; /* the chunk's column allocations' addresses, in order */
     size_t n, cap;
     uint64_t last_addr; /* the last event's, allocation or free */
+    uint32_t wide_kind, wide_space; /* the last event's kind and space, whole */
+    int event_bad; /* a column read for the event being read was bad */
 };
 
 /* Opens a GS_REC_COLUMNS record's payload: 0, or -1 when it is damaged. */
 int gs_columns_open(struct gs_column_reader *r, const uint8_t *payload, size_t len);
 /* The next event of the columns, of a GS_REC_COL_ALLOC or GS_REC_COL_FREE
  * record, its time from *time (the chunk's delta state, moved when it
- * parses): 0, or -1 when damaged. Sets the fields a column event has (type,
- * time, tid, api, device, stream, space, size, addr, stack_id, kind,
- * all_free, parent); e's others must be 0, and are left so. */
+ * parses): 0; 1 when its kind or space is past a byte (e holds their low
+ * bytes, r->wide_kind and r->wide_space the whole values: from a newer
+ * writer, or damage, for struct gs_revent to carry as they are); or -1 when
+ * damaged. Sets every field of *e (tag 0). */
 int gs_columns_event(struct gs_column_reader *r, uint64_t *time, uint8_t type,
-                     struct gs_revent *e);
+                     struct gs_compact_event *e);
 void gs_columns_close(struct gs_column_reader *r);
 
 #endif

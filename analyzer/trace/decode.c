@@ -271,11 +271,22 @@ uint64_t gs_decode_chunk(const uint8_t *raw, size_t len, const struct gs_reader_
                 ops->event(ctx, &e);
             break;
         case GS_REC_COL_ALLOC:
-        case GS_REC_COL_FREE:
-            bad = gs_columns_event(&cols, &cs.time, type, &col);
-            if (!bad && ops->event)
+        case GS_REC_COL_FREE: {
+            struct gs_compact_event ce;
+            int got = gs_columns_event(&cols, &cs.time, type, &ce);
+            bad = got < 0;
+            if (got == 0 && ops->compact_event) {
+                ops->compact_event(ctx, &ce);
+            } else if (got >= 0 && ops->event) {
+                gs_compact_event_revent(&ce, &col);
+                if (got == 1) { /* a kind or space past a byte */
+                    col.kind = cols.wide_kind;
+                    col.space = cols.wide_space;
+                }
                 ops->event(ctx, &col);
+            }
             break;
+        }
         case GS_REC_COLUMNS: /* one a chunk, before its events */
             bad = cols.open || records || gs_columns_open(&cols, c.p, plen) != 0;
             break;

@@ -66,11 +66,48 @@ struct gs_revent {
     size_t label_len;
 };
 
+/* An allocation or a free of a chunk's columns (GS_REC_COL_ALLOC,
+ * GS_REC_COL_FREE) as it is decoded: the fields of struct gs_revent that
+ * the columns carry, every other field of it 0 (gs_compact_event_revent).
+ * 64 bytes, copied whole by a reader that keeps it (the read-ahead's tapes). */
+struct gs_compact_event {
+    uint8_t tag; /* 0 as decoded: the keeping reader's own (tape.c's entry tag) */
+    uint8_t type, kind, space; /* type: GS_REC_ALLOC or GS_REC_FREE */
+    uint32_t api;
+    int32_t device;
+    uint32_t tid;
+    uint32_t stack_id;
+    int32_t all_free;
+    uint64_t time_ns, addr, size, stream, parent;
+};
+
+/* c's fields into e, whose other fields stay as they are (0 for c's event). */
+static inline void gs_compact_event_revent(const struct gs_compact_event *c,
+                                           struct gs_revent *e)
+{
+    e->type = c->type;
+    e->kind = c->kind;
+    e->space = c->space;
+    e->api = c->api;
+    e->device = c->device;
+    e->tid = c->tid;
+    e->stack_id = c->stack_id;
+    e->all_free = c->all_free;
+    e->time_ns = c->time_ns;
+    e->addr = c->addr;
+    e->size = c->size;
+    e->stream = c->stream;
+    e->parent = c->parent;
+}
+
 struct gs_reader_ops {
     void (*module)(void *ctx, const struct gs_rmodule *m);
     void (*stack)(void *ctx, uint32_t id, const uint64_t *pcs, unsigned n);
     void (*pycode)(void *ctx, const struct gs_rpycode *c); /* may be NULL: skipped */
     void (*event)(void *ctx, const struct gs_revent *e);
+    /* A column event as decoded, for a reader that keeps it as it is. May be
+     * NULL: event is called with it (gs_compact_event_revent) instead. */
+    void (*compact_event)(void *ctx, const struct gs_compact_event *c);
     /* A checkpoint record (GS_REC_CKPT_FIRST..GS_REC_CKPT_LAST), its payload
      * as it stands in the trace. Returns 0, or -1 when it is damaged (the
      * reader counts it in damaged_records). May be NULL: skipped. */

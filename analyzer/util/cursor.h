@@ -22,8 +22,28 @@ struct gs_cursor {
 };
 static inline uint64_t gs_cursor_u(struct gs_cursor *c)
 {
-    if (c->p < c->end && *c->p < 0x80 && !c->bad)
-        return *c->p++; /* a byte alone: most fields of most records */
+    const uint8_t *p = c->p;
+    if (p < c->end && *p < 0x80 && !c->bad) {
+        c->p = p + 1;
+        return *p; /* a byte alone: most fields of most records */
+    }
+    if (!c->bad && c->end - p >= 10) {
+        /* room for the longest varint, whose first byte says it goes on:
+         * its bytes read without a bound each (sizes, addresses, times) */
+        uint64_t v = p[0] & 0x7f;
+        for (unsigned i = 1; i < 10; i++) {
+            uint64_t b = p[i];
+            v |= (b & 0x7f) << (7 * i);
+            if (b < 0x80) {
+                if (i == 9 && b > 1)
+                    break; /* past 64 bits */
+                c->p = p + i + 1;
+                return v;
+            }
+        }
+        c->bad = 1;
+        return 0;
+    }
     uint64_t v = 0;
     if (!c->bad && gs_get_varint(&c->p, c->end, &v) != 0)
         c->bad = 1;

@@ -7,7 +7,9 @@
  * allocations, other records in between, and columns that fill up. And a
  * damaged chunk: column events without columns, a columns record short of
  * columns, cut short or given twice, a free naming an allocation the chunk
- * lacks; each counted damaged, none read out of bounds.
+ * lacks; each counted damaged, none read out of bounds. A reader of
+ * compact events is handed each as the columns give it, but one whose kind
+ * or space is past a byte, which comes whole.
  */
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -436,4 +438,97 @@ Test(columns, a_free_naming_an_allocation_the_chunk_lacks_is_damaged)
     cr_assert_eq(s.ev[1].type, GS_REC_FREE);
     cr_assert_eq(s.ev[1].addr, 16, "the free 1 back is the allocation's");
     free(s.ev);
+}
+
+/* What a compact_event reader is handed: each column event, unless its kind
+ * or space is past a byte (a newer writer's, or damage), which comes whole
+ * to event instead. */
+struct split {
+    struct seen whole;
+    struct gs_compact_event compact[4];
+    size_t ncompact;
+};
+
+static void on_whole(void *ctx, const struct gs_revent *e)
+{
+    on_event(&((struct split *)ctx)->whole, e);
+}
+
+static void on_compact(void *ctx, const struct gs_compact_event *c)
+{
+    struct split *s = ctx;
+    cr_assert_lt(s->ncompact, 4);
+    s->compact[s->ncompact++] = *c;
+}
+
+Test(columns, a_kind_or_space_past_a_byte_comes_whole)
+{
+    /* Columns written by hand: an allocation of kind 300 (asking for all the
+     * free memory) in space 2, one of kind 1 in space 256, one of kind 1 in
+     * space 2, then a free of the first. */
+    uint8_t lens[GS_COLUMNS] = {0}, data[GS_COLUMNS][8];
+    memset(data, 0, sizeof data);
+    for (int i = 0; i <= GS_COL_SIZE; i++)
+        lens[i] = 4; /* a 0 for each event */
+    lens[GS_COL_SPACE] = 5;
+    memcpy(data[GS_COL_SPACE], (const uint8_t[]){2, 0x80, 0x02, 2, 2}, 5);
+    lens[GS_COL_ADDR] = 3;
+    memcpy(data[GS_COL_ADDR], (const uint8_t[]){0x20, 0x20, 0x20}, 3); /* +16 each */
+    lens[GS_COL_STACK] = 3;
+    lens[GS_COL_PARENT] = 3;
+    lens[GS_COL_KIND] = 4; /* 601 (300, all free), then 2 (1) twice */
+    memcpy(data[GS_COL_KIND], (const uint8_t[]){0xd9, 0x04, 2, 2}, 4);
+    lens[GS_COL_WHICH] = 1;
+    data[GS_COL_WHICH][0] = 3;
+    uint8_t chunk[256], *q = chunk;
+    *q++ = GS_REC_COLUMNS;
+    uint8_t *plen = q++;
+    *q++ = GS_COLUMNS;
+    for (int i = 0; i < GS_COLUMNS; i++)
+        *q++ = lens[i];
+    for (int i = 0; i < GS_COLUMNS; i++) {
+        memcpy(q, data[i], lens[i]);
+        q += lens[i];
+    }
+    *plen = (uint8_t)(q - plen - 1);
+    const uint8_t evs[] = {GS_REC_COL_ALLOC, 0, GS_REC_COL_ALLOC, 0,
+                           GS_REC_COL_ALLOC, 0, GS_REC_COL_FREE,  0};
+    memcpy(q, evs, sizeof evs);
+    q += sizeof evs;
+    size_t len = (size_t)(q - chunk);
+
+    /* an event reader sees each whole */
+    struct seen s = {0};
+    cr_assert_eq(damaged(chunk, len, &s), 0);
+    cr_assert_eq(s.n, 4);
+    cr_assert_eq(s.ev[0].kind, 300);
+    cr_assert_eq(s.ev[0].all_free, 1);
+    cr_assert_eq(s.ev[0].space, 2);
+    cr_assert_eq(s.ev[1].kind, 1);
+    cr_assert_eq(s.ev[1].space, 256);
+    cr_assert_eq(s.ev[2].kind, 1);
+    cr_assert_eq(s.ev[2].space, 2);
+    cr_assert_eq(s.ev[3].type, GS_REC_FREE);
+    cr_assert_eq(s.ev[3].addr, 16, "the free 3 back is the first allocation's");
+    cr_assert_eq(s.ev[3].kind, 0);
+
+    /* a compact reader: the first two whole, the others compact, the same */
+    struct split sp = {0};
+    const struct gs_reader_ops split_ops = {.event = on_whole, .compact_event = on_compact};
+    struct gs_reader_stats st = {0};
+    gs_decode_chunk(chunk, len, &split_ops, &sp, &st);
+    cr_assert_eq(st.damaged_records, 0);
+    cr_assert_eq(sp.whole.n, 2);
+    same_event(&sp.whole.ev[0], &s.ev[0], 0);
+    same_event(&sp.whole.ev[1], &s.ev[1], 1);
+    cr_assert_eq(sp.ncompact, 2);
+    for (size_t i = 0; i < 2; i++) {
+        cr_assert_eq(sp.compact[i].tag, 0);
+        struct gs_revent e;
+        memset(&e, 0, sizeof e);
+        gs_compact_event_revent(&sp.compact[i], &e);
+        same_event(&e, &s.ev[2 + i], 2 + i);
+    }
+    free(s.ev);
+    free(sp.whole.ev);
 }
