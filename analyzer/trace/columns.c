@@ -294,6 +294,12 @@ static inline __attribute__((always_inline)) uint64_t column(struct gs_column_re
         k->p = p + 1;
         return *p;
     }
+    uint64_t v;
+    unsigned n = k->end - p >= GS_VARINT_ROOM ? gs_varint_in_room(p, &v) : 0;
+    if (n) {
+        k->p = p + n;
+        return v;
+    }
     return column_slow(r, k);
 }
 

@@ -231,6 +231,27 @@ static int end_record(struct gs_cursor *c, struct gs_reader_stats *st)
     return 0;
 }
 
+/* A GS_REC_COL_ALLOC or GS_REC_COL_FREE: its event from the columns, handed
+ * to compact_event, or whole (in col, reused) to event. Returns whether it
+ * was damaged. */
+static inline int column_event(struct gs_column_reader *cols, struct chunk_state *cs, uint8_t type,
+                               struct gs_revent *col, const struct gs_reader_ops *ops, void *ctx)
+{
+    struct gs_compact_event ce;
+    int got = gs_columns_event(cols, &cs->time, type, &ce);
+    if (got == 0 && ops->compact_event) {
+        ops->compact_event(ctx, &ce);
+    } else if (got >= 0 && ops->event) {
+        gs_compact_event_revent(&ce, col);
+        if (got == 1) { /* a kind or space past a byte */
+            col->kind = cols->wide_kind;
+            col->space = cols->wide_space;
+        }
+        ops->event(ctx, col);
+    }
+    return got < 0;
+}
+
 uint64_t gs_decode_chunk(const uint8_t *raw, size_t len, const struct gs_reader_ops *ops,
                          void *ctx, struct gs_reader_stats *st)
 {
@@ -241,6 +262,13 @@ uint64_t gs_decode_chunk(const uint8_t *raw, size_t len, const struct gs_reader_
     uint64_t records = 0;
     while (p < end) {
         uint8_t type = *p++;
+        if ((type == GS_REC_COL_ALLOC || type == GS_REC_COL_FREE) && p < end && *p == 0) {
+            p++; /* most records of a chunk: empty, their fields in the columns */
+            if (column_event(&cols, &cs, type, &col, ops, ctx))
+                st->damaged_records++;
+            records++;
+            continue;
+        }
         uint64_t plen;
         if (gs_get_varint(&p, end, &plen) != 0 || plen > (uint64_t)(end - p)) {
             st->damaged_records++; /* the rest of the chunk cannot be framed */
@@ -270,23 +298,10 @@ uint64_t gs_decode_chunk(const uint8_t *raw, size_t len, const struct gs_reader_
             if (!bad && ops->event)
                 ops->event(ctx, &e);
             break;
-        case GS_REC_COL_ALLOC:
-        case GS_REC_COL_FREE: {
-            struct gs_compact_event ce;
-            int got = gs_columns_event(&cols, &cs.time, type, &ce);
-            bad = got < 0;
-            if (got == 0 && ops->compact_event) {
-                ops->compact_event(ctx, &ce);
-            } else if (got >= 0 && ops->event) {
-                gs_compact_event_revent(&ce, &col);
-                if (got == 1) { /* a kind or space past a byte */
-                    col.kind = cols.wide_kind;
-                    col.space = cols.wide_space;
-                }
-                ops->event(ctx, &col);
-            }
+        case GS_REC_COL_ALLOC: /* with a payload: a newer writer's */
+        case GS_REC_COL_FREE:
+            bad = column_event(&cols, &cs, type, &col, ops, ctx);
             break;
-        }
         case GS_REC_COLUMNS: /* one a chunk, before its events */
             bad = cols.open || records || gs_columns_open(&cols, c.p, plen) != 0;
             break;

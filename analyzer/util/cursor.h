@@ -20,6 +20,27 @@ struct gs_cursor {
     const uint8_t *p, *end;
     int bad;
 };
+
+/* The varint at p, which has room for the longest (GS_VARINT_ROOM bytes from
+ * p are there): its length in bytes, or 0 when it does not fit in 64 bits.
+ * Its bytes are read without a bound each (sizes, addresses, times). */
+#define GS_VARINT_ROOM 10
+static inline unsigned gs_varint_in_room(const uint8_t *p, uint64_t *out)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < GS_VARINT_ROOM; i++) {
+        uint64_t b = p[i];
+        v |= (b & 0x7f) << (7 * i);
+        if (b < 0x80) {
+            if (i == GS_VARINT_ROOM - 1 && b > 1)
+                return 0; /* past 64 bits */
+            *out = v;
+            return i + 1;
+        }
+    }
+    return 0;
+}
+
 static inline uint64_t gs_cursor_u(struct gs_cursor *c)
 {
     const uint8_t *p = c->p;
@@ -27,24 +48,13 @@ static inline uint64_t gs_cursor_u(struct gs_cursor *c)
         c->p = p + 1;
         return *p; /* a byte alone: most fields of most records */
     }
-    if (!c->bad && c->end - p >= 10) {
-        /* room for the longest varint, whose first byte says it goes on:
-         * its bytes read without a bound each (sizes, addresses, times) */
-        uint64_t v = p[0] & 0x7f;
-        for (unsigned i = 1; i < 10; i++) {
-            uint64_t b = p[i];
-            v |= (b & 0x7f) << (7 * i);
-            if (b < 0x80) {
-                if (i == 9 && b > 1)
-                    break; /* past 64 bits */
-                c->p = p + i + 1;
-                return v;
-            }
-        }
-        c->bad = 1;
-        return 0;
-    }
     uint64_t v = 0;
+    if (!c->bad && c->end - p >= GS_VARINT_ROOM) {
+        unsigned n = gs_varint_in_room(p, &v);
+        c->p = p + n;
+        c->bad = n == 0;
+        return v;
+    }
     if (!c->bad && gs_get_varint(&c->p, c->end, &v) != 0)
         c->bad = 1;
     return c->bad ? 0 : v;
