@@ -118,7 +118,7 @@ $(BUILD)/libgpushim.so: $(SHIM_LIBS) $(SHIM_SHARED_LIBS) shim/exports.map
 		-Wl,-z,defs -Wl,-soname,libgpushim.so -lz -ldl -lpthread
 
 $(BUILD)/gpushim: $(BUILD)/obj/analyzer/main.o $(ANALYZER_LIBS)
-	$(CC) -o $@ $(BUILD)/obj/analyzer/main.o $(ANALYZER_LIBS) $(LDFLAGS) -ldw -lelf -lz -lm
+	$(CC) -o $@ $(BUILD)/obj/analyzer/main.o $(ANALYZER_LIBS) $(LDFLAGS) -ldw -lelf -ldeflate -lz -lm
 
 # ---- the simulated CUDA driver and runtime (tests/sim) ----
 SIM_RUNTIME_SRC := $(wildcard tests/sim/runtime/*.c)
@@ -208,7 +208,7 @@ $(BUILD)/obj/tests/unit/test_pylayout.o: ALL_CFLAGS += -isystem $(PY_INCLUDE) -D
 endif
 
 $(BUILD)/unit_tests: $(UNIT_OBJ) $(UNIT_LIBS)
-	$(CC) -o $@ $(UNIT_OBJ) $(UNIT_LIBS) $(LDFLAGS) -lcriterion -ldw -lelf -lz -lm -lpthread
+	$(CC) -o $@ $(UNIT_OBJ) $(UNIT_LIBS) $(LDFLAGS) -lcriterion -ldw -lelf -ldeflate -lz -lm -lpthread
 
 # The project's CUDA declarations against the toolkit's, where it is installed.
 CUDA_H := $(firstword $(wildcard /usr/local/cuda/include/cuda.h /usr/include/cuda.h))
@@ -294,7 +294,7 @@ $(FUZZ_BUILD)/obj/%.o: %.c
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_file.h $(FUZZ_OBJ)
 	$(FUZZ_CC) $(filter-out -MMD -MP,$(FUZZ_CFLAGS)) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) \
-		-ldw -lelf -lz -lm
+		-ldw -lelf -ldeflate -lz -lm
 fuzz-build: $(FUZZ_BINS)
 .SECONDARY: $(FUZZ_OBJ)
 

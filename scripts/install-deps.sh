@@ -1,6 +1,7 @@
 #!/bin/sh
 # Makes sure what gpushim needs is installed (Debian and Ubuntu package names).
-#   build:  a C compiler, make, zlib, elfutils' libdw
+#   build:  a C compiler, make, zlib, libdeflate (the analyzer's inflating),
+#           elfutils' libdw
 #   run:    libunwind (opened at run time for call stacks)
 #   tests:  Criterion, python3
 # With the argument "test" (make test), also what only the tests use: the
@@ -9,7 +10,7 @@
 # As root with apt-get, missing packages are installed; otherwise the exact
 # command to install them is printed and the script fails.
 set -eu
-need="make gcc zlib1g-dev libdw-dev libelf-dev libunwind8 libcriterion-dev python3"
+need="make gcc zlib1g-dev libdeflate-dev libdw-dev libelf-dev libunwind8 libcriterion-dev python3"
 # Only for the tests: golang-go for `go tool pprof` (export --format=pprof),
 # python3-dev for the C extension the Python tests build and the layout test,
 # chromium to render the HTML export (export --format=html), valgrind for

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <libdeflate.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -290,17 +291,20 @@ static int grow(struct buffer *b, size_t need)
     return 0;
 }
 
-/* A zlib stream's inflater, set up once and reset for each chunk. */
+/* What inflates the chunks: libdeflate's decompressor, made for the first
+ * chunk and kept for the others. The chunks are zlib streams, as zlib
+ * writes them in the shim; libdeflate inflates a whole buffer at once,
+ * about twice as fast as zlib's inflate on a trace's chunks, and on two
+ * cores inflating was half of the read-ahead thread's time. */
 struct inflater {
-    z_stream z;
-    int ready; /* inflateInit2 succeeded; inflateEnd is owed */
+    struct libdeflate_decompressor *d;
 };
 
 /* Inflates a chunk's zlib stream (in, inlen bytes) into exactly outlen
- * bytes: 0, or -1 when it is not a zlib stream or does not give that many.
- * The Adler-32 at its end is not checked: the chunk's CRC-32, checked
- * before, covers every compressed byte, and a sixth of inflating's time
- * goes to it. */
+ * bytes: 0, or -1 when it is not a zlib stream or does not give that many
+ * (or no decompressor could be made). The Adler-32 at its end is not
+ * checked: the chunk's CRC-32, checked before, covers every compressed
+ * byte. */
 static int inflate_chunk(struct inflater *inf, uint8_t *out, uint32_t outlen, const uint8_t *in,
                          uint32_t inlen)
 {
@@ -308,26 +312,19 @@ static int inflate_chunk(struct inflater *inf, uint8_t *out, uint32_t outlen, co
     if (inlen < 2 || (in[0] & 0x0f) != 8 || (in[0] >> 4) > 7 || (in[1] & 0x20) ||
         (in[0] * 256u + in[1]) % 31 != 0)
         return -1;
-    if (!inf->ready) {
-        memset(&inf->z, 0, sizeof inf->z);
-        if (inflateInit2(&inf->z, -15) != Z_OK) /* raw deflate: the header is read above */
-            return -1;
-        inf->ready = 1;
-    } else if (inflateReset(&inf->z) != Z_OK) {
+    if (!inf->d && !(inf->d = libdeflate_alloc_decompressor()))
         return -1;
-    }
-    inf->z.next_in = (Bytef *)(uintptr_t)(in + 2);
-    inf->z.avail_in = inlen - 2;
-    inf->z.next_out = out;
-    inf->z.avail_out = outlen;
-    return inflate(&inf->z, Z_FINISH) == Z_STREAM_END && inf->z.total_out == outlen ? 0 : -1;
+    size_t got; /* raw deflate, past the header read above */
+    enum libdeflate_result r =
+        libdeflate_deflate_decompress(inf->d, in + 2, inlen - 2, out, outlen, &got);
+    return r == LIBDEFLATE_SUCCESS && got == outlen ? 0 : -1;
 }
 
 static void inflater_end(struct inflater *inf)
 {
-    if (inf->ready)
-        inflateEnd(&inf->z);
-    inf->ready = 0;
+    if (inf->d)
+        libdeflate_free_decompressor(inf->d);
+    inf->d = NULL;
 }
 
 /* Reads the chunk at off into comp, checks it and inflates it into raw
