@@ -402,21 +402,15 @@ Test(columns, a_columns_record_short_of_columns_or_cut_is_damaged)
     chunk_free(&c);
 }
 
-Test(columns, a_free_naming_an_allocation_the_chunk_lacks_is_damaged)
+/* A chunk written by hand: a columns record of lens[i] bytes of data[i]
+ * each, then the events evs (n bytes: each a type and its empty length).
+ * Returns its length in chunk (256 bytes). */
+#define BY_HAND_BYTES 8
+static size_t columns_by_hand(uint8_t chunk[256], const uint8_t lens[GS_COLUMNS],
+                              uint8_t data[GS_COLUMNS][BY_HAND_BYTES], const uint8_t *evs,
+                              size_t n)
 {
-    /* Columns written by hand: one allocation, then a free 2 back, then a
-     * free 1 back. The second is damaged alone. */
-    uint8_t lens[GS_COLUMNS] = {0}, data[GS_COLUMNS][4];
-    memset(data, 0, sizeof data);
-    for (int i = 0; i <= GS_COL_SIZE; i++)
-        lens[i] = 3; /* both: three events, a 0 each */
-    lens[GS_COL_ADDR] = 1;
-    data[GS_COL_ADDR][0] = 0x20; /* zz 16 */
-    lens[GS_COL_STACK] = lens[GS_COL_KIND] = lens[GS_COL_PARENT] = 1;
-    lens[GS_COL_WHICH] = 2;
-    data[GS_COL_WHICH][0] = 2;
-    data[GS_COL_WHICH][1] = 1;
-    uint8_t chunk[256], *q = chunk;
+    uint8_t *q = chunk;
     *q++ = GS_REC_COLUMNS;
     uint8_t *plen = q++;
     *q++ = GS_COLUMNS;
@@ -427,11 +421,29 @@ Test(columns, a_free_naming_an_allocation_the_chunk_lacks_is_damaged)
         q += lens[i];
     }
     *plen = (uint8_t)(q - plen - 1);
+    memcpy(q, evs, n);
+    return (size_t)(q - chunk) + n;
+}
+
+Test(columns, a_free_naming_an_allocation_the_chunk_lacks_is_damaged)
+{
+    /* Columns written by hand: one allocation, then a free 2 back, then a
+     * free 1 back. The second is damaged alone. */
+    uint8_t lens[GS_COLUMNS] = {0}, data[GS_COLUMNS][BY_HAND_BYTES];
+    memset(data, 0, sizeof data);
+    for (int i = 0; i <= GS_COL_SIZE; i++)
+        lens[i] = 3; /* both: three events, a 0 each */
+    lens[GS_COL_ADDR] = 1;
+    data[GS_COL_ADDR][0] = 0x20; /* zz 16 */
+    lens[GS_COL_STACK] = lens[GS_COL_KIND] = lens[GS_COL_PARENT] = 1;
+    lens[GS_COL_WHICH] = 2;
+    data[GS_COL_WHICH][0] = 2;
+    data[GS_COL_WHICH][1] = 1;
     const uint8_t evs[] = {GS_REC_COL_ALLOC, 0, GS_REC_COL_FREE, 0, GS_REC_COL_FREE, 0};
-    memcpy(q, evs, sizeof evs);
-    q += sizeof evs;
+    uint8_t chunk[256];
+    size_t len = columns_by_hand(chunk, lens, data, evs, sizeof evs);
     struct seen s = {0};
-    cr_assert_eq(damaged(chunk, (size_t)(q - chunk), &s), 1);
+    cr_assert_eq(damaged(chunk, len, &s), 1);
     cr_assert_eq(s.n, 2);
     cr_assert_eq(s.ev[0].type, GS_REC_ALLOC);
     cr_assert_eq(s.ev[0].addr, 16);
@@ -466,7 +478,7 @@ Test(columns, a_kind_or_space_past_a_byte_comes_whole)
     /* Columns written by hand: an allocation of kind 300 (asking for all the
      * free memory) in space 2, one of kind 1 in space 256, one of kind 1 in
      * space 2, then a free of the first. */
-    uint8_t lens[GS_COLUMNS] = {0}, data[GS_COLUMNS][8];
+    uint8_t lens[GS_COLUMNS] = {0}, data[GS_COLUMNS][BY_HAND_BYTES];
     memset(data, 0, sizeof data);
     for (int i = 0; i <= GS_COL_SIZE; i++)
         lens[i] = 4; /* a 0 for each event */
@@ -480,22 +492,10 @@ Test(columns, a_kind_or_space_past_a_byte_comes_whole)
     memcpy(data[GS_COL_KIND], (const uint8_t[]){0xd9, 0x04, 2, 2}, 4);
     lens[GS_COL_WHICH] = 1;
     data[GS_COL_WHICH][0] = 3;
-    uint8_t chunk[256], *q = chunk;
-    *q++ = GS_REC_COLUMNS;
-    uint8_t *plen = q++;
-    *q++ = GS_COLUMNS;
-    for (int i = 0; i < GS_COLUMNS; i++)
-        *q++ = lens[i];
-    for (int i = 0; i < GS_COLUMNS; i++) {
-        memcpy(q, data[i], lens[i]);
-        q += lens[i];
-    }
-    *plen = (uint8_t)(q - plen - 1);
     const uint8_t evs[] = {GS_REC_COL_ALLOC, 0, GS_REC_COL_ALLOC, 0,
                            GS_REC_COL_ALLOC, 0, GS_REC_COL_FREE,  0};
-    memcpy(q, evs, sizeof evs);
-    q += sizeof evs;
-    size_t len = (size_t)(q - chunk);
+    uint8_t chunk[256];
+    size_t len = columns_by_hand(chunk, lens, data, evs, sizeof evs);
 
     /* an event reader sees each whole */
     struct seen s = {0};
