@@ -47,28 +47,26 @@ struct gs_replay_hook {
 };
 #define GS_REPLAY_HOOKS 8
 
-/* For one callback of struct gs_replay_hook, the hooks that have it, in the
- * order attached: its function and context each (gs_replay_attach fills it),
- * so that an event calls what is there without asking every hook. A
- * callback added to struct gs_replay_hook gets a list here and a line in
- * gs_replay_attach (state.c); test_replay.c calls each. */
+/* The callbacks of struct gs_replay_hook that events call, each X(name):
+ * the one list of them, from which the lists below and gs_replay_attach
+ * (state.c) are made; a callback added to struct gs_replay_hook is added
+ * here too (GS_REPLAY_HOOKS_CALL of one left out does not compile;
+ * test_replay.c calls each). free is called by replay.c alone. */
+#define GS_REPLAY_HOOK_CALLBACKS(X)                                                  \
+    X(before_event) X(after_event) X(on_alloc) X(on_mark) X(on_range) X(on_device)   \
+    X(on_failure) X(on_settled) X(finish) X(reset)
+
+/* For one callback, the hooks that have it, in the order attached: its
+ * function and context each (gs_replay_attach fills it), so that an event
+ * calls what is there without asking every hook. */
 #define GS_REPLAY_HOOK_LIST(cb)                                                      \
     struct {                                                                         \
         unsigned n;                                                                  \
         __typeof__(((struct gs_replay_hook *)0)->cb) fn[GS_REPLAY_HOOKS];             \
         void *ctx[GS_REPLAY_HOOKS];                                                  \
-    } cb
+    } cb;
 struct gs_replay_hook_lists {
-    GS_REPLAY_HOOK_LIST(before_event);
-    GS_REPLAY_HOOK_LIST(after_event);
-    GS_REPLAY_HOOK_LIST(on_alloc);
-    GS_REPLAY_HOOK_LIST(on_mark);
-    GS_REPLAY_HOOK_LIST(on_range);
-    GS_REPLAY_HOOK_LIST(on_device);
-    GS_REPLAY_HOOK_LIST(on_failure);
-    GS_REPLAY_HOOK_LIST(on_settled);
-    GS_REPLAY_HOOK_LIST(finish);
-    GS_REPLAY_HOOK_LIST(reset);
+    GS_REPLAY_HOOK_CALLBACKS(GS_REPLAY_HOOK_LIST)
 };
 
 #endif

@@ -28,16 +28,7 @@ void *gs_replay_attach(struct gs_replay *r, const struct gs_replay_hook *h, size
         r->with.cb.fn[r->with.cb.n] = h->cb;                                         \
         r->with.cb.ctx[r->with.cb.n++] = ctx;                                        \
     }
-    GS_WITH(before_event)
-    GS_WITH(after_event)
-    GS_WITH(on_alloc)
-    GS_WITH(on_mark)
-    GS_WITH(on_range)
-    GS_WITH(on_device)
-    GS_WITH(on_failure)
-    GS_WITH(on_settled)
-    GS_WITH(finish)
-    GS_WITH(reset)
+    GS_REPLAY_HOOK_CALLBACKS(GS_WITH)
 #undef GS_WITH
     return ctx;
 }
