@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <libdeflate.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -19,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <libdeflate.h>
 #include <unistd.h>
 #include <zlib.h>
 

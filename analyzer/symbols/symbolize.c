@@ -44,11 +44,11 @@
  *   libdw.
  * - Program entry and thread start (gs_sym_plumbing: _start,
  *   __libc_start_call_main, glibc's start_thread and clone3...) are in
- *   every stack and in no report. A pc whose ELF symbol is one of them is named from the
- *   symbol table alone, and a module's DWARF is loaded only for a pc that is
- *   not: libc's, whose frames in GPU stacks are mostly those, is then never
- *   inflated. (The symbol index is built first for every module asked
- *   about; it is small beside DWARF.)
+ *   every stack and in no report. A pc whose ELF symbol is one of them is
+ *   named from the symbol table alone, and a module's DWARF is loaded only
+ *   for a pc that is not: libc's, whose frames in GPU stacks are mostly
+ *   those, is then never inflated. (The symbol index is built first for
+ *   every module asked about; it is small beside DWARF.)
  * - With a cache folder (gs_sym_use_cache), a module with a build id first
  *   looks in its file there (symcache.c), by offset in the module: an
  *   address found there is answered without opening the module, and one
@@ -971,6 +971,15 @@ static int glibc_threads_library(const char *path)
     return 0;
 }
 
+/* Whether the first len bytes of function are one of the n names. */
+static int named(const char *function, size_t len, const char *const *names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strlen(names[i]) == len && memcmp(function, names[i], len) == 0)
+            return 1;
+    return 0;
+}
+
 int gs_sym_plumbing(const char *function, const char *module_path)
 {
     /* names reserved to the implementation (a leading underscore), then
@@ -982,15 +991,9 @@ int gs_sym_plumbing(const char *function, const char *module_path)
     if (function == NULL)
         return 0;
     size_t len = strcspn(function, "@"); /* a versioned name: "__libc_start_main@@GLIBC_2.34" */
-    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
-        if (strlen(reserved[i]) == len && memcmp(function, reserved[i], len) == 0)
-            return 1;
-    if (!glibc_threads_library(module_path))
-        return 0;
-    for (size_t i = 0; i < sizeof glibc / sizeof glibc[0]; i++)
-        if (strlen(glibc[i]) == len && memcmp(function, glibc[i], len) == 0)
-            return 1;
-    return 0;
+    return named(function, len, reserved, sizeof reserved / sizeof reserved[0]) ||
+           (glibc_threads_library(module_path) &&
+            named(function, len, glibc, sizeof glibc / sizeof glibc[0]));
 }
 
 /* Whether the function around addr (runtime) is plumbing, by its ELF symbol. */
