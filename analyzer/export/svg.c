@@ -213,7 +213,7 @@ void gs_svg_device_chart(FILE *out, const struct gs_replay *r, unsigned device_i
     const struct gs_device_usage *u = &r->devices[device_index];
     int32_t device = device_index < GS_MAX_DEVICES ? (int32_t)device_index : -1;
     struct gs_timeline t;
-    gs_timeline_aligned(r->device_timelines[device_index], width_ns, n, &t);
+    gs_timeline_aligned(gs_device_timeline(r, device_index), width_ns, n, &t);
     struct scale s;
     uint64_t top = u->peak_bytes;
     for (unsigned i = 0; i < t.n; i++)

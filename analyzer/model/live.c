@@ -118,8 +118,7 @@ static void add_live(struct gs_replay *r, struct gs_live_alloc *a, uint64_t now,
         r->rounding_at_peak = r->rounding_live;
         gs_blocks_new_peak(r);
     }
-    gs_timeline_note(&r->timeline, now, r->live_bytes);
-    gs_timeline_device_note(r, (unsigned)(d - r->devices), now, d->live_bytes);
+    gs_timelines_note(r, (unsigned)(d - r->devices), now, d->live_bytes);
     gs_marks_device_added(r, a->size);
     gs_blocks_after_add(r, a);
     GS_REPLAY_HOOKS_CALL(r, on_device, a, how);
@@ -142,8 +141,7 @@ static void remove_live(struct gs_replay *r, struct gs_live_alloc *a)
     r->live_bytes -= a->size;
     uint64_t waste = gs_rounding_waste(a->size);
     r->rounding_live -= waste < r->rounding_live ? waste : r->rounding_live;
-    gs_timeline_note(&r->timeline, r->last_time_ns, r->live_bytes);
-    gs_timeline_device_note(r, (unsigned)(d - r->devices), r->last_time_ns, d->live_bytes);
+    gs_timelines_note(r, (unsigned)(d - r->devices), r->last_time_ns, d->live_bytes);
     gs_marks_device_removed(r, a->size);
     gs_blocks_after_remove(r, a);
     GS_REPLAY_HOOKS_CALL(r, on_device, a, GS_DEVICE_GONE);

@@ -186,8 +186,11 @@ struct gs_replay {
     struct gs_marks marks;   /* marks.c */
     struct gs_blocks blocks; /* blocks.c */
     struct gs_timeline timeline; /* timeline.c: device memory over time */
-    struct gs_timeline *device_timelines[GS_MAX_DEVICES + 1]; /* the same per device, made
-                                                              * on its first change */
+    /* the same per device, made on its first change; read with gs_device_timeline,
+     * since the one device of a run that has used one alone has none of its own:
+     * timeline_alone is its index + 1 (0 before any change, UINT32_MAX after) */
+    struct gs_timeline *device_timelines[GS_MAX_DEVICES + 1];
+    uint32_t timeline_alone;
     struct gs_graphs graphs; /* graphs.c: CUDA graphs */
     /* the analyses attached (gs_replay_attach): kept across gs_replay_reset */
     const struct gs_replay_hook *hook[GS_REPLAY_HOOKS];

@@ -37,10 +37,11 @@ void gs_site_count_thread(struct gs_site *s, uint32_t name);
 
 /* ---- timeline.c, called by live.c and replay.c ---- */
 void gs_timeline_note(struct gs_timeline *t, uint64_t time_ns, uint64_t live_bytes);
-/* Device memory of one device (index as gs_replay.devices) changed: its
- * timeline, made on the first change (none if there is no memory). */
-void gs_timeline_device_note(struct gs_replay *r, unsigned device_index, uint64_t time_ns,
-                             uint64_t live_bytes);
+/* Device memory of one device (index as gs_replay.devices) changed to
+ * device_bytes, after r->live_bytes did: the process's timeline and the
+ * device's (made on its first change; none if there is no memory). */
+void gs_timelines_note(struct gs_replay *r, unsigned device_index, uint64_t time_ns,
+                       uint64_t device_bytes);
 void gs_timelines_free(struct gs_replay *r);
 
 /* ---- marks.c and blocks.c, called by live.c and replay.c ---- */

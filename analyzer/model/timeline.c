@@ -8,6 +8,9 @@
  * width doubles: memory stays fixed and every bucket holds the most device
  * memory live at any moment of it. A bucket with no change carries the
  * value the last change left.
+ *
+ * A run on one device has one timeline: the device's is the process's
+ * (gs_timelines_note), so that a change costs one note, not two.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -61,15 +64,54 @@ void gs_timeline_note(struct gs_timeline *t, uint64_t time_ns, uint64_t live_byt
     t->last_width = at == t->n - 1 ? t->width_ns : 0;
 }
 
-void gs_timeline_device_note(struct gs_replay *r, unsigned device_index, uint64_t time_ns,
-                             uint64_t live_bytes)
+static void device_note(struct gs_replay *r, unsigned device_index, uint64_t time_ns,
+                        uint64_t live_bytes)
 {
-    if (device_index > GS_MAX_DEVICES)
-        return;
     struct gs_timeline **t = &r->device_timelines[device_index];
     if (!*t && !(*t = calloc(1, sizeof **t)))
         return;
     gs_timeline_note(*t, time_ns, live_bytes);
+}
+
+/* While every change has been on one device, which held all the device
+ * memory live at the first (the others none), that device's timeline is the
+ * process's: it is kept once (timeline_alone, the device's index + 1). Both
+ * change by the same bytes after. The first change on another device copies
+ * it to the device's own, and each device keeps its own after. */
+#define SPLIT UINT32_MAX
+
+void gs_timelines_note(struct gs_replay *r, unsigned device_index, uint64_t time_ns,
+                       uint64_t device_bytes)
+{
+    if (device_index > GS_MAX_DEVICES)
+        return;
+    if (r->timeline_alone == device_index + 1) { /* device_bytes is r->live_bytes still */
+        gs_timeline_note(&r->timeline, time_ns, device_bytes);
+        return;
+    }
+    if (!r->timeline_alone && !r->timeline.width_ns && device_bytes == r->live_bytes) {
+        r->timeline_alone = device_index + 1; /* the first change */
+        gs_timeline_note(&r->timeline, time_ns, device_bytes);
+        return;
+    }
+    if (r->timeline_alone && r->timeline_alone != SPLIT) {
+        struct gs_timeline *own = malloc(sizeof *own);
+        if (own)
+            *own = r->timeline;
+        r->device_timelines[r->timeline_alone - 1] = own; /* none on no memory, as below */
+    }
+    r->timeline_alone = SPLIT;
+    gs_timeline_note(&r->timeline, time_ns, r->live_bytes);
+    device_note(r, device_index, time_ns, device_bytes);
+}
+
+const struct gs_timeline *gs_device_timeline(const struct gs_replay *r, unsigned device_index)
+{
+    if (device_index > GS_MAX_DEVICES)
+        return NULL;
+    if (r->timeline_alone == device_index + 1)
+        return &r->timeline;
+    return r->device_timelines[device_index];
 }
 
 void gs_timelines_free(struct gs_replay *r)
@@ -78,6 +120,7 @@ void gs_timelines_free(struct gs_replay *r)
         free(r->device_timelines[d]);
         r->device_timelines[d] = NULL;
     }
+    r->timeline_alone = 0;
 }
 
 /* Every timeline starts 1 ms wide and doubles, so the widest one's width is
@@ -86,16 +129,16 @@ void gs_timeline_span(const struct gs_replay *r, uint64_t *width_ns, unsigned *n
 {
     uint64_t w = r->timeline.width_ns;
     for (unsigned d = 0; d <= GS_MAX_DEVICES; d++)
-        if (r->device_timelines[d] && r->device_timelines[d]->width_ns > w)
-            w = r->device_timelines[d]->width_ns;
+        if (gs_device_timeline(r, d) && gs_device_timeline(r, d)->width_ns > w)
+            w = gs_device_timeline(r, d)->width_ns;
     unsigned most = 0;
     struct gs_timeline a;
     gs_timeline_aligned(&r->timeline, w, 0, &a);
     most = a.n;
     for (unsigned d = 0; d <= GS_MAX_DEVICES; d++) {
-        if (!r->device_timelines[d])
+        if (!gs_device_timeline(r, d))
             continue;
-        gs_timeline_aligned(r->device_timelines[d], w, 0, &a);
+        gs_timeline_aligned(gs_device_timeline(r, d), w, 0, &a);
         if (a.n > most)
             most = a.n;
     }

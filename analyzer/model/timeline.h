@@ -26,6 +26,9 @@ struct gs_timeline {
     uint64_t last_from, last_width;
 };
 
+/* Device memory of one device (index as gs_replay.devices) over time, or
+ * NULL if it never changed. */
+const struct gs_timeline *gs_device_timeline(const struct gs_replay *r, unsigned device_index);
 /* The common bucket width and count of a report: the widest timeline's. */
 void gs_timeline_span(const struct gs_replay *r, uint64_t *width_ns, unsigned *n);
 /* src's buckets merged up to width_ns (a power-of-two multiple of its own)

@@ -195,7 +195,7 @@ static void timeline(struct gs_json *j, const struct gs_replay *r)
             continue;
         int32_t dev = d < GS_MAX_DEVICES ? d : -1;
         struct gs_timeline dt;
-        gs_timeline_aligned(r->device_timelines[d], width, n, &dt);
+        gs_timeline_aligned(gs_device_timeline(r, (unsigned)d), width, n, &dt);
         gs_json_begin_object(j, NULL);
         gs_json_int(j, "device", dev);
         buckets(j, &dt);

@@ -318,7 +318,7 @@ static void timeline(const struct gs_replay *r, FILE *out)
             continue;
         struct gs_timeline t;
         char lead[32];
-        gs_timeline_aligned(r->device_timelines[d], width, n, &t);
+        gs_timeline_aligned(gs_device_timeline(r, (unsigned)d), width, n, &t);
         if (d < GS_MAX_DEVICES)
             snprintf(lead, sizeof lead, "  timeline %-2d", d);
         else

@@ -3,11 +3,13 @@
  * it, buckets without a change carry the last value, and when the run
  * outgrows the buckets pairs merge (the most of the two) and the width
  * doubles, keeping every peak; each device has its own, and a report puts
- * them on one time scale (merged up to the widest, carried to the end).
+ * them on one time scale (merged up to the widest, carried to the end); a
+ * device used alone shares the process's, and gives the same as its own.
  * The last bucket's times, kept so that a change there costs no division,
  * give what dividing gives, change after change.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "analyzer/model/model.h"
@@ -65,27 +67,33 @@ Test(timeline, aligned_merges_to_a_wider_width_and_carries_the_last)
     cr_assert_eq(a.hi[0] | a.hi[1] | a.hi[2], 0, "no timeline: nothing live");
 }
 
+/* A change of device memory as live.c makes it: the device's bytes, then
+ * the process's, then the timelines. */
+static void change(struct gs_replay *r, unsigned device, uint64_t time_ns, int64_t delta)
+{
+    r->devices[device].live_bytes += (uint64_t)delta;
+    r->live_bytes += (uint64_t)delta;
+    gs_timelines_note(r, device, time_ns, r->devices[device].live_bytes);
+}
+
 Test(timeline, each_device_its_own_on_a_common_scale)
 {
     static struct gs_replay r; /* zeroed: only the timelines are used */
-    /* device 0: 1 MiB at 0 ms, freed at 2 ms; device 1: 3 MiB at 100 ms;
-     * all devices together, as replay.c notes them */
-    gs_timeline_device_note(&r, 0, 0, 1 << 20);
-    gs_timeline_note(&r.timeline, 0, 1 << 20);
-    gs_timeline_device_note(&r, 0, 2 * MS, 0);
-    gs_timeline_note(&r.timeline, 2 * MS, 0);
-    gs_timeline_device_note(&r, 1, 100 * MS, 3 << 20);
-    gs_timeline_note(&r.timeline, 100 * MS, 3 << 20);
-    cr_assert_null(r.device_timelines[2], "no change on device 2: no timeline");
-    cr_assert_eq(r.device_timelines[0]->width_ns, MS, "device 0 alone stays 1 ms wide");
+    /* device 0: 1 MiB at 0 ms, freed at 2 ms; device 1: 3 MiB at 100 ms */
+    change(&r, 0, 0, 1 << 20);
+    change(&r, 0, 2 * MS, -(1 << 20));
+    change(&r, 1, 100 * MS, 3 << 20);
+    cr_assert_null(gs_device_timeline(&r, 2), "no change on device 2: no timeline");
+    cr_assert_eq(gs_device_timeline(&r, 0)->width_ns, MS, "device 0 alone stays 1 ms wide");
+    cr_assert_eq(r.timeline.width_ns, 2 * MS, "all devices: 100 ms in 64 buckets");
     uint64_t width;
     unsigned n;
     gs_timeline_span(&r, &width, &n);
     cr_assert_eq(width, 2 * MS, "100 ms in 64 buckets: 2 ms each");
     cr_assert_eq(n, 51);
     struct gs_timeline d0, d1;
-    gs_timeline_aligned(r.device_timelines[0], width, n, &d0);
-    gs_timeline_aligned(r.device_timelines[1], width, n, &d1);
+    gs_timeline_aligned(gs_device_timeline(&r, 0), width, n, &d0);
+    gs_timeline_aligned(gs_device_timeline(&r, 1), width, n, &d1);
     cr_assert_eq(d0.n, 51);
     cr_assert_eq(d0.hi[0], 1 << 20, "device 0's first 2 ms");
     cr_assert_eq(d0.hi[1], 1 << 20, "freed at the start of its second bucket, which held it");
@@ -94,7 +102,71 @@ Test(timeline, each_device_its_own_on_a_common_scale)
     cr_assert_eq(d1.hi[49], 0);
     cr_assert_eq(d1.hi[50], 3 << 20, "device 1's allocation in the last bucket");
     gs_timelines_free(&r);
-    cr_assert_null(r.device_timelines[0]);
+    cr_assert_null(gs_device_timeline(&r, 0));
+}
+
+static void same_timeline(const struct gs_timeline *a, const struct gs_timeline *b,
+                          const char *what)
+{
+    cr_assert_eq(a->width_ns, b->width_ns, "%s: width", what);
+    cr_assert_eq(a->n, b->n, "%s: buckets", what);
+    cr_assert_arr_eq(a->hi, b->hi, sizeof a->hi, "%s: the most in each bucket", what);
+    cr_assert_arr_eq(a->end, b->end, sizeof a->end, "%s: the last in each bucket", what);
+    cr_assert_eq(a->last_from, b->last_from, "%s: the last bucket's start", what);
+    cr_assert_eq(a->last_width, b->last_width, "%s: the last bucket's width", what);
+}
+
+/* Two runs of the same changes, one with the device's timeline kept apart
+ * from the start: each device's timeline must be the same in both, before
+ * and after a second device joins, whichever of the two ways it is kept. */
+Test(timeline, one_device_alone_shares_the_process_timeline)
+{
+    static struct gs_replay r, apart;
+    uint64_t s = 7;
+    change(&apart, 3, 0, 0); /* device 3 first, at no cost: the others apart from the start */
+    for (int phase = 0; phase < 3; phase++) {
+        unsigned device = phase == 1 ? 5 : 0; /* device 0 alone, then 5, then 0 again */
+        for (int i = 0; i < 500; i++) {
+            uint64_t t = (uint64_t)(phase * 500 + i) * MS / 3;
+            int64_t d = (int64_t)(s = s * 6364136223846793005ull + 1442695040888963407ull) >> 44;
+            if ((int64_t)r.devices[device].live_bytes + d < 0)
+                d = -d;
+            change(&r, device, t, d);
+            change(&apart, device, t, d);
+        }
+        if (phase == 0) {
+            cr_assert_eq(gs_device_timeline(&r, 0), &r.timeline,
+                         "device 0 alone: its timeline is the process's");
+            cr_assert_null(r.device_timelines[0], "and is not kept twice");
+        } else {
+            cr_assert_neq(gs_device_timeline(&r, 0), &r.timeline, "two devices: one each");
+        }
+        for (unsigned dev = 0; dev <= GS_MAX_DEVICES; dev++) {
+            const struct gs_timeline *a = gs_device_timeline(&r, dev),
+                                     *b = gs_device_timeline(&apart, dev);
+            char what[64];
+            snprintf(what, sizeof what, "phase %d, device %u", phase, dev);
+            if (dev == 3)
+                continue;
+            cr_assert_eq(!a, !b, "%s: a timeline in both or neither", what);
+            if (a)
+                same_timeline(a, b, what);
+        }
+        same_timeline(&r.timeline, &apart.timeline, "all devices");
+    }
+    gs_timelines_free(&r);
+    gs_timelines_free(&apart);
+}
+
+Test(timeline, memory_on_another_device_from_a_checkpoint_is_not_device_0s)
+{
+    static struct gs_replay r;
+    r.devices[1].live_bytes = r.live_bytes = 1000; /* loaded, not a change */
+    change(&r, 0, MS, 24);
+    cr_assert_eq(r.timeline.end[1], 1024, "all devices");
+    cr_assert_eq(gs_device_timeline(&r, 0)->end[1], 24, "device 0 alone");
+    cr_assert_null(gs_device_timeline(&r, 1), "no change on device 1");
+    gs_timelines_free(&r);
 }
 
 /* ---- the last bucket's times, kept so that most changes cost no division ---- */
