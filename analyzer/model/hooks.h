@@ -18,7 +18,9 @@ struct gs_revent;
 /* An analysis that follows the replay: attached with gs_replay_attach (the
  * analyzer's growth and oom attach theirs, analyzer/findings/; the shim's
  * bounded model attaches none). Each callback may be NULL; ctx is the
- * context gs_replay_attach made for it. Called in the order attached. */
+ * context gs_replay_attach made for it. Called in the order attached. A
+ * hook reads the replay's state and changes none of it but what it is
+ * given to (a's tag): the live set is the replay's alone. */
 struct gs_replay_hook {
     /* before and after each event the replay applies (a probe's held apart too) */
     void (*before_event)(void *ctx, struct gs_replay *r, uint64_t time_ns);

@@ -147,25 +147,33 @@ static void remove_live(struct gs_replay *r, struct gs_live_alloc *a)
     GS_REPLAY_HOOKS_CALL(r, on_device, a, GS_DEVICE_GONE);
 }
 
+/* As gs_replay_insert, at slot: where the live set's map keeps a->addr's
+ * index (gs_idmap_add's, the map unchanged since). The record as stored, or
+ * NULL, the key taken out again. */
+static struct gs_live_alloc *insert_at(struct gs_replay *r, const struct gs_live_alloc *a,
+                                       uint64_t *slot)
+{
+    size_t idx = r->free_slot;
+    if (idx == SIZE_MAX) {
+        if (gs_reserve((void **)&r->allocs, &r->allocs_cap, r->nallocs, sizeof *r->allocs) != 0) {
+            gs_idmap_remove_found(r->live[a->space], slot);
+            return NULL;
+        }
+        idx = r->nallocs++;
+    } else {
+        r->free_slot = (size_t)r->allocs[idx].addr; /* the free list is threaded through addr */
+    }
+    *slot = idx;
+    r->allocs[idx] = *a;
+    return &r->allocs[idx];
+}
+
 /* As gs_replay_insert; the record as stored, or NULL. */
 static struct gs_live_alloc *insert(struct gs_replay *r, const struct gs_live_alloc *a)
 {
-    size_t idx;
-    if (r->free_slot != SIZE_MAX) {
-        idx = r->free_slot;
-    } else {
-        if (gs_reserve((void **)&r->allocs, &r->allocs_cap, r->nallocs, sizeof *r->allocs) != 0)
-            return NULL;
-        idx = r->nallocs;
-    }
-    if (gs_idmap_put(r->live[a->space], a->addr, idx) != 0)
-        return NULL; /* the slot stays free */
-    if (idx == r->nallocs)
-        r->nallocs++;
-    else
-        r->free_slot = (size_t)r->allocs[idx].addr; /* the free list is threaded through addr */
-    r->allocs[idx] = *a;
-    return &r->allocs[idx];
+    int added;
+    uint64_t *slot = gs_idmap_add(r->live[a->space], a->addr, &added);
+    return slot ? insert_at(r, a, slot) : NULL;
 }
 
 int gs_replay_insert(struct gs_replay *r, const struct gs_live_alloc *a)
@@ -197,14 +205,25 @@ static int take(struct gs_replay *r, uint32_t space, uint64_t addr, struct gs_li
 
 void gs_replay_apply_alloc(struct gs_replay *r, const struct gs_revent *e)
 {
-    struct gs_live_alloc old;
     if (e->kind >= GS_KIND_COUNT || e->space >= GS_SPACE_COUNT)
         return; /* from a newer writer: not counted here */
-    if (take(r, e->space, e->addr, &old) == 0) /* its free was lost with a damaged chunk */
+    /* one probe of the live set for the look and the insert: slot keeps
+     * e->addr's place until the allocation is stored (nothing below changes
+     * this map before; hooks do not change the live set) */
+    int added;
+    uint64_t *slot = gs_idmap_add(r->live[e->space], e->addr, &added);
+    if (slot && !added) { /* its free was lost with a damaged chunk */
+        struct gs_live_alloc old;
+        take_found(r, e->space, slot, &old);
         remove_live(r, &old);
+        slot = NULL;
+    }
     struct gs_site *s = gs_replay_site(r, e->stack_id, e->kind, 1);
-    if (!s)
+    if (!s) {
+        if (slot)
+            gs_idmap_remove_found(r->live[e->space], slot);
         return;
+    }
     if (!s->allocs)
         s->api = e->api;
     s->allocs++;
@@ -233,7 +252,7 @@ void gs_replay_apply_alloc(struct gs_replay *r, const struct gs_revent *e)
         device_usage(r, e->device)->allocs++;
         GS_REPLAY_HOOKS_CALL(r, on_alloc, a.site, e->time_ns);
     }
-    struct gs_live_alloc *stored = insert(r, &a);
+    struct gs_live_alloc *stored = slot ? insert_at(r, &a, slot) : insert(r, &a);
     if (stored) /* the record as stored: an analysis may tag it (on_device) */
         add_live(r, stored, e->time_ns, GS_DEVICE_NEW);
 }

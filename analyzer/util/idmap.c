@@ -111,22 +111,38 @@ static int grow(struct gs_idmap *m)
     return 0;
 }
 
-int gs_idmap_put(struct gs_idmap *m, uint64_t key, uint64_t value)
+uint64_t *gs_idmap_add(struct gs_idmap *m, uint64_t key, int *added)
 {
     if (key == EMPTY) {
-        m->count += !m->has_empty_key;
-        m->has_empty_key = 1;
-        m->empty_key_value = value;
-        return 0;
+        *added = !m->has_empty_key;
+        if (*added) {
+            m->has_empty_key = 1;
+            m->empty_key_value = 0;
+            m->count++;
+        }
+        return &m->empty_key_value;
     }
-    if ((m->count + 1) * 4 > m->cap && grow(m) != 0)
-        return -1;
+    if ((m->count + 1) * 4 > m->cap && grow(m) != 0) {
+        *added = 0;
+        return lookup(m, key); /* no room for a new key: one already there still counts */
+    }
     struct slot *s = find(m, key);
-    if (s->key == EMPTY) {
+    *added = s->key == EMPTY;
+    if (*added) {
         s->key = key;
+        s->value = 0;
         m->count++;
     }
-    s->value = value;
+    return &s->value;
+}
+
+int gs_idmap_put(struct gs_idmap *m, uint64_t key, uint64_t value)
+{
+    int added;
+    uint64_t *v = gs_idmap_add(m, key, &added);
+    if (!v)
+        return -1;
+    *v = value;
     return 0;
 }
 

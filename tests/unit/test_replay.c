@@ -485,7 +485,18 @@ Test(idmap, million_random_ops_against_reference)
         uint64_t v;
         if (kind < put_pct) {
             uint64_t val = r ^ op;
-            cr_assert_eq(gs_idmap_put(m, keys[i], val), 0);
+            if (kind % 2) { /* half by put, half by add, which says whether it was there */
+                cr_assert_eq(gs_idmap_put(m, keys[i], val), 0);
+            } else {
+                int added = -1;
+                uint64_t *slot = gs_idmap_add(m, keys[i], &added);
+                cr_assert_not_null(slot);
+                cr_assert_eq(added, !present[i], "op %llu: add of key %zu, there %d",
+                             (unsigned long long)op, i, present[i]);
+                cr_assert_eq(*slot, present[i] ? vals[i] : 0, "op %llu: key %zu's value",
+                             (unsigned long long)op, i);
+                *slot = val;
+            }
             count += !present[i];
             present[i] = 1;
             vals[i] = val;
