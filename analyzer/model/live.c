@@ -26,18 +26,26 @@
 
 struct gs_site *gs_replay_site(struct gs_replay *r, uint32_t stack_id, uint32_t kind, int make)
 {
+    /* most lookups: a site looked up lately, in the cache in front of the
+     * map, placed by the stack id's low bits (ids are counted up) */
     uint64_t key = (uint64_t)stack_id << 8 | kind, idx;
-    if (gs_idmap_get(r->sites_by_key, key, &idx) == 0)
-        return &r->sites[idx];
-    if (!make ||
-        gs_reserve((void **)&r->sites, &r->sites_cap, r->nsites, sizeof *r->sites) != 0 ||
-        gs_idmap_put(r->sites_by_key, key, r->nsites) != 0)
-        return NULL;
-    struct gs_site *s = &r->sites[r->nsites++];
-    memset(s, 0, sizeof *s);
-    s->stack_id = stack_id;
-    s->kind = kind;
-    return s;
+    typeof(r->site_cache[0]) *c = &r->site_cache[(stack_id ^ kind << 4) % GS_SITE_CACHE];
+    if (c->key_1 == key + 1)
+        return &r->sites[c->idx];
+    if (gs_idmap_get(r->sites_by_key, key, &idx) != 0) {
+        if (!make ||
+            gs_reserve((void **)&r->sites, &r->sites_cap, r->nsites, sizeof *r->sites) != 0 ||
+            gs_idmap_put(r->sites_by_key, key, r->nsites) != 0)
+            return NULL;
+        idx = r->nsites++;
+        struct gs_site *s = &r->sites[idx];
+        memset(s, 0, sizeof *s);
+        s->stack_id = stack_id;
+        s->kind = kind;
+    }
+    c->key_1 = key + 1;
+    c->idx = (size_t)idx;
+    return &r->sites[idx];
 }
 
 /* Saves the site's figures if this is its first change since the last peak. */

@@ -30,6 +30,7 @@
 struct gs_idmap;
 
 /* GS_MAX_DEVICES: analyzer/trace/trace.h */
+#define GS_SITE_CACHE 256   /* sites by (stack, kind) kept in front of their map */
 #define GS_RECENT_FREES 256 /* frees a FREE_FAILED may still undo */
 #define GS_MAX_FAILURES 10000 /* failed allocations kept with their details */
 
@@ -156,6 +157,11 @@ struct gs_replay {
     struct gs_live_alloc *allocs;
     size_t nallocs, allocs_cap, free_slot;
     struct gs_idmap *sites_by_key;
+    /* the sites looked up lately, by (stack, kind) (live.c); key + 1, 0: none */
+    struct {
+        uint64_t key_1;
+        size_t idx;
+    } site_cache[GS_SITE_CACHE];
     struct gs_site *sites;
     size_t nsites, sites_cap;
     struct gs_recent_free *recent; /* for FREE_FAILED */

@@ -427,6 +427,46 @@ static uint64_t splitmix(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+/* Sites by (stack, kind), looked up through the cache in front of their
+ * map: stacks far more than its slots, and each kind of each, in a random
+ * order, each lookup the site of that stack and kind, the same each time. */
+Test(replay, sites_by_stack_and_kind_through_the_cache)
+{
+    enum { STACKS = 3 * GS_SITE_CACHE + 5, LOOKS = 200000 };
+    static struct gs_replay r;
+    gs_replay_init(&r);
+    static size_t first[STACKS][GS_KIND_COUNT]; /* index + 1 of each site made */
+    cr_assert_not_null(gs_replay_site(&r, 1, 0, 1)); /* sites[0], in a slot of its own */
+    cr_assert_null(gs_replay_site(&r, 0, 0, 0), "stack 0 in a slot never filled: no site");
+    cr_assert_eq(gs_replay_site(&r, 1, 0, 0), &r.sites[0]);
+    uint64_t seed = 99;
+    size_t made = 1;
+    for (int i = 0; i < LOOKS; i++) {
+        uint64_t x = splitmix(&seed);
+        uint32_t stack = (uint32_t)(x % STACKS) * 7 + 2, kind = (uint32_t)(x >> 40) % GS_KIND_COUNT;
+        int make = (x >> 60) != 0; /* some only look */
+        struct gs_site *s = gs_replay_site(&r, stack, kind, make);
+        size_t *f = &first[(stack - 2) / 7][kind];
+        if (!*f && !make) {
+            cr_assert_null(s, "look %d: stack %u kind %u was never made", i, stack, kind);
+            continue;
+        }
+        cr_assert_not_null(s);
+        cr_assert_eq(s->stack_id, stack, "look %d: the site of stack %u", i, stack);
+        cr_assert_eq(s->kind, kind, "look %d: the site of kind %u", i, kind);
+        size_t idx = (size_t)(s - r.sites);
+        if (!*f) {
+            *f = idx + 1;
+            made++;
+        }
+        cr_assert_eq(idx + 1, *f, "look %d: stack %u kind %u: the same site each time", i, stack,
+                     kind);
+    }
+    cr_assert_eq(r.nsites, made, "one site per (stack, kind)");
+    cr_assert_null(gs_replay_site(&r, 0, 0, 0), "stack 0 still never made");
+    gs_replay_free(&r);
+}
+
 Test(idmap, empty_map)
 {
     struct gs_idmap *m = gs_idmap_new();
