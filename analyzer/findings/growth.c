@@ -55,11 +55,10 @@ static void growth_free(void *ctx)
     free(ctx);
 }
 
-/* Room for the samples of site idx: 0, or -1 on no memory. */
-static int room(struct gs_growth *g, size_t idx)
+/* room past its common case, out of line: the samples of sites up to idx
+ * made. 0, or -1 on no memory. */
+static __attribute__((noinline)) int grow(struct gs_growth *g, size_t idx)
 {
-    if (idx < g->nsites)
-        return 0;
     size_t cap = g->nsites ? g->nsites : 64;
     while (cap <= idx)
         cap *= 2;
@@ -78,6 +77,12 @@ static int room(struct gs_growth *g, size_t idx)
         first[i] = UINT64_MAX;
     g->nsites = cap;
     return 0;
+}
+
+/* Room for the samples of site idx: 0, or -1 on no memory. */
+static inline int room(struct gs_growth *g, size_t idx)
+{
+    return idx < g->nsites ? 0 : grow(g, idx);
 }
 
 static void growth_on_alloc(void *ctx, struct gs_replay *r, size_t site, uint64_t time_ns)

@@ -129,27 +129,32 @@ static void roles_free(void *ctx)
     free(ctx);
 }
 
-static struct gs_role_site *site_stats(struct gs_roles *g, size_t site)
+/* Room for site's figures in g->sites: 0, or -1 on no memory. */
+static __attribute__((noinline)) int grow_sites(struct gs_roles *g, size_t site)
 {
-    if (site >= g->nsites) {
-        size_t n = g->nsites ? g->nsites : 64;
-        while (n <= site)
-            n *= 2;
-        struct gs_role_site *s = realloc(g->sites, n * sizeof *s);
-        if (!s)
-            return NULL;
-        for (size_t i = g->nsites; i < n; i++)
-            s[i] = (struct gs_role_site){.first_ns = UINT64_MAX, .stack_phase = -1, .role = -1};
-        g->sites = s;
-        g->nsites = n;
-    }
-    return &g->sites[site];
+    size_t n = g->nsites ? g->nsites : 64;
+    while (n <= site)
+        n *= 2;
+    struct gs_role_site *s = realloc(g->sites, n * sizeof *s);
+    if (!s)
+        return -1;
+    for (size_t i = g->nsites; i < n; i++)
+        s[i] = (struct gs_role_site){.first_ns = UINT64_MAX, .stack_phase = -1, .role = -1};
+    g->sites = s;
+    g->nsites = n;
+    return 0;
 }
 
-/* The phase thread tid is in now, from its name and its ranges. */
-static enum gs_phase thread_phase(struct gs_roles *rg, struct gs_replay *r, uint32_t tid)
+static inline struct gs_role_site *site_stats(struct gs_roles *g, size_t site)
 {
-    uint32_t name = gs_replay_thread_of_event(r, tid);
+    return site < g->nsites || grow_sites(g, site) == 0 ? &g->sites[site] : NULL;
+}
+
+/* thread_phase past its most common case (a thread of the name looked at
+ * last, not autograd's, no range open), out of line. */
+static __attribute__((noinline)) enum gs_phase phase_of(struct gs_roles *rg, struct gs_replay *r,
+                                                        uint32_t tid, uint32_t name)
+{
     if (!rg->name_valid || name != rg->name) { /* names change seldom: looked at once */
         const char *text = gs_replay_thread_name(r, name);
         rg->name = name;
@@ -169,6 +174,15 @@ static enum gs_phase thread_phase(struct gs_roles *rg, struct gs_replay *r, uint
             return p;
     }
     return GS_PHASE_NONE;
+}
+
+/* The phase thread tid is in now, from its name and its ranges. */
+static inline enum gs_phase thread_phase(struct gs_roles *rg, struct gs_replay *r, uint32_t tid)
+{
+    uint32_t name = gs_replay_thread_of_event(r, tid);
+    if (rg->name_valid && name == rg->name && !rg->name_autograd && !rg->ranges->nopen)
+        return GS_PHASE_NONE;
+    return phase_of(rg, r, tid, name);
 }
 
 static int ends_with(const char *s, const char *tail)
@@ -199,7 +213,9 @@ static enum gs_phase stack_phase(const struct gs_replay *r, uint32_t stack_id)
     return GS_PHASE_NONE;
 }
 
-static void on_new(struct gs_roles *g, struct gs_replay *r, struct gs_live_alloc *a)
+/* on_new and on_gone out of line: each saves only the registers it uses. */
+static __attribute__((noinline)) void on_new(struct gs_roles *g, struct gs_replay *r,
+                                             struct gs_live_alloc *a)
 {
     struct gs_role_site *s = site_stats(g, a->site);
     if (!s || !a->seq)
@@ -222,7 +238,8 @@ static void on_new(struct gs_roles *g, struct gs_replay *r, struct gs_live_alloc
         s->last_ns = a->time_ns;
 }
 
-static void on_gone(struct gs_roles *g, struct gs_replay *r, const struct gs_live_alloc *a)
+static __attribute__((noinline)) void on_gone(struct gs_roles *g, struct gs_replay *r,
+                                              const struct gs_live_alloc *a)
 {
     if (!(a->tag & TAGGED) || a->site >= g->nsites)
         return; /* made before the analysis began (a checkpoint) */

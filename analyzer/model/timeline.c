@@ -80,15 +80,11 @@ static void device_note(struct gs_replay *r, unsigned device_index, uint64_t tim
  * it to the device's own, and each device keeps its own after. */
 #define SPLIT UINT32_MAX
 
-void gs_timelines_note(struct gs_replay *r, unsigned device_index, uint64_t time_ns,
-                       uint64_t device_bytes)
+/* gs_timelines_note past its most common case: out of line, so that the
+ * case costs no saving of registers. */
+static __attribute__((noinline)) void note_apart(struct gs_replay *r, unsigned device_index,
+                                                 uint64_t time_ns, uint64_t device_bytes)
 {
-    if (device_index > GS_MAX_DEVICES)
-        return;
-    if (r->timeline_alone == device_index + 1) { /* device_bytes is r->live_bytes still */
-        gs_timeline_note(&r->timeline, time_ns, device_bytes);
-        return;
-    }
     if (!r->timeline_alone && !r->timeline.width_ns && device_bytes == r->live_bytes) {
         r->timeline_alone = device_index + 1; /* the first change */
         gs_timeline_note(&r->timeline, time_ns, device_bytes);
@@ -103,6 +99,17 @@ void gs_timelines_note(struct gs_replay *r, unsigned device_index, uint64_t time
     r->timeline_alone = SPLIT;
     gs_timeline_note(&r->timeline, time_ns, r->live_bytes);
     device_note(r, device_index, time_ns, device_bytes);
+}
+
+void gs_timelines_note(struct gs_replay *r, unsigned device_index, uint64_t time_ns,
+                       uint64_t device_bytes)
+{
+    if (device_index > GS_MAX_DEVICES)
+        return;
+    if (r->timeline_alone == device_index + 1) /* device_bytes is r->live_bytes still */
+        gs_timeline_note(&r->timeline, time_ns, device_bytes);
+    else
+        note_apart(r, device_index, time_ns, device_bytes);
 }
 
 const struct gs_timeline *gs_device_timeline(const struct gs_replay *r, unsigned device_index)
