@@ -468,7 +468,7 @@ void gs_blocks_new_peak(struct gs_replay *r) { r->blocks.peak_pending = 1; }
 
 void gs_blocks_before_add(struct gs_replay *r, const struct gs_live_alloc *a, int new_peak)
 {
-    if (segment_kind(r, a) && !new_peak)
+    if (r->blocks.peak_pending && !new_peak && segment_kind(r, a))
         before_change(r);
 }
 
@@ -483,7 +483,7 @@ void gs_blocks_after_add(struct gs_replay *r, const struct gs_live_alloc *a)
 
 void gs_blocks_before_remove(struct gs_replay *r, const struct gs_live_alloc *a)
 {
-    if (segment_kind(r, a))
+    if (r->blocks.peak_pending && segment_kind(r, a))
         before_change(r);
 }
 

@@ -190,15 +190,21 @@ int gs_replay_insert(struct gs_replay *r, const struct gs_live_alloc *a)
 }
 
 /* Takes the allocation whose index gs_idmap_find found in space's map out
- * of the live set into *out. */
-static void take_found(struct gs_replay *r, uint32_t space, uint64_t *found,
-                       struct gs_live_alloc *out)
+ * of the live set, its record gone with it. */
+static void unlink_found(struct gs_replay *r, uint32_t space, uint64_t *found)
 {
     size_t idx = (size_t)*found;
     gs_idmap_remove_found(r->live[space], found);
-    *out = r->allocs[idx];
     r->allocs[idx].addr = r->free_slot;
     r->free_slot = idx;
+}
+
+/* As unlink_found, the record copied into *out first. */
+static void take_found(struct gs_replay *r, uint32_t space, uint64_t *found,
+                       struct gs_live_alloc *out)
+{
+    *out = r->allocs[*found];
+    unlink_found(r, space, found);
 }
 
 /* Takes the allocation at addr out of the live set into *out; -1 if none. */
@@ -265,8 +271,9 @@ void gs_replay_apply_alloc(struct gs_replay *r, const struct gs_revent *e)
         add_live(r, stored, e->time_ns, GS_DEVICE_NEW);
 }
 
-static void remember_free(struct gs_replay *r, const struct gs_live_alloc *a, uint32_t tid,
-                          int removed)
+/* The ring's record of a FREE, which FREE_FAILED may undo. */
+static struct gs_recent_free *remember_free(struct gs_replay *r, const struct gs_live_alloc *a,
+                                            uint32_t tid, int removed)
 {
     struct gs_recent_free *slot = &r->recent[r->recent_next++ % RECENT_FREES];
     slot->a = *a;
@@ -274,6 +281,7 @@ static void remember_free(struct gs_replay *r, const struct gs_live_alloc *a, ui
     slot->valid = 1;
     slot->removed = removed;
     slot->nothing = 0;
+    return slot;
 }
 
 /* Drops one reference of the allocation at (space, addr); it ends with its
@@ -290,13 +298,14 @@ static int drop(struct gs_replay *r, uint32_t space, uint64_t addr, uint32_t tid
         remember_free(r, live, tid, 0);
         return 0;
     }
-    struct gs_live_alloc a;
-    take_found(r, space, found, &a);
-    remove_live(r, &a);
+    /* the ring's copy is the one the rest reads: one copy, not two */
+    struct gs_live_alloc *a = &remember_free(r, live, tid, 1)->a;
+    unlink_found(r, space, found);
+    remove_live(r, a);
     r->frees++;
-    remember_free(r, &a, tid, 1);
-    if (a.parent)
-        drop(r, GS_SPACE_HANDLE, a.parent, tid);
+    uint64_t parent = a->parent;
+    if (parent)
+        drop(r, GS_SPACE_HANDLE, parent, tid);
     return 0;
 }
 

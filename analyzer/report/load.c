@@ -97,15 +97,22 @@ static void watch_pycode(void *ctx, const struct gs_rpycode *c)
     gs_replay_ops.pycode(&((struct watching *)ctx)->l->r, c);
 }
 
-/* Each event to the replay, between the watch's two looks when there is one. */
+/* Each event to the replay, between the watch's two looks. */
 static void watch_event(void *ctx, const struct gs_revent *e)
 {
     struct watching *wa = ctx;
-    if (wa->w && wa->w->before)
+    if (wa->w->before)
         wa->w->before(wa->w->ctx, wa->l, e);
-    gs_replay_ops.event(&wa->l->r, e);
-    if (wa->w && wa->w->after)
+    gs_replay_event(&wa->l->r, e);
+    if (wa->w->after)
         wa->w->after(wa->w->ctx, wa->l, e);
+}
+
+/* Each event to the replay, unwatched: straight on (most of reading's cost
+ * is per event). */
+static void replay_event(void *ctx, const struct gs_revent *e)
+{
+    gs_replay_event(&((struct watching *)ctx)->l->r, e);
 }
 
 static int watch_checkpoint(void *ctx, uint8_t type, const uint8_t *payload, size_t len)
@@ -118,14 +125,22 @@ static void watch_thread(void *ctx, uint32_t tid, const char *name)
     gs_replay_ops.thread(&((struct watching *)ctx)->l->r, tid, name);
 }
 
-/* Watched or not, the same ops: modules are registered with the symbolizer
- * as they come, so that it opens those the stacks name while the rest is
- * read. */
+/* Watched or not, the same ops but for events: modules are registered with
+ * the symbolizer as they come, so that it opens those the stacks name while
+ * the rest is read. */
 static const struct gs_reader_ops watch_ops = {
     .module = watch_module,
     .stack = watch_stack,
     .pycode = watch_pycode,
     .event = watch_event,
+    .checkpoint = watch_checkpoint,
+    .thread = watch_thread,
+};
+static const struct gs_reader_ops unwatched_ops = {
+    .module = watch_module,
+    .stack = watch_stack,
+    .pycode = watch_pycode,
+    .event = replay_event,
     .checkpoint = watch_checkpoint,
     .thread = watch_thread,
 };
@@ -145,7 +160,8 @@ int gs_load_watch(const char *cmd, const char *path, struct gs_loaded *l,
     int chosen;
     if (l->sym && gs_symcache_dir(cache, sizeof cache, &chosen))
         gs_sym_use_cache(l->sym, cache, chosen);
-    int rc = gs_read_trace(path, &watch_ops, &wa, &l->info, &l->st, err, sizeof err);
+    const struct gs_reader_ops *ops = w && (w->before || w->after) ? &watch_ops : &unwatched_ops;
+    int rc = gs_read_trace(path, ops, &wa, &l->info, &l->st, err, sizeof err);
     if (rc != 0) {
         fprintf(stderr, "gpushim %s: %s\n", cmd, err);
         gs_sym_free(l->sym);
