@@ -3,13 +3,15 @@
  * include/gpushim_trace.h: round trips at the 7-bit boundaries, exact
  * encoded lengths, zigzag of the signed extremes, and what gs_get_varint
  * must reject (empty or truncated input, more than 10 bytes, a 10th byte
- * that would overflow 64 bits).
+ * that would overflow 64 bits); and that the columns' fast read,
+ * gs_varint_in_room, reads every varint as gs_get_varint does.
  */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "gpushim_trace.h"
+#include "analyzer/util/cursor.h"
 
 struct vcase {
     uint64_t v;
@@ -175,4 +177,56 @@ Test(varint, rejects_tenth_byte_overflow)
     p = buf;
     cr_assert_eq(gs_get_varint(&p, buf + 10, &out), 0);
     cr_assert_eq(out, 0);
+}
+
+/* ---- gs_varint_in_room (analyzer/util/cursor.h): the columns' fast read ---- */
+
+/* What gs_get_varint says of the 10 bytes at p: the length, or 0. */
+static unsigned reference(const uint8_t *p, uint64_t *v)
+{
+    const uint8_t *q = p;
+    return gs_get_varint(&q, p + GS_VARINT_ROOM, v) == 0 ? (unsigned)(q - p) : 0;
+}
+
+static void same_as_reference(const uint8_t *p, const char *what, unsigned long i)
+{
+    uint64_t want = 0xdead, got = 0xbeef;
+    unsigned n = reference(p, &want), m = gs_varint_in_room(p, &got);
+    cr_assert_eq(m, n, "%s %lu: length %u, gs_get_varint's %u", what, i, m, n);
+    if (n)
+        cr_assert_eq(got, want, "%s %lu: value %llx, gs_get_varint's %llx", what, i,
+                     (unsigned long long)got, (unsigned long long)want);
+}
+
+Test(varint, in_room_reads_as_gs_get_varint_does)
+{
+    uint8_t buf[16];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        memset(buf, 0xff, sizeof buf); /* whatever follows it must not count */
+        gs_put_varint(buf, cases[i].v);
+        uint64_t v;
+        cr_assert_eq(gs_varint_in_room(buf, &v), cases[i].len, "case %zu's length", i);
+        cr_assert_eq(v, cases[i].v, "case %zu's value", i);
+    }
+    /* every length, and past 64 bits: random bytes whose high bits end the
+     * varint at each place (or at none), each byte's low 7 bits random */
+    uint64_t s = 1;
+    for (unsigned long i = 0; i < 400000; i++) {
+        unsigned end = (unsigned)(i % 12); /* 10, 11: no end within the room */
+        for (unsigned k = 0; k < sizeof buf; k++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            uint8_t low = (uint8_t)(s >> 57);
+            buf[k] = k < end ? (uint8_t)(0x80 | low) : k == end ? low : (uint8_t)(s >> 33);
+        }
+        if (i % 7 == 0 && end == 9)
+            buf[9] &= 1; /* a tenth byte that fits in 64 bits */
+        same_as_reference(buf, "random", i);
+    }
+    /* overlong encodings: trailing zero groups */
+    const uint8_t overlong[][10] = {{0x80, 0x00}, {0xff, 0x80, 0x80, 0x00},
+                                    {0x81, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00},
+                                    {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01},
+                                    {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x02}};
+    for (unsigned long i = 0; i < sizeof overlong / sizeof overlong[0]; i++)
+        same_as_reference(overlong[i], "overlong", i);
 }
