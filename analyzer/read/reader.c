@@ -21,7 +21,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "gpushim_trace.h"
 #include "analyzer/util/cursor.h"
@@ -198,7 +197,7 @@ static int read_header(struct file *f, struct gs_trace_info *info, uint64_t *bod
         return fail(f, GS_PREAMBLE_LEN, "cannot read the header: %s", strerror(errno));
     }
     uint32_t want = gs_get_u32le(h + GS_PREAMBLE_LEN + hlen);
-    if ((uint32_t)crc32(0, h, GS_PREAMBLE_LEN + hlen) != want) {
+    if (libdeflate_crc32(0, h, GS_PREAMBLE_LEN + hlen) != want) {
         free(h);
         return fail(f, GS_PREAMBLE_LEN + hlen, "header checksum mismatch");
     }
@@ -353,8 +352,7 @@ static enum chunk_result fetch_chunk(struct file *f, uint64_t off, int scanned, 
     if (read_at(f, off, h, sizeof h) != 0 ||
         read_at(f, off + GS_CHUNK_HEADER_LEN, comp->p, clen) != 0)
         return CHUNK_DAMAGED;
-    uLong sum = crc32(crc32(0, h, sizeof h), comp->p, clen);
-    if ((uint32_t)sum != crc)
+    if (libdeflate_crc32(libdeflate_crc32(0, h, sizeof h), comp->p, clen) != crc)
         return CHUNK_DAMAGED;
     if (grow(raw, *rlen) != 0)
         return CHUNK_GIVE_UP;

@@ -74,28 +74,33 @@ struct event {
 
 static size_t round8(size_t n) { return (n + 7) & ~(size_t)7; }
 
-/* Room for an entry of n bytes (a multiple of 8) at the tape's end, or NULL
- * (the record is counted lost). */
-static void *room(struct gs_tape_recorder *rec, size_t n)
+/* room past its common case (the tape has it), out of line. */
+static __attribute__((noinline)) void *grow(struct gs_tape_recorder *rec, size_t n)
 {
     struct gs_tape *t = rec->tape;
     if (n > UINT32_MAX) {
         rec->lost++;
         return NULL;
     }
-    if (t->len + n > t->cap) {
-        size_t cap = t->cap ? t->cap : 64 * 1024;
-        while (cap < t->len + n)
-            cap *= 2;
-        uint8_t *p = realloc(t->p, cap);
-        if (!p) {
-            rec->lost++;
-            return NULL;
-        }
-        t->p = p;
-        t->cap = cap;
+    size_t cap = t->cap ? t->cap : 64 * 1024;
+    while (cap < t->len + n)
+        cap *= 2;
+    uint8_t *p = realloc(t->p, cap);
+    if (!p) {
+        rec->lost++;
+        return NULL;
     }
+    t->p = p;
+    t->cap = cap;
     return t->p + t->len;
+}
+
+/* Room for an entry of n bytes (a multiple of 8) at the tape's end, or NULL
+ * (the record is counted lost). */
+static inline void *room(struct gs_tape_recorder *rec, size_t n)
+{
+    struct gs_tape *t = rec->tape;
+    return n <= UINT32_MAX && n <= t->cap - t->len ? t->p + t->len : grow(rec, n);
 }
 
 /* The entry room() gave, n bytes, is written: it is on the tape. */
