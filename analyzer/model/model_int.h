@@ -72,6 +72,12 @@ void gs_blocks_finish(struct gs_replay *r);
  * 1 when the replay must not apply e (a probe's allocation, held apart; the
  * free of one), else 0. */
 int gs_outcome_event(struct gs_replay *r, const struct gs_revent *e);
+/* Whether gs_outcome_event has anything to do with e (it returns 0 and
+ * changes nothing if not): inline, since most events are none of its. */
+static inline int gs_outcome_sees(const struct gs_replay *r, const struct gs_revent *e)
+{
+    return r->nchains || (e->type == GS_REC_ALLOC && e->all_free);
+}
 /* A failed allocation e, kept as failures[idx] (SIZE_MAX: dropped past the
  * cap): refused at once, or a link of its thread's chain. */
 void gs_outcome_on_failure(struct gs_replay *r, const struct gs_revent *e, size_t idx);

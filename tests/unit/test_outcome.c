@@ -569,3 +569,28 @@ Test(outcome, random_chain_and_failure_records)
     random_rounds(&good, 15, 300, random_outcome_record, 1, use);
     free(good.p);
 }
+
+/* The replay asks outcome.c about an event only when gs_outcome_sees it: no
+ * chain open, and not an allocation of all free memory. Every other event,
+ * of every type, must be nothing to gs_outcome_event: 0, and no change. */
+Test(outcome, events_it_does_not_see_are_nothing_to_it)
+{
+    static struct gs_replay before;
+    alloc(7, 0x1000, 4 * MB, 1); /* something live, and a site */
+    cr_assert_eq(r.nchains, 0);
+    for (uint32_t type = 0; type < 64; type++) {
+        for (int all_free = 0; all_free < 2; all_free++) {
+            struct gs_revent e = {.type = type, .all_free = all_free, .addr = 0x1000,
+                                  .size = 4 * MB, .stack_id = 1, .tid = 7, .time_ns = now};
+            if (type == GS_REC_ALLOC && all_free) {
+                cr_assert(gs_outcome_sees(&r, &e), "an allocation of all free memory: seen");
+                continue;
+            }
+            cr_assert_not(gs_outcome_sees(&r, &e), "type %u", type);
+            memcpy(&before, &r, sizeof r);
+            cr_assert_eq(gs_outcome_event(&r, &e), 0, "type %u, all_free %d", type, all_free);
+            cr_assert_arr_eq(&r, &before, sizeof r, "type %u, all_free %d: nothing changed",
+                             type, all_free);
+        }
+    }
+}
