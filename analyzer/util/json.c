@@ -6,9 +6,10 @@
 
 static void indent(struct gs_json *j)
 {
-    fputc('\n', j->out);
-    for (int i = 0; i < j->depth; i++)
-        fputs("  ", j->out);
+    static const char line[] = "\n                                                                "
+                               "                                                                ";
+    size_t n = 1 + 2 * (size_t)j->depth; /* depth is at most 63 */
+    fwrite(line, 1, n < sizeof line - 1 ? n : sizeof line - 1, j->out);
 }
 
 /* Bytes in a valid UTF-8 sequence starting at p (1 to 4), or 0 if invalid. */
@@ -29,14 +30,22 @@ static int utf8_length(const unsigned char *p)
 void gs_json_quoted(FILE *out, const char *s)
 {
     fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        const unsigned char *run = p; /* bytes written as they are, at once */
+        while (*p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\')
+            p++;
+        if (p > run)
+            fwrite(run, 1, (size_t)(p - run), out);
+        if (!*p)
+            break;
         if (*p >= 0x80) {
             int n = utf8_length(p);
             if (n)
                 fwrite(p, 1, (size_t)n, out);
             else
                 fputs("\\ufffd", out);
-            p += n ? n - 1 : 0;
+            p += n ? n : 1;
             continue;
         }
         switch (*p) {
@@ -45,12 +54,9 @@ void gs_json_quoted(FILE *out, const char *s)
         case '\n': fputs("\\n", out); break;
         case '\t': fputs("\\t", out); break;
         case '\r': fputs("\\r", out); break;
-        default:
-            if (*p < 0x20 || *p == 0x7f)
-                fprintf(out, "\\u%04x", *p);
-            else
-                fputc(*p, out);
+        default: fprintf(out, "\\u%04x", *p); /* the other controls, and DEL */
         }
+        p++;
     }
     fputc('"', out);
 }
@@ -105,16 +111,29 @@ void gs_json_string(struct gs_json *j, const char *k, const char *v)
         fputs("null", j->out);
 }
 
+/* v in decimal, minus sign first if negative (numbers are most of a
+ * report's values: printf's parsing of its format cost more than these). */
+static void decimal(FILE *out, int negative, uint64_t v)
+{
+    char buf[24], *p = buf + sizeof buf;
+    do
+        *--p = (char)('0' + v % 10);
+    while (v /= 10);
+    if (negative)
+        *--p = '-';
+    fwrite(p, 1, (size_t)(buf + sizeof buf - p), out);
+}
+
 void gs_json_uint(struct gs_json *j, const char *k, uint64_t v)
 {
     key(j, k);
-    fprintf(j->out, "%llu", (unsigned long long)v);
+    decimal(j->out, 0, v);
 }
 
 void gs_json_int(struct gs_json *j, const char *k, int64_t v)
 {
     key(j, k);
-    fprintf(j->out, "%lld", (long long)v);
+    decimal(j->out, v < 0, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
 }
 
 void gs_json_bool(struct gs_json *j, const char *k, int v)
