@@ -125,9 +125,9 @@ static void watch_thread(void *ctx, uint32_t tid, const char *name)
     gs_replay_ops.thread(&((struct watching *)ctx)->l->r, tid, name);
 }
 
-/* Watched or not, the same ops but for events: modules are registered with
- * the symbolizer as they come, so that it opens those the stacks name while
- * the rest is read. */
+/* Watched or not, the same ops but for events (replay_event when unwatched):
+ * modules are registered with the symbolizer as they come, so that it opens
+ * those the stacks name while the rest is read. */
 static const struct gs_reader_ops watch_ops = {
     .module = watch_module,
     .stack = watch_stack,
@@ -136,15 +136,6 @@ static const struct gs_reader_ops watch_ops = {
     .checkpoint = watch_checkpoint,
     .thread = watch_thread,
 };
-static const struct gs_reader_ops unwatched_ops = {
-    .module = watch_module,
-    .stack = watch_stack,
-    .pycode = watch_pycode,
-    .event = replay_event,
-    .checkpoint = watch_checkpoint,
-    .thread = watch_thread,
-};
-
 int gs_load_watch(const char *cmd, const char *path, struct gs_loaded *l,
                   const struct gs_event_watch *w)
 {
@@ -160,8 +151,10 @@ int gs_load_watch(const char *cmd, const char *path, struct gs_loaded *l,
     int chosen;
     if (l->sym && gs_symcache_dir(cache, sizeof cache, &chosen))
         gs_sym_use_cache(l->sym, cache, chosen);
-    const struct gs_reader_ops *ops = w && (w->before || w->after) ? &watch_ops : &unwatched_ops;
-    int rc = gs_read_trace(path, ops, &wa, &l->info, &l->st, err, sizeof err);
+    struct gs_reader_ops ops = watch_ops;
+    if (!w || (!w->before && !w->after))
+        ops.event = replay_event;
+    int rc = gs_read_trace(path, &ops, &wa, &l->info, &l->st, err, sizeof err);
     if (rc != 0) {
         fprintf(stderr, "gpushim %s: %s\n", cmd, err);
         gs_sym_free(l->sym);
