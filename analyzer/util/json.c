@@ -1,7 +1,12 @@
 /*
  * json.c - writes JSON: nesting, commas, indentation and string escaping,
  * so the reports only say what goes where.
+ *
+ * A report is written by one thread, in many small pieces (a frame's
+ * strings are most of it): stdio's unlocked calls, which skip taking the
+ * stream's lock for each.
  */
+#define _GNU_SOURCE /* fputc_unlocked, fputs_unlocked, fwrite_unlocked */
 #include "analyzer/util/json.h"
 
 static void indent(struct gs_json *j)
@@ -9,7 +14,7 @@ static void indent(struct gs_json *j)
     static const char line[] = "\n                                                                "
                                "                                                                ";
     size_t n = 1 + 2 * (size_t)j->depth; /* depth is at most 63 */
-    fwrite(line, 1, n < sizeof line - 1 ? n : sizeof line - 1, j->out);
+    fwrite_unlocked(line, 1, n < sizeof line - 1 ? n : sizeof line - 1, j->out);
 }
 
 /* Bytes in a valid UTF-8 sequence starting at p (1 to 4), or 0 if invalid. */
@@ -29,36 +34,36 @@ static int utf8_length(const unsigned char *p)
  * in any encoding: a byte that is not UTF-8 becomes U+FFFD). */
 void gs_json_quoted(FILE *out, const char *s)
 {
-    fputc('"', out);
+    fputc_unlocked('"', out);
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
         const unsigned char *run = p; /* bytes written as they are, at once */
         while (*p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\')
             p++;
         if (p > run)
-            fwrite(run, 1, (size_t)(p - run), out);
+            fwrite_unlocked(run, 1, (size_t)(p - run), out);
         if (!*p)
             break;
         if (*p >= 0x80) {
             int n = utf8_length(p);
             if (n)
-                fwrite(p, 1, (size_t)n, out);
+                fwrite_unlocked(p, 1, (size_t)n, out);
             else
-                fputs("\\ufffd", out);
+                fputs_unlocked("\\ufffd", out);
             p += n ? n : 1;
             continue;
         }
         switch (*p) {
-        case '"': fputs("\\\"", out); break;
-        case '\\': fputs("\\\\", out); break;
-        case '\n': fputs("\\n", out); break;
-        case '\t': fputs("\\t", out); break;
-        case '\r': fputs("\\r", out); break;
+        case '"': fputs_unlocked("\\\"", out); break;
+        case '\\': fputs_unlocked("\\\\", out); break;
+        case '\n': fputs_unlocked("\\n", out); break;
+        case '\t': fputs_unlocked("\\t", out); break;
+        case '\r': fputs_unlocked("\\r", out); break;
         default: fprintf(out, "\\u%04x", *p); /* the other controls, and DEL */
         }
         p++;
     }
-    fputc('"', out);
+    fputc_unlocked('"', out);
 }
 
 /* Starts a value: the comma before it, its line, and its key. */
@@ -66,20 +71,20 @@ static void key(struct gs_json *j, const char *k)
 {
     if (j->depth > 0) {
         if (j->need_comma[j->depth])
-            fputc(',', j->out);
+            fputc_unlocked(',', j->out);
         j->need_comma[j->depth] = 1;
         indent(j);
     }
     if (k) {
         gs_json_quoted(j->out, k);
-        fputs(": ", j->out);
+        fputs_unlocked(": ", j->out);
     }
 }
 
 static void open(struct gs_json *j, const char *k, char c)
 {
     key(j, k);
-    fputc(c, j->out);
+    fputc_unlocked(c, j->out);
     if (j->depth < 63)
         j->depth++;
     j->need_comma[j->depth] = 0;
@@ -92,9 +97,9 @@ static void close(struct gs_json *j, char c)
         j->depth--;
     if (!empty)
         indent(j);
-    fputc(c, j->out);
+    fputc_unlocked(c, j->out);
     if (j->depth == 0)
-        fputc('\n', j->out);
+        fputc_unlocked('\n', j->out);
 }
 
 void gs_json_begin_object(struct gs_json *j, const char *k) { open(j, k, '{'); }
@@ -108,7 +113,7 @@ void gs_json_string(struct gs_json *j, const char *k, const char *v)
     if (v)
         gs_json_quoted(j->out, v);
     else
-        fputs("null", j->out);
+        fputs_unlocked("null", j->out);
 }
 
 /* v in decimal, minus sign first if negative (numbers are most of a
@@ -121,7 +126,7 @@ static void decimal(FILE *out, int negative, uint64_t v)
     while (v /= 10);
     if (negative)
         *--p = '-';
-    fwrite(p, 1, (size_t)(buf + sizeof buf - p), out);
+    fwrite_unlocked(p, 1, (size_t)(buf + sizeof buf - p), out);
 }
 
 void gs_json_uint(struct gs_json *j, const char *k, uint64_t v)
@@ -139,20 +144,20 @@ void gs_json_int(struct gs_json *j, const char *k, int64_t v)
 void gs_json_bool(struct gs_json *j, const char *k, int v)
 {
     key(j, k);
-    fputs(v ? "true" : "false", j->out);
+    fputs_unlocked(v ? "true" : "false", j->out);
 }
 
 void gs_json_null(struct gs_json *j, const char *k)
 {
     key(j, k);
-    fputs("null", j->out);
+    fputs_unlocked("null", j->out);
 }
 
 void gs_json_double(struct gs_json *j, const char *k, double v)
 {
     key(j, k);
     if (v != v || v > 1e300 || v < -1e300) /* JSON has no NaN or infinity */
-        fputs("null", j->out);
+        fputs_unlocked("null", j->out);
     else
         fprintf(j->out, "%.6f", v);
 }
