@@ -59,6 +59,7 @@
  *   later must not be hidden by them.
  */
 #include "analyzer/symbols/symbolize.h"
+#include "analyzer/symbols/spans.h"
 #include "analyzer/symbols/symcache.h"
 
 #include <dlfcn.h>
@@ -155,24 +156,6 @@ enum mod_state { MOD_UNOPENED, MOD_OPEN, MOD_UNUSABLE };
  * when first asked about. */
 #define AHEAD_PCS 8
 
-/* Sorted address ranges [lo, hi) with a payload; built once per module on
- * first need. */
-struct span {
-    uint64_t lo, hi;
-    int rank;      /* among equal lo, the lowest rank is kept */
-    int open_end;  /* size unknown: hi is clipped to the next span's lo */
-    union {
-        Dwarf_Off cu;     /* CU index: DWARF addresses, CU DIE offset */
-        const char *name; /* symbol index: runtime addresses, libdw's string */
-    } u;
-};
-
-struct span_index {
-    struct span *v;
-    size_t n, cap;
-    int built;
-};
-
 struct module {
     uint32_t id;
     char *path;
@@ -192,8 +175,8 @@ struct module {
     int dwarf_ahead;
     Dwfl *dwfl;
     Dwfl_Module *dmod;
-    struct span_index cus;  /* see cu_index_build */
-    struct span_index syms; /* see sym_index_build */
+    struct gs_span_index cus;  /* see cu_index_build */
+    struct gs_span_index syms; /* see sym_index_build */
     int dwarf;              /* opened, with DWARF (set when first asked about) */
     int syms_debug;         /* its symbol table is in a file with DWARF (sym_index_build) */
     struct gs_symcache *cache; /* its file in the cache folder, once read */
@@ -773,63 +756,6 @@ int gs_sym_module_status(struct gs_symbolizer *s, uint32_t module_id)
     return m->status;
 }
 
-/* ---- address indexes ----------------------------------------------------- */
-
-static int span_cmp(const void *a, const void *b)
-{
-    const struct span *x = a, *y = b;
-    if (x->lo != y->lo)
-        return x->lo < y->lo ? -1 : 1;
-    return (x->rank > y->rank) - (x->rank < y->rank);
-}
-
-static int span_add(struct span_index *ix, struct span sp)
-{
-    if (ix->n == ix->cap) {
-        size_t cap = ix->cap ? ix->cap * 2 : 64;
-        struct span *v = realloc(ix->v, cap * sizeof *v);
-        if (v == NULL)
-            return -1;
-        ix->v = v;
-        ix->cap = cap;
-    }
-    ix->v[ix->n++] = sp;
-    return 0;
-}
-
-/* Sorts, and keeps one span (the lowest rank) per start address. */
-static void span_finish(struct span_index *ix)
-{
-    if (ix->n < 2)
-        return;
-    qsort(ix->v, ix->n, sizeof ix->v[0], span_cmp);
-    size_t kept = 1;
-    for (size_t i = 1; i < ix->n; i++)
-        if (ix->v[i].lo != ix->v[kept - 1].lo)
-            ix->v[kept++] = ix->v[i];
-    ix->n = kept;
-}
-
-/* The span containing a: the nearest few starting at or below it are
- * tried, as ranges may nest. */
-static const struct span *span_find(const struct span_index *ix, uint64_t a)
-{
-    size_t lo = 0, hi = ix->n; /* first span starting above a */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (ix->v[mid].lo <= a)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    for (size_t i = lo, tries = 0; i > 0 && tries < 8; i--, tries++) {
-        const struct span *sp = &ix->v[i - 1];
-        if (a < sp->hi)
-            return sp;
-    }
-    return NULL;
-}
-
 /* ---- finding the CU ------------------------------------------------------- */
 
 /* libdwfl finds CUs through .debug_aranges only (elfutils 0.188), which
@@ -849,13 +775,13 @@ static void cu_index_build(struct module *m)
         Dwarf_Addr base, lo, hi;
         ptrdiff_t off = 0;
         while ((off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0) {
-            struct span sp = {.lo = lo, .hi = hi, .u.cu = dwarf_dieoffset(&cudie)};
-            if (lo < hi && span_add(&m->cus, sp) != 0)
+            struct gs_span sp = {.lo = lo, .hi = hi, .u.cu = dwarf_dieoffset(&cudie)};
+            if (lo < hi && gs_span_add(&m->cus, sp) != 0)
                 goto done;
         }
     }
 done:
-    span_finish(&m->cus);
+    gs_span_finish(&m->cus);
 }
 
 static int cu_index_find(struct module *m, Dwarf_Addr addr, Dwarf_Die *cu, Dwarf_Addr *bias)
@@ -863,7 +789,7 @@ static int cu_index_find(struct module *m, Dwarf_Addr addr, Dwarf_Die *cu, Dwarf
     if (!m->cus.built)
         cu_index_build(m);
     Dwarf *dw = dwfl_module_getdwarf(m->dmod, bias);
-    const struct span *sp = dw ? span_find(&m->cus, addr - *bias) : NULL;
+    const struct gs_span *sp = dw ? gs_span_find(&m->cus, addr - *bias) : NULL;
     return sp != NULL && dwarf_offdie(dw, sp->u.cu, cu) != NULL ? 0 : -1;
 }
 
@@ -905,14 +831,14 @@ static void sym_index_add(struct module *m, int i)
     if (name == NULL || name[0] == '\0' || sym.st_shndx == SHN_UNDEF ||
         shndx == (GElf_Word)-1 || (type != STT_FUNC && type != STT_GNU_IFUNC))
         return;
-    struct span sp = {.lo = addr, .hi = addr + sym.st_size, .u.name = name};
+    struct gs_span sp = {.lo = addr, .hi = addr + sym.st_size, .u.name = name};
     if (sym.st_size == 0) {
         sp.hi = section_end(elf, shndx, bias);
         sp.open_end = 1;
     }
     sp.rank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
     if (sp.hi > sp.lo)
-        span_add(&m->syms, sp);
+        gs_span_add(&m->syms, sp);
 }
 
 /* Whether elf holds DWARF (a section .debug_info with its bytes). */
@@ -941,7 +867,7 @@ static void sym_index_build(struct module *m)
     if (n > 1 && dwfl_module_getsym_info(m->dmod, 1, &sym, &(GElf_Addr){0}, &(GElf_Word){0}, &elf,
                                          &(Dwarf_Addr){0}) != NULL)
         m->syms_debug = has_dwarf(elf);
-    span_finish(&m->syms);
+    gs_span_finish(&m->syms);
     for (size_t i = 0; i + 1 < m->syms.n; i++)
         if (m->syms.v[i].open_end && m->syms.v[i].hi > m->syms.v[i + 1].lo)
             m->syms.v[i].hi = m->syms.v[i + 1].lo;
@@ -952,7 +878,7 @@ static const char *symbol_name(struct module *m, Dwarf_Addr addr)
 {
     if (!m->syms.built)
         sym_index_build(m);
-    const struct span *sp = span_find(&m->syms, addr);
+    const struct gs_span *sp = gs_span_find(&m->syms, addr);
     return sp ? sp->u.name : NULL;
 }
 
