@@ -178,8 +178,8 @@ static inline __attribute__((always_inline)) void apply(struct gs_replay *r,
     GS_REPLAY_HOOKS_CALL(r, before_event, e->time_ns);
     if (e->time_ns > r->last_time_ns)
         r->last_time_ns = e->time_ns;
-    if (gs_outcome_sees(r, e) && gs_outcome_event(r, e)) { /* a probe's allocation, or its free:
-                                                             * held apart */
+    /* a probe's allocation, or its free: held apart */
+    if (gs_outcome_sees(r, e) && gs_outcome_event(r, e)) {
         GS_REPLAY_HOOKS_CALL(r, after_event, e->time_ns);
         return;
     }

@@ -135,17 +135,20 @@ void gs_timelines_free(struct gs_replay *r)
 void gs_timeline_span(const struct gs_replay *r, uint64_t *width_ns, unsigned *n)
 {
     uint64_t w = r->timeline.width_ns;
-    for (unsigned d = 0; d <= GS_MAX_DEVICES; d++)
-        if (gs_device_timeline(r, d) && gs_device_timeline(r, d)->width_ns > w)
-            w = gs_device_timeline(r, d)->width_ns;
+    for (unsigned d = 0; d <= GS_MAX_DEVICES; d++) {
+        const struct gs_timeline *t = gs_device_timeline(r, d);
+        if (t && t->width_ns > w)
+            w = t->width_ns;
+    }
     unsigned most = 0;
     struct gs_timeline a;
     gs_timeline_aligned(&r->timeline, w, 0, &a);
     most = a.n;
     for (unsigned d = 0; d <= GS_MAX_DEVICES; d++) {
-        if (!gs_device_timeline(r, d))
+        const struct gs_timeline *t = gs_device_timeline(r, d);
+        if (!t)
             continue;
-        gs_timeline_aligned(gs_device_timeline(r, d), w, 0, &a);
+        gs_timeline_aligned(t, w, 0, &a);
         if (a.n > most)
             most = a.n;
     }

@@ -136,6 +136,7 @@ static const struct gs_reader_ops watch_ops = {
     .checkpoint = watch_checkpoint,
     .thread = watch_thread,
 };
+
 int gs_load_watch(const char *cmd, const char *path, struct gs_loaded *l,
                   const struct gs_event_watch *w)
 {

@@ -11,17 +11,12 @@
 #include <string.h>
 
 #include "analyzer/symbols/spans.h"
+#include "analyzer/util/reserve.h"
 
 int gs_span_add(struct gs_span_index *ix, struct gs_span sp)
 {
-    if (ix->n == ix->cap) {
-        size_t cap = ix->cap ? ix->cap * 2 : 64;
-        struct gs_span *v = realloc(ix->v, cap * sizeof *v);
-        if (v == NULL)
-            return -1;
-        ix->v = v;
-        ix->cap = cap;
-    }
+    if (gs_reserve((void **)&ix->v, &ix->cap, ix->n, sizeof *ix->v) != 0)
+        return -1;
     ix->v[ix->n++] = sp;
     return 0;
 }
