@@ -20,9 +20,13 @@ unsigned gs_capture_stack(uint64_t *pcs, unsigned max);
 /* The fast unwinder (walk.c): the same as gs_capture_stack, or -1 where it
  * cannot be sure to give libunwind's frames. */
 int gs_walk_stack(uint64_t *pcs, unsigned max);
-/* Whether the calling thread's last gs_walk_stack went on from the walk
- * before it, checking its frames rather than walking them (walk.c). */
-int gs_walk_went_on(void);
+/* How the calling thread's last gs_walk_stack used the walk before it
+ * (walk.c): GS_WALK_NEW, walked by the rules alone; GS_WALK_WENT_ON, it
+ * went on from that walk, checking some of its steps rather than walking
+ * them; GS_WALK_CHECKED, every step it took was one of that walk's,
+ * checked. */
+enum gs_walk_memo { GS_WALK_NEW, GS_WALK_WENT_ON, GS_WALK_CHECKED };
+enum gs_walk_memo gs_walk_memo(void);
 /* cfi.c: how to step from a frame at a code address to its caller. */
 enum gs_cfi_kind {
     GS_CFI_UNSURE,   /* not a rule cfi.c reads: ask libunwind */

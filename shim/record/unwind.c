@@ -132,8 +132,9 @@ static unsigned libunwind_stack(uint64_t *pcs, unsigned max)
 }
 
 /* GPUSHIM_UNWIND=check: stacks compared, walked by walk.c (went_on of them
- * going on from the thread's walk before), differing. */
-static unsigned long checked, walked, went_on, differed;
+ * going on from the thread's walk before, all_checked of those taking
+ * every step from it), differing. */
+static unsigned long checked, walked, went_on, all_checked, differed;
 static int told_difference;
 
 static void check(const uint64_t *fast, int nfast, const uint64_t *ref, unsigned nref)
@@ -142,8 +143,11 @@ static void check(const uint64_t *fast, int nfast, const uint64_t *ref, unsigned
     if (nfast < 0)
         return; /* it fell back to libunwind */
     __atomic_add_fetch(&walked, 1, __ATOMIC_RELAXED);
-    if (gs_walk_went_on())
+    enum gs_walk_memo memo = gs_walk_memo();
+    if (memo != GS_WALK_NEW)
         __atomic_add_fetch(&went_on, 1, __ATOMIC_RELAXED);
+    if (memo == GS_WALK_CHECKED)
+        __atomic_add_fetch(&all_checked, 1, __ATOMIC_RELAXED);
     unsigned i = 0;
     while (i < (unsigned)nfast && i < nref && fast[i] == ref[i])
         i++;
@@ -160,9 +164,9 @@ static void check(const uint64_t *fast, int nfast, const uint64_t *ref, unsigned
 __attribute__((destructor)) static void check_report(void)
 {
     if (gs_config()->unwind == GS_UNWIND_CHECK && checked)
-        gs_say("unwind check: %lu stacks, %lu walked (%lu going on from the walk before), %lu by "
-               "libunwind alone, %lu differed",
-               checked, walked, went_on, checked - walked, differed);
+        gs_say("unwind check: %lu stacks, %lu walked (%lu going on from the walk before, %lu of "
+               "them checked to the end), %lu by libunwind alone, %lu differed",
+               checked, walked, went_on, all_checked, checked - walked, differed);
 }
 
 unsigned gs_capture_stack(uint64_t *pcs, unsigned max)

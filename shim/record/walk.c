@@ -26,14 +26,18 @@
  * known. A walk is a function of its state and of the words it loads
  * (rules are fixed per code address), so when a new walk reaches a state
  * (pc and rsp) the last one went through, the last one's steps from there
- * are the new one's for as long as each word they loaded still holds what
- * it held: checking that is a load and a compare a step, none waiting for
+ * are the new one's for as long as the return address each loaded still
+ * holds what it held and the walk's rbp is the last one's where a step
+ * reads it: checking that is a load and a compare a step, none waiting for
  * the one before, where walking is a rule lookup and loads that each wait
  * for the last. Consecutive events share most of their outer frames (the
  * interpreter, the framework's dispatch), and those are the frames that
- * are only checked. rbp is compared only where a step reads it before one
- * has loaded it. Where a word differs, the walk goes on by the rules from
- * the last state that matched, and may meet the last walk again higher up.
+ * are only checked. rbp is compared only where a step's CFA is rbp's: in
+ * code without frame pointers it holds any variable, and a frame that
+ * saves it saves a value that changes from call to call while the return
+ * addresses do not. Where a return address differs, or the rbp a step
+ * reads, the walk goes on by the rules from the last state that matched,
+ * and may meet the last walk again higher up.
  * tests/progs/drv_unwind.c's memo takes each of these ways.
  */
 #define _GNU_SOURCE
@@ -159,7 +163,7 @@ struct memo {
 };
 static __thread struct memo *memo_read, *memo_write;
 static __thread int memo_none; /* could not be allocated: walk without */
-static __thread int went_on;   /* the thread's last walk went on from the one before */
+static __thread enum gs_walk_memo memo_use; /* how the thread's last walk used the one before */
 static pthread_key_t memo_key;
 static pthread_once_t memo_once = PTHREAD_ONCE_INIT;
 static int memo_key_ok;
@@ -200,40 +204,39 @@ static int memo_get(void)
 
 /* How far the last walk's steps from its state j hold for this walk, which
  * is in that state with rbp *fp: the first state i (j <= i < end) whose
- * step does not hold, or end - 1. A step holds when the words it loaded
- * (the return address, and the caller's rbp where the frame saved it) still
- * hold what they held, and, while the walk's rbp is its own (no step has
- * loaded it yet), when that rbp is the last walk's where a step reads it:
- * rbp is the one register a state has besides pc and sp, and it often
- * holds a variable of the code's, a frame pointer only where a rule says
- * so. *fp becomes the walk's rbp in state i; *own counts the states from j
- * whose rbp is the walk's own. */
+ * step does not hold, or end - 1. States j..i-1 are written to to[], as
+ * this walk's. A step holds when the return address it loaded still holds
+ * what it held, and when this walk's rbp is the last walk's wherever the
+ * step reads it (its CFA is rbp's). rbp is the one register a state has
+ * besides pc and sp, and it often holds a variable of the code's, a frame
+ * pointer only where a rule says so: a step that loads an rbp saved in its
+ * frame takes the word as it is now, whether or not it is the last walk's,
+ * and it matters only if a later step reads it. *fp becomes the walk's rbp
+ * in state i. */
 __attribute__((no_sanitize_address)) static unsigned holds(const struct state *ls, unsigned j,
                                                            unsigned end, uint64_t floor,
-                                                           uint64_t *fp, unsigned *own)
+                                                           uint64_t *fp, struct state *to)
 {
-    int loaded = 0; /* a step has loaded rbp: from there it is the last walk's */
+    uint64_t f = *fp; /* the walk's rbp in state i */
     unsigned i = j;
     for (; i + 1 < end; i++) {
         uint64_t r = ls[i].rule;
-        if (!loaded && R_CFA_RBP(r) && *fp != ls[i].fp)
+        if (R_CFA_RBP(r) && f != ls[i].fp)
             break;
         uint64_t ra_at = ls[i + 1].sp + (uint64_t)R_RA_OFF(r);
         if (ra_at < floor || LOAD(ra_at) != ls[i + 1].pc)
             break;
+        uint64_t next = f;
         if (R_RBP_SAVED(r)) {
             uint64_t fp_at = ls[i + 1].sp + (uint64_t)R_RBP_OFF(r);
-            if (fp_at < floor || LOAD(fp_at) != ls[i + 1].fp)
+            if (fp_at < floor)
                 break;
-            if (!loaded)
-                *own = i - j + 1;
-            loaded = 1;
+            next = LOAD(fp_at);
         }
+        to[i - j] = (struct state){.pc = ls[i].pc, .sp = ls[i].sp, .fp = f, .rule = r};
+        f = next;
     }
-    if (loaded)
-        *fp = ls[i].fp;
-    else
-        *own = i - j + 1;
+    *fp = f;
     return i;
 }
 
@@ -255,7 +258,8 @@ __attribute__((noinline, no_sanitize_address)) int gs_walk_stack(uint64_t *pcs, 
     const struct memo *last = out ? memo_read : NULL;
     const struct state *ls = last ? last->st : NULL;
     unsigned last_len = last ? last->len : 0, j = 0;
-    went_on = 0;
+    memo_use = GS_WALK_NEW;
+    int ruled = 0; /* a step was worked out by the rules */
     uint64_t target = pc; /* the first frame is exact; a caller's is its call, pc - 1 */
     unsigned n = 0, k = 0; /* frames kept; states gone through */
     unsigned first_out = 0;
@@ -272,17 +276,13 @@ __attribute__((noinline, no_sanitize_address)) int gs_walk_stack(uint64_t *pcs, 
              * first state only for the first (its rule is its exact pc's) */
             if (j < last_len && ls[j].sp == sp && ls[j].pc == pc &&
                 (in_shim ? j < last->first_out : j >= last->first_out) && (j == 0) == (k == 0)) {
-                went_on = 1;
+                memo_use = GS_WALK_WENT_ON;
                 unsigned skip = in_shim ? last->first_out - j : 0; /* the shim's, not kept */
                 unsigned room = max - n + skip < out->cap - k ? max - n + skip : out->cap - k;
-                unsigned lim = last_len - j > room ? j + room + 1 : last_len, own;
-                uint64_t fp0 = fp;
-                unsigned i = holds(ls, j, lim, floor, &fp, &own);
+                unsigned lim = last_len - j > room ? j + room + 1 : last_len;
+                unsigned i = holds(ls, j, lim, floor, &fp, out->st + k);
                 unsigned m = i - j; /* states j..i-1 taken on; i is this walk's too */
                 unsigned kept = m > skip ? m - skip : 0;
-                memcpy(out->st + k, ls + j, m * sizeof *ls);
-                for (unsigned t = 0; t < own && t < m; t++)
-                    out->st[k + t].fp = fp0;
                 for (unsigned t = 0; t < kept; t++)
                     pcs[n + t] = ls[j + skip + t].pc;
                 if (in_shim && kept) { /* past the shim's frames */
@@ -321,6 +321,7 @@ __attribute__((noinline, no_sanitize_address)) int gs_walk_stack(uint64_t *pcs, 
         }
         if (kind == GS_CFI_OUTERMOST)
             goto done;
+        ruled = 1;
         uint64_t cfa = (R_CFA_RBP(r) ? fp : sp) + (uint64_t)R_CFA_OFF(r);
         uint64_t ra_at = cfa + (uint64_t)R_RA_OFF(r);
         if (cfa <= sp || cfa > top || ra_at < floor || ra_at > top - 8)
@@ -344,6 +345,8 @@ chain_end:
     else
         out = NULL;
 done:
+    if (memo_use == GS_WALK_WENT_ON && !ruled)
+        memo_use = GS_WALK_CHECKED;
     if (out) {
         out->len = k + 1;
         out->first_out = first_out;
@@ -355,11 +358,11 @@ done:
     return (int)n;
 }
 
-int gs_walk_went_on(void) { return went_on; }
+enum gs_walk_memo gs_walk_memo(void) { return memo_use; }
 
 #else
 
-int gs_walk_went_on(void) { return 0; }
+enum gs_walk_memo gs_walk_memo(void) { return GS_WALK_NEW; }
 
 int gs_walk_stack(uint64_t *pcs, unsigned max)
 {

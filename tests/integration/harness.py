@@ -27,7 +27,8 @@ class Env:
         # the test sets GPUSHIM_UNWIND); run() takes the shim's summary line
         # out of stderr, adds it to unwind_tally, and fails on a difference.
         self.unwind_check = unwind_check
-        self.unwind_tally = {"runs": 0, "stacks": 0, "walked": 0, "went_on": 0, "alone": 0}
+        self.unwind_tally = {"runs": 0, "stacks": 0, "walked": 0, "went_on": 0, "all_checked": 0,
+                             "alone": 0}
         self.shim = os.path.join(self.build, "libgpushim.so")
         self.gpushim = os.path.join(self.build, "gpushim")
         self.preload = self.shim
@@ -132,7 +133,8 @@ def run(argv, shim=True, env=None, cwd=None, output=None, timeout=120, preexec=N
 
 
 UNWIND_LINE = re.compile(r"gpushim: unwind check: (\d+) stacks, (\d+) walked \((\d+) going on from "
-                         r"the walk before\), (\d+) by libunwind alone, (\d+) differed\n")
+                         r"the walk before, (\d+) of them checked to the end\), (\d+) by "
+                         r"libunwind alone, (\d+) differed\n")
 
 
 def unwind_checked(err, argv):
@@ -144,13 +146,14 @@ def unwind_checked(err, argv):
     check("gpushim: unwind check: a stack differs" not in err,
           f"the fast unwinder differed from libunwind running {argv}:\n{err[:3000]}")
     for m in UNWIND_LINE.finditer(err):
-        stacks, walked, went_on, alone, differed = map(int, m.groups())
+        stacks, walked, went_on, all_checked, alone, differed = map(int, m.groups())
         eq(differed, 0, f"stacks that differed from libunwind's running {argv}")
         t = E.unwind_tally
         t["runs"] += 1
         t["stacks"] += stacks
         t["walked"] += walked
         t["went_on"] += went_on
+        t["all_checked"] += all_checked
         t["alone"] += alone
     return UNWIND_LINE.sub("", err)
 

@@ -92,7 +92,8 @@ def main():
     if a.unwind_check:
         t = harness.E.unwind_tally
         print(f"unwind check: {t['stacks']} stacks in {t['runs']} processes, {t['walked']} walked "
-              f"by the fast unwinder ({t['went_on']} going on from the walk before), {t['alone']} by "
+              f"by the fast unwinder ({t['went_on']} going on from the walk before, "
+              f"{t['all_checked']} of them checked to the end), {t['alone']} by "
               f"libunwind alone, none differed")
         # the check proves nothing if it walked nothing: fails a whole run, or
         # a -k selection whose programs were checked

@@ -5,25 +5,23 @@ makecontext stack), and finds the caller of a function that never returns
 by its call, not by its return address; the frames of bench_workload's 100-frame stacks,
 compiled without frame pointers, are walked whole. GPUSHIM_UNWIND=check
 makes the shim unwind every stack both ways and say at exit how many it
-compared, and how many of the walks went on from the thread's walk before
+compared, how many of the walks went on from the thread's walk before
 (checking that walk's frames instead of walking them; drv_unwind memo
-takes each way that can go); the rest of the suite runs under it too
+takes each way that can go), and how many of those checked every step,
+walking none (a frame that saves an rbp holding data, not a frame pointer,
+does not stop the check); the rest of the suite runs under it too
 (run_tests.py --unwind-check). A bad setting is said once and the fast unwinder used.
 """
 import os
 import re
 import subprocess
 
-from harness import E, MiB, check, eq, one_trace, report_json, run
-
-CHECK_LINE = re.compile(r"gpushim: unwind check: (\d+) stacks, (\d+) walked \((\d+) going on from the "
-                        r"walk before\), (\d+) by libunwind alone, (\d+) differed\n")
-
+from harness import E, UNWIND_LINE, MiB, check, eq, one_trace, report_json, run
 
 def checked(r):
-    """(stacks, walked, went on from the walk before, by libunwind alone,
-    differed) from the run's one line."""
-    lines = CHECK_LINE.findall(r.err)
+    """(stacks, walked, went on from the walk before, checked to the end of
+    those, by libunwind alone, differed) from the run's one line."""
+    lines = UNWIND_LINE.findall(r.err)
     eq(len(lines), 1, f"unwind check lines in stderr: {r.err!r}")
     return tuple(int(x) for x in lines[0])
 
@@ -47,7 +45,8 @@ def unwind_paths(mode):
 def test_unwind_check_walks_what_it_can_and_leaves_the_rest_to_libunwind():
     r = unwind_paths("check")
     # plain, vla, aligned, deep, thread, noreturn walked; signal, altstack, context not
-    eq(checked(r)[:2] + checked(r)[3:], (9, 6, 3, 0),
+    stacks, walked, _, _, alone, differed = checked(r)
+    eq((stacks, walked, alone, differed), (9, 6, 3, 0),
        "stacks, walked, by libunwind alone, differed")
     eq(report_json(r.files[0])["events"]["allocations"], 9, "allocations")
 
@@ -77,8 +76,9 @@ def functions(trace):
 
 
 def test_the_walk_goes_on_from_the_walk_before():
-    # drv_unwind.c's memo: thirteen stacks, ten of them going on from the
-    # walk before (2, 3, 5, 6, 7, 8, 9, 10, 11, 12), at most 64 frames
+    # drv_unwind.c's memo: fifteen stacks, twelve of them going on from the
+    # walk before (2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15), one of those
+    # checked to the end (15), at most 64 frames
     def memo(mode):
         r = run([E.prog("drv_unwind"), "memo"],
                 env={"GPUSHIM_UNWIND": mode, "GPUSHIM_STACK_DEPTH": "64"})
@@ -86,7 +86,8 @@ def test_the_walk_goes_on_from_the_walk_before():
         return r
 
     r = memo("check")
-    eq(checked(r), (13, 13, 10, 0, 0), "stacks, walked, went on, by libunwind alone, differed")
+    eq(checked(r), (15, 15, 12, 1, 0, 0),
+       "stacks, walked, went on, checked to the end, by libunwind alone, differed")
     top = ["main", "memo"]
     want = sorted([
         ["chain"] * 52 + ["extra"] * 11 + ["alloc_free"],  # 1: 64 frames from alloc_free
@@ -104,7 +105,8 @@ def test_the_walk_goes_on_from_the_walk_before():
         top + ["lift", "vla_at", "alloc_nofp", "leaf_via"] + ["other"] * 2 + ["alloc_free"],
         top + ["lift"] * 5 + ["vla_at", "alloc_nofp", "leaf_via"] + ["extra"] * 3
         + ["alloc_free"],
-        ["memo_thread", "via_g"] + ["chain"] * 21 + ["extra"] * 3 + ["alloc_free"]])
+        ["memo_thread", "via_g"] + ["chain"] * 21 + ["extra"] * 3 + ["alloc_free"],
+        top + ["rbp_holder", "rbp_saver", "alloc_free"]])  # 14 and 15: one stack
     for mode in ("fast", "libunwind"):
         got = functions(one_trace(memo(mode)))
         check(got == want, f"{mode}: the functions of each stack:\n" +
@@ -116,7 +118,7 @@ def test_deep_stacks_without_frame_pointers_are_walked_whole():
     r = run([os.path.join(E.build, "bench", "bench_workload"), "2000", "100"],
             env={"GPUSHIM_UNWIND": "check", "GPUSHIM_STACK_DEPTH": "128"})
     eq(r.rc, 0, r.err)
-    stacks, walked, went_on, alone, differed = checked(r)
+    stacks, walked, went_on, _, alone, differed = checked(r)
     eq((walked, alone, differed), (stacks, 0, 0), "every stack walked, none differed")
     check(went_on > stacks // 2, f"most went on from the walk before: {went_on} of {stacks}")
     eq(stacks, report_json(r.files[0])["events"]["allocations"], "a stack per allocation")

@@ -61,6 +61,13 @@
  *     whose step loads the rbp it saved, vla_at's, 64 bytes lower than walk
  *     11's: the first step taken on loads a word that differs
  *  13 a thread, via_g, chain 20, extra 2: its own stack and memo: walked
+ *  14 rbp_holder(1), rbp_saver, alloc_free: rbp_holder keeps 1 in rbp, as
+ *     code without frame pointers keeps any variable, and rbp_saver saves
+ *     it: goes on at main
+ *  15 the same from the same call site, with 2 in rbp: every step is walk
+ *     14's but the one that loads the rbp rbp_saver saved, which no later
+ *     step reads (the CFAs are rsp's): the whole walk is checked, none of
+ *     it walked
  * It prints "memo done".
  */
 #define _GNU_SOURCE
@@ -209,6 +216,42 @@ NOINLINE static void lift(int n)
     KEEP_FRAME();
 }
 
+/* rbp_holder(v, f): calls rbp_saver(f) with v in rbp. rbp_saver(f): saves
+ * rbp and calls f. Neither has a frame pointer: their CFAs are rsp's. */
+void rbp_holder(uint64_t v, void (*f)(void));
+void rbp_saver(void (*f)(void));
+__asm__(".text\n"
+        ".globl rbp_holder\n"
+        ".type rbp_holder, @function\n"
+        "rbp_holder:\n"
+        ".cfi_startproc\n"
+        "pushq %rbp\n"
+        ".cfi_def_cfa_offset 16\n"
+        ".cfi_offset %rbp, -16\n"
+        "movq %rdi, %rbp\n"
+        "movq %rsi, %rdi\n"
+        "call rbp_saver\n"
+        "popq %rbp\n"
+        ".cfi_def_cfa_offset 8\n"
+        "ret\n"
+        ".cfi_endproc\n"
+        ".size rbp_holder, .-rbp_holder\n"
+        ".globl rbp_saver\n"
+        ".type rbp_saver, @function\n"
+        "rbp_saver:\n"
+        ".cfi_startproc\n"
+        "pushq %rbp\n"
+        ".cfi_def_cfa_offset 16\n"
+        ".cfi_offset %rbp, -16\n"
+        "call *%rdi\n"
+        "popq %rbp\n"
+        ".cfi_def_cfa_offset 8\n"
+        "ret\n"
+        ".cfi_endproc\n"
+        ".size rbp_saver, .-rbp_saver\n");
+
+static volatile uint64_t rbp_values = 2;
+
 static void *memo_thread(void *arg)
 {
     (void)arg;
@@ -242,6 +285,8 @@ NOINLINE static int memo(void)
     pthread_t t;
     EXPECT(pthread_create(&t, NULL, memo_thread, NULL), 0);
     EXPECT(pthread_join(t, NULL), 0);
+    for (uint64_t v = 1; v <= rbp_values; v++) /* one call site: a loop not unrolled */
+        rbp_holder(v, alloc_free);
     puts("memo done");
     return 0;
 }
