@@ -150,9 +150,12 @@ static int stack_bounds(void)
 
 /* The thread's last walk: states 0..len-1, each a (pc, sp, fp) and the
  * rule of the step from it (0 for the last; the step's CFA is the next
- * state's sp, so that is where it loaded from). pc 0 in the last state:
- * the chain ended there. Two per thread: the walk reads one and writes the
- * other, states it walked and states it took on from the one it reads. */
+ * state's sp, so that is where it loaded from). fp is the walk's rbp in
+ * that state where the step reads it (its CFA is rbp's); in a state taken
+ * on from the walk before, elsewhere, it may be that walk's. pc 0 in the
+ * last state: the chain ended there. Two per thread: the walk reads one
+ * and writes the other, states it walked and states it took on from the
+ * one it reads. */
 struct state {
     uint64_t pc, sp, fp, rule;
 };
@@ -204,40 +207,41 @@ static int memo_get(void)
 
 /* How far the last walk's steps from its state j hold for this walk, which
  * is in that state with rbp *fp: the first state i (j <= i < end) whose
- * step does not hold, or end - 1. States j..i-1 are written to to[], as
- * this walk's. A step holds when the return address it loaded still holds
- * what it held, and when this walk's rbp is the last walk's wherever the
- * step reads it (its CFA is rbp's). rbp is the one register a state has
- * besides pc and sp, and it often holds a variable of the code's, a frame
- * pointer only where a rule says so: a step that loads an rbp saved in its
- * frame takes the word as it is now, whether or not it is the last walk's,
- * and it matters only if a later step reads it. *fp becomes the walk's rbp
- * in state i. */
+ * step does not hold, or end - 1. A step holds when the return address it
+ * loaded still holds what it held, and when this walk's rbp is the last
+ * walk's wherever the step reads it (its CFA is rbp's). rbp is the one
+ * register a state has besides pc and sp, and it often holds a variable of
+ * the code's, a frame pointer only where a rule says so: a step that loads
+ * an rbp saved in its frame takes the word as it is now, whether or not it
+ * is the last walk's, and it matters only if a later step reads it. So the
+ * states j..i-1 are this walk's but for rbp where no step reads it, which
+ * no walk looks at. *fp becomes the walk's rbp in state i. The pcs of the
+ * states from j + skip on are kept in kept[]. */
 __attribute__((no_sanitize_address)) static unsigned holds(const struct state *ls, unsigned j,
                                                            unsigned end, uint64_t floor,
-                                                           uint64_t *fp, struct state *to)
+                                                           uint64_t *fp, unsigned skip,
+                                                           uint64_t *kept)
 {
     uint64_t f = *fp; /* the walk's rbp in state i */
-    unsigned i = j;
-    for (; i + 1 < end; i++) {
-        uint64_t r = ls[i].rule;
-        if (R_CFA_RBP(r) && f != ls[i].fp)
+    const struct state *s = ls + j, *last = ls + end - 1, *keep = ls + j + skip;
+    for (; s < last; s++) {
+        uint64_t r = s->rule;
+        if (R_CFA_RBP(r) && f != s->fp)
             break;
-        uint64_t ra_at = ls[i + 1].sp + (uint64_t)R_RA_OFF(r);
-        if (ra_at < floor || LOAD(ra_at) != ls[i + 1].pc)
+        uint64_t ra_at = s[1].sp + (uint64_t)R_RA_OFF(r);
+        if (ra_at < floor || LOAD(ra_at) != s[1].pc)
             break;
-        uint64_t next = f;
         if (R_RBP_SAVED(r)) {
-            uint64_t fp_at = ls[i + 1].sp + (uint64_t)R_RBP_OFF(r);
+            uint64_t fp_at = s[1].sp + (uint64_t)R_RBP_OFF(r);
             if (fp_at < floor)
                 break;
-            next = LOAD(fp_at);
+            f = LOAD(fp_at);
         }
-        to[i - j] = (struct state){.pc = ls[i].pc, .sp = ls[i].sp, .fp = f, .rule = r};
-        f = next;
+        if (s >= keep)
+            *kept++ = s->pc;
     }
     *fp = f;
-    return i;
+    return (unsigned)(s - ls);
 }
 
 /* The loads read the program's stack frames, which AddressSanitizer does
@@ -280,11 +284,10 @@ __attribute__((noinline, no_sanitize_address)) int gs_walk_stack(uint64_t *pcs, 
                 unsigned skip = in_shim ? last->first_out - j : 0; /* the shim's, not kept */
                 unsigned room = max - n + skip < out->cap - k ? max - n + skip : out->cap - k;
                 unsigned lim = last_len - j > room ? j + room + 1 : last_len;
-                unsigned i = holds(ls, j, lim, floor, &fp, out->st + k);
+                unsigned i = holds(ls, j, lim, floor, &fp, skip, pcs + n);
                 unsigned m = i - j; /* states j..i-1 taken on; i is this walk's too */
                 unsigned kept = m > skip ? m - skip : 0;
-                for (unsigned t = 0; t < kept; t++)
-                    pcs[n + t] = ls[j + skip + t].pc;
+                memcpy(out->st + k, ls + j, m * sizeof *ls);
                 if (in_shim && kept) { /* past the shim's frames */
                     in_shim = 0;
                     first_out = k + skip;
