@@ -149,8 +149,14 @@ int gs_ring_push(struct gs_ring *r, const void *body, uint32_t len)
     if (len == 0 || len > GS_RING_MAX_BODY ||
         head - __atomic_load_n(&r->hdr->tail, __ATOMIC_ACQUIRE) + total > r->cap)
         return -1;
-    copy_in(r, head, &total, sizeof total);
-    copy_in(r, head + sizeof total, body, len);
+    size_t off = (size_t)(head & (r->cap - 1));
+    if (off + total <= r->cap) { /* most entries: not across the end */
+        memcpy(r->buf + off, &total, sizeof total);
+        memcpy(r->buf + off + sizeof total, body, len);
+    } else {
+        copy_in(r, head, &total, sizeof total);
+        copy_in(r, head + sizeof total, body, len);
+    }
     __atomic_store_n(&r->hdr->head, head + total, __ATOMIC_RELEASE);
     return 0;
 }
@@ -159,11 +165,19 @@ uint32_t gs_ring_read(const struct gs_ring *r, uint64_t pos, void *out, uint32_t
                       uint64_t *next)
 {
     uint32_t total;
-    copy_out(r, pos, &total, sizeof total);
+    size_t off = (size_t)(pos & (r->cap - 1));
+    int whole = off + sizeof total <= r->cap;
+    if (whole)
+        memcpy(&total, r->buf + off, sizeof total);
+    else
+        copy_out(r, pos, &total, sizeof total);
     if (total <= sizeof total || total - sizeof total > max)
         return 0;
     uint32_t len = total - (uint32_t)sizeof total;
-    copy_out(r, pos + sizeof total, out, len);
+    if (whole && off + total <= r->cap) /* most entries: not across the end */
+        memcpy(out, r->buf + off + sizeof total, len);
+    else
+        copy_out(r, pos + sizeof total, out, len);
     *next = pos + total;
     return len;
 }
