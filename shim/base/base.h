@@ -74,8 +74,15 @@ enum gs_fn {
 };
 /* The real function for fn, resolved on first use: the pointer a lookup of
  * the program's handed us, else the next definition after the shim, else the
- * driver already loaded in the process. NULL when there is none. */
-void *gs_real(enum gs_fn fn);
+ * driver already loaded in the process. NULL when there is none. Once found,
+ * it is one load (every hooked call makes one or two). */
+extern void *gs_real_fns[GS_FN_COUNT];
+void *gs_real_find(enum gs_fn fn);
+static inline void *gs_real(enum gs_fn fn)
+{
+    void *p = __atomic_load_n(&gs_real_fns[fn], __ATOMIC_ACQUIRE);
+    return p ? p : gs_real_find(fn);
+}
 const char *gs_fn_name(enum gs_fn fn);
 /* Offers real as fn's real function: the slot keeps it if it was empty.
  * Returns what the slot holds now (real, or the one found before). */

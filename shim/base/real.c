@@ -41,7 +41,7 @@ static const char wrapped[GS_FN_COUNT] = {
 #undef GS_FN_WRAPPED
 };
 
-static void *real_fn[GS_FN_COUNT]; /* accessed atomically */
+void *gs_real_fns[GS_FN_COUNT];    /* accessed atomically; gs_real reads it inline */
 static char absent[GS_FN_COUNT];   /* the loaded driver lacks it: not looked up again */
 static void *driver;               /* the loaded libcuda.so.1, once found */
 
@@ -141,9 +141,9 @@ static void *loaded_driver(void)
     return __atomic_load_n(&driver, __ATOMIC_ACQUIRE);
 }
 
-void *gs_real(enum gs_fn fn)
+void *gs_real_find(enum gs_fn fn)
 {
-    void *p = __atomic_load_n(&real_fn[fn], __ATOMIC_ACQUIRE);
+    void *p = __atomic_load_n(&gs_real_fns[fn], __ATOMIC_ACQUIRE);
     if (p || __atomic_load_n(&absent[fn], __ATOMIC_RELAXED))
         return p;
     int saved = errno; /* the lookups below must not show in the program's errno */
@@ -163,7 +163,7 @@ void *gs_real(enum gs_fn fn)
     if (!p || gs_in_shim(p))
         return NULL;
     void *expected = NULL;
-    if (!__atomic_compare_exchange_n(&real_fn[fn], &expected, p, 0, __ATOMIC_ACQ_REL,
+    if (!__atomic_compare_exchange_n(&gs_real_fns[fn], &expected, p, 0, __ATOMIC_ACQ_REL,
                                      __ATOMIC_ACQUIRE))
         p = expected;
     return p;
@@ -172,7 +172,7 @@ void *gs_real(enum gs_fn fn)
 void *gs_real_offer(enum gs_fn fn, void *real)
 {
     void *expected = NULL;
-    if (__atomic_compare_exchange_n(&real_fn[fn], &expected, real, 0, __ATOMIC_ACQ_REL,
+    if (__atomic_compare_exchange_n(&gs_real_fns[fn], &expected, real, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE))
         return real;
     return expected;
