@@ -11,10 +11,11 @@
  * it would give the same frames: a code address with no unwind information
  * (JIT code, a module without .eh_frame_hdr), a rule cfi.c does not read
  * (expressions, signal frames), a thread on a stack that is not its own
- * (sigaltstack, coroutines), or a step that would leave the thread's stack
- * or not climb it. Every load is inside [the walker's own rsp, the stack's
- * top), so a wrong rule can give wrong frames but never a fault. The test
- * tests/integration/test_unwind.py runs the test programs with
+ * (sigaltstack, coroutines), or a step that would leave the thread's stack,
+ * not climb it, or load a word below its frame's rsp (where a frame that
+ * calls keeps nothing). Every load is inside [the walker's own rsp, the
+ * stack's top), so a wrong rule can give wrong frames but never a fault.
+ * The test tests/integration/test_unwind.py runs the test programs with
  * GPUSHIM_UNWIND=check, which compares every stack with libunwind's.
  *
  * The table keys a rule by the address it was read for and is never
@@ -148,21 +149,20 @@ static int stack_bounds(void)
     return bounds.state > 0;
 }
 
-/* The thread's last walk: states 0..len-1, each a (pc, sp, fp) and the
- * rule of the step from it (0 for the last; the step's CFA is the next
- * state's sp, so that is where it loaded from). fp is the walk's rbp in
- * that state where the step reads it (its CFA is rbp's); in a state taken
- * on from the walk before, elsewhere, it may be that walk's. pc 0 in the
- * last state: the chain ended there. Two per thread: the walk reads one
+/* The thread's last walk: states 0..len-1, each a (pc, sp, fp), the rule
+ * of the step from it (0 for the last) and at, where that step loaded its
+ * return address (the next state's pc; the step's CFA is the next state's
+ * sp). fp is the walk's rbp in that state where the step reads it (its CFA
+ * is rbp's); in a state taken on from the walk before, elsewhere, it may
+ * be that walk's. pc 0 in the last state: the chain ended there. Each a
+ * column of its own, so that checking a step reads three words and taking
+ * states on is a copy of each column. Two per thread: the walk reads one
  * and writes the other, states it walked and states it took on from the
  * one it reads. */
-struct state {
-    uint64_t pc, sp, fp, rule;
-};
 struct memo {
     unsigned cap, len;  /* len 0: nothing to go on */
     unsigned first_out; /* the first state outside the shim, whose pc was kept */
-    struct state *st;
+    uint64_t *pc, *sp, *fp, *rule, *at;
 };
 static __thread struct memo *memo_read, *memo_write;
 static __thread int memo_none; /* could not be allocated: walk without */
@@ -189,21 +189,38 @@ static int memo_get(void)
     /* the frames kept and the shim's own */
     unsigned cap = gs_config()->stack_depth + 32;
     struct memo *pair =
-        memo_key_ok ? calloc(1, 2 * sizeof *pair + 2 * cap * sizeof(struct state)) : NULL;
+        memo_key_ok ? calloc(1, 2 * sizeof *pair + 2 * 5 * cap * sizeof(uint64_t)) : NULL;
     if (!pair || pthread_setspecific(memo_key, pair) != 0) {
         free(pair);
         memo_none = 1;
         return 0;
     }
-    struct state *st = (struct state *)(pair + 2);
-    pair[0] = (struct memo){.cap = cap, .st = st};
-    pair[1] = (struct memo){.cap = cap, .st = st + cap};
+    uint64_t *col = (uint64_t *)(pair + 2);
+    for (int m = 0; m < 2; m++, col += 5 * cap)
+        pair[m] = (struct memo){.cap = cap,
+                                .pc = col,
+                                .sp = col + cap,
+                                .fp = col + 2 * cap,
+                                .rule = col + 3 * cap,
+                                .at = col + 4 * cap};
     memo_read = pair;
     memo_write = pair + 1;
     return 1;
 }
 
 #define LOAD(at) (*(const uint64_t *)(uintptr_t)(at))
+
+/* The rbp of a walk that took on the last walk's states from j, with rbp
+ * own, in state i: the word the last step from j to i that saves rbp
+ * loads, else own. */
+__attribute__((no_sanitize_address)) static uint64_t rbp_in(const struct memo *l, unsigned j,
+                                                            unsigned i, uint64_t own)
+{
+    for (unsigned t = i; t > j; t--)
+        if (R_RBP_SAVED(l->rule[t - 1]))
+            return LOAD(l->sp[t] + (uint64_t)R_RBP_OFF(l->rule[t - 1]));
+    return own;
+}
 
 /* How far the last walk's steps from its state j hold for this walk, which
  * is in that state with rbp *fp: the first state i (j <= i < end) whose
@@ -215,33 +232,44 @@ static int memo_get(void)
  * an rbp saved in its frame takes the word as it is now, whether or not it
  * is the last walk's, and it matters only if a later step reads it. So the
  * states j..i-1 are this walk's but for rbp where no step reads it, which
- * no walk looks at. *fp becomes the walk's rbp in state i. The pcs of the
- * states from j + skip on are kept in kept[]. */
-__attribute__((no_sanitize_address)) static unsigned holds(const struct state *ls, unsigned j,
-                                                           unsigned end, uint64_t floor,
-                                                           uint64_t *fp, unsigned skip,
-                                                           uint64_t *kept)
+ * no walk looks at. Every word a step loaded is above its state's sp, so
+ * above this walk's. *fp becomes the walk's rbp in state i. */
+__attribute__((no_sanitize_address)) static unsigned holds(const struct memo *l, unsigned j,
+                                                           unsigned end, uint64_t *fp)
 {
-    uint64_t f = *fp; /* the walk's rbp in state i */
-    const struct state *s = ls + j, *last = ls + end - 1, *keep = ls + j + skip;
-    for (; s < last; s++) {
-        uint64_t r = s->rule;
-        if (R_CFA_RBP(r) && f != s->fp)
+    const uint64_t *pc = l->pc, *rule = l->rule, *at = l->at;
+    unsigned i = j;
+    for (; i + 1 < end; i++) {
+        uint64_t r = rule[i];
+        if (R_CFA_RBP(r) && rbp_in(l, j, i, *fp) != l->fp[i])
             break;
-        uint64_t ra_at = s[1].sp + (uint64_t)R_RA_OFF(r);
-        if (ra_at < floor || LOAD(ra_at) != s[1].pc)
+        if (LOAD(at[i]) != pc[i + 1])
             break;
-        if (R_RBP_SAVED(r)) {
-            uint64_t fp_at = s[1].sp + (uint64_t)R_RBP_OFF(r);
-            if (fp_at < floor)
-                break;
-            f = LOAD(fp_at);
-        }
-        if (s >= keep)
-            *kept++ = s->pc;
     }
-    *fp = f;
-    return (unsigned)(s - ls);
+    *fp = rbp_in(l, j, i, *fp);
+    return i;
+}
+
+/* Copies states [from, from + m) of one memo to [to, to + m) of another:
+ * a few by hand, more a column at a time. */
+static void take_on(struct memo *out, unsigned to, const struct memo *l, unsigned from, unsigned m)
+{
+    if (m <= 16) {
+        for (unsigned t = 0; t < m; t++) {
+            out->pc[to + t] = l->pc[from + t];
+            out->sp[to + t] = l->sp[from + t];
+            out->fp[to + t] = l->fp[from + t];
+            out->rule[to + t] = l->rule[from + t];
+            out->at[to + t] = l->at[from + t];
+        }
+        return;
+    }
+    size_t bytes = m * sizeof(uint64_t);
+    memcpy(out->pc + to, l->pc + from, bytes);
+    memcpy(out->sp + to, l->sp + from, bytes);
+    memcpy(out->fp + to, l->fp + from, bytes);
+    memcpy(out->rule + to, l->rule + from, bytes);
+    memcpy(out->at + to, l->at + from, bytes);
 }
 
 /* The loads read the program's stack frames, which AddressSanitizer does
@@ -255,12 +283,11 @@ __attribute__((noinline, no_sanitize_address)) int gs_walk_stack(uint64_t *pcs, 
         return 0;
     if (!stack_bounds() || sp < bounds.lo || sp >= bounds.hi)
         return -1; /* not on the thread's own stack */
-    const uint64_t floor = sp, top = bounds.hi;
+    const uint64_t top = bounds.hi;
     /* last: the thread's last walk, j the first of its states not below
      * this walk's; out: this walk's */
     struct memo *out = memo_get() ? memo_write : NULL;
     const struct memo *last = out ? memo_read : NULL;
-    const struct state *ls = last ? last->st : NULL;
     unsigned last_len = last ? last->len : 0, j = 0;
     memo_use = GS_WALK_NEW;
     int ruled = 0; /* a step was worked out by the rules */
@@ -274,20 +301,21 @@ __attribute__((noinline, no_sanitize_address)) int gs_walk_stack(uint64_t *pcs, 
             first_out = k;
         }
         if (last_len && out) {
-            while (j < last_len && ls[j].sp < sp)
+            while (j < last_len && last->sp[j] < sp)
                 j++;
             /* the same state, as far in or out of the shim's frames, and the
              * first state only for the first (its rule is its exact pc's) */
-            if (j < last_len && ls[j].sp == sp && ls[j].pc == pc &&
+            if (j < last_len && last->sp[j] == sp && last->pc[j] == pc &&
                 (in_shim ? j < last->first_out : j >= last->first_out) && (j == 0) == (k == 0)) {
                 memo_use = GS_WALK_WENT_ON;
                 unsigned skip = in_shim ? last->first_out - j : 0; /* the shim's, not kept */
                 unsigned room = max - n + skip < out->cap - k ? max - n + skip : out->cap - k;
                 unsigned lim = last_len - j > room ? j + room + 1 : last_len;
-                unsigned i = holds(ls, j, lim, floor, &fp, skip, pcs + n);
+                unsigned i = holds(last, j, lim, &fp);
                 unsigned m = i - j; /* states j..i-1 taken on; i is this walk's too */
                 unsigned kept = m > skip ? m - skip : 0;
-                memcpy(out->st + k, ls + j, m * sizeof *ls);
+                take_on(out, k, last, j, m);
+                memcpy(pcs + n, last->pc + j + skip, kept * sizeof *pcs);
                 if (in_shim && kept) { /* past the shim's frames */
                     in_shim = 0;
                     first_out = k + skip;
@@ -298,8 +326,8 @@ __attribute__((noinline, no_sanitize_address)) int gs_walk_stack(uint64_t *pcs, 
                     k--; /* the last state kept is the last taken on */
                     goto done;
                 }
-                pc = ls[i].pc;
-                sp = ls[i].sp;
+                pc = last->pc[i];
+                sp = last->sp[i];
                 target = k ? pc - 1 : pc;
                 j = i + 1; /* where the walk goes on by the rules, not to be joined again */
                 if (pc == 0)
@@ -312,10 +340,14 @@ __attribute__((noinline, no_sanitize_address)) int gs_walk_stack(uint64_t *pcs, 
         if (kind == GS_CFI_UNSURE)
             return -1;
         if (out) {
-            if (k < out->cap)
-                out->st[k] = (struct state){.pc = pc, .sp = sp, .fp = fp, .rule = r};
-            else
+            if (k < out->cap) {
+                out->pc[k] = pc;
+                out->sp[k] = sp;
+                out->fp[k] = fp;
+                out->rule[k] = r;
+            } else {
                 out = NULL; /* deeper than a memo holds: walk on without */
+            }
         }
         if (!in_shim) {
             pcs[n++] = pc;
@@ -327,14 +359,18 @@ __attribute__((noinline, no_sanitize_address)) int gs_walk_stack(uint64_t *pcs, 
         ruled = 1;
         uint64_t cfa = (R_CFA_RBP(r) ? fp : sp) + (uint64_t)R_CFA_OFF(r);
         uint64_t ra_at = cfa + (uint64_t)R_RA_OFF(r);
-        if (cfa <= sp || cfa > top || ra_at < floor || ra_at > top - 8)
-            return -1; /* the step would not climb the stack, or leave it */
+        /* The step would not climb the stack, or would leave it, or load a
+         * word below the frame's sp, where a frame that calls keeps nothing */
+        if (cfa <= sp || cfa > top || ra_at < sp || ra_at > top - 8)
+            return -1;
         if (R_RBP_SAVED(r)) {
             uint64_t fp_at = cfa + (uint64_t)R_RBP_OFF(r);
-            if (fp_at < floor || fp_at > top - 8)
+            if (fp_at < sp || fp_at > top - 8)
                 return -1;
             fp = LOAD(fp_at);
         }
+        if (out)
+            out->at[k] = ra_at;
         pc = LOAD(ra_at);
         sp = cfa;
         k++;
@@ -343,10 +379,14 @@ __attribute__((noinline, no_sanitize_address)) int gs_walk_stack(uint64_t *pcs, 
         target = pc - 1;
     }
 chain_end:
-    if (out && k < out->cap) /* the end of the chain, kept as a state */
-        out->st[k] = (struct state){.pc = 0, .sp = sp, .fp = fp};
-    else
+    if (out && k < out->cap) { /* the end of the chain, kept as a state */
+        out->pc[k] = 0;
+        out->sp[k] = sp;
+        out->fp[k] = fp;
+        out->rule[k] = 0;
+    } else {
         out = NULL;
+    }
 done:
     if (memo_use == GS_WALK_WENT_ON && !ruled)
         memo_use = GS_WALK_CHECKED;
