@@ -210,6 +210,21 @@ static int from_debug_offsets(struct gs_pylayout *l, int minor, const void *runt
     return 0;
 }
 
+/* Does l have every offset the walk reads without asking (pyread.h)? */
+static int complete(const struct gs_pylayout *l)
+{
+    const int always[] = {l->fr_previous, l->fr_code, l->fr_instr, l->co_filename, l->co_name,
+                          l->co_firstlineno, l->co_linetable, l->ob_type, l->var_size,
+                          l->uni_state, l->uni_length, l->uni_ascii_size, l->uni_compact_size,
+                          l->bytes_sval};
+    for (size_t i = 0; i < sizeof always / sizeof always[0]; i++)
+        if (always[i] < 0)
+            return 0;
+    if (l->ts_cframe >= 0 ? l->cframe_frame < 0 : l->ts_frame < 0)
+        return 0;
+    return l->frame_objects || l->co_code >= 0;
+}
+
 int gs_pylayout_init(struct gs_pylayout *l, int minor, void *(*sym)(const char *name),
                      const char **why)
 {
@@ -219,6 +234,10 @@ int gs_pylayout_init(struct gs_pylayout *l, int minor, void *(*sym)(const char *
     else if (minor < 13 || from_debug_offsets(l, minor, sym("_PyRuntime"), why) != 0) {
         if (minor < 13)
             *why = "no layout is known for this version";
+        return -1;
+    }
+    if (!complete(l)) {
+        *why = "its layout lacks an offset the walk reads";
         return -1;
     }
     l->code_type = sym("PyCode_Type");

@@ -63,9 +63,13 @@ static int checked_read(void *dst, const void *src, size_t n)
     return pipe_read(dst, src, n);
 }
 
-static int load(enum gs_pyread_mode mode, void *dst, const void *base, int off, size_t n)
+/* Always inlined, as is everything below that takes a mode: the walk is
+ * made twice (gs_pyread_frames), and in the plain one each load is a move. */
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE int load(enum gs_pyread_mode mode, void *dst, const void *base, int off, size_t n)
 {
-    if (!base || off < 0)
+    if (!base)
         return -1;
     const char *src = (const char *)base + off;
     if (mode == GS_PYREAD_PLAIN) {
@@ -81,7 +85,7 @@ static int load(enum gs_pyread_mode mode, void *dst, const void *base, int off, 
 #define LOAD(mode, dst, base, off) load(mode, &(dst), base, off, sizeof(dst))
 
 /* Is obj an object of type type? */
-static int is_a(const struct gs_pylayout *l, enum gs_pyread_mode mode, const void *obj,
+INLINE int is_a(const struct gs_pylayout *l, enum gs_pyread_mode mode, const void *obj,
                 const void *type)
 {
     const void *t = NULL;
@@ -97,7 +101,7 @@ static int readable(const void *p, size_t n)
 
 /* The characters of a str: 0, or -1 when it is not one. A str of the old
  * kind (not compact: none that names code) reads as empty. */
-static int read_str(const struct gs_pylayout *l, enum gs_pyread_mode mode, const void *s,
+INLINE int read_str(const struct gs_pylayout *l, enum gs_pyread_mode mode, const void *s,
                     const char **chars, uint32_t *len, uint8_t *kind)
 {
     uint32_t state;
@@ -125,7 +129,7 @@ static int read_str(const struct gs_pylayout *l, enum gs_pyread_mode mode, const
 }
 
 /* The code object's names and line table into f: 0, or -1. */
-static int read_code(const struct gs_pylayout *l, enum gs_pyread_mode mode, const void *code,
+INLINE int read_code(const struct gs_pylayout *l, enum gs_pyread_mode mode, const void *code,
                      struct gs_pyframe *f)
 {
     const void *file, *name, *table;
@@ -153,8 +157,8 @@ static int read_code(const struct gs_pylayout *l, enum gs_pyread_mode mode, cons
  * interpreter's recursion limit lets a thread have, shim frames included). */
 #define MAX_STEPS 100000
 
-int gs_pyread_frames(const struct gs_pylayout *l, enum gs_pyread_mode mode, const void *tstate,
-                     const void **next, struct gs_pyframe *out, unsigned max)
+INLINE int walk(const struct gs_pylayout *l, enum gs_pyread_mode mode, const void *tstate,
+                const void **next, struct gs_pyframe *out, unsigned max)
 {
     const void *f = *next;
     if (f) {
@@ -223,4 +227,27 @@ int gs_pyread_frames(const struct gs_pylayout *l, enum gs_pyread_mode mode, cons
     }
     *next = f;
     return (int)n;
+}
+
+/* The walk made for each mode: in the plain one, which every walk takes once
+ * a layout has proved itself, no load asks which mode it is in. */
+static __attribute__((noinline)) int walk_plain(const struct gs_pylayout *l, const void *tstate,
+                                                const void **next, struct gs_pyframe *out,
+                                                unsigned max)
+{
+    return walk(l, GS_PYREAD_PLAIN, tstate, next, out, max);
+}
+
+static __attribute__((noinline)) int walk_checked(const struct gs_pylayout *l,
+                                                  const void *tstate, const void **next,
+                                                  struct gs_pyframe *out, unsigned max)
+{
+    return walk(l, GS_PYREAD_CHECKED, tstate, next, out, max);
+}
+
+int gs_pyread_frames(const struct gs_pylayout *l, enum gs_pyread_mode mode, const void *tstate,
+                     const void **next, struct gs_pyframe *out, unsigned max)
+{
+    return mode == GS_PYREAD_PLAIN ? walk_plain(l, tstate, next, out, max)
+                                   : walk_checked(l, tstate, next, out, max);
 }

@@ -20,8 +20,12 @@ enum gs_pylines {
     GS_PYLINES_LOCATIONS, /* 3.11 and later: the location table */
 };
 
-/* Byte offsets into the interpreter's structures (-1: not there), on the
- * 64-bit Linux builds with the GIL. Where they come from: pylayout.c. */
+/* Byte offsets into the interpreter's structures, on the 64-bit Linux
+ * builds with the GIL. Where they come from: pylayout.c. -1 (not there) only
+ * where the walk asks first: ts_frame or ts_cframe and cframe_frame (one
+ * way is there), fr_owner, owner_generator, co_firsttraceable, and co_code
+ * of frame objects; gs_pylayout_init refuses any other missing, so the
+ * walk's loads do not check their offsets. */
 struct gs_pylayout {
     int minor;                 /* Python 3.minor */
     int frame_objects;         /* 3.9, 3.10: the chain is of PyFrameObjects;

@@ -151,6 +151,25 @@ static struct gs_pylayout layout311(void)
     return l;
 }
 
+static void *any_type(const char *name)
+{
+    (void)name;
+    return &code_type;
+}
+
+/* The walk's loads do not check their offsets: gs_pylayout_init refuses a
+ * layout that lacks one it reads (pyread.h), and every layout written in
+ * must pass. */
+Test(pyread, every_written_in_layout_has_each_offset_the_walk_reads)
+{
+    for (int minor = 9; minor <= 12; minor++) {
+        struct gs_pylayout l;
+        const char *why = "";
+        cr_assert_not_null(gs_pylayout_builtin(minor), "3.%d", minor);
+        cr_assert_eq(gs_pylayout_init(&l, minor, any_type, &why), 0, "3.%d: %s", minor, why);
+    }
+}
+
 static void check_frames(const struct gs_pyframe *f, int n, const struct gs_pylayout *l)
 {
     static const char *const names[] = {"f", "C.g", "<module>"};
