@@ -19,7 +19,9 @@
  * where each load goes through process_vm_readv on the process itself (or,
  * where a sandbox forbids that, through a pipe), which fails with EFAULT
  * on memory that is not mapped instead of faulting: a wrong layout is
- * found without a crash.
+ * found without a crash. Once it has, GS_PYREAD_WHERE reads only where each
+ * frame is (its code object and instruction), and gs_pyread_code the names
+ * and line table of the frames whose code object python.c does not know.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -150,6 +152,7 @@ INLINE int read_code(const struct gs_pylayout *l, enum gs_pyread_mode mode, cons
         return -1;
     f->code = code;
     f->first_line = first;
+    f->named = 1;
     return 0;
 }
 
@@ -157,8 +160,10 @@ INLINE int read_code(const struct gs_pylayout *l, enum gs_pyread_mode mode, cons
  * interpreter's recursion limit lets a thread have, shim frames included). */
 #define MAX_STEPS 100000
 
-INLINE int walk(const struct gs_pylayout *l, enum gs_pyread_mode mode, const void *tstate,
-                const void **next, struct gs_pyframe *out, unsigned max)
+/* The walk; mode is GS_PYREAD_PLAIN or CHECKED (the loads), names whether
+ * each frame's names are read too. */
+INLINE int walk(const struct gs_pylayout *l, enum gs_pyread_mode mode, int names,
+                const void *tstate, const void **next, struct gs_pyframe *out, unsigned max)
 {
     const void *f = *next;
     if (f) {
@@ -220,8 +225,12 @@ INLINE int walk(const struct gs_pylayout *l, enum gs_pyread_mode mode, const voi
             }
             addr = off < 0 ? -1 : (int)off;
         }
-        if (read_code(l, mode, code, &out[n]) != 0)
+        if (!names) {
+            out[n].code = code;
+            out[n].named = 0;
+        } else if (read_code(l, mode, code, &out[n]) != 0) {
             return -1;
+        }
         out[n++].addr = addr;
         f = back;
     }
@@ -229,25 +238,43 @@ INLINE int walk(const struct gs_pylayout *l, enum gs_pyread_mode mode, const voi
     return (int)n;
 }
 
-/* The walk made for each mode: in the plain one, which every walk takes once
- * a layout has proved itself, no load asks which mode it is in. */
+/* The walk made for each mode: in the plain ones, which every walk takes
+ * once a layout has proved itself, no load asks which mode it is in. */
 static __attribute__((noinline)) int walk_plain(const struct gs_pylayout *l, const void *tstate,
                                                 const void **next, struct gs_pyframe *out,
                                                 unsigned max)
 {
-    return walk(l, GS_PYREAD_PLAIN, tstate, next, out, max);
+    return walk(l, GS_PYREAD_PLAIN, 1, tstate, next, out, max);
+}
+
+static __attribute__((noinline)) int walk_where(const struct gs_pylayout *l, const void *tstate,
+                                                const void **next, struct gs_pyframe *out,
+                                                unsigned max)
+{
+    return walk(l, GS_PYREAD_PLAIN, 0, tstate, next, out, max);
 }
 
 static __attribute__((noinline)) int walk_checked(const struct gs_pylayout *l,
                                                   const void *tstate, const void **next,
                                                   struct gs_pyframe *out, unsigned max)
 {
-    return walk(l, GS_PYREAD_CHECKED, tstate, next, out, max);
+    return walk(l, GS_PYREAD_CHECKED, 1, tstate, next, out, max);
 }
 
 int gs_pyread_frames(const struct gs_pylayout *l, enum gs_pyread_mode mode, const void *tstate,
                      const void **next, struct gs_pyframe *out, unsigned max)
 {
-    return mode == GS_PYREAD_PLAIN ? walk_plain(l, tstate, next, out, max)
-                                   : walk_checked(l, tstate, next, out, max);
+    switch (mode) {
+    case GS_PYREAD_PLAIN:
+        return walk_plain(l, tstate, next, out, max);
+    case GS_PYREAD_WHERE:
+        return walk_where(l, tstate, next, out, max);
+    default:
+        return walk_checked(l, tstate, next, out, max);
+    }
+}
+
+int gs_pyread_code(const struct gs_pylayout *l, struct gs_pyframe *f)
+{
+    return f->named ? 0 : read_code(l, GS_PYREAD_PLAIN, f->code, f);
 }

@@ -65,6 +65,7 @@ const struct gs_pylayout *gs_pylayout_builtin(int minor);
 /* One frame as read: its code object, what names it, where it is. */
 struct gs_pyframe {
     const void *code;
+    int named;                 /* file to table are read (not by GS_PYREAD_WHERE) */
     const char *file, *name;   /* UTF-8 or, where kind is not 1, UCS-2/UCS-4 */
     uint32_t file_len, name_len; /* in characters */
     uint8_t file_kind, name_kind; /* 1, 2 or 4 bytes a character */
@@ -75,8 +76,11 @@ struct gs_pyframe {
 };
 
 /* Memory reads for the walk: plain loads, or checked ones that fail rather
- * than fault (the first walks with a layout, until it has proved itself). */
-enum gs_pyread_mode { GS_PYREAD_PLAIN, GS_PYREAD_CHECKED };
+ * than fault (the first walks with a layout, until it has proved itself);
+ * or plain loads of where each frame is (its code object and instruction)
+ * and nothing of what names it, read only for the frames that need it with
+ * gs_pyread_code: a code object known already needs no names. */
+enum gs_pyread_mode { GS_PYREAD_PLAIN, GS_PYREAD_CHECKED, GS_PYREAD_WHERE };
 
 /* Reads at most max frames of the thread whose state is tstate, innermost
  * first, into out: from the innermost where *next is NULL, else from the
@@ -87,6 +91,11 @@ enum gs_pyread_mode { GS_PYREAD_PLAIN, GS_PYREAD_CHECKED };
  * the layout is wrong, and nothing more should be read with it. */
 int gs_pyread_frames(const struct gs_pylayout *l, enum gs_pyread_mode mode, const void *tstate,
                      const void **next, struct gs_pyframe *out, unsigned max);
+
+/* What names a frame read by GS_PYREAD_WHERE (plain loads; its code object
+ * is alive as long as the frame is, the calling thread's own): 0, or -1 as
+ * gs_pyread_frames. Nothing is read again for a frame already named. */
+int gs_pyread_code(const struct gs_pylayout *l, struct gs_pyframe *f);
 
 /* The line of the instruction at byte offset addr of a code object whose
  * line table is table (len bytes) and first line first_line: what

@@ -61,7 +61,11 @@
  * keeps a fingerprint of what the frame shows (file, name, first line, line
  * table), checked on every use, and a code object that does not match gets
  * an id of its own. The check compares bytes kept from the last frame that
- * matched (struct code_shape) before it fingerprints anything. Lines are cached by (code id, instruction offset), which
+ * matched (struct code_shape) before it fingerprints anything; from 3.12 it
+ * is skipped while no code object has been destroyed (a code watcher counts
+ * them: "code objects destroyed" below). A frame of a code object known by
+ * its address is read no further than its code and instruction (pyread.h's
+ * GS_PYREAD_WHERE). Lines are cached by (code id, instruction offset), which
  * therefore always name the same line table.
  */
 #define _GNU_SOURCE
@@ -102,6 +106,9 @@ static struct {
     void (*err_clear)(void);
     int (*gc_disable)(void); /* 3.10 and later */
     int (*gc_enable)(void);
+    int (*add_pending_call)(int (*call)(void *), void *arg);
+    int (*add_code_watcher)(int (*callback)(int event, pyobj *code)); /* 3.12 and later */
+    int (*at_exit)(void (*func)(void));
     const char *function_attr; /* co_qualname (3.11 and later), else co_name */
 } py;
 
@@ -228,6 +235,10 @@ static int look_up(void)
     if (minor >= 11 && (!py.gc_disable || !py.gc_enable))
         return ABSENT; /* frames are made on demand there: never without the collector off */
     py.function_attr = minor >= 11 ? "co_qualname" : "co_name";
+    *(void **)&py.add_pending_call = sym("Py_AddPendingCall");
+    *(void **)&py.at_exit = sym("Py_AtExit");
+    if (minor >= 12)
+        *(void **)&py.add_code_watcher = sym("PyCode_AddWatcher");
     direct_init(minor, v);
     return READY;
 }
@@ -258,6 +269,8 @@ struct code_slot {
     uint8_t pinned;   /* a reference is held: the address is this code's for good */
     uint8_t by_api;   /* its names were read through the API */
     struct code_shape *shape; /* unpinned: what the last frame that matched showed */
+    uint64_t seen;    /* unpinned: watch.gone + 1 when the code at this address was
+                       * last found to be the slot's (0: not while watching) */
 };
 
 /* What a frame of an unpinned code object showed, its bytes kept, so that
@@ -341,6 +354,7 @@ static uint32_t code_define(const void *code, struct gs_pycode_body *body, uint6
     s->code = code;
     free(s->shape); /* what another code at this address showed */
     s->shape = NULL;
+    s->seen = 0;
     s->id = body->id = ++codes.next_id;
     s->print = print;
     s->by_api = (uint8_t)by_api;
@@ -355,6 +369,83 @@ union pycode_record {
     struct gs_pycode_body b;
     uint8_t bytes[sizeof(struct gs_pycode_body) + GS_PY_MAX_FILE + GS_PY_MAX_NAME];
 };
+
+/* ---- code objects destroyed: when a known one needs no check ---- */
+
+/* Since 3.12 an interpreter calls code watchers (PyCode_AddWatcher) after
+ * it makes a code object and before it destroys one (Objects/codeobject.c,
+ * code_dealloc: before anything is freed). Counting the destructions makes
+ * an unpinned slot's check free while none happens: a slot found to hold
+ * the code object at its address when watch.gone was G still holds it
+ * while watch.gone is G, since no code object was destroyed and so none at
+ * that address was replaced. A frame's code object lives as long as the
+ * frame (the thread is inside the call recorded); one made at a destroyed
+ * one's address was made after the count went up, and the thread that ran
+ * the frame has seen the count since, through the GIL it took to run it.
+ *
+ * A watcher is added only with the GIL held, never taken here: it is asked
+ * for with Py_AddPendingCall, which any thread may call without the GIL,
+ * and the main thread adds it at its eval loop's next check. Until then,
+ * and where none can be added (3.11 and earlier; the interpreter's 8 code
+ * watchers taken), a slot is checked by what the frame shows (same_shape).
+ * Py_AtExit stops the counting at finalization: an interpreter started
+ * again has no watcher. */
+enum { WATCH_NONE, WATCH_ASKED, WATCH_ON, WATCH_NEVER };
+static struct {
+    int state;     /* WATCH_*, read and written atomically */
+    uint64_t gone; /* code objects destroyed while WATCH_ON */
+} watch;
+
+static int on_code_event(int event, pyobj *code)
+{
+    (void)code;
+    if (event != 0) /* not PY_CODE_EVENT_CREATE (0 in 3.12 to 3.14): counted as gone */
+        __atomic_add_fetch(&watch.gone, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* At the end of Py_FinalizeEx: the watcher is gone with the interpreter. */
+static void stop_watching(void)
+{
+    __atomic_store_n(&watch.state, WATCH_NONE, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&watch.gone, 1, __ATOMIC_RELEASE);
+}
+
+/* Py_AddPendingCall's call: in the main thread, the GIL held. */
+static int start_watching(void *arg)
+{
+    (void)arg;
+    int on = py.at_exit(stop_watching) == 0 && py.add_code_watcher(on_code_event) >= 0;
+    py.err_clear(); /* what a refused watcher set */
+    __atomic_store_n(&watch.state, on ? WATCH_ON : WATCH_NEVER, __ATOMIC_RELEASE);
+    if (gs_config()->verbose)
+        gs_say("Python %s: %s", direct.version,
+               on ? "code objects watched: a code object seen before is not checked again"
+                  : "no code watcher could be added; code objects are checked at each frame");
+    return 0;
+}
+
+/* Asks once for the watcher (again where the pending calls were full). */
+static void ask_to_watch(void)
+{
+    int expected = WATCH_NONE;
+    if (!py.add_code_watcher || !py.add_pending_call || !py.at_exit ||
+        __atomic_load_n(&watch.state, __ATOMIC_RELAXED) != WATCH_NONE ||
+        !__atomic_compare_exchange_n(&watch.state, &expected, WATCH_ASKED, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_RELAXED))
+        return;
+    if (py.add_pending_call(start_watching, NULL) != 0)
+        __atomic_store_n(&watch.state, WATCH_NONE, __ATOMIC_RELEASE);
+}
+
+/* While watching, watch.gone + 1: what a slot found now is marked with
+ * (struct code_slot's seen); 0 otherwise. */
+static uint64_t watch_mark(void)
+{
+    if (__atomic_load_n(&watch.state, __ATOMIC_ACQUIRE) != WATCH_ON)
+        return 0;
+    return __atomic_load_n(&watch.gone, __ATOMIC_ACQUIRE) + 1;
+}
 
 /* ---- code objects through the API (the GIL held) ---- */
 
@@ -509,13 +600,21 @@ static size_t utf8(const char *chars, uint32_t n, uint8_t kind, char *out, size_
     return o;
 }
 
-/* The id of a frame's code object, read from memory; pinned where pin is
- * set (the GIL is held). Call with codes_lock held. */
-static uint32_t code_id_read(const struct gs_pyframe *f, int pin)
+/* The id of a frame's code object, read from memory, into *id (0 when it
+ * cannot be had); pinned where pin is set (the GIL is held). Its address is
+ * enough where its slot is pinned, or was found to hold it when
+ * watch_mark() was mark (not 0) and no pin is wanted; else the frame's
+ * names are read (gs_pyread_code) and checked against the slot, which is
+ * marked found at mark. 0, or -1 when the names cannot be read. Call with
+ * codes_lock held. */
+static int code_id_read(struct gs_pyframe *f, int pin, uint64_t mark, uint32_t *id)
 {
     struct code_slot *s = code_find(f->code);
-    if (s && s->pinned)
-        return s->id;
+    *id = s ? s->id : 0;
+    if (s && (s->pinned || (mark && !pin && s->seen == mark)))
+        return 0;
+    if (!f->named && gs_pyread_code(&direct.layout, f) != 0)
+        return -1;
     int same = s && same_shape(s, f);
     uint64_t print = same ? 0 : fingerprint(f);
     if (s && !same && s->print == print) {
@@ -529,7 +628,8 @@ static uint32_t code_id_read(const struct gs_pyframe *f, int pin)
             free(s->shape); /* the address is this code's for good: no more checks */
             s->shape = NULL;
         }
-        return s->id;
+        s->seen = mark;
+        return 0;
     }
     union pycode_record body;
     memset(&body.b, 0, sizeof body.b);
@@ -539,10 +639,12 @@ static uint32_t code_id_read(const struct gs_pyframe *f, int pin)
     body.b.file_len = (uint16_t)flen;
     body.b.name_len = (uint16_t)nlen;
     body.b.first_line = f->first_line > 0 ? (uint32_t)f->first_line : 0;
-    uint32_t id = code_define(f->code, &body.b, print, pin, 0);
-    if (id && !pin && (s = code_find(f->code)) != NULL)
+    *id = code_define(f->code, &body.b, print, pin, 0);
+    if (*id && !pin && (s = code_find(f->code)) != NULL) {
         keep_shape(s, f);
-    return id;
+        s->seen = mark;
+    }
+    return 0;
 }
 
 /* ---- lines, by (code id, instruction offset in bytes) ---- */
@@ -579,17 +681,23 @@ static int api_line(pyobj *f, uint32_t id)
     return s->line;
 }
 
-static int read_line(const struct gs_pyframe *f, uint32_t id)
+/* The line of a frame read from memory (f's code has id) into *line; its
+ * names are read where the line is not cached. 0, or -1 when they cannot
+ * be (the layout is wrong: gs_pyread_code). */
+static int read_line(struct gs_pyframe *f, uint32_t id, int *line)
 {
     struct line_slot *s = line_slot(id, f->addr);
     if (s->id != id || s->addr != f->addr) {
+        if (!f->named && gs_pyread_code(&direct.layout, f) != 0)
+            return -1;
         s->id = id;
         s->addr = f->addr;
         s->line = gs_pylines_line(direct.layout.lines, f->table, f->table_len, f->first_line,
                                   f->addr);
         s->by_api = 0;
     }
-    return s->line;
+    *line = s->line;
+    return 0;
 }
 
 /* ---- the walks ---- */
@@ -670,23 +778,37 @@ static int read_walk(const void *ts, int mode, int held, uint64_t *pcs, unsigned
 {
     enum { BATCH = 16 }; /* frames read at a time: little stack for deep ones */
     struct gs_pyframe fr[BATCH];
-    enum gs_pyread_mode how = mode == DIRECT_PLAIN ? GS_PYREAD_PLAIN : GS_PYREAD_CHECKED;
+    uint64_t mark = watch_mark();
+    if (!mark)
+        ask_to_watch();
+    /* Once proved, plain loads; and where a code object may be known by its
+     * address alone (pinned with the GIL, or watched), not its names first. */
+    enum gs_pyread_mode how = mode != DIRECT_PLAIN ? GS_PYREAD_CHECKED
+                              : held || mark   ? GS_PYREAD_WHERE
+                                               : GS_PYREAD_PLAIN;
     const void *next = NULL;
     do {
         unsigned want = max - n < BATCH ? max - n : BATCH;
         int k = gs_pyread_frames(&direct.layout, how, ts, &next, fr, want);
-        if (k < 0) {
+        int i = 0;
+        if (k > 0) {
+            pthread_mutex_lock(&codes_lock);
+            for (; i < k; i++) {
+                struct gs_pyframe *f = &fr[i];
+                uint32_t id;
+                int line = 0;
+                if (code_id_read(f, held, mark, &id) != 0 ||
+                    (id && read_line(f, id, &line) != 0))
+                    break;
+                if (id)
+                    pcs[n++] = gs_py_pc(id, line > 0 ? (uint32_t)line : 0);
+            }
+            pthread_mutex_unlock(&codes_lock);
+        }
+        if (k < 0 || i < k) {
             direct_fail("its frames do not read as this version's layout says");
             return -1;
         }
-        pthread_mutex_lock(&codes_lock);
-        for (int i = 0; i < k; i++) {
-            uint32_t id = code_id_read(&fr[i], held);
-            int line = id ? read_line(&fr[i], id) : 0;
-            if (id)
-                pcs[n++] = gs_py_pc(id, line > 0 ? (uint32_t)line : 0);
-        }
-        pthread_mutex_unlock(&codes_lock);
         if ((unsigned)k < want)
             break;
     } while (next && n < max);

@@ -11,7 +11,7 @@ import subprocess
 
 from harness import E, KiB, MiB, check, eq, one_trace, report, report_json, run
 from test_python import (PROGS, at, check_merged, for_version, libcuda, prog, py_env, python_frames,
-                         pythons)
+                         pythons, version)
 
 EXT_SRC = os.path.join(PROGS, "gsext.c")
 
@@ -190,3 +190,21 @@ def test_code_objects_freed_and_made_again_keep_their_own_names():
         got = sorted((s["bytes"] // KiB, python_frames(s)[0], s["gil"]) for s in d["leaks"]["sites"])
         eq(got, [(i + 1, (f"f_{i}", "<made>", 2), False) for i in range(20)],
            f"{py}: each allocation by its own function")
+
+
+def test_code_objects_are_watched_where_the_interpreter_lets_them_be():
+    """3.12 and later call code watchers before a code object is destroyed:
+    the shim asks the main thread for one (Py_AddPendingCall) at its first
+    frames read, and then takes a code object seen before by its address
+    for as long as none is destroyed (shim/record/python.c). What the test
+    above checks is then what the count of destructions keeps right; here,
+    that the watcher is there where it can be, said once, and only there."""
+    for py in pythons():
+        r = run([py, prog("code_reuse.py")], env=ext_env(py, GPUSHIM_VERBOSE="1"))
+        eq((r.rc, r.out), (0, "20 made\n"), f"{py}: the run")
+        said = [l for l in r.err.splitlines() if "code objects watched" in l]
+        eq(len(said), 1 if version(py) >= (3, 12) else 0, f"{py}: the watcher said: {r.err}")
+        d = report_json(one_trace(r))
+        eq(sorted(python_frames(s)[0][0] for s in d["leaks"]["sites"]),
+           sorted(f"f_{i}" for i in range(20)), f"{py}: each allocation by its own function")
+

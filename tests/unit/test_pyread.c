@@ -200,6 +200,39 @@ Test(pyread, frames_of_a_3_11_layout_plain_and_checked)
     }
 }
 
+/* GS_PYREAD_WHERE reads each frame's code object and instruction only; its
+ * names and line table come with gs_pyread_code, which checks their types
+ * then: a name that is not a str fails there, not in the walk. */
+Test(pyread, where_each_frame_is_and_its_names_when_asked)
+{
+    static struct fake m;
+    struct gs_pylayout l = layout311();
+    make_frames(&m, &l);
+    struct gs_pyframe plain[8], f[8];
+    const void *next = NULL;
+    cr_assert_eq(gs_pyread_frames(&l, GS_PYREAD_PLAIN, m.tstate, &next, plain, 8), 3);
+    next = NULL;
+    cr_assert_eq(gs_pyread_frames(&l, GS_PYREAD_WHERE, m.tstate, &next, f, 8), 3);
+    cr_assert_null(next, "to the end");
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(f[i].code, m.codes[i], "frame %d's code", i);
+        cr_assert_eq(f[i].addr, plain[i].addr, "frame %d's instruction", i);
+        cr_assert(plain[i].named && !f[i].named, "frame %d: named only when asked", i);
+        cr_assert_eq(gs_pyread_code(&l, &f[i]), 0);
+        cr_assert(f[i].named);
+    }
+    check_frames(f, 3, &l);
+    put_ptr(m.strs[3], l.ob_type, &bytes_type); /* g's name no longer a str */
+    next = NULL;
+    cr_assert_eq(gs_pyread_frames(&l, GS_PYREAD_WHERE, m.tstate, &next, f, 8), 3,
+                 "where the frames are reads no name");
+    cr_assert_eq(gs_pyread_code(&l, &f[0]), 0);
+    cr_assert_eq(gs_pyread_code(&l, &f[1]), -1, "g's name is not a str");
+    next = NULL;
+    cr_assert_eq(gs_pyread_frames(&l, GS_PYREAD_PLAIN, m.tstate, &next, f, 8), -1,
+                 "reading names, the walk fails as before");
+}
+
 Test(pyread, in_batches_from_where_the_last_stopped)
 {
     static struct fake m;
