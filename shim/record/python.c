@@ -382,18 +382,29 @@ union pycode_record {
  * frame (the thread is inside the call recorded); one made at a destroyed
  * one's address was made after the count went up, and the thread that ran
  * the frame has seen the count since, through the GIL it took to run it.
+ * Watchers are the main interpreter's, whose threads alone are read, and
+ * only without the GIL: once a sub-interpreter exists, PyGILState_Check
+ * answers 1 for good, and every code object read is pinned instead.
  *
  * A watcher is added only with the GIL held, never taken here: it is asked
- * for with Py_AddPendingCall, which any thread may call without the GIL,
- * and the main thread adds it at its eval loop's next check. Until then,
- * and where none can be added (3.11 and earlier; the interpreter's 8 code
- * watchers taken), a slot is checked by what the frame shows (same_shape).
- * Py_AtExit stops the counting at finalization: an interpreter started
- * again has no watcher. */
+ * for with Py_AddPendingCall, which a thread may call without the GIL, and
+ * the main thread adds it when it next checks its eval loop's breaker: late,
+ * or never, while it runs no Python (a join, an embedding program's C).
+ * Until then, and where none can be added (3.11 and earlier; the
+ * interpreter's 8 code watchers taken), a slot is checked by what the frame
+ * shows (same_shape). It is asked for only by a thread with no thread state
+ * attached: from 3.13 the pending calls' lock, when another thread holds
+ * it, lets go of the GIL of an attached one and takes it again.
+ *
+ * Finalization clears the watchers (interpreter_clear) before Py_AtExit's
+ * functions run: code objects destroyed in between are not counted, but by
+ * then Py_IsInitialized() answers 0 and no frame is read. stop_watching
+ * ends the counting for the rest of the process: an interpreter started
+ * again gets no watcher. */
 enum { WATCH_NONE, WATCH_ASKED, WATCH_ON, WATCH_NEVER };
 static struct {
     int state;     /* WATCH_*, read and written atomically */
-    uint64_t gone; /* code objects destroyed while WATCH_ON */
+    uint64_t gone; /* at least the code objects destroyed while WATCH_ON */
 } watch;
 
 static int on_code_event(int event, pyobj *code)
@@ -404,10 +415,10 @@ static int on_code_event(int event, pyobj *code)
     return 0;
 }
 
-/* At the end of Py_FinalizeEx: the watcher is gone with the interpreter. */
+/* Py_AtExit's: Python is finalized. */
 static void stop_watching(void)
 {
-    __atomic_store_n(&watch.state, WATCH_NONE, __ATOMIC_RELEASE);
+    __atomic_store_n(&watch.state, WATCH_NEVER, __ATOMIC_RELEASE);
     __atomic_add_fetch(&watch.gone, 1, __ATOMIC_RELEASE);
 }
 
@@ -415,8 +426,11 @@ static void stop_watching(void)
 static int start_watching(void *arg)
 {
     (void)arg;
-    int on = py.at_exit(stop_watching) == 0 && py.add_code_watcher(on_code_event) >= 0;
-    py.err_clear(); /* what a refused watcher set */
+    int on = py.at_exit(stop_watching) == 0; /* sets no exception */
+    if (on && py.add_code_watcher(on_code_event) < 0) {
+        py.err_clear(); /* what the refusal set */
+        on = 0;
+    }
     __atomic_store_n(&watch.state, on ? WATCH_ON : WATCH_NEVER, __ATOMIC_RELEASE);
     if (gs_config()->verbose)
         gs_say("Python %s: %s", direct.version,
@@ -425,16 +439,18 @@ static int start_watching(void *arg)
     return 0;
 }
 
-/* Asks once for the watcher (again where the pending calls were full). */
+/* Asks once for the watcher (again where the pending calls were full),
+ * from a thread with no thread state attached. */
 static void ask_to_watch(void)
 {
     int expected = WATCH_NONE;
     if (!py.add_code_watcher || !py.add_pending_call || !py.at_exit ||
-        __atomic_load_n(&watch.state, __ATOMIC_RELAXED) != WATCH_NONE ||
+        __atomic_load_n(&watch.state, __ATOMIC_RELAXED) != WATCH_NONE || py.tstate_unchecked() ||
         !__atomic_compare_exchange_n(&watch.state, &expected, WATCH_ASKED, 0, __ATOMIC_ACQ_REL,
                                      __ATOMIC_RELAXED))
         return;
-    if (py.add_pending_call(start_watching, NULL) != 0)
+    /* not after finalization, whose pending calls are gone with the runtime */
+    if (!py.is_initialized() || py.add_pending_call(start_watching, NULL) != 0)
         __atomic_store_n(&watch.state, WATCH_NONE, __ATOMIC_RELEASE);
 }
 
@@ -779,7 +795,7 @@ static int read_walk(const void *ts, int mode, int held, uint64_t *pcs, unsigned
     enum { BATCH = 16 }; /* frames read at a time: little stack for deep ones */
     struct gs_pyframe fr[BATCH];
     uint64_t mark = watch_mark();
-    if (!mark)
+    if (!mark && !held)
         ask_to_watch();
     /* Once proved, plain loads; and where a code object may be known by its
      * address alone (pinned with the GIL, or watched), not its names first. */
