@@ -207,4 +207,26 @@ def test_code_objects_are_watched_where_the_interpreter_lets_them_be():
         d = report_json(one_trace(r))
         eq(sorted(python_frames(s)[0][0] for s in d["leaks"]["sites"]),
            sorted(f"f_{i}" for i in range(20)), f"{py}: each allocation by its own function")
+    if not any(version(py) >= (3, 12) for py in pythons()):
+        return "no CPython 3.12 or later here: only that none before is watched was checked"
+
+
+def test_with_every_code_watcher_taken_code_objects_are_checked_at_each_frame():
+    """Another tool may have taken the interpreter's 8 code watchers: the
+    shim says it could add none, and names each frame by checking its code
+    object as before 3.12."""
+    newer = [py for py in pythons() if version(py) >= (3, 12)]
+    if not newer:
+        return "no CPython 3.12 or later here"
+    for py in newer:
+        r = run([py, prog("code_reuse.py"), "--take-watchers"],
+                env=ext_env(py, GPUSHIM_VERBOSE="1"))
+        eq((r.rc, r.out), (0, "20 made\n"), f"{py}: the run")
+        d = report_json(one_trace(r))
+        got = sorted((s["bytes"] // KiB, python_frames(s)[0]) for s in d["leaks"]["sites"])
+        eq(got, [(i + 1, (f"f_{i}", "<made>", 2)) for i in range(20)],
+           f"{py}: each allocation by its own function")
+        said = [l for l in r.err.splitlines() if "code watcher" in l or "code objects watched" in l]
+        eq(len(said), 1, f"{py}: said once: {r.err}")
+        check("no code watcher could be added" in said[0], f"{py}: {said[0]}")
 

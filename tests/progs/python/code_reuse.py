@@ -5,10 +5,13 @@ KiB through gsext with the GIL released, so its code object cannot be
 pinned) and then dropped, its code object freed before the next is made.
 Each allocation must be named by its own function, f_0 to f_19.
 
-Usage: code_reuse.py (gsext on PYTHONPATH). Looked up by
-tests/integration/test_python_nogil.py.
+Usage: code_reuse.py [--take-watchers] (gsext on PYTHONPATH). Looked up by
+tests/integration/test_python_nogil.py. --take-watchers takes every code
+watcher the interpreter has first (3.12 and later), as other tools can, so
+that the shim can add none and checks each frame's code object instead.
 """
 import gc
+import sys
 
 import gsext
 
@@ -23,6 +26,8 @@ def make_and_call(i, kept):
 
 
 def main():
+    if "--take-watchers" in sys.argv[1:]:
+        gsext.take_code_watchers()
     kept = []
     for i in range(20):
         make_and_call(i, kept)

@@ -159,7 +159,33 @@ static PyObject *gs_pool_alloc(PyObject *self, PyObject *args)
     return list;
 }
 
+#if PY_VERSION_HEX >= 0x030C0000
+static int watch_nothing(PyCodeEvent event, PyCodeObject *code)
+{
+    (void)event;
+    (void)code;
+    return 0;
+}
+#endif
+
+/* Takes every code watcher the interpreter has left (3.12 and later; 8 in
+ * all, Include/internal/pycore_interp.h's CODE_MAX_WATCHERS): how many. */
+static PyObject *gs_take_code_watchers(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    long taken = 0;
+#if PY_VERSION_HEX >= 0x030C0000
+    while (PyCode_AddWatcher(watch_nothing) >= 0)
+        taken++;
+    PyErr_Clear(); /* the refusal that ended it */
+#endif
+    return PyLong_FromLong(taken);
+}
+
 static PyMethodDef methods[] = {
+    {"take_code_watchers", gs_take_code_watchers, METH_NOARGS,
+     "take_code_watchers(): every code watcher left taken (3.12 and later); how many"},
     {"alloc", gs_alloc, METH_O, "alloc(size): device memory, the GIL released"},
     {"alloc_with_gil", gs_alloc_with_gil, METH_O, "alloc_with_gil(size): the GIL kept"},
     {"free", gs_free, METH_O, "free(address), the GIL released"},
