@@ -803,31 +803,26 @@ static int read_walk(const void *ts, int mode, int held, uint64_t *pcs, unsigned
                               : held || mark   ? GS_PYREAD_WHERE
                                                : GS_PYREAD_PLAIN;
     const void *next = NULL;
+    int k, i, want;
+    pthread_mutex_lock(&codes_lock); /* once a walk: the reads take less than the lock */
     do {
-        unsigned want = max - n < BATCH ? max - n : BATCH;
-        int k = gs_pyread_frames(&direct.layout, how, ts, &next, fr, want);
-        int i = 0;
-        if (k > 0) {
-            pthread_mutex_lock(&codes_lock);
-            for (; i < k; i++) {
-                struct gs_pyframe *f = &fr[i];
-                uint32_t id;
-                int line = 0;
-                if (code_id_read(f, held, mark, &id) != 0 ||
-                    (id && read_line(f, id, &line) != 0))
-                    break;
-                if (id)
-                    pcs[n++] = gs_py_pc(id, line > 0 ? (uint32_t)line : 0);
-            }
-            pthread_mutex_unlock(&codes_lock);
+        want = (int)(max - n < BATCH ? max - n : BATCH);
+        k = gs_pyread_frames(&direct.layout, how, ts, &next, fr, (unsigned)want);
+        for (i = 0; i < k; i++) {
+            struct gs_pyframe *f = &fr[i];
+            uint32_t id;
+            int line = 0;
+            if (code_id_read(f, held, mark, &id) != 0 || (id && read_line(f, id, &line) != 0))
+                break;
+            if (id)
+                pcs[n++] = gs_py_pc(id, line > 0 ? (uint32_t)line : 0);
         }
-        if (k < 0 || i < k) {
-            direct_fail("its frames do not read as this version's layout says");
-            return -1;
-        }
-        if ((unsigned)k < want)
-            break;
-    } while (next && n < max);
+    } while (i == k && k == want && next && n < max);
+    pthread_mutex_unlock(&codes_lock);
+    if (k < 0 || i < k) {
+        direct_fail("its frames do not read as this version's layout says");
+        return -1;
+    }
     if (how == GS_PYREAD_CHECKED)
         direct_passed();
     return (int)n;
