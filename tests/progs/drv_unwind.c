@@ -5,7 +5,7 @@
  *
  * Usage: drv_unwind [memo]
  *
- * Nine allocations of 1 MiB, each freed at once (9 allocations, 9 frees,
+ * Ten allocations of 1 MiB, each freed at once (10 allocations, 10 frees,
  * nothing left), from:
  *   plain     main -> plain()
  *   vla       a frame with a variable-length array (its CFA is its frame
@@ -20,6 +20,9 @@
  *   altstack  a SIGUSR2 handler run on a sigaltstack: not the thread's own
  *             stack, so libunwind's
  *   context   a function run by swapcontext on a stack of its own: the same
+ *   below     below_rsp, whose unwind information says its return address
+ *             is 8 bytes below its stack pointer: a step no frame that calls
+ *             can have (what lies there is its callee's), left to libunwind
  *   noreturn  a function that never returns, called as the last instruction
  *             of main: its return address is past main's end, and only the
  *             call before it (pc - 1) is in main; it prints "unwind done"
@@ -250,6 +253,29 @@ __asm__(".text\n"
         ".cfi_endproc\n"
         ".size rbp_saver, .-rbp_saver\n");
 
+/* below_rsp(f): calls f, its unwind information saying that its return
+ * address is at its CFA - 24, 8 bytes below its rsp at the call: where the
+ * call puts f's own return address. libunwind reads what it is told: a
+ * return into below_rsp, then, from there, the word at below_rsp's entry,
+ * its real return address (into main, whose CFA is its frame pointer's, so
+ * the 16 bytes the steps got wrong do not matter there). */
+void below_rsp(void (*f)(void));
+__asm__(".text\n"
+        ".globl below_rsp\n"
+        ".type below_rsp, @function\n"
+        "below_rsp:\n"
+        ".cfi_startproc\n"
+        "subq $8, %rsp\n"
+        ".cfi_def_cfa_offset 16\n"
+        ".cfi_offset %rip, -24\n"
+        "call *%rdi\n"
+        "addq $8, %rsp\n"
+        ".cfi_def_cfa_offset 8\n"
+        ".cfi_offset %rip, -8\n"
+        "ret\n"
+        ".cfi_endproc\n"
+        ".size below_rsp, .-below_rsp\n");
+
 static volatile uint64_t rbp_values = 2;
 
 static void *memo_thread(void *arg)
@@ -356,5 +382,6 @@ int main(int argc, char **argv)
     makecontext(&func_ctx, in_context, 0);
     EXPECT(swapcontext(&main_ctx, &func_ctx), 0);
 
+    below_rsp(alloc_free);
     finish();
 }
