@@ -22,6 +22,7 @@
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/findings/findings.h"
 #include "analyzer/cmd/across_runs.h"
+#include "analyzer/util/text.h"
 #include "gpushim_size.h"
 
 const char *gs_multi_signed_bytes(int64_t v, char *buf, size_t sz)
@@ -99,8 +100,7 @@ static void key_frame(void *ctx, const struct gs_frame *f, unsigned index)
         key_add(k, num);
     } else {
         const struct gs_module *m = gs_replay_module_at(k->r, f->pc);
-        const char *base = m && m->path ? strrchr(m->path, '/') : NULL;
-        base = base ? base + 1 : m && m->path ? m->path : "?";
+        const char *base = m && m->path ? gs_basename(m->path) : "?";
         snprintf(num, sizeof num, "+0x%" PRIx64 "\n", m ? f->pc - m->bias : f->pc);
         key_add(k, "?\t");
         key_add(k, base);
@@ -145,11 +145,9 @@ static void text_frame(void *ctx, const struct gs_frame *f, unsigned index)
     else
         fprintf(t->out, "0x%" PRIx64, f->pc);
     if (f->file) {
-        const char *base = strrchr(f->file, '/');
-        fprintf(t->out, "  %s:%d", base ? base + 1 : f->file, f->line);
+        fprintf(t->out, "  %s:%d", gs_basename(f->file), f->line);
     } else if (!f->python) {
-        const char *base = f->module ? strrchr(f->module, '/') : NULL;
-        base = base ? base + 1 : f->module ? f->module : "?";
+        const char *base = f->module ? gs_basename(f->module) : "?";
         fprintf(t->out, "  (%s)", base[0] ? base : "?");
     }
     fputc('\n', t->out);

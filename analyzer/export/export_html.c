@@ -33,6 +33,7 @@
 #include "analyzer/report/report.h"
 #include "analyzer/export/export.h"
 #include "analyzer/export/html.h"
+#include "analyzer/util/text.h"
 
 #define HTML_ROWS 1000   /* the most rows a table lists */
 #define HTML_FRAMES 6    /* frames shown per call site */
@@ -95,8 +96,7 @@ static void add_frame(void *ctx, const struct gs_frame *f, unsigned index)
 {
     struct frame_text *ft = ctx;
     char line[512];
-    const char *base = f->file ? strrchr(f->file, '/') : NULL;
-    base = base ? base + 1 : f->file;
+    const char *base = gs_basename(f->file);
     if (f->function && base)
         snprintf(line, sizeof line, "%s  %s:%d", f->function, base, f->line);
     else if (f->function)
@@ -104,8 +104,7 @@ static void add_frame(void *ctx, const struct gs_frame *f, unsigned index)
     else if (f->python)
         snprintf(line, sizeof line, "(Python code not in the trace)");
     else {
-        const char *mod = f->module ? strrchr(f->module, '/') : NULL;
-        mod = mod ? mod + 1 : (f->module ? f->module : "?");
+        const char *mod = f->module ? gs_basename(f->module) : "?";
         snprintf(line, sizeof line, "0x%" PRIx64 "  (%s)", f->pc, mod);
     }
     int n = snprintf(ft->buf + ft->len, sizeof ft->buf - ft->len, "%s%s", index ? "\n" : "", line);

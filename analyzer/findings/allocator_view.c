@@ -16,6 +16,7 @@
 #include "analyzer/read/read.h"
 #include "analyzer/model/model.h"
 #include "analyzer/findings/findings.h"
+#include "analyzer/util/text.h"
 
 static const char *setting(const struct gs_trace_info *info, const char *name)
 {
@@ -28,8 +29,7 @@ static const char *setting(const struct gs_trace_info *info, const char *name)
 static int has_module(const struct gs_replay *r, const char *const *prefixes)
 {
     for (size_t i = 0; i < r->nmodules; i++) {
-        const char *base = strrchr(r->modules[i].path, '/');
-        base = base ? base + 1 : r->modules[i].path;
+        const char *base = gs_basename(r->modules[i].path);
         for (const char *const *p = prefixes; *p; p++)
             if (!strncmp(base, *p, strlen(*p)))
                 return 1;

@@ -48,6 +48,7 @@
 #include "analyzer/findings/ranges.h"
 #include "analyzer/findings/roles.h"
 #include "analyzer/symbols/symbolize.h"
+#include "analyzer/util/text.h"
 
 #define RECENT 8 /* frees remembered, that a refused free gives back */
 
@@ -361,8 +362,7 @@ static int workspace(const struct gs_replay *r, struct gs_symbolizer *sym, uint3
         const struct gs_module *m = gs_replay_module_at(r, st->pcs[i]);
         if (!m || !m->path)
             continue;
-        const char *base = strrchr(m->path, '/');
-        base = base ? base + 1 : m->path;
+        const char *base = gs_basename(m->path);
         if (strncmp(base, "libcublas", 9) == 0 || strncmp(base, "libcudnn", 8) == 0 ||
             strncmp(base, "libnccl", 7) == 0)
             return 1;

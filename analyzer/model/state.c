@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "analyzer/model/model_int.h"
+#include "analyzer/util/text.h"
 
 void *gs_replay_attach(struct gs_replay *r, const struct gs_replay_hook *h, size_t ctx_size)
 {
@@ -43,8 +44,7 @@ void *gs_replay_hook_ctx(const struct gs_replay *r, const struct gs_replay_hook 
 
 static int runtime_module(const char *path)
 {
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
+    const char *base = gs_basename(path);
     return strncmp(base, "libgpushim.so", 13) == 0 || strncmp(base, "libcuda.so", 10) == 0 ||
            strncmp(base, "libcudart.so", 12) == 0;
 }

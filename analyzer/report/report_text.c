@@ -31,6 +31,7 @@
 #include "analyzer/report/ranges_report.h"
 #include "analyzer/report/roles_report.h"
 #include "analyzer/report/report.h"
+#include "analyzer/util/text.h"
 
 int gs_report_outcomes(const struct gs_replay *r, char *buf, size_t sz)
 {
@@ -75,8 +76,7 @@ static void print_frame(FILE *out, const struct gs_frame *f, unsigned index, con
     if (f->file) {
         fprintf(out, "  %s:%d", f->file, f->line);
     } else if (!f->python) {
-        const char *base = strrchr(f->module, '/');
-        base = base ? base + 1 : f->module;
+        const char *base = gs_basename(f->module);
         fprintf(out, "  (%s)", base[0] ? base : "?");
     }
     fputc('\n', out);

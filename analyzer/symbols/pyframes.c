@@ -35,6 +35,7 @@
 #include "analyzer/symbols/symbolize.h"
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/symbols/symbols_int.h"
+#include "analyzer/util/text.h"
 
 static int python_executable(const char *base)
 {
@@ -56,8 +57,7 @@ int gs_py_interpreter_frame(const struct gs_frame *f)
         return 1;
     if (!f->module)
         return 0;
-    const char *base = strrchr(f->module, '/');
-    base = base ? base + 1 : f->module;
+    const char *base = gs_basename(f->module);
     return strncmp(base, "libpython", 9) == 0 || python_executable(base);
 }
 

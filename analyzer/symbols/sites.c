@@ -33,6 +33,7 @@
 #include "analyzer/symbols/symbolize.h"
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/symbols/symbols_int.h"
+#include "analyzer/util/text.h"
 
 /* How many of the stack's pcs are native: all up to the first Python pc. */
 static unsigned native_count(const struct gs_stack *st)
@@ -354,8 +355,7 @@ struct where {
 
 void gs_frame_name(const struct gs_frame *f, char *buf, size_t sz)
 {
-    const char *base = f->file ? strrchr(f->file, '/') : NULL;
-    base = base ? base + 1 : f->file;
+    const char *base = gs_basename(f->file);
     if (f->function && base)
         snprintf(buf, sz, "%s (%s:%d)", f->function, base, f->line);
     else if (f->function)

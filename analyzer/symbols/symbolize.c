@@ -61,6 +61,7 @@
 #include "analyzer/symbols/symbolize.h"
 #include "analyzer/symbols/spans.h"
 #include "analyzer/symbols/symcache.h"
+#include "analyzer/util/text.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -889,8 +890,7 @@ static int glibc_threads_library(const char *path)
     static const char *const prefixes[] = {"libc.so.", "libc-", "libpthread.so.", "libpthread-"};
     if (path == NULL)
         return 0;
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
+    const char *base = gs_basename(path);
     for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
         if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0)
             return 1;

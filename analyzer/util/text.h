@@ -1,5 +1,6 @@
 /*
- * text.h - text from a trace as the analyzer shows it (gs_text_copy).
+ * text.h - text from a trace as the analyzer shows it (gs_text_copy), and a
+ * path's last part (gs_basename).
  *
  * Included by: any analyzer file, and the model (analyzer/util/cursor.h).
  */
@@ -8,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Text from a trace as the analyzer shows it: len bytes of in copied into
  * out (at most outsz - 1 of them, then a NUL), control bytes as '?' so that
@@ -20,6 +22,14 @@ static inline void gs_text_copy(char *out, size_t outsz, const void *in, size_t 
     for (size_t i = 0; i < len; i++)
         out[i] = b[i] < 0x20 || b[i] == 0x7f ? '?' : (char)b[i];
     out[len] = 0;
+}
+
+/* The part of path after its last '/' (all of it where it has none; NULL
+ * for NULL): how a module or a source file is named in a line of a report. */
+static inline const char *gs_basename(const char *path)
+{
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    return slash ? slash + 1 : path;
 }
 
 #endif
