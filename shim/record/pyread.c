@@ -66,7 +66,8 @@ static int checked_read(void *dst, const void *src, size_t n)
 }
 
 /* Always inlined, as is everything below that takes a mode: the walk is
- * made twice (gs_pyread_frames), and in the plain one each load is a move. */
+ * made once for each mode (gs_pyread_frames), and in the plain ones each
+ * load is a move. */
 #define INLINE static inline __attribute__((always_inline))
 
 INLINE int load(enum gs_pyread_mode mode, void *dst, const void *base, int off, size_t n)
