@@ -629,7 +629,7 @@ static int code_id_read(struct gs_pyframe *f, int pin, uint64_t mark, uint32_t *
     *id = s ? s->id : 0;
     if (s && (s->pinned || (mark && !pin && s->seen == mark)))
         return 0;
-    if (!f->named && gs_pyread_code(&direct.layout, f) != 0)
+    if (gs_pyread_code(&direct.layout, f) != 0)
         return -1;
     int same = s && same_shape(s, f);
     uint64_t print = same ? 0 : fingerprint(f);
@@ -704,7 +704,7 @@ static int read_line(struct gs_pyframe *f, uint32_t id, int *line)
 {
     struct line_slot *s = line_slot(id, f->addr);
     if (s->id != id || s->addr != f->addr) {
-        if (!f->named && gs_pyread_code(&direct.layout, f) != 0)
+        if (gs_pyread_code(&direct.layout, f) != 0)
             return -1;
         s->id = id;
         s->addr = f->addr;

@@ -1,9 +1,10 @@
 """test_unwind.py - the fast unwinder (shim/record/walk.c) gives libunwind's
 frames, frame for frame, and leaves to libunwind the stacks it cannot be
 sure of (tests/progs/drv_unwind.c: a signal frame, a sigaltstack, a
-makecontext stack, a step that would load a word below a frame's rsp), and finds the caller of a function that never returns
-by its call, not by its return address; the frames of bench_workload's 100-frame stacks,
-compiled without frame pointers, are walked whole. GPUSHIM_UNWIND=check
+makecontext stack, a step that would load a word below a frame's rsp), and
+finds the caller of a function that never returns by its call, not by its
+return address; the frames of bench_workload's 100-frame stacks, compiled
+without frame pointers, are walked whole. GPUSHIM_UNWIND=check
 makes the shim unwind every stack both ways and say at exit how many it
 compared, how many of the walks went on from the thread's walk before
 (checking that walk's frames instead of walking them; drv_unwind memo
@@ -17,6 +18,7 @@ import re
 import subprocess
 
 from harness import E, UNWIND_LINE, MiB, check, eq, one_trace, report_json, run
+
 
 def checked(r):
     """(stacks, walked, went on from the walk before, checked to the end of
