@@ -45,9 +45,14 @@ int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
                   size_t errsz);
 /* Traces whose chunks take at least this many bytes are read on two
  * threads (one inflates and decodes ahead, onto tapes the other plays to
- * the callbacks); smaller ones on one. 2 MiB; the fuzz targets lower it so
- * both ways are fuzzed. */
+ * the callbacks) where the process may keep two CPUs busy; smaller ones,
+ * or any on one CPU, on one. 2 MiB; the fuzz targets lower it so both ways
+ * are fuzzed. */
 extern uint64_t gs_read_ahead_from;
+/* The CPUs a read may keep busy: 0 (as it starts), as many as
+ * gs_cpus_usable says; a test sets it to read one way whatever the
+ * machine. */
+extern unsigned gs_read_cpus;
 /* How many bytes of decoded records a tape holds before it is handed on:
  * 256 KiB; a test lowers it to hand on every record. */
 extern size_t gs_read_tape_bytes;
@@ -57,6 +62,19 @@ int gs_trace_complete(const struct gs_reader_stats *st);
 /* How the recording ended: "finished" (the END record), "live" (the process
  * is still running), "died" (neither: it was killed or crashed). */
 const char *gs_trace_ending(const struct gs_trace_info *info, const struct gs_reader_stats *st);
+
+/* ---- cpus.c: how many CPUs the process may keep busy at once ---- */
+/* Those its affinity allows, fewer where its cgroup's CPU quota allows less
+ * (rounded up); at least 1. */
+unsigned gs_cpus_usable(void);
+/* The least CPU quota, in CPUs, of the cgroups that proc_cgroup (the text of
+ * /proc/self/cgroup) names and each one above them, cgroup v2's and v1's
+ * "cpu" controller's, their files under root (where the cgroup filesystems
+ * are mounted: /sys/fs/cgroup); 0 when none sets one. */
+double gs_cgroup_cpu_quota(const char *proc_cgroup, const char *root);
+/* cpus allowed by affinity within a quota of CPUs (0: none), rounded up;
+ * at least 1. */
+unsigned gs_cpus_within(unsigned cpus, double quota);
 
 /* ---- recover.c: the ring file of a trace without an END record ---- */
 /* A copy of a ring file's entries not yet in the trace: [tail, head). */

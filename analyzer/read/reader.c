@@ -369,11 +369,21 @@ static enum chunk_result fetch_chunk(struct file *f, uint64_t off, int scanned, 
  * what the callbacks do with the events. At most TAPES tapes wait at once,
  * each of about gs_read_tape_bytes (an entry may take it past that), beside
  * one inflated chunk (at most GS_MAX_CHUNK). A trace smaller than
- * gs_read_ahead_from, or a process that cannot start a thread, decodes each
- * chunk into the callbacks as soon as it is inflated, on one thread. */
+ * gs_read_ahead_from, a process that may keep only one CPU busy (where
+ * two threads would take turns, the tapes' copies a cost on top), or one
+ * that cannot start a thread, decodes each chunk into the callbacks as
+ * soon as it is inflated, on one thread. */
 #define TAPES 4
 uint64_t gs_read_ahead_from = 2u << 20;
 size_t gs_read_tape_bytes = 256u << 10;
+unsigned gs_read_cpus;
+
+static int read_ahead(const struct file *f, uint64_t off)
+{
+    if (f->size - off < gs_read_ahead_from)
+        return 0;
+    return (gs_read_cpus ? gs_read_cpus : gs_cpus_usable()) > 1;
+}
 
 struct ahead {
     struct file *f;
@@ -501,7 +511,7 @@ static void read_chunks(struct file *f, uint64_t off, const struct gs_reader_ops
     a.rec = (struct gs_tape_recorder){
         .tape = &a.tapes[0], .full_at = gs_read_tape_bytes, .full = tape_full, .owner = &a};
     pthread_t t;
-    if (f->size - off >= gs_read_ahead_from && pthread_mutex_init(&a.lock, NULL) == 0) {
+    if (read_ahead(f, off) && pthread_mutex_init(&a.lock, NULL) == 0) {
         if (pthread_cond_init(&a.cond, NULL) == 0) {
             /* signals (SIGINT, SIGPIPE) are the main thread's to take */
             sigset_t all, old;

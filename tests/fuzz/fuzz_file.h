@@ -120,6 +120,7 @@ static inline void fuzz_pick_reader(size_t size)
         usual_tape = gs_read_tape_bytes;
     }
     gs_read_ahead_from = size & 1 ? 0 : usual;
+    gs_read_cpus = 2; /* read ahead on a machine of one CPU too */
     gs_read_tape_bytes = size % 4 == 3 ? 1 : usual_tape;
 }
 
