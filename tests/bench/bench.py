@@ -34,6 +34,9 @@ trace: `gpushim report --json` and `heaptrack_print`. It prints one table:
   analyzer start-up              its wall time on the tiny workload's trace
                                  (loading, symbolizing the stacks)
   analyzer peak memory           the analyzer's peak RSS (wait4's ru_maxrss)
+  analyzer on one CPU            N / analyzer wall time, the analyzer kept to
+                                 one CPU (sched_setaffinity): a container's
+                                 or a batch job's single CPU
   the two rows of events per second and start-up again, gpushim's
   symbols cached                 with a symbol cache that an analysis of
                                  the same traces filled before (docs/commands.md,
@@ -76,14 +79,21 @@ def fail(msg):
     sys.exit(1)
 
 
-def run(cmd, env, tmp, name):
-    """Runs cmd; returns (wall seconds, CPU seconds, peak RSS in KiB) of it
-    and its waited-for descendants. Output goes to a file, shown on failure."""
+def one_cpu():
+    """Keeps the calling (forked) process to the first CPU it may run on."""
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+
+
+def run(cmd, env, tmp, name, cpus=None):
+    """Runs cmd (on the first CPU alone when cpus is 1); returns (wall seconds,
+    CPU seconds, peak RSS in KiB) of it and its waited-for descendants. Output
+    goes to a file, shown on failure."""
     log = os.path.join(tmp, name + ".log")
     with open(log, "wb") as out:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT)
+                                stderr=subprocess.STDOUT,
+                                preexec_fn=one_cpu if cpus == 1 else None)
         _, status, ru = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -244,15 +254,19 @@ def main():
         analyzers["gpushim-cached"] = analyzers["gpushim"]
         traces["gpushim-cached"] = traces["gpushim"]
         run(analyzers["gpushim"](tiny), cached_env, tmp, "gpushim-cache-filled")
-        ana = {}  # tool -> [wall, peak KiB, wall of the tiny trace]
+        ana = {}  # tool -> [wall, peak KiB, wall of the tiny trace, wall on one CPU]
         for _ in range(args.repeat):
             for tool, cmd in analyzers.items():
                 big_trace, tiny_trace = traces[tool]
                 tenv = cached_env if tool == "gpushim-cached" else env
                 wall_t, _, _ = run(cmd(tiny_trace), tenv, tmp, tool + "-tiny-analyzer")
                 wall, _, rss = run(cmd(big_trace), tenv, tmp, tool + "-analyzer")
-                a = ana.setdefault(tool, [wall, rss, wall_t])
+                wall_1 = wall
+                if tool != "gpushim-cached":
+                    wall_1, _, _ = run(cmd(big_trace), tenv, tmp, tool + "-analyzer-1cpu", cpus=1)
+                a = ana.setdefault(tool, [wall, rss, wall_t, wall_1])
                 a[0], a[1], a[2] = min(a[0], wall), min(a[1], rss), min(a[2], wall_t)
+                a[3] = min(a[3], wall_1)
         if "heaptrack" in analyzers:
             with open(os.path.join(tmp, "heaptrack-analyzer.log")) as f:
                 for line in f:
@@ -284,7 +298,8 @@ def main():
             marginal = (n - STARTUP_EVENTS) / (a[0] - a[2])
         figures[tool] = list(rec) + [trace_bytes[tool] / n if tool in trace_bytes else None,
                                      n / a[0] if a else None, marginal,
-                                     a[2] * 1e3 if a else None, a[1] / 1024 if a else None]
+                                     a[2] * 1e3 if a else None, a[1] / 1024 if a else None,
+                                     n / a[3] if a else None]
         c = cached if tool == "gpushim" else a
         figures[tool] += [n / c[0] if c else None, c[2] * 1e3 if c else None]
     rows = [("recording overhead per event", "ns", "%.0f", True),
@@ -296,6 +311,7 @@ def main():
             ("  the same, less start-up", "M/s", "%.2f", False),
             ("analyzer start-up", "ms", "%.1f", True),
             ("analyzer peak memory", "MiB", "%.1f", True),
+            ("analyzer on one CPU", "M/s", "%.2f", False),
             ("analyzer, symbols cached", "M/s", "%.2f", False),
             ("  start-up, symbols cached", "ms", "%.1f", True)]
 
