@@ -120,10 +120,9 @@ double gs_cgroup_cpu_quota(const char *proc_cgroup, const char *root)
 
 unsigned gs_cpus_usable(void)
 {
-    unsigned cpus = 1;
+    /* a machine of more CPUs than a cpu_set_t holds fails the call: more than one */
     cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 1)
-        cpus = (unsigned)CPU_COUNT(&set);
+    unsigned cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? (unsigned)CPU_COUNT(&set) : 2;
     char text[8192];
     FILE *f = fopen("/proc/self/cgroup", "re");
     if (!f)
