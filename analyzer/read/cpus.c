@@ -11,6 +11,7 @@
  * there, or does not read as a quota, sets no limit.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,9 +56,13 @@ static double quota_in(const char *dir, int v2)
 }
 
 /* The least quota of base + cgroup and each directory above it up to base;
- * 0: none. */
+ * 0: none. A path with a ".." names a cgroup outside the namespace that
+ * base shows (a process entered into another's namespace): not looked for. */
 static double least_up(const char *base, const char *cgroup, int v2, double least)
 {
+    for (const char *p = cgroup; (p = strstr(p, "/..")); p += 3)
+        if (p[3] == '/' || !p[3])
+            return least;
     char dir[4096];
     if (snprintf(dir, sizeof dir, "%s%s", base, cgroup) >= (int)sizeof dir)
         return least;
@@ -120,9 +125,20 @@ double gs_cgroup_cpu_quota(const char *proc_cgroup, const char *root)
 
 unsigned gs_cpus_usable(void)
 {
-    /* a machine of more CPUs than a cpu_set_t holds fails the call: more than one */
-    cpu_set_t set;
-    unsigned cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? (unsigned)CPU_COUNT(&set) : 2;
+    /* a set too small for the kernel's CPUs fails the call (EINVAL): a bigger one */
+    unsigned cpus = 2; /* unknown: more than one, as before this was asked */
+    for (int n = CPU_SETSIZE; n <= (1 << 16); n *= 4) {
+        cpu_set_t *set = CPU_ALLOC(n);
+        if (!set)
+            break;
+        size_t size = CPU_ALLOC_SIZE(n);
+        int got = sched_getaffinity(0, size, set) == 0;
+        if (got)
+            cpus = (unsigned)CPU_COUNT_S(size, set);
+        CPU_FREE(set);
+        if (got || errno != EINVAL)
+            break;
+    }
     char text[8192];
     FILE *f = fopen("/proc/self/cgroup", "re");
     if (!f)

@@ -68,6 +68,22 @@ Test(cpus, cgroup_v2_quota_is_the_least_set_at_the_cgroup_or_above)
     put_file("", "cpu.max", "50000 100000");
     cr_assert_float_eq(gs_cgroup_cpu_quota("0::/\n", root), 0.5, 1e-9);
     cr_assert_float_eq(gs_cgroup_cpu_quota("0::/kubepods/pod1/ctr", root), 0.5, 1e-9);
+    put_file("", "cpu.max", "100000 50000\n"); /* the period is the file's */
+    cr_assert_float_eq(gs_cgroup_cpu_quota("0::/\n", root), 2.0, 1e-9);
+    remove_root();
+}
+
+Test(cpus, cgroup_outside_the_namespace_seen_is_not_looked_for)
+{
+    /* a process entered into another's cgroup namespace sees its own cgroup
+     * above that namespace's root: whatever is found below root is not its */
+    make_root();
+    put_file("", "cpu.max", "100000 100000\n");
+    put_file("user.slice", "cpu.max", "100000 100000\n");
+    cr_assert_eq(gs_cgroup_cpu_quota("0::/../../user.slice\n", root), 0);
+    cr_assert_eq(gs_cgroup_cpu_quota("0::/..\n", root), 0);
+    cr_assert_float_eq(gs_cgroup_cpu_quota("0::/user.slice/..x\n", root), 1.0, 1e-9,
+                       "\"..x\" is a name, not the cgroup above");
     remove_root();
 }
 
@@ -96,8 +112,20 @@ Test(cpus, cgroup_v1_quota_is_read_where_its_cpu_controller_is_mounted)
     put_file("cpu,cpuacct/docker", "cpu.cfs_period_us", "100000\n");
     const char *v1 = "12:memory:/docker/x\n4:cpu,cpuacct:/docker/x\n1:name=systemd:/docker/x\n";
     cr_assert_float_eq(gs_cgroup_cpu_quota(v1, root), 2.0, 1e-9);
-    /* the other controllers' lines, and a "cpuset" one, set nothing */
+    /* the other controllers' lines, and a "cpuset" one, set nothing, though
+     * a quota's files stand where their names would lead */
+    put_file("cpuset/docker/x", "cpu.cfs_quota_us", "50000\n");
+    put_file("cpuset/docker/x", "cpu.cfs_period_us", "100000\n");
+    put_file("memory/docker/x", "cpu.cfs_quota_us", "50000\n");
+    put_file("memory/docker/x", "cpu.cfs_period_us", "100000\n");
     cr_assert_eq(gs_cgroup_cpu_quota("12:memory:/docker/x\n3:cpuset:/docker/x\n", root), 0);
+    cr_assert_eq(gs_cgroup_cpu_quota("3:cpusets,cpux:/docker/x\n", root), 0);
+    remove_root();
+
+    make_root(); /* listed "cpuacct,cpu" (as CentOS 7 does), mounted as "cpu" too */
+    put_file("cpu/x", "cpu.cfs_quota_us", "25000\n");
+    put_file("cpu/x", "cpu.cfs_period_us", "50000\n");
+    cr_assert_float_eq(gs_cgroup_cpu_quota("4:cpuacct,cpu:/x\n", root), 0.5, 1e-9);
     remove_root();
 
     make_root(); /* mounted as "cpu" alone, and v2 beside it (a hybrid host): the least */
