@@ -19,15 +19,16 @@
 
 #include "analyzer/read/read.h"
 
-/* The first line of a small file, NUL-terminated; 0 if it cannot be read. */
-static int read_line(const char *path, char *buf, size_t size)
+/* A small file's text (at most size - 1 bytes of it), NUL-terminated; 0 if
+ * it cannot be opened. */
+static int read_text(const char *path, char *buf, size_t size)
 {
     FILE *f = fopen(path, "re");
     if (!f)
         return 0;
-    int ok = fgets(buf, (int)size, f) != NULL;
+    buf[fread(buf, 1, size - 1, f)] = 0;
     fclose(f);
-    return ok;
+    return 1;
 }
 
 /* The quota set in the cgroup directory dir, in CPUs; 0: none. */
@@ -38,7 +39,7 @@ static double quota_in(const char *dir, int v2)
         char q[32];
         unsigned long long period;
         snprintf(path, sizeof path, "%s/cpu.max", dir);
-        if (!read_line(path, line, sizeof line) ||
+        if (!read_text(path, line, sizeof line) ||
             sscanf(line, "%31s %llu", q, &period) != 2 || strcmp(q, "max") == 0 || !period)
             return 0;
         char *end;
@@ -47,10 +48,10 @@ static double quota_in(const char *dir, int v2)
     }
     long long quota, period;
     snprintf(path, sizeof path, "%s/cpu.cfs_quota_us", dir);
-    if (!read_line(path, line, sizeof line) || sscanf(line, "%lld", &quota) != 1 || quota <= 0)
+    if (!read_text(path, line, sizeof line) || sscanf(line, "%lld", &quota) != 1 || quota <= 0)
         return 0;
     snprintf(path, sizeof path, "%s/cpu.cfs_period_us", dir);
-    if (!read_line(path, line, sizeof line) || sscanf(line, "%lld", &period) != 1 || period <= 0)
+    if (!read_text(path, line, sizeof line) || sscanf(line, "%lld", &period) != 1 || period <= 0)
         return 0;
     return (double)quota / (double)period;
 }
@@ -66,7 +67,9 @@ static double least_up(const char *base, const char *cgroup, int v2, double leas
     char dir[4096];
     if (snprintf(dir, sizeof dir, "%s%s", base, cgroup) >= (int)sizeof dir)
         return least;
-    size_t floor = strlen(base);
+    size_t floor = strlen(base), len = strlen(dir);
+    if (len > floor && dir[len - 1] == '/') /* "/", the root's: base itself, read once */
+        dir[len - 1] = 0;
     for (;;) {
         double q = quota_in(dir, v2);
         if (q > 0 && (least == 0 || q < least))
@@ -140,12 +143,8 @@ unsigned gs_cpus_usable(void)
             break;
     }
     char text[8192];
-    FILE *f = fopen("/proc/self/cgroup", "re");
-    if (!f)
+    if (!read_text("/proc/self/cgroup", text, sizeof text))
         return gs_cpus_within(cpus, 0);
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = 0;
     return gs_cpus_within(cpus, gs_cgroup_cpu_quota(text, "/sys/fs/cgroup"));
 }
 
