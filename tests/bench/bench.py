@@ -84,8 +84,8 @@ def one_cpu():
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 
 
-def run(cmd, env, tmp, name, cpus=None):
-    """Runs cmd (on the first CPU alone when cpus is 1); returns (wall seconds,
+def run(cmd, env, tmp, name, on_one_cpu=False):
+    """Runs cmd (on the first CPU alone where on_one_cpu); returns (wall seconds,
     CPU seconds, peak RSS in KiB) of it and its waited-for descendants. Output
     goes to a file, shown on failure."""
     log = os.path.join(tmp, name + ".log")
@@ -93,7 +93,7 @@ def run(cmd, env, tmp, name, cpus=None):
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=subprocess.STDOUT,
-                                preexec_fn=one_cpu if cpus == 1 else None)
+                                preexec_fn=one_cpu if on_one_cpu else None)
         _, status, ru = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -263,7 +263,8 @@ def main():
                 wall, _, rss = run(cmd(big_trace), tenv, tmp, tool + "-analyzer")
                 wall_1 = wall
                 if tool != "gpushim-cached":
-                    wall_1, _, _ = run(cmd(big_trace), tenv, tmp, tool + "-analyzer-1cpu", cpus=1)
+                    wall_1, _, _ = run(cmd(big_trace), tenv, tmp, tool + "-analyzer-1cpu",
+                                       on_one_cpu=True)
                 a = ana.setdefault(tool, [wall, rss, wall_t, wall_1])
                 a[0], a[1], a[2] = min(a[0], wall), min(a[1], rss), min(a[2], wall_t)
                 a[3] = min(a[3], wall_1)
