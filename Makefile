@@ -3,7 +3,8 @@
 #   make               build/libgpushim.so and build/gpushim
 #   make test          every test with gcc, under AddressSanitizer and UBSan, and with clang;
 #                      the multi-threaded ones under valgrind's memcheck
-#   make check         every test, once (BUILD=dir SAN=1 for a sanitizer build)
+#   make check         every test, once (BUILD=dir SAN=1 for a sanitizer build); built
+#                      with a job per CPU (JOBS=n to choose), then run one at a time
 #   make layering      the layers' rules (tests/layering/check_layers.py), part of check
 #   make check-tsan    the multi-threaded tests under ThreadSanitizer (build/tsan)
 #   make check-valgrind  the multi-threaded tests under valgrind's memcheck
@@ -26,6 +27,10 @@ CC ?= cc
 BUILD ?= build
 PREFIX ?= /usr/local
 SAN ?=
+# jobs for the builds of check, test and demo: one per CPU
+ifndef JOBS
+JOBS := $(shell nproc 2>/dev/null || echo 1)
+endif
 
 WARN := -Wall -Wextra -Werror
 CFLAGS ?= -O2 -g
@@ -48,6 +53,11 @@ endif
 PY_INCLUDE := $(shell python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
 PY_EXT_SUFFIX := $(shell python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
 SIMTENSOR := $(BUILD)/examples/python/simtensor$(PY_EXT_SUFFIX)
+
+# `make` alone builds the shim and the analyzer: named here, before the rules
+# below generate the layers' archives, the first of which would otherwise be
+# make's default goal.
+.DEFAULT_GOAL := all
 
 # ---- the layers: a folder each, built as a static archive each ----
 # From the bottom (docs/architecture.md "The layers"): the layers both sides
@@ -87,7 +97,7 @@ UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 PROGS := $(PROG_SRC:tests/progs/%.c=$(BUILD)/progs/%)
 SIM := $(BUILD)/sim/libcuda.so.1 $(BUILD)/sim/libcudart.so.13
 
-.PHONY: all deps test-deps test check check-tsan check-valgrind unit integration layering demo demo-python \
+.PHONY: all deps test-deps test check check-build check-run check-tsan check-valgrind unit integration layering demo demo-python \
         bench bench-python \
         install uninstall clean sim progs fuzz fuzz-build fuzz-regress fuzz-corpus
 all: $(BUILD)/libgpushim.so $(BUILD)/gpushim
@@ -234,7 +244,14 @@ integration: all progs
 layering: all sim
 	python3 tests/layering/check_layers.py --build $(BUILD)
 
-check: layering $(BUILD)/abi_check.ok unit integration
+# make check builds everything its tests run with JOBS jobs, then runs the
+# tests one at a time: the integration tests' programs have the machine to
+# themselves.
+check-build: all progs sim $(BUILD)/unit_tests $(BUILD)/abi_check.ok
+check:
+	$(MAKE) -j$(JOBS) check-build
+	$(MAKE) -j1 check-run
+check-run: layering $(BUILD)/abi_check.ok unit integration
 
 deps:
 	@sh scripts/install-deps.sh
@@ -253,14 +270,15 @@ TSAN_TESTS := $(STRESS_TESTS) -k crash_control -k crash_sigkill -k crash_undersc
               -k crash_exit_group -k crash_killed -k read_ahead \
               -k ranges_marks_and_regions_from_nvtx -k ranges_through_the_api
 check-tsan:
-	$(MAKE) TSAN=1 BUILD=build/tsan all progs
+	$(MAKE) -j$(JOBS) TSAN=1 BUILD=build/tsan all progs
 	python3 tests/integration/run_tests.py --build build/tsan --tsan $(TSAN_TESTS)
 
 # The same programs under valgrind's memcheck, the shim preloaded (this build),
 # but drv_execrace: its hundreds of failed execs while threads run take valgrind
 # past the test's two minutes.
 VALGRIND_TESTS := -k churn -k threads_exact -k sixteen_threads -k fork_children -k fork_without
-check-valgrind: all progs
+check-valgrind:
+	$(MAKE) -j$(JOBS) all progs
 	python3 tests/integration/run_tests.py --build $(BUILD) --valgrind memcheck $(VALGRIND_TESTS)
 
 # gcc, then gcc with AddressSanitizer and UBSan, then clang where installed.
@@ -332,7 +350,8 @@ fuzz-corpus: all progs
 	python3 tests/fuzz/make_corpus.py --build $(BUILD)
 
 # ---- for people ----
-demo: deps all $(BUILD)/examples/sim_training
+demo: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) all $(BUILD)/examples/sim_training
 	@sh examples/run_demo.sh $(BUILD)
 
 # The PyTorch leak example without a GPU (examples/sim_torch): its tensors

@@ -17,6 +17,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -74,14 +75,16 @@ def main():
         if a.k and not any(k in t.__name__ for k in a.k):
             continue
         first = len(made)
+        start = time.monotonic()
         try:
             note = t()
+            took = f"({time.monotonic() - start:.1f} s)"
             if note:
                 skipped += 1
-                print(f"SKIP {t.__name__}: {note}")
+                print(f"SKIP {t.__name__}: {note} {took}")
             else:
                 passed += 1
-                print(f"ok   {t.__name__}")
+                print(f"ok   {t.__name__} {took}")
             for d in made[first:]:
                 shutil.rmtree(d, ignore_errors=True)
             del made[first:]
