@@ -27,11 +27,15 @@
  *
  * drv_churn PAIRS: PAIRS churn pairs per thread in place of 100 (the fork
  * after PAIRS / 2): the parent's allocations 1 + 36 x PAIRS + 36, frees
- * 36 x PAIRS; the rest the same.
+ * 36 x PAIRS; the rest the same. drv_churn PAIRS varied: the same, but the
+ * size of each pair the parent makes and frees is 0 to 1023 x 64 bytes more,
+ * from a hash of the thread and the pair (varied_size), so that its trace
+ * does not compress to almost nothing however the threads interleave.
  */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,7 +44,7 @@
 
 #define WAVES 8
 
-static int pairs = 100;
+static int pairs = 100, varied;
 static atomic_int threads_run, children_ok;
 
 struct job {
@@ -96,6 +100,15 @@ NOINLINE static void churn_pair(size_t size, int child_wave)
     EXPECT(cuMemFree_v2(p), GS_CUDA_SUCCESS);
 }
 
+/* "varied": a pair's size, 4 KiB x (index + 1) and 0 to 1023 x 64 bytes
+ * more, from a hash of the thread and the pair. */
+static size_t varied_size(const struct job *j, int k)
+{
+    uint32_t h = (uint32_t)k * 2654435761u ^ (uint32_t)(j->wave * 8 + j->index) * 40503u;
+    h ^= h >> 15;
+    return 4 * KiB * (size_t)(j->index + 1) + 64 * (size_t)(h % 1024);
+}
+
 NOINLINE static void churn(const struct job *j)
 {
     size_t size = 4 * KiB * (size_t)(j->index + 1);
@@ -103,7 +116,7 @@ NOINLINE static void churn(const struct job *j)
         int child = 0;
         if (k == pairs / 2 && j->index == 0 && (j->wave == 3 || j->wave == 6))
             child = fork_child();
-        churn_pair(size, child ? j->wave : -1);
+        churn_pair(varied && !child ? varied_size(j, k) : size, child ? j->wave : -1);
     }
 }
 
@@ -137,6 +150,7 @@ int main(int argc, char **argv)
 {
     if (argc > 1)
         pairs = atoi(argv[1]);
+    varied = argc > 2 && strcmp(argv[2], "varied") == 0;
     EXPECT(cuInit(0), GS_CUDA_SUCCESS);
     use_device(0);
     main_alloc();
