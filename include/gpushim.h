@@ -4,9 +4,14 @@
  * gpushim records a program without any change to it. A program that wants
  * its report to speak in its own terms includes this header and calls:
  *
- *   gpushim_mark("step")         a step or phase boundary: the report splits
- *                                the run at the marks (a step runs from one
- *                                mark to the next mark of the same label)
+ *   gpushim_mark("step")         a step begins: the report splits the run
+ *                                at the marks (a step runs from one mark to
+ *                                the next mark of the same label, the last to
+ *                                the end of the run)
+ *   gpushim_step_end("step")     a step ends, for marks made after each step
+ *                                (an optimizer's post-step hook): a step runs
+ *                                from one end to the next, the first from the
+ *                                start of the run
  *   gpushim_block_alloc(p, n)    its own allocator handed out the block
  *   gpushim_block_free(p)        [p, p+n), usually carved from a driver
  *                                allocation, and took it back: the report
@@ -53,6 +58,7 @@
 #define GPUSHIM_API_FLUSH "gpushim_api_v1_flush"             /* void (void) */
 #define GPUSHIM_API_RANGE_PUSH "gpushim_api_v1_range_push"   /* int (const char *) */
 #define GPUSHIM_API_RANGE_POP "gpushim_api_v1_range_pop"     /* int (void) */
+#define GPUSHIM_API_STEP_END "gpushim_api_v1_step_end"       /* void (const char *) */
 
 #define GPUSHIM_MAX_LABEL 255 /* bytes of a mark's label that are kept */
 
@@ -106,10 +112,20 @@ typedef void (*gpushim_flush_fn_)(void);
 typedef int (*gpushim_range_push_fn_)(const char *);
 typedef int (*gpushim_range_pop_fn_)(void);
 
-/* A step or phase boundary, named label ("step", "epoch", "eval"). */
+/* A step of label ("step", "epoch", "eval") begins here: made before each
+ * step, as at the top of a training loop's body. */
 static inline void gpushim_mark(const char *label)
 {
     GPUSHIM_CALL_(GPUSHIM_API_MARK, gpushim_mark_fn_, (label), );
+}
+
+/* The step of label running ends here: made after each step, as an
+ * optimizer's post-step hook is. The first step runs from the start of the
+ * run, and what follows the last end is no step. (A shim of before this
+ * entry point records nothing for it.) */
+static inline void gpushim_step_end(const char *label)
+{
+    GPUSHIM_CALL_(GPUSHIM_API_STEP_END, gpushim_mark_fn_, (label), );
 }
 
 /* The program's allocator handed out [ptr, ptr+size). */

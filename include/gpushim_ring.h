@@ -66,7 +66,8 @@ struct gs_ev {
     uint64_t total_bytes; /* ALLOC_FAILED */
     uint64_t parent;      /* ALLOC of a mapping: the physical memory's handle */
 };
-/* GS_REC_MARK: an event (time, tid, stack_id) and its label. GS_REC_RANGE:
+/* GS_REC_MARK: an event (time, tid, stack_id, ev.space its flags) and its
+ * label. GS_REC_RANGE:
  * the same with ev.kind its op, ev.space its flags, ev.addr its id and
  * ev.stream its domain. */
 struct gs_mark_body {

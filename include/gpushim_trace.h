@@ -274,7 +274,9 @@ enum gs_record_type {
 
     /* What the program says through the public API (include/gpushim.h). */
     GS_REC_MARK = 52,         /* zz dt, varint tid, varint stack id, string label (at
-                               * most GS_MAX_LABEL bytes): gpushim_mark(label) */
+                               * most GS_MAX_LABEL bytes): gpushim_mark(label); then,
+                               * only when not 0, varint flags (enum gs_mark_flag).
+                               * Old readers take every mark as one a step begins at */
     GS_REC_BLOCK_ALLOC = 53,  /* zz dt, varint tid, zz addr delta, varint size, varint
                                * stack id: the program's own allocator handed out
                                * [addr, addr+size), usually inside a driver allocation
@@ -299,11 +301,21 @@ enum gs_record_type {
                                   * far; its completed steps: varint largest peak, varint
                                   * end of the step with it, varint bytes allocated,
                                   * varint bytes freed, zz growth, zz largest growth,
-                                  * varint steps that grew */
+                                  * varint steps that grew; then, where written (old
+                                  * writers did not: a step open since a mark), varint
+                                  * the step open (enum gs_step_open), varint the thread
+                                  * whose outermost range's pop ends it (0: none), varint
+                                  * the id of the started range whose end ends it (0:
+                                  * none), varint its marks that were ranges opening,
+                                  * varint the open step's start, varint its first
+                                  * step's start, varint its first step's end (0: not
+                                  * ended) */
     GS_REC_CKPT_API_ITEM = 56,   /* varint what, then: 0, a recent mark: varint its
                                   * number in the run (from 0), varint label index
                                   * (UINT32_MAX: a label not followed), varint time,
-                                  * varint device bytes, varint block bytes; 1, a recent
+                                  * varint device bytes, varint block bytes, then, where
+                                  * written (old writers did not: a mark), varint its kind
+                                  * (0 a mark, 1 a step's end, 2 a range); 1, a recent
                                   * step: varint its number, varint label index, varint
                                   * start, varint end, varint peak bytes, varint bytes
                                   * allocated, varint bytes freed, zz growth; 2, the
@@ -408,7 +420,26 @@ enum gs_range_op {
 };
 enum gs_range_flag {
     GS_RANGE_TOP = 1, /* PUSH, START: its thread had no range pushed then (of any
-                       * domain): the analyzer also counts it as a mark of its label */
+                       * domain): the analyzer also counts it as a mark of its label,
+                       * a step beginning. POP: the range it ends was its thread's
+                       * outermost (the thread has none pushed now): the step that
+                       * range began ends (written from format 3's later shims) */
+};
+
+/* What a GS_REC_MARK record says besides its label. */
+enum gs_mark_flag {
+    GS_MARK_STEP_END = 1, /* the step of its label ends here (gpushim_step_end: a mark
+                           * made after each step, as an optimizer's post-step hook
+                           * is); without it a mark is where a step begins */
+};
+
+/* The step of a label open (the checkpoint's record of a label). */
+enum gs_step_open {
+    GS_STEP_NONE = 0,  /* none: the label's outermost range ended, or no mark yet */
+    GS_STEP_BEGUN = 1, /* since a mark or a range that begins one: a step, also when
+                        * the run ends in it */
+    GS_STEP_AFTER = 2, /* since the end of one (GS_MARK_STEP_END): a step only if
+                        * another end ends it; the run's end does not */
 };
 
 #define GS_MAX_LABEL 255 /* longest mark label a writer records */

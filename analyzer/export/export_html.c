@@ -186,7 +186,7 @@ struct suspects_ctx {
 };
 
 static const struct gs_html_col suspect_cols[] = {
-    {"growth", 1, NULL},        {"a step", 1, NULL},        {"a second", 1, NULL},
+    {"growth", 1, NULL},          {"rate", 1, NULL},
     {"first allocated", 1, NULL}, {"live at the end", 1, NULL}, {"call site", 0, "frames"}};
 
 static void suspect_cell(void *ctx, size_t row, size_t col, struct gs_html_cell *c)
@@ -200,21 +200,18 @@ static void suspect_cell(void *ctx, size_t row, size_t col, struct gs_html_cell 
         c->text = gs_human_bytes(x->growth_bytes, s->text, sizeof s->text);
         return;
     case 1:
-    case 2:
-        rate = col == 1 ? x->bytes_per_step : x->bytes_per_second;
-        if (rate < 0) {
-            c->text = "no steps";
-            return;
-        }
-        key_u(c, (uint64_t)(rate + 0.5));
-        c->text = gs_human_bytes((uint64_t)(rate + 0.5), s->text, sizeof s->text);
+        rate = gs_suspect_rate_value(x);
+        key_u(c, rate > 0 ? (uint64_t)(rate + 0.5) : 0);
+        c->text = gs_suspect_rate(
+            x, gs_trace_duration_ns(s->rep->stats, s->rep->replay->last_time_ns), s->text,
+            sizeof s->text);
         return;
-    case 3:
+    case 2:
         key_u(c, x->first_seen_ns);
         snprintf(s->text, sizeof s->text, "%.6f s", (double)x->first_seen_ns / 1e9);
         c->text = s->text;
         return;
-    case 4:
+    case 3:
         key_u(c, x->live_bytes);
         c->text = gs_human_bytes(x->live_bytes, s->text, sizeof s->text);
         return;
@@ -594,7 +591,7 @@ void gs_export_html(FILE *out, const struct gs_report *rep)
         sc->rep = rep;
         sc->sus = sus;
         gs_html_table(out, "suspects", "Leak suspects: live memory that kept rising",
-                      suspect_cols, 6, nsus, suspect_cell, sc);
+                      suspect_cols, sizeof suspect_cols / sizeof *suspect_cols, nsus, suspect_cell, sc);
         free(sc);
     }
     sites_table(out, rep, GS_METRIC_PEAK, "peak-sites", "Live at the peak, by call site");

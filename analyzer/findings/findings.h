@@ -53,6 +53,13 @@ struct gs_suspect {
 /* The suspects, most growth first (caller frees *out). */
 size_t gs_growth_suspects(const struct gs_replay *r, struct gs_symbolizer *sym,
                           enum gs_stack_view view, struct gs_suspect **out);
+/* How fast s grew, as every screen says it, into buf: "4.00 MiB a step"
+ * with steps; else "1.50 MiB/s"; in a run shorter than a second (run_ns:
+ * the trace's duration, as the reports give it), "in a run of 0.105 s" (a
+ * rate per second of so short a run reads as a flood). */
+const char *gs_suspect_rate(const struct gs_suspect *s, uint64_t run_ns, char *buf, size_t sz);
+/* The figure that rate is of, for sorting (bytes a step or a second). */
+double gs_suspect_rate_value(const struct gs_suspect *s);
 
 /* ---- verdict.c ---- */
 enum gs_oom_cause {

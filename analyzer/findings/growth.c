@@ -11,11 +11,14 @@
  * optimizer state and a cache that fills rise and then stay flat.
  *
  * The pass samples every site's live bytes at the same moments:
- *   - steps: at the marks (gpushim_mark) of the label marked most often so
- *     far, "the step label", which is what a training loop marks each
- *     iteration; a mark is a quiet moment, so activations that live within
- *     a step do not show;
- *   - windows: without marks, at the quietest moment of each window (the
+ *   - steps: at the marks of the step label (gs_marks_step_label: the one
+ *     a training loop marks each iteration), where one step ends and the
+ *     next begins; a quiet moment, so activations that live within a step
+ *     do not show. For marks made after each step (gpushim_step_end), the
+ *     first sample is the run's start, where the first step began with
+ *     nothing live, so that its growth counts;
+ *   - windows: without marks, at the run's start (nothing live then), then
+ *     at the quietest moment of each window (the
  *     least device memory live in it, taken at most GS_GROWTH_QUIET_TAKES
  *     times a window), which in a training loop is between two steps, as a
  *     mark would be. A window ends at the clock's next multiple of its
@@ -149,6 +152,18 @@ static void sample(struct gs_replay *r, struct gs_growth *g, uint64_t time_ns, u
         g->n++;
 }
 
+/* A sample of the run's start, when nothing was live (step: the step that
+ * began then, or 0). */
+static void start_sample(struct gs_replay *r, struct gs_growth *g, uint64_t step)
+{
+    if (write_slot(r, g, 0, step) != 0)
+        return;
+    memset(&g->layers[g->n], 0, sizeof g->layers[0]);
+    for (size_t s = 0; s < g->nsites; s++)
+        g->live[s * GS_GROWTH_SAMPLES + g->n] = 0;
+    g->n++;
+}
+
 /* Forgets the samples (a new way of taking them begins). */
 static void restart(struct gs_growth *g, int by_steps, uint32_t label)
 {
@@ -176,12 +191,17 @@ static void take_quiet(struct gs_growth *g)
 
 static void growth_before_event(void *ctx, struct gs_replay *r, uint64_t time_ns)
 {
-    (void)r;
     struct gs_growth *g = ctx; /* gs_growth_attach's */
     if (g->by_steps)
         return;
-    if (!g->every)
+    if (!g->every) {
         restart(g, 0, 0);
+        /* the first sample is the run's start, with nothing live, so that a
+         * suspect's growth is all it made; not after a checkpoint, whose
+         * state was no start */
+        if (!r->checkpoint.present)
+            start_sample(r, g, 0);
+    }
     if (time_ns < g->next_ns)
         return;
     take_quiet(g);
@@ -224,13 +244,18 @@ static void growth_on_mark(void *ctx, struct gs_replay *r, uint32_t label, uint6
     const struct gs_marks *m = &r->marks;
     if (label == GS_MARK_OTHER || label >= m->nlabels)
         return;
-    if (!g->by_steps || (label != g->step_label &&
-                         m->labels[label].marks > m->labels[g->step_label].marks))
-        restart(g, 1, label); /* the first marks, or a label now marked more often */
+    const struct gs_mark_label *l = &m->labels[label];
+    if (!g->by_steps || (label != g->step_label && gs_marks_better_steps(m, label, g->step_label))) {
+        restart(g, 1, label); /* the first marks, or a label now better (marks.h) */
+        /* marks made after each step: the first step began with the run,
+         * when nothing was live */
+        if (l->marks == 1 && l->steps == 1 && l->first_start_ns == 0)
+            start_sample(r, g, 1);
+    }
     if (label != g->step_label)
         return;
     if (g->steps++ % g->every == 0)
-        sample(r, g, time_ns, g->steps);
+        sample(r, g, time_ns, l->steps + 1); /* the step that begins here */
 }
 
 static const struct gs_replay_hook growth_hook = {

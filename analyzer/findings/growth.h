@@ -16,9 +16,9 @@
 
 struct gs_replay;
 
-/* Every site's live device bytes, sampled at steps (the marks of the label
- * marked most often) or, without marks, at windows of time or of events,
- * whichever ends first. */
+/* Every site's live device bytes, sampled at steps (the marks of the step
+ * label, gs_marks_step_label) or, without marks, at windows of time or of
+ * events, whichever ends first. */
 #define GS_GROWTH_SAMPLES 64
 #define GS_GROWTH_WINDOW_NS 1000000ull /* the first windows: 1 ms; they widen */
 #define GS_GROWTH_WINDOW_EVENTS 4      /* ... or 4 events; they widen too */
@@ -36,7 +36,7 @@ struct gs_growth {
     uint64_t steps;      /* marks of step_label since sampling by steps began */
     unsigned n;          /* samples kept */
     uint64_t time_ns[GS_GROWTH_SAMPLES];
-    uint64_t step[GS_GROWTH_SAMPLES]; /* by steps: the count of step marks then */
+    uint64_t step[GS_GROWTH_SAMPLES]; /* by steps: the step that began then, from 1 */
     /* the two layers at each sample: blocks in segments (all devices), pools */
     struct gs_layers {
         uint64_t segment_bytes, block_bytes, largest_free;

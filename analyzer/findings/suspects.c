@@ -12,10 +12,12 @@
  * "Leak suspects"). Sites are judged as the report merges them (sites.c),
  * their samples summed.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpushim_trace.h"
+#include "analyzer/util/bytes.h"
 #include "analyzer/util/idmap.h"
 #include "analyzer/model/model.h"
 #include "analyzer/findings/growth.h"
@@ -84,14 +86,15 @@ static int judge(const struct series *s, unsigned n, const uint64_t *time_ns,
     }
     if (s->v[top] <= first_max || 2 * rising < intervals || !intervals)
         return 0;
-    /* the slopes over the second half: per step without the end, which is
-     * no step */
+    /* the slopes over the second half: per step without the end (step
+     * UINT64_MAX), over two points at least */
     double secs[GS_GROWTH_SAMPLES + 1], steps[GS_GROWTH_SAMPLES + 1];
     for (unsigned k = 0; k < n; k++) {
         secs[k] = (double)time_ns[k] / 1e9;
         steps[k] = (double)step[k];
     }
-    unsigned step_to = p == n && p - half > 2 ? p - 1 : p;
+    unsigned step_to = p == n && step[n - 1] == UINT64_MAX ? p - 1 : p;
+    unsigned step_from = step_to - half >= 2 ? half : step_to >= 2 ? step_to - 2 : 0;
     *out = (struct gs_suspect){
         .site = s->site,
         .stack_id = s->stack_id,
@@ -101,7 +104,7 @@ static int judge(const struct series *s, unsigned n, const uint64_t *time_ns,
         .first_seen_ns = s->first_ns == UINT64_MAX ? 0 : s->first_ns,
         .from_ns = time_ns[low_at],
         .bytes_per_second = slope(secs, s->v, half, p),
-        .bytes_per_step = by_steps ? slope(steps, s->v, half, step_to) : -1,
+        .bytes_per_step = by_steps ? slope(steps, s->v, step_from, step_to) : -1,
         .rising = rising,
         .intervals = intervals,
         .npoints = n,
@@ -153,7 +156,9 @@ size_t gs_growth_suspects(const struct gs_replay *r, struct gs_symbolizer *sym,
     memcpy(time_ns, g->time_ns, g->n * sizeof *time_ns);
     memcpy(step, g->step, g->n * sizeof *step);
     time_ns[g->n] = r->last_time_ns;
-    step[g->n] = g->steps + 1; /* the end: not a step (slopes per step leave it out) */
+    /* the end: no step's end, even where it ends the last step (often one a
+     * failure cut short), so the slopes per step leave it out */
+    step[g->n] = UINT64_MAX;
     struct gs_suspect *sus = calloc(nser ? nser : 1, sizeof *sus);
     size_t n = 0;
     for (size_t i = 0; sus && i < nser; i++)
@@ -164,4 +169,23 @@ size_t gs_growth_suspects(const struct gs_replay *r, struct gs_symbolizer *sym,
         qsort(sus, n, sizeof *sus, by_growth);
     *out = sus;
     return sus ? n : 0;
+}
+
+const char *gs_suspect_rate(const struct gs_suspect *s, uint64_t run_ns, char *buf, size_t sz)
+{
+    char b[32];
+    double v = gs_suspect_rate_value(s);
+    uint64_t whole = v > 0 ? (uint64_t)(v + 0.5) : 0;
+    if (s->bytes_per_step >= 0)
+        snprintf(buf, sz, "%s a step", gs_human_bytes(whole, b, sizeof b));
+    else if (run_ns < 1000000000ull)
+        snprintf(buf, sz, "in a run of %.3f s", (double)run_ns / 1e9);
+    else
+        snprintf(buf, sz, "%s/s", gs_human_bytes(whole, b, sizeof b));
+    return buf;
+}
+
+double gs_suspect_rate_value(const struct gs_suspect *s)
+{
+    return s->bytes_per_step >= 0 ? s->bytes_per_step : s->bytes_per_second;
 }

@@ -409,6 +409,7 @@ static void write_labels(struct out *o, const struct gs_marks *m, uint64_t *n)
         put_u(o, i);
         put_bytes(o, l->label, strlen(l->label));
         put_fields(o, l, FIELDS(label_fields));
+        put_fields(o, l, FIELDS(label_step_fields));
         emit(o, GS_REC_CKPT_MARK_LABEL);
         (*n)++;
     }
@@ -429,6 +430,7 @@ static void write_rings(struct out *o, const struct gs_marks *m, uint64_t *nmark
         put_u(o, seq);
         put_u(o, it->label);
         put_fields(o, it, FIELDS(mark_fields));
+        put_fields(o, it, FIELDS(mark_kind_fields));
         emit(o, GS_REC_CKPT_API_ITEM);
         (*nmarks)++;
     }

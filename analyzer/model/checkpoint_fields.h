@@ -159,10 +159,16 @@ static const struct field label_fields[] = {
     F(start_out), F(step_peak), F(max_peak), F(max_peak_end_ns), F(allocated), F(freed),
     FIELD(struct gs_mark_label, growth, SIGNED), FIELD(struct gs_mark_label, max_growth, SIGNED),
     F(growing)};
+/* then, where written (old writers did not), the step open and the first */
+static const struct field label_step_fields[] = {F(open), F(range_tid), F(range_id),
+                                                 F(range_marks), F(start_ns),
+                                                 F(first_start_ns), F(first_end_ns)};
 #undef F
 /* a mark's and a step's after their label */
 #define F(m) FIELD(struct gs_mark_item, m, UNSIGNED)
 static const struct field mark_fields[] = {F(time_ns), F(device_bytes), F(block_bytes)};
+/* then, where written (old writers did not: a mark a step begins at) */
+static const struct field mark_kind_fields[] = {F(kind)};
 #undef F
 #define F(m) FIELD(struct gs_step, m, UNSIGNED)
 static const struct field step_fields[] = {F(start_ns), F(end_ns), F(peak_bytes),

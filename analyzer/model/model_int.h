@@ -48,6 +48,10 @@ void gs_timelines_free(struct gs_replay *r);
 void gs_marks_init(struct gs_marks *m);
 void gs_marks_free(struct gs_marks *m);
 void gs_marks_on_mark(struct gs_replay *r, const struct gs_revent *e);
+/* A range event: an outermost one's opening is a mark, its end a step's. */
+void gs_marks_on_range(struct gs_replay *r, const struct gs_revent *e);
+/* The end of the run: a step open since a mark ends here. */
+void gs_marks_finish(struct gs_replay *r);
 /* The process's device bytes changed by delta (after the change). */
 void gs_marks_device_added(struct gs_replay *r, uint64_t size);
 void gs_marks_device_removed(struct gs_replay *r, uint64_t size);

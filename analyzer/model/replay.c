@@ -206,10 +206,10 @@ static inline __attribute__((always_inline)) void apply(struct gs_replay *r,
         gs_marks_on_mark(r, e);
         break;
     case GS_REC_RANGE:
-        /* a range its thread opens outside any other is a mark of its label:
-         * steps run from one to the next (docs/commands.md "NVTX ranges") */
-        if ((e->op == GS_RANGE_PUSH || e->op == GS_RANGE_START) && (e->flags & GS_RANGE_TOP))
-            gs_marks_on_mark(r, e);
+        /* a range its thread opens outside any other is a mark of its label,
+         * and its end ends that step (docs/commands.md "NVTX ranges") */
+        if ((e->flags & GS_RANGE_TOP) || e->op == GS_RANGE_END)
+            gs_marks_on_range(r, e);
         GS_REPLAY_HOOKS_CALL(r, on_range, e);
         break;
     case GS_REC_BLOCK_ALLOC:
@@ -249,6 +249,7 @@ void gs_replay_finish(struct gs_replay *r)
 {
     gs_outcome_finish(r);
     gs_blocks_finish(r);
+    gs_marks_finish(r);
     GS_REPLAY_HOOKS_CALL(r, finish);
 }
 

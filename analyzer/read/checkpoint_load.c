@@ -313,7 +313,15 @@ static int load_label(struct gs_replay *r, struct gs_cursor *c)
     struct gs_mark_label l;
     memset(&l, 0, sizeof l);
     get_fields(c, &l, FIELDS(label_fields));
-    if (c->bad || idx != m->nlabels || idx >= GS_MARK_LABELS || len > GS_MAX_LABEL || !l.marks)
+    if (c->p < c->end) {
+        get_fields(c, &l, FIELDS(label_step_fields));
+    } else { /* an old writer's: a step open since its last mark */
+        l.open = GS_STEP_BEGUN;
+        l.start_ns = l.last_ns;
+        l.first_start_ns = l.first_ns;
+    }
+    if (c->bad || idx != m->nlabels || idx >= GS_MARK_LABELS || len > GS_MAX_LABEL || !l.marks ||
+        l.open > GS_STEP_AFTER || l.range_marks > l.marks)
         return -1;
     if (gs_marks_label(m, (const char *)text, len, 0) != GS_MARK_OTHER)
         return -1; /* the same label twice */
@@ -336,11 +344,13 @@ static int load_item(struct gs_replay *r, struct gs_cursor *c)
     struct gs_checkpoint_state *cp = &r->checkpoint;
     uint64_t what = u(c), seq = u(c);
     if (what == 0) {
-        struct gs_mark_item it;
+        struct gs_mark_item it = {0};
         uint64_t label = u(c);
         it.label = (uint32_t)label;
         get_fields(c, &it, FIELDS(mark_fields));
-        if (c->bad || !label_ok(m, label) || !m->recent)
+        if (c->p < c->end)
+            get_fields(c, &it, FIELDS(mark_kind_fields)); /* an old writer's: a mark */
+        if (c->bad || !label_ok(m, label) || !m->recent || it.kind > GS_MARK_RANGE)
             return -1;
         m->recent[seq % GS_MARKS_KEPT] = it;
         cp->api_items[0]++;

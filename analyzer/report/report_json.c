@@ -551,6 +551,8 @@ static void marks(struct gs_json *j, const struct gs_report *rep)
         const struct gs_mark_item *it = &m->recent[i % GS_MARKS_KEPT];
         gs_json_begin_object(j, NULL);
         label(j, m, it->label);
+        static const char *const kinds[] = {"mark", "step_end", "range"};
+        gs_json_string(j, "kind", kinds[it->kind <= GS_MARK_RANGE ? it->kind : 0]);
         gs_json_uint(j, "time_ns", it->time_ns);
         gs_json_uint(j, "device_bytes", it->device_bytes);
         gs_json_uint(j, "block_bytes", it->block_bytes);
@@ -568,6 +570,7 @@ static void marks(struct gs_json *j, const struct gs_report *rep)
         gs_json_uint(j, "allocated_bytes", st->allocated_bytes);
         gs_json_uint(j, "freed_bytes", st->freed_bytes);
         gs_json_int(j, "growth_bytes", st->growth_bytes);
+        gs_json_bool(j, "to_the_end", st->cut != 0);
         gs_json_end_object(j);
     }
     gs_json_end_array(j);
@@ -577,7 +580,9 @@ static void marks(struct gs_json *j, const struct gs_report *rep)
         gs_json_begin_object(j, NULL);
         gs_json_string(j, "label", l->label);
         gs_json_uint(j, "marks", l->marks);
+        gs_json_uint(j, "range_marks", l->range_marks);
         gs_json_uint(j, "steps", l->steps);
+        gs_json_bool(j, "last_step_to_the_end", l->cut != 0);
         gs_json_uint(j, "first_time_ns", l->first_ns);
         gs_json_uint(j, "last_time_ns", l->last_ns);
         gs_json_uint(j, "peak_bytes", l->max_peak);
@@ -791,6 +796,10 @@ static void suspects(struct gs_json *j, const struct gs_report *rep, const struc
         else
             gs_json_double(j, "bytes_per_step", s->bytes_per_step);
         gs_json_double(j, "bytes_per_second", s->bytes_per_second);
+        char rate[64];
+        gs_json_string(j, "rate",
+                       gs_suspect_rate(s, gs_trace_duration_ns(rep->stats, rep->replay->last_time_ns),
+                                       rate, sizeof rate));
         gs_json_uint(j, "first_seen_ns", s->first_seen_ns);
         gs_json_uint(j, "lowest_ns", s->from_ns);
         gs_json_uint(j, "rising_intervals", s->rising);

@@ -664,26 +664,21 @@ static void suspects(const struct gs_report *rep, FILE *out, const struct gs_sus
         return;
     char how[320];
     if (g->by_steps)
-        snprintf(how, sizeof how, "at %u \"%s\" marks", g->n,
-                 g->step_label < r->marks.nlabels ? r->marks.labels[g->step_label].label : "?");
+        snprintf(how, sizeof how, "where \"%s\" steps begin or end, %u time%s",
+                 g->step_label < r->marks.nlabels ? r->marks.labels[g->step_label].label : "?",
+                 g->n, plural(g->n));
     else
-        snprintf(how, sizeof how, "at %u moments", g->n);
+        snprintf(how, sizeof how, "at %u quiet moment%s", g->n, plural(g->n));
     if (!nsus) {
-        fprintf(out, "\nLeak suspects: none; no call site's live memory kept rising (sampled %s "
-                     "and at the end).\n", how);
+        fprintf(out, "\nLeak suspects: none; no call site's live memory kept rising (sampled %s, "
+                     "and at the end of the run).\n", how);
         return;
     }
-    fprintf(out, "\nLeak suspects: %zu call site%s whose live memory kept rising (sampled %s and "
-                 "at the end):\n", nsus, plural(nsus), how);
+    fprintf(out, "\nLeak suspects: %zu call site%s whose live memory kept rising (sampled %s, and "
+                 "at the end of the run):\n", nsus, plural(nsus), how);
     for (size_t i = 0; i < nsus && i < rep->opt->top; i++) {
         const struct gs_suspect *s = &sus[i];
-        if (s->bytes_per_step >= 0)
-            snprintf(c, sizeof c, "%s a step", gs_human_bytes((uint64_t)(s->bytes_per_step + 0.5),
-                                                              b, sizeof b));
-        else
-            snprintf(c, sizeof c, "%s a second",
-                     gs_human_bytes((uint64_t)(s->bytes_per_second > 0 ? s->bytes_per_second : 0),
-                                    b, sizeof b));
+        gs_suspect_rate(s, gs_trace_duration_ns(rep->stats, r->last_time_ns), c, sizeof c);
         fprintf(out, "  +%11s since %.3f s, %s; %s live at the end  ",
                 gs_human_bytes(s->growth_bytes, a, sizeof a), seconds(s->from_ns), c,
                 gs_human_bytes(s->live_bytes, b, sizeof b));
@@ -715,21 +710,27 @@ static void marks(const struct gs_report *rep, FILE *out)
     if (!m->marks)
         return;
     fprintf(out, "\nMarks: %" PRIu64 " mark%s of %zu label%s; a step runs from a mark to the next "
-                 "of its label\n",
+                 "of its label, or to its range's end,\n  or to the end of the run; a step end "
+                 "(gpushim.step_end, mark_steps) ends one that began at the last\n",
             m->marks, plural(m->marks), m->nlabels, plural(m->nlabels));
     for (size_t i = 0; i < m->nlabels && i < rep->opt->top; i++) {
         const struct gs_mark_label *l = &m->labels[i];
-        fprintf(out, "  %-12s %" PRIu64 " mark%s, %" PRIu64 " step%s", label_of(m, (uint32_t)i),
-                l->marks,
-                plural(l->marks), l->steps, plural(l->steps));
+        fprintf(out, "  %-12s %" PRIu64 " mark%s, %" PRIu64 " step%s%s", label_of(m, (uint32_t)i),
+                l->marks, plural(l->marks), l->steps, plural(l->steps),
+                l->cut ? " (the last to the end of the run)" : "");
         if (l->steps) {
-            /* steps from a checkpoint may be past INT64_MAX: never INT64_MIN / -1 */
-            signed_bytes(l->steps > INT64_MAX ? 0 : l->growth / (int64_t)l->steps, a, sizeof a);
-            signed_bytes(l->max_growth, b, sizeof b);
-            fprintf(out, ": peak %s (the step ending at %.3f s); device memory %s a step on "
-                         "average, at most %s; %" PRIu64 " step%s grew",
-                    gs_human_bytes(l->max_peak, c, sizeof c), seconds(l->max_peak_end_ns), a, b,
-                    l->growing, plural(l->growing));
+            fprintf(out, ": peak %s (the step ending at %.3f s)",
+                    gs_human_bytes(l->max_peak, c, sizeof c), seconds(l->max_peak_end_ns));
+            /* the growth of the steps before one the run cut; steps from a
+             * checkpoint may be past INT64_MAX: never INT64_MIN / -1 */
+            uint64_t whole = l->steps - (l->cut != 0);
+            if (whole) {
+                signed_bytes(whole > INT64_MAX ? 0 : l->growth / (int64_t)whole, a, sizeof a);
+                signed_bytes(l->max_growth, b, sizeof b);
+                fprintf(out, "; device memory %s a step on average%s, at most %s; %" PRIu64
+                             " step%s grew",
+                        a, l->cut ? " before the last" : "", b, l->growing, plural(l->growing));
+            }
         }
         fputc('\n', out);
     }
@@ -750,11 +751,12 @@ static void marks(const struct gs_report *rep, FILE *out)
         const struct gs_step *st = &m->steps[k % GS_STEPS_KEPT];
         char d[32];
         signed_bytes(st->growth_bytes, d, sizeof d);
-        fprintf(out, "    %-12s %9.3f s to %9.3f s  peak %10s  allocated %10s  freed %10s  %s\n",
+        fprintf(out, "    %-12s %9.3f s to %9.3f s  peak %10s  allocated %10s  freed %10s  %s%s\n",
                 label_of(m, st->label), seconds(st->start_ns), seconds(st->end_ns),
                 gs_human_bytes(st->peak_bytes, a, sizeof a),
                 gs_human_bytes(st->allocated_bytes, b, sizeof b),
-                gs_human_bytes(st->freed_bytes, c, sizeof c), d);
+                gs_human_bytes(st->freed_bytes, c, sizeof c), d,
+                st->cut ? "  (the end of the run)" : "");
     }
 }
 

@@ -128,6 +128,8 @@ static int api_event(struct gs_cursor *c, struct chunk_state *cs, uint8_t type,
     if (type == GS_REC_MARK) {
         e->stack_id = (uint32_t)u(c);
         e->label = (const char *)gs_cursor_bytes(c, &e->label_len);
+        if (c->p < c->end)
+            e->flags = u(c); /* enum gs_mark_flag; an old writer's mark has none */
     } else if (type == GS_REC_RANGE) {
         e->op = (uint32_t)u(c);
         e->addr = u(c);   /* its id */

@@ -126,7 +126,8 @@ static uint8_t *encode_mark(struct gs_encoder *e, const struct gs_mark_body *m, 
 {
     p = api_head(e, &m->ev, p);
     p = varint(p, m->ev.stack_id);
-    return bytes(p, m->label, m->label_len);
+    p = bytes(p, m->label, m->label_len);
+    return m->ev.space ? varint(p, m->ev.space) : p; /* its flags, when any */
 }
 
 static uint8_t *encode_range(struct gs_encoder *e, const struct gs_mark_body *m, uint8_t *p)

@@ -56,8 +56,8 @@ struct gs_revent {
                                     * last cuMemGetInfo answered (a probe's first guess) */
     /* GRAPH_NODE (op: what), GRAPH (op: enum gs_graph_op; reserved, used:
      * the graph pool's, when sampled), RANGE (op: enum gs_range_op, addr: its
-     * id, stream: its domain, flags: enum gs_range_flag); BLOCK_FREE: size
-     * is its span (0: the one block at addr) */
+     * id, stream: its domain, flags: enum gs_range_flag), MARK (flags: enum
+     * gs_mark_flag); BLOCK_FREE: size is its span (0: the one block at addr) */
     uint64_t graph, exec, flags;
     uint32_t op;
     int sampled;

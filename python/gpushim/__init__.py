@@ -1,7 +1,8 @@
 """gpushim - what a Python program may tell gpushim, the GPU memory profiler.
 
     import gpushim
-    gpushim.mark("step")              # a step or phase boundary
+    gpushim.mark("step")              # a step begins (made before each step)
+    gpushim.step_end("step")          # a step ends (made after each step)
     with gpushim.region("forward"):   # memory inside a range (also a decorator)
         ...
     gpushim.flush()                   # every event so far into the trace file, now
@@ -10,7 +11,7 @@
 and for PyTorch, gpushim.torch (imported on its own: it imports torch):
 
     import gpushim.torch
-    gpushim.torch.mark_steps(optimizer)  # a "step" mark after every optimizer step
+    gpushim.torch.mark_steps(optimizer)  # a step ends with every optimizer step
     gpushim.torch.use_allocator()        # every tensor a recorded driver allocation
 
 The calls go to libgpushim.so's entry points (include/gpushim.h, version 1)
@@ -25,10 +26,11 @@ import contextlib
 import ctypes
 import functools
 
-__all__ = ["mark", "region", "flush", "loaded", "library_path"]
+__all__ = ["mark", "step_end", "region", "flush", "loaded", "library_path"]
 
 _API = {  # name in the shim: (result, arguments)
     "gpushim_api_v1_mark": (None, [ctypes.c_char_p]),
+    "gpushim_api_v1_step_end": (None, [ctypes.c_char_p]),
     "gpushim_api_v1_flush": (None, []),
     "gpushim_api_v1_range_push": (ctypes.c_int, [ctypes.c_char_p]),
     "gpushim_api_v1_range_pop": (ctypes.c_int, []),
@@ -59,10 +61,23 @@ def loaded():
 
 
 def mark(label):
-    """A step or phase boundary named label ("step", "epoch", "eval"): the
-    report splits the run at marks, a step running from one mark to the next
-    of the same label. A str is sent as UTF-8; at most 255 bytes are kept."""
+    """A step of label ("step", "epoch", "eval") begins here: made before
+    each step, as at the top of a training loop's body. The report splits
+    the run at marks, a step running from one mark to the next of the same
+    label, the last to the end of the run. A str is sent as UTF-8; at most
+    255 bytes are kept."""
     fn = _entry("gpushim_api_v1_mark")
+    if fn:
+        fn(_label(label))
+
+
+def step_end(label):
+    """The step of label running ends here: made after each step, as an
+    optimizer's post-step hook is (gpushim.torch.mark_steps). A step runs
+    from one end to the next, the first from the start of the run, so that
+    what the first step made before its end is its own; what follows the
+    last end is no step. (A shim that predates it takes it as a mark.)"""
+    fn = _entry("gpushim_api_v1_step_end") or _entry("gpushim_api_v1_mark")
     if fn:
         fn(_label(label))
 

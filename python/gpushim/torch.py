@@ -1,9 +1,10 @@
 """gpushim.torch - gpushim for a PyTorch training loop, one line each:
 
-    gpushim.torch.mark_steps(optimizer)   # a "step" mark after every optimizer step
+    gpushim.torch.mark_steps(optimizer)   # a step ends with every optimizer step
     gpushim.torch.use_allocator()         # every tensor its own recorded allocation
 
-Both do nothing when the shim is not loaded (gpushim.loaded() is False).
+Both record nothing when the shim is not loaded (gpushim.loaded() is False);
+mark_steps returns its handle all the same.
 
 What each needs of PyTorch (docs/api.md "Python"):
   mark_steps     2.0 and later: Optimizer.register_step_post_hook
@@ -26,13 +27,17 @@ __all__ = ["mark_steps", "use_allocator"]
 
 
 def mark_steps(optimizer, label="step"):
-    """Marks label after every step of optimizer, so that the report's steps
-    are the training loop's iterations. Returns a handle whose remove()
-    stops it (None when the shim is not loaded)."""
-    if not gpushim.loaded():
-        return None
+    """Makes the optimizer's steps the report's steps of label: the first
+    begins now (gpushim.mark: the model and the optimizer exist, the loop
+    has not begun), and each ends as the optimizer's step returns
+    (gpushim.step_end, from its post-step hook), so that N steps taken are
+    N steps, each with all it made; what follows the last is no step.
+    Returns a handle whose remove() stops it, with or without the shim
+    (without it, the hook is there and records nothing)."""
+    gpushim.mark(label)
     if hasattr(optimizer, "register_step_post_hook"):
-        return optimizer.register_step_post_hook(lambda opt, args, kwargs: gpushim.mark(label))
+        return optimizer.register_step_post_hook(
+            lambda opt, args, kwargs: gpushim.step_end(label))
     return _WrappedStep(optimizer, label)
 
 
@@ -46,7 +51,7 @@ class _WrappedStep:
         @functools.wraps(step)
         def marked_step(*args, **kwargs):
             result = step(*args, **kwargs)
-            gpushim.mark(label)
+            gpushim.step_end(label)
             return result
 
         optimizer.step = marked_step

@@ -3,7 +3,8 @@
  * may tell the profiler, found by name with dlsym, so that a program built
  * against the header runs the same without the shim.
  *
- * A mark is an event with a label and the caller's stack; a range is an
+ * A mark is an event with a label and the caller's stack (a step's end is a
+ * mark flagged GS_MARK_STEP_END); a range is an
  * NVTX range of the default domain (nvtx.c), without a stack; a block of the
  * program's own allocator is an event with its address, size and stack, and
  * its return one with its address. They go through the ring like the
@@ -30,6 +31,15 @@ GS_EXPORT void gpushim_api_v1_mark(const char *label)
     char buf[GS_MAX_LABEL];
     uint32_t len = gs_read_label(label, buf, sizeof buf, "gpushim_mark");
     gs_record_mark(buf, len);
+    errno = saved;
+}
+
+GS_EXPORT void gpushim_api_v1_step_end(const char *label)
+{
+    int saved = errno;
+    char buf[GS_MAX_LABEL];
+    uint32_t len = gs_read_label(label, buf, sizeof buf, "gpushim_step_end");
+    gs_record_mark_flags(buf, len, GS_MARK_STEP_END);
     errno = saved;
 }
 

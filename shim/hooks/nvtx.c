@@ -30,7 +30,8 @@
  *                                            is its number
  * A push or start on a thread with nothing pushed is flagged GS_RANGE_TOP:
  * the analyzer counts it as a mark too, so that a loop's outermost range
- * makes its steps. Messages are ASCII, wide (stored as UTF-8) or registered
+ * makes its steps; and so is the pop that leaves its thread nothing pushed,
+ * where such a step ends. Messages are ASCII, wide (stored as UTF-8) or registered
  * strings; payloads, colors and categories are not kept. A message is read
  * as gpushim_mark reads a label (a pointer to nothing is the empty label,
  * never a crash); the attributes themselves NVTX requires to be valid.
@@ -250,8 +251,8 @@ int gs_nvtx_pop(uint32_t domain)
     uint32_t *d = depth_of(domain);
     if (!*d)
         return -1; /* nothing of this domain pushed on this thread */
-    gs_record_range(GS_RANGE_POP, domain, 0, 0, NULL, 0);
     pushed.total--;
+    gs_record_range(GS_RANGE_POP, domain, 0, pushed.total ? 0 : GS_RANGE_TOP, NULL, 0);
     return (int)--(*d);
 }
 

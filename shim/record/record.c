@@ -447,9 +447,11 @@ static void record_labelled(struct gs_ev ev, const char *label, uint32_t len, in
     record_body(&body.m.ev, (uint32_t)(sizeof body.m + len), with_stack);
 }
 
-void gs_record_mark(const char *label, uint32_t len)
+void gs_record_mark(const char *label, uint32_t len) { gs_record_mark_flags(label, len, 0); }
+
+void gs_record_mark_flags(const char *label, uint32_t len, uint32_t flags)
 {
-    record_labelled((struct gs_ev){.type = GS_REC_MARK}, label, len, 1);
+    record_labelled((struct gs_ev){.type = GS_REC_MARK, .space = (uint8_t)flags}, label, len, 1);
 }
 
 void gs_record_range(enum gs_range_op op, uint32_t domain, uint64_t id, uint32_t flags,

@@ -62,6 +62,8 @@ void gs_record_graph(enum gs_api api, enum gs_graph_op op, int32_t device, uint6
  * GS_MAX_LABEL), and a block of the program's own allocator given out
  * (GS_REC_BLOCK_ALLOC, with the stack) or back (GS_REC_BLOCK_FREE). */
 void gs_record_mark(const char *label, uint32_t len);
+/* The same with flags (enum gs_mark_flag: GS_MARK_STEP_END, a step's end). */
+void gs_record_mark_flags(const char *label, uint32_t len, uint32_t flags);
 /* BLOCK_FREE: size is a span (every block starting in [addr, addr+size)
  * goes back), or 0 for the one block at addr. */
 void gs_record_block(enum gs_record_type type, uint64_t addr, uint64_t size);

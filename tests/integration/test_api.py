@@ -90,12 +90,12 @@ def test_marks_split_the_run_into_steps():
        (4, 3, 9 * MiB, times[4], 9 * MiB, 6 * MiB, 3 * MiB, MiB, 3, times[1], times[4]),
        "the step label's totals")
     eq(fn_line(st["frames"])[:2], [("begin_step", "drv_api_steps.c", 40),
-                                   ("main", "drv_api_steps.c", 57)],
+                                   ("main", "drv_api_steps.c", 59)],
        "a label's call site is its first mark's, without the header's wrapper")
     ep = labels["epoch"]
     eq((ep["marks"], ep["steps"], ep["peak_bytes"], ep["growth_bytes"]), (2, 1, 9 * MiB, 7 * MiB),
        "the epoch")
-    eq(fn_line(ep["frames"])[0], ("main", "drv_api_steps.c", 54), "the epoch's call site")
+    eq(fn_line(ep["frames"])[0], ("main", "drv_api_steps.c", 56), "the epoch's call site")
     eq(d["mark_counts"], {"marks": 6, "marks_listed": 6, "steps": 4, "steps_listed": 4,
                           "labels": 2, "marks_of_labels_not_followed": 0}, "mark counts")
     eq((d["blocks"], d["fragmentation"]["at_peak"], d["fragmentation"]["at_failures"]),
@@ -219,12 +219,14 @@ def test_python_through_ctypes():
     eq((r.rc, r.out), (0, "gpushim: recording\n"), f"under the shim: {r.err}")
     d = report_json(one_trace(r))
     eq([(m["label"], m["device_bytes"], m["block_bytes"]) for m in d["marks"]],
-       [("load", 0, 0)] + [("step", (8 + i) * MiB, 7 * MiB) for i in range(5)], "marks")
+       [("step", (8 + i) * MiB, 7 * MiB) for i in range(4)], "marks")
+    # four marks, four steps: the last runs to the end of the run
     eq([(s["label"], s["peak_bytes"], s["allocated_bytes"], s["freed_bytes"], s["growth_bytes"])
         for s in d["steps"]],
        [("step", (13 + i) * MiB, 5 * MiB, 4 * MiB, MiB) for i in range(4)], "steps")
-    eq([(l["label"], l["marks"], l["steps"], l["growing_steps"]) for l in d["mark_labels"]],
-       [("load", 1, 0, 0), ("step", 5, 4, 4)], "labels")
+    eq([(l["label"], l["marks"], l["steps"], l["growing_steps"], l["last_step_to_the_end"])
+        for l in d["mark_labels"]], [("step", 4, 4, 3, True)],
+       "labels: the last step ran to the end, and counts in no growth figure")
     eq((d["blocks"]["allocations"], d["blocks"]["peak"]["bytes"], d["blocks"]["leaks"]["count"]),
        (2, 7 * MiB, 2), "blocks")
     p = d["fragmentation"]["at_peak"]

@@ -258,13 +258,13 @@ def test_html_leak_suspects():
     d = report_json(trace)
     _, text, page = export_html(trace)
     self_contained(page, text)
-    eq(page.tables["suspects"]["head"], ["growth", "a step", "a second", "first allocated",
-                                         "live at the end", "call site"], "the suspects' columns")
-    got = [(num(x[0]), num(x[1]), num(x[4]), x[5][0].split("\n")[0].split("  ")[0])
+    eq(page.tables["suspects"]["head"], ["growth", "rate", "first allocated", "live at the end",
+                                         "call site"], "the suspects' columns")
+    got = [(num(x[0]), x[1][0], num(x[3]), x[4][0].split("\n")[0].split("  ")[0])
            for x in rows(page, "suspects")]
-    eq(got, [(s["growth_bytes"], round(s["bytes_per_step"]), s["bytes"],
-              s["frames"][0]["function"]) for s in d["leaks"]["suspects"]], "as in the JSON")
-    eq(got, [(6 * MiB, 512 * KiB, 0, "log_loss")], "by the schedule")
+    eq(got, [(s["growth_bytes"], s["rate"], s["bytes"], s["frames"][0]["function"])
+             for s in d["leaks"]["suspects"]], "as in the JSON")
+    eq(got, [(6 * MiB, "512.00 KiB a step", 0, "log_loss")], "by the schedule")
     verdicts = [x[8][0] for x in rows(page, "failures")]
     eq(len(verdicts), 1, "one failure")
     check(verdicts[0].startswith("A leak: log_loss"), verdicts[0])

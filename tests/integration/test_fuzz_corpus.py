@@ -312,7 +312,9 @@ def mark(label, dt=1):
 
 def test_hostile_step_growth_past_int64():
     # Two steps that each add 6.9e18 bytes: their sum, the label's growth,
-    # overflowed a signed 64-bit integer; it saturates at INT64_MAX.
+    # overflowed a signed 64-bit integer; it saturates at INT64_MAX. The
+    # third step, from the last mark to the end of the run, is in no growth
+    # figure.
     if needs_time():
         return needs_time()
     big = 6 << 60
@@ -321,8 +323,8 @@ def test_hostile_step_growth_past_int64():
     rc, d, _ = hostile("steps", preamble() + chunk(raw))
     lab = d["mark_labels"]
     eq((rc, [(x["label"], x["steps"], x["growth_bytes"], x["max_growth_bytes"]) for x in lab]),
-       (0, [("step", 2, (1 << 63) - 1, big)]), "the growth, saturated")
+       (0, [("step", 3, (1 << 63) - 1, big)]), "the growth, saturated")
     rc, out, _ = hostile("steps", preamble() + chunk(raw), "report")
     line = [x for x in out.splitlines() if x.strip().startswith("step ") and "marks," in x]
-    check(len(line) == 1 and "device memory +4194304.00 TiB a step on average, at most "
-          "+6291456.00 TiB; 2 steps grew" in line[0], f"the text's average: {line}")
+    check(len(line) == 1 and "device memory +4194304.00 TiB a step on average before the "
+          "last, at most +6291456.00 TiB; 2 steps grew" in line[0], f"the text's average: {line}")

@@ -68,8 +68,12 @@ def test_ranges_marks_and_regions_from_nvtx():
     # named domain's with its name
     eq([m["label"] for m in d["marks"]],
        ["step", "step", "step", "done", "trainer: saved", "prefetch"], "marks")
+    # each outermost range a step to its end (the started "prefetch" to its
+    # end on another thread); each NVTX mark begins one that runs to the end
     eq([(s["label"], s["peak_bytes"], s["growth_bytes"]) for s in d["steps"]],
-       [("step", 13 * MiB, 9 * MiB), ("step", 19 * MiB, 1 * MiB)], "steps between range marks")
+       [("step", 13 * MiB, 9 * MiB), ("step", 19 * MiB, 1 * MiB), ("step", 20 * MiB, 1 * MiB),
+        ("prefetch", 20 * MiB, 5 * MiB), ("done", 20 * MiB, 5 * MiB),
+        ("trainer: saved", 20 * MiB, 5 * MiB)], "a step per outermost range and per mark")
     # the memory extension: two regions, one unregistered, the other gone
     # with its heap's reset
     b = d["blocks"]

@@ -51,8 +51,8 @@ def test_suspects_by_steps_leave_out_what_levels_off():
     check(0 < s["first_seen_ns"] <= s["lowest_ns"] + 10**9, f"first seen: {s}")
     eq(j["failures"], [], "no failure")
     text = report(trace).stdout
-    lead = text.index("Leak suspects: 1 call site whose live memory kept rising (sampled at 13 "
-                      "\"step\" marks and at the end):")
+    lead = text.index("Leak suspects: 1 call site whose live memory kept rising (sampled where "
+                      "\"step\" steps begin or end, 13 times, and at the end of the run):")
     check(lead < text.index("Peak:"), "the report leads with the suspects")
     check("512.00 KiB a step" in text, f"per step in the text: {text}")
 
@@ -84,16 +84,17 @@ def test_suspects_in_a_short_fast_run_without_marks():
     g = j["leaks"]["growth"]
     eq((g["sampled_at"], g["step_label"]), ("time", None), "without marks: windows")
     check(g["samples"] >= 15, f"a sample at least every 4 events: {g}")
-    eq(suspects(j), [("keep_grad", 19 * MiB)],
-       "the leak alone: 1 MiB at the first sample, 20 MiB at the end; not scratch")
+    eq(suspects(j), [("keep_grad", 20 * MiB)],
+       "the leak alone, whole: nothing at the run's start, 20 MiB at the end; not scratch")
     s = j["leaks"]["suspects"][0]
     eq((s["bytes"], s["count"]), (20 * MiB, 20), "never freed")
-    eq(s["lowest_ns"], s["first_seen_ns"], "lowest at its first allocation")
+    eq(s["lowest_ns"], 0, "lowest at the run's start")
     eq(s["bytes_per_step"], None, "no steps without marks")
     eq([f["function"] for f in s["frames"]][:2], ["keep_grad", "main"], "frames")
     text = report(trace).stdout
     check(f"Leak suspects: 1 call site whose live memory kept rising (sampled at {g['samples']} "
-          "moments and at the end):\n  +  19.00 MiB since " in text, f"the text: {text}")
+          "quiet moments, and at the end of the run):\n  +  20.00 MiB since 0.000 s, in a run of "
+          in text, f"the text: {text}")
 
 
 def test_oom_verdict_leak():

@@ -56,8 +56,12 @@ def test_module_marks_regions_and_flush():
     eq(d["ranges"]["open"], [], "the region an exception left is closed")
     eq([m["label"] for m in d["marks"]], ["load", "step", "step", "step", "failing"],
        "a thread's first region is a mark")
+    # each region "step" is a step, to its end; "failing" too; the one mark
+    # "load" begins a step that runs to the end of the run (weights 4 MiB,
+    # the history's 3 x 1 MiB)
     eq([(s["label"], s["growth_bytes"]) for s in d["steps"]],
-       [("step", 1 * MiB), ("step", 1 * MiB)], "steps between the region marks")
+       [("step", 1 * MiB), ("step", 1 * MiB), ("step", 1 * MiB), ("failing", 0),
+        ("load", 7 * MiB)], "a step per region, each to its end")
     text = report(one_trace(r)).stdout
     check("    backward " in text, f"the text report's table:\n{text}")
 
@@ -82,8 +86,10 @@ def test_mark_steps_with_a_real_optimizer():
                      "`gpushim run --per-tensor` for tensors instead", "a clear refusal")
     d = report_json(one_trace(r))
     # forward and backward are outermost regions here: marks of their own
+    # mark_steps marks "step" once when called (the first step begins), then
+    # ends a step after each optimizer step
     eq([m["label"] for m in d["marks"]],
-       ["load"] + ["forward", "backward", "step"] * 3 + ["forward", "backward", "failing"],
+       ["load", "step"] + ["forward", "backward", "step"] * 3 + ["forward", "backward", "failing"],
        "three optimizer steps marked, the fourth not (its hook removed)")
     eq([(s["label"], s["growth_bytes"]) for s in d["steps"] if s["label"] == "step"],
-       [("step", 1 * MiB), ("step", 1 * MiB)], "a step from one optimizer step to the next")
+       [("step", 1 * MiB)] * 3, "three optimizer steps are three steps, the first included")

@@ -10,7 +10,8 @@
  *              a 1 MiB scratch allocation, freed; every 1000th step (the
  *              last of each thousand) a 4 KiB block at 8 MiB + 4 KiB x k,
  *              kept (k = 0, 1, ...); a and b taken back
- *   then mark "step", mark "run", and a 1 TiB allocation that fails
+ *   then a step end of "step" and of "run", and a 1 TiB allocation that
+ *   fails (after the ends: in no step)
  *
  * Device peak 65 MiB, at the first step's scratch allocation, when S held
  * a and b: 2.5 MiB... of which 1.5 MiB in blocks, gaps [1, 2) and
@@ -66,8 +67,8 @@ int main(int argc, char **argv)
         gpushim_block_free((const void *)(uintptr_t)s);
         gpushim_block_free((const void *)(uintptr_t)(s + 2 * MiB));
     }
-    gpushim_mark("step");
-    gpushim_mark("run");
+    gpushim_step_end("step");
+    gpushim_step_end("run");
     too_much();
     puts("done");
     return 0;

@@ -8,16 +8,16 @@
  *   3 steps, each:
  *     mark "step"                           device 4, 5, 6 MiB
  *     2 MiB activation, 1 MiB kept in a history (the leak), the activation freed
- *   mark "step"                             7 MiB: ends the third step
- *   mark "epoch"                            7 MiB: ends the epoch
+ *   step end "step"                         7 MiB: ends the third step
+ *   step end "epoch"                        7 MiB: ends the epoch
  *   gpushim_flush()
  *
- * Steps, in the order they end:
+ * Steps, in the order they end (what follows the ends is no step's):
  *   step  4 -> 5 MiB: peak 7, allocated 3, freed 2, growth +1
  *   step  5 -> 6 MiB: peak 8, allocated 3, freed 2, growth +1
  *   step  6 -> 7 MiB: peak 9, allocated 3, freed 2, growth +1
  *   epoch 0 -> 7 MiB: peak 9, allocated 13, freed 6, growth +7
- * The marks are made in begin_step and in main (the epoch).
+ * The marks are made in begin_step, end_step and in main (the epoch).
  *
  * With the argument "bad", it then also marks with an unreadable label, a
  * NULL label, and gives a NULL block: the shim says so on stderr once each
@@ -39,6 +39,8 @@ NOINLINE static void load_weights(void) { EXPECT(cuMemAlloc_v2(&weights, 4 * MiB
 
 NOINLINE static void begin_step(void) { gpushim_mark("step"); }
 
+NOINLINE static void end_step(void) { gpushim_step_end("step"); }
+
 NOINLINE static void train_step(int step)
 {
     gs_cudeviceptr act;
@@ -57,8 +59,8 @@ int main(int argc, char **argv)
         begin_step();
         train_step(step);
     }
-    begin_step();
-    gpushim_mark("epoch");
+    end_step();
+    gpushim_step_end("epoch");
     if (argc > 1 && strcmp(argv[1], "kill") == 0) {
         gpushim_block_alloc((const void *)(uintptr_t)weights, 4 * KiB);
         raise(SIGKILL);

@@ -11,7 +11,7 @@
  *     make_activations: B x 1.5 MiB (one allocation)
  *     make_scratch: i x 512 KiB (none in step 0)
  *     both freed
- *   mark "step" (ends the last step)
+ *   step end "step" (ends the last step)
  *
  * Device peak (in the last step): 8 MiB + B x 1.5 MiB + (N-1) x 512 KiB;
  * with N = 3: 9 MiB + B x 1.5 MiB, so fixed 9 MiB and 1.5 MiB per sample.
@@ -75,7 +75,7 @@ int main(int argc, char **argv)
         if (scratch)
             EXPECT(cuMemFree_v2(scratch), GS_CUDA_SUCCESS);
     }
-    gpushim_mark("step");
+    gpushim_step_end("step");
     printf("batch %d: %d steps\n", batch, steps);
     return 0;
 }

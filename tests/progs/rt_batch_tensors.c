@@ -15,7 +15,7 @@
  *     make_labels: B x 1 KiB
  *     make_activations: B x 1.25 MiB
  *     both freed
- *   mark "step"
+ *   step end "step" (ends the last step)
  *
  * Device peak: 5 MiB + B x (1.25 MiB + 1 KiB). With "managed" the same
  * schedule is made of cudaMallocManaged memory: no tensor-level
@@ -88,7 +88,7 @@ int main(int argc, char **argv)
         EXPECT(cudaFree(labels), 0);
         EXPECT(cudaFree(act), 0);
     }
-    gpushim_mark("step");
+    gpushim_step_end("step");
     EXPECT(cudaFree(weights), 0);
     printf("batch %d: 2 steps\n", batch);
     return 0;

@@ -61,6 +61,24 @@ static void s_mark(struct seq *s, const char *label)
     e->stack_id = 1 + (uint32_t)(strlen(label) % 3);
 }
 
+/* A step's end (gpushim_step_end). */
+static void s_step_end(struct seq *s, const char *label)
+{
+    s_mark(s, label);
+    s->ev[s->n - 1].flags = GS_MARK_STEP_END;
+}
+
+/* A thread's outermost range: its push (label) or its pop (NULL). */
+static void s_range(struct seq *s, uint32_t tid, const char *label)
+{
+    struct gs_revent *e = add(s, GS_REC_RANGE);
+    e->tid = tid;
+    e->op = label ? GS_RANGE_PUSH : GS_RANGE_POP;
+    e->flags = GS_RANGE_TOP;
+    e->label = label;
+    e->label_len = label ? strlen(label) : 0;
+}
+
 static void s_seg(struct seq *s, uint64_t addr, uint64_t size, int32_t dev)
 {
     struct gs_revent *e = add(s, GS_REC_ALLOC);
@@ -115,6 +133,8 @@ static void schedule(struct seq *s)
     s_block(s, S1 + 3 * MB, MB, 6);
     for (int step = 0; step < 6; step++) {
         s_mark(s, "step");
+        s_range(s, 2, "iter"); /* a range's step, ended by its pop */
+        s_range(s, 3, "aten::mm, seq = 4, op_id = 9"); /* emit_nvtx's: no step */
         s_block(s, S1 + 5 * MB, MB / 2, 7);          /* an activation */
         s_block(s, S1 + 6 * MB + step * 4096, 4096, 8); /* kept: the leak */
         if (step == 2) {
@@ -133,8 +153,12 @@ static void schedule(struct seq *s)
             s_seg(s, S3, MB, 0);
             s_free(s, S3);
         }
+        s_range(s, 3, NULL);
         s_unblock(s, S1 + 5 * MB);
+        s_range(s, 2, NULL);
+        s_step_end(s, "opt"); /* the first step from the start */
     }
+    s_range(s, 2, "iter"); /* open at the end: a step the end ends */
     s_mark(s, "step");
     s_mark(s, "phase\n2"); /* cleaned */
     s_mark(s, "epoch");
@@ -208,6 +232,14 @@ static void same_marks(const struct gs_marks *x, const struct gs_marks *y, size_
         SAME(growth);
         SAME(max_growth);
         SAME(growing);
+        SAME(range_marks);
+        SAME(first_start_ns);
+        SAME(first_end_ns);
+        SAME(range_tid);
+        SAME(range_id);
+        SAME(open);
+        SAME(cut);
+        SAME(start_ns);
 #undef SAME
     }
     for (uint64_t i = x->marks > GS_MARKS_KEPT ? x->marks - GS_MARKS_KEPT : 0; i < x->marks; i++) {
@@ -217,6 +249,7 @@ static void same_marks(const struct gs_marks *x, const struct gs_marks *y, size_
         ASSERT_U64(a->time_ns, b->time_ns, "cut %zu: mark time", cut);
         ASSERT_U64(a->device_bytes, b->device_bytes, "cut %zu: mark device bytes", cut);
         ASSERT_U64(a->block_bytes, b->block_bytes, "cut %zu: mark block bytes", cut);
+        ASSERT_U64(a->kind, b->kind, "cut %zu: mark kind", cut);
     }
     for (uint64_t i = x->nsteps > GS_STEPS_KEPT ? x->nsteps - GS_STEPS_KEPT : 0; i < x->nsteps;
          i++) {
@@ -328,8 +361,20 @@ Test(api_checkpoint, the_schedule_is_what_it_claims)
     ASSERT_U64(r.peak_bytes, 12 * MB, "12 MB");
     cr_assert(r.blocks.at_peak.present, "figures at the peak");
     ASSERT_U64(r.blocks.at_peak.segments, 1, "S2 held no block at the peak");
-    ASSERT_U64(r.marks.nlabels, 3, "labels");
-    cr_assert_str_eq(r.marks.labels[2].label, "phase?2");
+    ASSERT_U64(r.marks.nlabels, 5, "labels (none of emit_nvtx's range)");
+    cr_assert_str_eq(r.marks.labels[4].label, "phase?2");
+    /* "iter": 6 ranges pushed and popped, a seventh open at the end; "opt":
+     * 6 step ends, the first step from the start */
+    const struct gs_mark_label *iter = &r.marks.labels[2], *opt = &r.marks.labels[3];
+    cr_assert_str_eq(iter->label, "iter");
+    ASSERT_U64(iter->marks, 7, "iter's marks");
+    ASSERT_U64(iter->range_marks, 7, "all ranges");
+    ASSERT_U64(iter->steps, 7, "iter's steps, the last cut by the end");
+    cr_assert(iter->cut, "the end ended iter's last");
+    cr_assert_str_eq(opt->label, "opt");
+    ASSERT_U64(opt->steps, 6, "opt's steps");
+    ASSERT_U64(opt->first_start_ns, 0, "opt's first from the start");
+    cr_assert(!opt->cut && opt->open == GS_STEP_NONE, "what followed opt's last end: none");
     ASSERT_U64(r.nfailures, 3, "failures");
     cr_assert(r.blocks.at_failure[0].present && r.blocks.at_failure[2].present, "their figures");
     ASSERT_U64(r.blocks.frees_unknown, 1, "an unknown block free");
@@ -463,15 +508,19 @@ Test(api_checkpoint, each_field_where_the_format_says)
              0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
     n += REC(b + n, GS_REC_CKPT_FAILURE, 1, 2, 3, gs_zigzag(0), 4, 5, 6, 7, 8, 0,
              GS_OUTCOME_REFUSED, 0, 0, 0, 0, 0);
-    /* the label: index 0, the string "s", then its 16 fields */
+    /* the label: index 0, the string "s", then its 16 fields, then the step
+     * open (after each step's end: GS_STEP_AFTER), its range's thread and
+     * id, its marks that were ranges, and the open step's start, the first
+     * step's start and end */
     uint8_t lab[64] = {0, 1, 's'};
     size_t ln = 3;
     const uint64_t label_fields[] = {11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
-                                     gs_zigzag(-24), gs_zigzag(25), 26};
-    for (size_t i = 0; i < 16; i++)
+                                     gs_zigzag(-24), gs_zigzag(25), 26,
+                                     GS_STEP_AFTER, 27, 31, 5, 28, 29, 30};
+    for (size_t i = 0; i < 23; i++)
         ln += gs_put_varint(lab + ln, label_fields[i]);
     n += record(b + n, GS_REC_CKPT_MARK_LABEL, lab, ln);
-    n += REC(b + n, GS_REC_CKPT_API_ITEM, 0, 0, 0, 31, 32, 33);
+    n += REC(b + n, GS_REC_CKPT_API_ITEM, 0, 0, 0, 31, 32, 33, GS_MARK_ENDS);
     n += REC(b + n, GS_REC_CKPT_API_ITEM, 1, 0, 0, 41, 42, 43, 44, 45, gs_zigzag(-46));
     n += REC(b + n, GS_REC_CKPT_API_ITEM, 2, 0, 1, 51, gs_zigzag(0), 52, 53, 54, 55, 56);
     n += REC(b + n, GS_REC_CKPT_BLOCK_SITE, 61, 62, 63, 64, 65, 66, 67, 68);
@@ -498,11 +547,18 @@ Test(api_checkpoint, each_field_where_the_format_says)
     cr_assert_eq(l->growth, -24);
     cr_assert_eq(l->max_growth, 25);
     ASSERT_U64(l->growing, 26, "label growing");
+    ASSERT_U64(l->open, GS_STEP_AFTER, "the step open");
+    const uint64_t step_open_got[] = {l->range_tid, l->range_id, l->range_marks, l->start_ns,
+                                      l->first_start_ns, l->first_end_ns};
+    const uint64_t step_open_want[] = {27, 31, 5, 28, 29, 30};
+    for (size_t i = 0; i < 6; i++)
+        ASSERT_U64(step_open_got[i], step_open_want[i], "label step field %zu", i);
     const struct gs_mark_item *it = &m->recent[0];
     ASSERT_U64(it->label, 0, "mark label");
     ASSERT_U64(it->time_ns, 31, "mark time");
     ASSERT_U64(it->device_bytes, 32, "mark device bytes");
     ASSERT_U64(it->block_bytes, 33, "mark block bytes");
+    ASSERT_U64(it->kind, GS_MARK_ENDS, "mark kind");
     const struct gs_step *st = &m->steps[0];
     ASSERT_U64(st->label, 0, "step label");
     const uint64_t step_got[] = {st->start_ns, st->end_ns, st->peak_bytes, st->allocated_bytes,
@@ -581,6 +637,20 @@ static void use(struct gs_replay *r)
     free(b.p);
 }
 
+/* The bytes of a label record's payload (at p, len bytes) up to its step
+ * fields: its index, its string and its 16 fields, as old writers ended it. */
+static size_t label_before_step(const uint8_t *p, uint64_t len)
+{
+    const uint8_t *q = p, *end = p + len;
+    uint64_t v;
+    cr_assert_eq(gs_get_varint(&q, end, &v), 0, "the index");
+    cr_assert_eq(gs_get_varint(&q, end, &v), 0, "the string's length");
+    q += v;
+    for (int i = 0; i < 16; i++)
+        cr_assert_eq(gs_get_varint(&q, end, &v), 0, "field %d", i);
+    return (size_t)(q - p);
+}
+
 Test(api_checkpoint_hostile, every_record_cut_at_every_byte)
 {
     schedule(&seq);
@@ -606,8 +676,14 @@ Test(api_checkpoint_hostile, every_record_cut_at_every_byte)
                 n += b.n - next;
                 struct gs_replay r;
                 gs_replay_init(&r);
-                cr_assert_geq(load(&r, copy, n), 1, "type %u cut to %zu of %llu bytes", type,
-                              keep, (unsigned long long)len);
+                /* a label cut where an old writer's ended is an old writer's
+                 * label (test_api_checkpoint's an_old_writers_label) */
+                if ((type == GS_REC_CKPT_MARK_LABEL && keep == label_before_step(b.p + pstart, len)) ||
+                    (type == GS_REC_CKPT_API_ITEM && b.p[pstart] == 0 && keep == len - 1))
+                    cr_assert_eq(load(&r, copy, n), 0, "a label or a mark as old writers wrote it");
+                else
+                    cr_assert_geq(load(&r, copy, n), 1, "type %u cut to %zu of %llu bytes", type,
+                                  keep, (unsigned long long)len);
                 if (tested % 8 == 0)
                     use(&r);
                 gs_replay_free(&r);

@@ -267,6 +267,207 @@ Test(marks, labels_are_cleaned_and_cut)
     gs_replay_free(&r);
 }
 
+static void step_end(struct gs_replay *r, uint64_t t, const char *label)
+{
+    struct gs_revent e = {.type = GS_REC_MARK, .time_ns = t, .tid = 1, .stack_id = 7,
+                          .label = label, .label_len = strlen(label), .flags = GS_MARK_STEP_END};
+    gs_replay_event(r, &e);
+}
+
+/* A thread's outermost range: pushed (label) or popped (NULL). */
+static void top_range(struct gs_replay *r, uint64_t t, uint32_t tid, const char *label)
+{
+    struct gs_revent e = {.type = GS_REC_RANGE, .time_ns = t, .tid = tid,
+                          .op = label ? GS_RANGE_PUSH : GS_RANGE_POP, .flags = GS_RANGE_TOP,
+                          .label = label, .label_len = label ? strlen(label) : 0};
+    gs_replay_event(r, &e);
+}
+
+/*
+ * Marks before each step: 3 marks are 3 steps, the last to the run's end.
+ * t=1 seg 100 (before the first step: not in one); t=2 mark; t=3 seg 10;
+ * t=4 mark; t=5 seg 20; t=6 mark; t=7 seg 30; t=8 free of the 100; the
+ * end at t=8.
+ */
+Test(marks, marks_before_each_step_the_last_to_the_end_of_the_run)
+{
+    struct gs_replay r;
+    gs_replay_init(&r);
+    seg(&r, 1, 0x1000, 100, 0);
+    mark(&r, 2, "s");
+    seg(&r, 3, 0x2000, 10, 0);
+    mark(&r, 4, "s");
+    seg(&r, 5, 0x3000, 20, 0);
+    mark(&r, 6, "s");
+    seg(&r, 7, 0x4000, 30, 0);
+    dfree(&r, 8, 0x1000);
+    ASSERT_U64(r.marks.nsteps, 2, "two ended before the end");
+    gs_replay_finish(&r);
+    ASSERT_U64(r.marks.nsteps, 3, "three marks, three steps");
+    same_step(step(&r, 0), 2, 4, 110, 10, 0, 10, "the first");
+    same_step(step(&r, 1), 4, 6, 130, 20, 0, 20, "the second");
+    same_step(step(&r, 2), 6, 8, 160, 30, 100, -70, "the last, ended by the run's end");
+    cr_assert(step(&r, 2)->cut && !step(&r, 1)->cut, "the last cut by the end of the run");
+    const struct gs_mark_label *l = label_named(&r, "s");
+    cr_assert(l->cut && l->open == GS_STEP_NONE, "cut by the end");
+    ASSERT_U64(l->steps, 3, "its steps");
+    /* the cut step's growth (-70: the end of no step) is in no growth figure */
+    cr_assert_eq(l->growth, 30, "growth of the whole steps");
+    cr_assert_eq(l->max_growth, 20, "the most of them");
+    ASSERT_U64(l->growing, 2, "both grew");
+    ASSERT_U64(l->allocated, 60, "but all three allocated");
+    ASSERT_U64(l->first_start_ns, 2, "the first began at its mark");
+    ASSERT_U64(l->first_end_ns, 4, "and ended at the next");
+    gs_replay_free(&r);
+}
+
+/*
+ * Step ends after each step: 3 ends are 3 steps, the first from the start
+ * of the run, with what it made before its end; what follows the last end
+ * is no step. t=1 seg 100; t=2 end; t=3 seg 10; t=4 end; t=5 seg 20; t=6
+ * end; t=7 seg 30 (after the last: no step's).
+ */
+Test(marks, step_ends_after_each_step_the_first_from_the_start)
+{
+    struct gs_replay r;
+    gs_replay_init(&r);
+    seg(&r, 1, 0x1000, 100, 0);
+    step_end(&r, 2, "s");
+    seg(&r, 3, 0x2000, 10, 0);
+    step_end(&r, 4, "s");
+    seg(&r, 5, 0x3000, 20, 0);
+    step_end(&r, 6, "s");
+    seg(&r, 7, 0x4000, 30, 0);
+    gs_replay_finish(&r);
+    ASSERT_U64(r.marks.nsteps, 3, "three ends, three steps");
+    same_step(step(&r, 0), 0, 2, 100, 100, 0, 100, "the first, from the start");
+    same_step(step(&r, 1), 2, 4, 110, 10, 0, 10, "the second");
+    same_step(step(&r, 2), 4, 6, 130, 20, 0, 20, "the third");
+    const struct gs_mark_label *l = label_named(&r, "s");
+    cr_assert(!l->cut && l->open == GS_STEP_NONE, "what followed the last end: no step");
+    ASSERT_U64(l->first_start_ns, 0, "the first from the start");
+    ASSERT_U64(l->first_end_ns, 2, "to its end");
+    gs_replay_free(&r);
+}
+
+/* A mark, then ends (gpushim.torch.mark_steps): the first step from the
+ * mark; a mark after an end drops the step the end opened. */
+Test(marks, a_mark_then_step_ends)
+{
+    struct gs_replay r;
+    gs_replay_init(&r);
+    seg(&r, 1, 0x1000, 100, 0); /* the model: before the first step */
+    mark(&r, 2, "s");
+    seg(&r, 3, 0x2000, 10, 0);
+    step_end(&r, 4, "s");
+    seg(&r, 5, 0x3000, 20, 0);
+    step_end(&r, 6, "s");
+    seg(&r, 7, 0x4000, 5, 0); /* between an end and a mark: no step's */
+    mark(&r, 8, "s");
+    seg(&r, 9, 0x5000, 1, 0);
+    step_end(&r, 10, "s");
+    gs_replay_finish(&r);
+    ASSERT_U64(r.marks.nsteps, 3, "three ends, three steps");
+    same_step(step(&r, 0), 2, 4, 110, 10, 0, 10, "the first, from the mark");
+    same_step(step(&r, 1), 4, 6, 130, 20, 0, 20, "the second");
+    same_step(step(&r, 2), 8, 10, 136, 1, 0, 1, "the third, from the mark");
+    gs_replay_free(&r);
+}
+
+/*
+ * Outermost ranges: a step from a range's push to its pop on its thread; a
+ * pop on another thread ends nothing; between two ranges, no step; one
+ * open at the end is ended by it. t=1 push (tid 5); t=2 seg 10; t=3 pop on
+ * tid 6 (nothing); t=4 pop (tid 5); t=5 seg 20 (between: no step's); t=6
+ * push; t=7 seg 30; t=8 the end.
+ */
+Test(marks, outermost_ranges_are_steps_from_push_to_pop)
+{
+    struct gs_replay r;
+    gs_replay_init(&r);
+    top_range(&r, 1, 5, "iter");
+    seg(&r, 2, 0x1000, 10, 0);
+    top_range(&r, 3, 6, NULL);
+    top_range(&r, 4, 5, NULL);
+    seg(&r, 5, 0x2000, 20, 0);
+    top_range(&r, 6, 5, "iter");
+    seg(&r, 7, 0x3000, 30, 0);
+    dfree(&r, 8, 0x1000);
+    gs_replay_finish(&r);
+    ASSERT_U64(r.marks.nsteps, 2, "two ranges, two steps");
+    same_step(step(&r, 0), 1, 4, 10, 10, 0, 10, "the first, to its pop");
+    same_step(step(&r, 1), 6, 8, 60, 30, 10, 20, "the second, to the end");
+    const struct gs_mark_label *l = label_named(&r, "iter");
+    ASSERT_U64(l->marks, 2, "its pushes are its marks");
+    ASSERT_U64(l->range_marks, 2, "all of them ranges");
+    gs_replay_free(&r);
+}
+
+/* A started range (nvtxRangeStart) that opens on a thread with nothing
+ * pushed: a step to its end, of its id, on any thread. */
+Test(marks, a_started_range_is_a_step_to_its_end)
+{
+    struct gs_replay r;
+    gs_replay_init(&r);
+    struct gs_revent start = {.type = GS_REC_RANGE, .time_ns = 1, .tid = 5, .op = GS_RANGE_START,
+                              .addr = 9, .flags = GS_RANGE_TOP, .label = "load",
+                              .label_len = 4};
+    gs_replay_event(&r, &start);
+    seg(&r, 2, 0x1000, 10, 0);
+    struct gs_revent other = {.type = GS_REC_RANGE, .time_ns = 3, .tid = 6, .op = GS_RANGE_END,
+                              .addr = 8};
+    gs_replay_event(&r, &other);
+    struct gs_revent end = {.type = GS_REC_RANGE, .time_ns = 4, .tid = 6, .op = GS_RANGE_END,
+                            .addr = 9};
+    gs_replay_event(&r, &end);
+    seg(&r, 5, 0x2000, 20, 0);
+    gs_replay_finish(&r);
+    ASSERT_U64(r.marks.nsteps, 1, "one step");
+    same_step(step(&r, 0), 1, 4, 10, 10, 0, 10, "to its end, on another thread");
+    gs_replay_free(&r);
+}
+
+Test(marks, per_operator_ranges_of_emit_nvtx_make_no_steps)
+{
+    struct gs_replay r;
+    gs_replay_init(&r);
+    top_range(&r, 1, 5, "aten::addmm, seq = 12, op_id = 40, sizes = [[2, 4]]");
+    top_range(&r, 2, 5, NULL);
+    top_range(&r, 3, 5, "autograd::engine::evaluate_function: AddmmBackward0, op_id = 41");
+    top_range(&r, 4, 5, NULL);
+    top_range(&r, 5, 5, "aten::mul, seq = 3"); /* an older PyTorch's, without op_id */
+    top_range(&r, 6, 5, NULL);
+    ASSERT_U64(r.marks.marks, 0, "no marks");
+    cr_assert(gs_marks_range_makes_steps("XlaModule:#hlo_module=jit_step,program_id=4#", 44),
+              "XLA's module range, one a jitted step");
+    cr_assert(gs_marks_range_makes_steps("forward", 7));
+    gs_replay_free(&r);
+}
+
+/* The step label: of the labels the program marked itself, the one marked
+ * most; else of the ranges'. */
+Test(marks, the_step_label_prefers_the_programs_own_marks)
+{
+    struct gs_replay r;
+    gs_replay_init(&r);
+    ASSERT_U64(gs_marks_step_label(&r.marks), GS_MARK_OTHER, "none yet");
+    for (uint64_t t = 1; t <= 10; t += 2) {
+        top_range(&r, t, 5, "DeepSpeedEngine.forward");
+        top_range(&r, t + 1, 5, NULL);
+    }
+    ASSERT_U64(gs_marks_step_label(&r.marks), 0, "ranges alone");
+    step_end(&r, 11, "step");
+    step_end(&r, 12, "step");
+    mark(&r, 13, "epoch");
+    mark(&r, 14, "epoch");
+    mark(&r, 15, "epoch");
+    ASSERT_U64(gs_marks_step_label(&r.marks), 2, "the most marked of the program's own");
+    cr_assert(gs_marks_better_steps(&r.marks, 1, 0), "step ends over ranges");
+    cr_assert(!gs_marks_better_steps(&r.marks, 1, 2), "fewer");
+    cr_assert(!gs_marks_better_steps(&r.marks, 2, 2), "not better than itself");
+    gs_replay_free(&r);
+}
+
 Test(marks, none_costs_nothing)
 {
     struct gs_replay r;

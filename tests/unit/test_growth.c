@@ -71,6 +71,15 @@ static uint64_t sampled(const struct gs_replay *r, uint32_t stack, unsigned k)
     return gs_growth_of(r)->live[site_of(r, stack) * GS_GROWTH_SAMPLES + k];
 }
 
+/* Without marks, the first sample is the run's start: time 0, nothing live. */
+static void start_sample(const struct gs_replay *r)
+{
+    const struct gs_growth *g = gs_growth_of(r);
+    ASSERT_U64(g->time_ns[0], 0, "the first sample: the run's start");
+    ASSERT_U64(sampled(r, KEEP, 0), 0, "keep then");
+    ASSERT_U64(sampled(r, SCRATCH, 0), 0, "scratch then");
+}
+
 /* The suspects: exactly one, keep's; *s is it. */
 static void only_keep_suspect(const struct gs_replay *r, struct gs_suspect *s)
 {
@@ -105,25 +114,26 @@ Test(growth, a_short_fast_run_is_sampled_by_its_events)
     gs_replay_finish(&r);
     const struct gs_growth *g = gs_growth_of(&r);
     cr_assert_eq(g->by_steps, 0, "no marks: windows");
-    cr_assert_eq(g->n, 15, "a sample every 4 events: %u", g->n);
+    cr_assert_eq(g->n, 16, "the start, then a sample every 4 events: %u", g->n);
+    start_sample(&r);
     for (unsigned k = 0; k < 15; k++) {
         /* the quiet moment: the window's first event, or its second where
          * the first is a scratch (window 4k starts at a step's keep, scratch
-         * or free as k % 3 is 0, 1 or 2) */
+         * or free as k % 3 is 0, 1 or 2); after the start's sample */
         uint64_t j = 4 * k + (k % 3 == 1); /* from 0 */
-        ASSERT_U64(sampled(&r, KEEP, k), (j / 3 + 1) * MiB, "keep at sample %u", k);
-        ASSERT_U64(sampled(&r, SCRATCH, k), 0, "scratch at sample %u", k);
-        ASSERT_U64(g->time_ns[k], 5 * MS + j / 3 * 10 * US + j % 3 * 3 * US,
-                   "sample %u at event %llu", k, (unsigned long long)j);
+        ASSERT_U64(sampled(&r, KEEP, k + 1), (j / 3 + 1) * MiB, "keep at sample %u", k + 1);
+        ASSERT_U64(sampled(&r, SCRATCH, k + 1), 0, "scratch at sample %u", k + 1);
+        ASSERT_U64(g->time_ns[k + 1], 5 * MS + j / 3 * 10 * US + j % 3 * 3 * US,
+                   "sample %u at event %llu", k + 1, (unsigned long long)j);
     }
     struct gs_suspect s;
     only_keep_suspect(&r, &s);
-    ASSERT_U64(s.growth_bytes, 19 * MiB, "from 1 MiB at the first sample to 20 at the end");
+    ASSERT_U64(s.growth_bytes, 20 * MiB, "from nothing at the start to 20 at the end: all of it");
     ASSERT_U64(s.live_bytes, 20 * MiB, "live at the end");
-    ASSERT_U64(s.from_ns, 5 * MS, "lowest at the first event");
-    cr_assert_eq(s.npoints, 16, "15 samples and the end");
-    cr_assert_eq((s.rising << 8) | s.intervals, (7 << 8) | 7,
-                 "rose in all 7 intervals of the second half: %u of %u", s.rising, s.intervals);
+    ASSERT_U64(s.from_ns, 0, "lowest at the start");
+    cr_assert_eq(s.npoints, 17, "the start, 15 samples and the end");
+    cr_assert_eq((s.rising << 8) | s.intervals, (8 << 8) | 8,
+                 "rose in all 8 intervals of the second half: %u of %u", s.rising, s.intervals);
     cr_assert_lt(s.bytes_per_step, 0, "no steps without marks");
     gs_replay_free(&r);
 }
@@ -144,16 +154,17 @@ Test(growth, the_clock_and_the_events_both_end_windows)
         step(&r, s, 10 * MS + s * 500 * US, 10 * US);
     gs_replay_finish(&r);
     const struct gs_growth *g = gs_growth_of(&r);
-    cr_assert_eq(g->n, 20, "a sample a step: %u", g->n);
+    cr_assert_eq(g->n, 21, "the start, then a sample a step: %u", g->n);
+    start_sample(&r);
     for (unsigned k = 0; k < 20; k++) {
-        ASSERT_U64(sampled(&r, KEEP, k), (k + 1) * MiB, "keep at sample %u", k);
-        ASSERT_U64(sampled(&r, SCRATCH, k), 0, "scratch at sample %u", k);
-        ASSERT_U64(g->time_ns[k], 10 * MS + k * 500 * US + (k % 2 ? 20 * US : 0),
-                   "sample %u: after step %u's %s", k, k, k % 2 ? "free" : "keep");
+        ASSERT_U64(sampled(&r, KEEP, k + 1), (k + 1) * MiB, "keep at sample %u", k + 1);
+        ASSERT_U64(sampled(&r, SCRATCH, k + 1), 0, "scratch at sample %u", k + 1);
+        ASSERT_U64(g->time_ns[k + 1], 10 * MS + k * 500 * US + (k % 2 ? 20 * US : 0),
+                   "sample %u: after step %u's %s", k + 1, k, k % 2 ? "free" : "keep");
     }
     struct gs_suspect s;
     only_keep_suspect(&r, &s);
-    ASSERT_U64(s.growth_bytes, 19 * MiB, "1 MiB to 20 MiB");
+    ASSERT_U64(s.growth_bytes, 20 * MiB, "nothing at the start to 20 MiB");
     cr_assert_eq((s.rising << 8) | s.intervals, (9 << 8) | 10,
                  "rose at each step of the second half but the last, to the end: %u of %u",
                  s.rising, s.intervals);
@@ -174,14 +185,15 @@ Test(growth, a_slow_run_is_sampled_by_the_clock)
         step(&r, s, 1 * MS + s * 3 * MS, 10 * US);
     gs_replay_finish(&r);
     const struct gs_growth *g = gs_growth_of(&r);
-    cr_assert_eq(g->n, 20, "a sample a step: %u", g->n);
+    cr_assert_eq(g->n, 21, "the start, then a sample a step: %u", g->n);
+    start_sample(&r);
     for (unsigned k = 0; k < 20; k++) {
-        ASSERT_U64(sampled(&r, KEEP, k), (k + 1) * MiB, "keep at sample %u", k);
-        ASSERT_U64(g->time_ns[k], 1 * MS + k * 3 * MS, "sample %u at its step's keep", k);
+        ASSERT_U64(sampled(&r, KEEP, k + 1), (k + 1) * MiB, "keep at sample %u", k + 1);
+        ASSERT_U64(g->time_ns[k + 1], 1 * MS + k * 3 * MS, "sample %u at its step's keep", k + 1);
     }
     struct gs_suspect s;
     only_keep_suspect(&r, &s);
-    ASSERT_U64(s.growth_bytes, 19 * MiB, "1 MiB to 20 MiB");
+    ASSERT_U64(s.growth_bytes, 20 * MiB, "nothing at the start to 20 MiB");
     gs_replay_free(&r);
 }
 
@@ -192,8 +204,9 @@ Test(growth, a_slow_run_is_sampled_by_the_clock)
  * whole burst is one window, and the samples before it keep their place in
  * the run. Its sample is its quietest moment as far as a window looks: its
  * state is taken at most 8 times as memory falls, so at the 8th free (12 MiB
- * left). The leak held the most at sample 19 of 22 points (20 steps, the
- * teardown, the end): late enough to be the suspect that a teardown frees.
+ * left). The leak held the most at sample 20 of 23 points (the start, 20
+ * steps, the teardown, the end): late enough to be the suspect that a
+ * teardown frees.
  */
 Test(growth, a_teardown_burst_is_one_window)
 {
@@ -205,13 +218,13 @@ Test(growth, a_teardown_burst_is_one_window)
         ev(&r, GS_REC_FREE, 70 * MS + s * US, 0x100000000ull + s * MiB, 0, 0);
     gs_replay_finish(&r);
     const struct gs_growth *g = gs_growth_of(&r);
-    cr_assert_eq(g->n, 21, "a sample a step and one for the teardown: %u", g->n);
-    ASSERT_U64(sampled(&r, KEEP, 19), 20 * MiB, "the last step");
-    ASSERT_U64(sampled(&r, KEEP, 20), 12 * MiB, "in the teardown, at its 8th free");
-    ASSERT_U64(g->time_ns[20], 70 * MS + 7 * US, "the 8th free's time");
+    cr_assert_eq(g->n, 22, "the start, a sample a step and one for the teardown: %u", g->n);
+    ASSERT_U64(sampled(&r, KEEP, 20), 20 * MiB, "the last step");
+    ASSERT_U64(sampled(&r, KEEP, 21), 12 * MiB, "in the teardown, at its 8th free");
+    ASSERT_U64(g->time_ns[21], 70 * MS + 7 * US, "the 8th free's time");
     struct gs_suspect s;
     only_keep_suspect(&r, &s);
-    ASSERT_U64(s.growth_bytes, 19 * MiB, "1 MiB to 20 MiB");
+    ASSERT_U64(s.growth_bytes, 20 * MiB, "nothing at the start to 20 MiB");
     ASSERT_U64(s.live_bytes, 0, "all freed at the end");
     gs_replay_free(&r);
 }
@@ -221,7 +234,7 @@ Test(growth, a_teardown_burst_is_one_window)
  * the clock): windows of 4 events fill the 64 samples after 256 events;
  * then every other sample goes, the earlier of each pair kept, and windows
  * of 8 follow, and so on. At the end at most 64 samples remain, the first
- * still the run's first moment, each a window's worth of events after the
+ * still the run's start, each a window's worth of events after the
  * one before (give or take the one event by which a window's quietest
  * moment may come after its first), and the sites' arrays did not grow with
  * the run.
@@ -235,15 +248,15 @@ Test(growth, a_long_fast_run_keeps_at_most_64_evenly_spread_samples)
         step(&r, s, 1 * MS + 3 * s * gap, gap);
     gs_replay_finish(&r);
     const struct gs_growth *g = gs_growth_of(&r);
-    /* windows of 4 events fill the samples at 256 events, of 8 at 512, ...,
-     * of 512 at 32768: 32 samples kept, then 26 windows of 1024 and 608
-     * events left for a last one */
+    /* the start takes a slot, then windows of 4 events fill the other 63,
+     * then of 8, ..., of 512: the start and 31 windows kept, then 26 windows
+     * of 1024 and a last one; from the second window kept on, a window's
+     * worth of events apart (the start is the run's, before the first) */
     ASSERT_U64(g->every_events, 1024, "windows of 1024 events: %llu",
                (unsigned long long)g->every_events);
     cr_assert_eq(g->n, 32 + 26 + 1, "samples: %u", g->n);
-    ASSERT_U64(g->time_ns[0], 1 * MS, "the first sample: the first event");
-    ASSERT_U64(sampled(&r, KEEP, 0), 1 * MiB, "keep then");
-    for (unsigned k = 1; k < g->n; k++) {
+    start_sample(&r);
+    for (unsigned k = 2; k < g->n; k++) {
         uint64_t apart = g->time_ns[k] - g->time_ns[k - 1];
         cr_assert(apart >= (1024 - 1) * gap && apart <= (1024 + 1) * gap,
                   "samples %u and %u are %llu ns apart", k - 1, k, (unsigned long long)apart);
@@ -252,7 +265,7 @@ Test(growth, a_long_fast_run_keeps_at_most_64_evenly_spread_samples)
     cr_assert_leq(g->nsites, 64, "room for %zu sites", g->nsites);
     struct gs_suspect s;
     only_keep_suspect(&r, &s);
-    ASSERT_U64(s.growth_bytes, (steps - 1) * MiB, "from 1 MiB at the first sample to the end");
+    ASSERT_U64(s.growth_bytes, steps * MiB, "from nothing at the start to the end");
     gs_replay_free(&r);
 }
 
