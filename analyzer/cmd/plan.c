@@ -326,7 +326,7 @@ static void replay(struct plan *p)
         free(runs);
         return;
     }
-    uint64_t usable[MAX_CARDS];
+    uint64_t usable[MAX_CARDS], total[MAX_CARDS];
     long double linear[MAX_CARDS];
     for (size_t i = 0; i < p->n; i++) {
         batch[i] = p->runs[i].batch;
@@ -336,6 +336,7 @@ static void replay(struct plan *p)
         struct answer a;
         answer(p, &p->cards[c], &a);
         usable[c] = (uint64_t)a.usable;
+        total[c] = p->cards[c].bytes; /* the allocators' fractions are of the whole card */
         linear[c] = a.best;
     }
     struct gs_pr_question q = {.path = p->runs[p->ref].path,
@@ -343,6 +344,7 @@ static void replay(struct plan *p)
                                .batch = batch,
                                .nruns = p->n,
                                .ref = p->ref,
+                               .total = total,
                                .setting = p->setting,
                                .usable = usable,
                                .linear = linear,

@@ -272,9 +272,9 @@ static uint64_t scaled_size(void *ctx, size_t k, const struct gs_revent *e)
     return (uint64_t)llroundl(v);
 }
 
-/* A card's search (one per distinct capacity). */
+/* A card's search (one per distinct capacity and total). */
 struct search {
-    uint64_t usable;
+    uint64_t usable, total;
     long double linear;
     uint64_t lo, hi;  /* the largest batch known to fit (0: none yet), the smallest
                        * known to run out (GS_PR_MAX_BATCH + 1: none yet) */
@@ -354,7 +354,8 @@ static int one_pass(const struct gs_pr_question *q, struct pass *p, struct searc
         uint64_t b[GS_WI_CASES];
         size_t n = candidates(&s[i], q->batch[q->ref], m, b);
         for (size_t j = 0; j < n; j++) {
-            cases[ncases] = (struct gs_wi_case){.setting = 0, .capacity = s[i].usable};
+            cases[ncases] =
+                (struct gs_wi_case){.setting = 0, .capacity = s[i].usable, .total = s[i].total};
             p->batch[ncases] = b[j];
             owner[ncases++] = i;
         }
@@ -433,10 +434,12 @@ int gs_pr_replay(const struct gs_pr_question *q, struct gs_pr_card *out, struct 
     size_t ns = 0;
     for (size_t c = 0; c < q->ncards; c++) {
         size_t i;
-        for (i = 0; i < ns && s[i].usable != q->usable[c]; i++)
+        uint64_t total = q->total ? q->total[c] : 0;
+        for (i = 0; i < ns && (s[i].usable != q->usable[c] || s[i].total != total); i++)
             ;
         if (i == ns)
             s[ns++] = (struct search){.usable = q->usable[c],
+                                      .total = total,
                                       .linear = q->linear[c],
                                       .hi = GS_PR_MAX_BATCH + 1,
                                       .first = 1};

@@ -39,6 +39,9 @@ struct gs_pr_question {
     size_t nruns, ref;                       /* ref: the reference run's index */
     struct gs_wi_setting setting;            /* the allocator's setting */
     const uint64_t *usable;                  /* each card's bytes for the process */
+    const uint64_t *total;                   /* each card's total memory, which the
+                                              * allocators' fractions are of (NULL, or
+                                              * 0: usable) */
     const long double *linear;               /* the straight line's largest batch
                                               * on each card (-1: any) */
     size_t ncards;

@@ -84,15 +84,17 @@ static void card_title(const struct gs_wi_report *rep, const struct gs_wi_device
                        char *buf, size_t sz)
 {
     const struct gs_wi_answer *a = rep->a;
-    char b[32];
+    char b[32], t[32];
     uint64_t cap = gs_wi_card_bytes(a, d, c);
+    uint64_t total = c < a->q.ncards ? gs_wi_outcome_of(a, d, c, 0)->total : 0;
     if (c == a->q.ncards)
         snprintf(buf, sz, "with no limit (what each setting would take)");
     else if (a->q.cards[c].run)
-        snprintf(buf, sz, "on the run's card (%s for the process)", bytes(cap, b, sizeof b));
+        snprintf(buf, sz, "on the run's card (%s: %s for the process)", bytes(total, t, sizeof t),
+                 bytes(cap, b, sizeof b));
     else
-        snprintf(buf, sz, "on a %s card (%s for the allocator, after %s of context)",
-                 a->q.cards[c].name, bytes(cap, b, sizeof b),
+        snprintf(buf, sz, "on a %s card (%s: %s for the process after %s of context)",
+                 a->q.cards[c].name, bytes(total, t, sizeof t), bytes(cap, b, sizeof b),
                  bytes(a->q.context, (char[32]){0}, 32));
 }
 
@@ -261,10 +263,13 @@ void gs_whatif_json(FILE *out, const struct gs_wi_report *rep)
             gs_json_string(&j, "name", c == a->q.ncards ? "no limit" : a->q.cards[c].name);
             gs_json_bool(&j, "run", c < a->q.ncards && a->q.cards[c].run);
             uint64_t cap = gs_wi_card_bytes(a, d, c);
-            if (cap)
+            if (cap) {
                 gs_json_uint(&j, "capacity_bytes", cap);
-            else
+                gs_json_uint(&j, "total_bytes", gs_wi_outcome_of(a, d, c, 0)->total);
+            } else {
                 gs_json_null(&j, "capacity_bytes");
+                gs_json_null(&j, "total_bytes");
+            }
             size_t best = c < a->q.ncards ? gs_wi_best(a, d, c) : SIZE_MAX;
             gs_json_string(&j, "best", best == SIZE_MAX ? NULL : a->q.settings[best].name);
             gs_json_begin_array(&j, "outcomes");

@@ -46,8 +46,10 @@ const char *gs_wi_run_conf(const struct gs_trace_info *info, char *buf, size_t s
 }
 
 /* The memory the process had on each device: at its first failure there
- * that says, the free memory then plus what the process held. */
-static void run_cards(const struct gs_replay *r, uint64_t *card)
+ * that says, the free memory then plus what the process held; and the
+ * device's total memory (cudaMemGetInfo's total), which the allocators'
+ * fractions are of. */
+static void run_cards(const struct gs_replay *r, uint64_t *card, uint64_t *total)
 {
     for (size_t i = 0; i < r->nfailures; i++) {
         const struct gs_failure *f = &r->failures[i];
@@ -57,12 +59,14 @@ static void run_cards(const struct gs_replay *r, uint64_t *card)
             continue;
         uint64_t had = f->free_bytes + f->process_live_bytes;
         card[s] = had < f->free_bytes || had > f->total_bytes ? f->total_bytes : had;
+        total[s] = f->total_bytes;
     }
     /* blocks carry no device: theirs is the one device that failed */
     if (!card[GS_MAX_DEVICES])
         for (size_t d = 0; d < GS_MAX_DEVICES; d++)
             if (card[d]) {
                 card[GS_MAX_DEVICES] = card[d];
+                total[GS_MAX_DEVICES] = total[d];
                 break;
             }
 }
@@ -72,20 +76,26 @@ static void run_cards(const struct gs_replay *r, uint64_t *card)
 enum pass { KNOWN_CARDS, RUN_CARD, ALL_CARDS };
 
 /* The cases of card c for each setting: its capacity, or GS_WI_SKIP when
- * this pass is not the one that replays it. */
+ * this pass is not the one that replays it. A card given has its whole
+ * memory as its total, which the allocators take their fractions of
+ * (PyTorch's setMemoryFraction: fraction x the device's total; XLA's
+ * CreateBFCAllocator: total_memory x memory_fraction), and the context
+ * less for the process: the device refuses past that. */
 static void card_cases(const struct gs_wi_answer *a, size_t c, enum pass pass,
                        struct gs_wi_case *cases)
 {
     size_t ns = a->q.nsettings, nc = a->q.ncards;
     for (size_t s = 0; s < ns; s++) {
-        uint64_t cap = 0; /* c == nc: no limit */
-        if (c < nc && a->q.cards[c].run)
+        uint64_t cap = 0, total = 0; /* c == nc: no limit */
+        if (c < nc && a->q.cards[c].run) {
             cap = GS_WI_RUN_CARD;
-        else if (c < nc)
-            cap = a->q.cards[c].bytes > a->q.context ? a->q.cards[c].bytes - a->q.context : 1;
+        } else if (c < nc) {
+            total = a->q.cards[c].bytes;
+            cap = total > a->q.context ? total - a->q.context : 1;
+        }
         if (pass != ALL_CARDS && (cap == GS_WI_RUN_CARD) != (pass == RUN_CARD))
             cap = GS_WI_SKIP;
-        cases[c * ns + s] = (struct gs_wi_case){.setting = s, .capacity = cap};
+        cases[c * ns + s] = (struct gs_wi_case){.setting = s, .capacity = cap, .total = total};
     }
 }
 
@@ -107,7 +117,8 @@ static struct gs_whatif *engine(struct gs_wi_answer *a, enum pass pass)
         gs_whatif_new(a->q.settings, a->q.nsettings, cases, (a->q.ncards + 1) * a->q.nsettings);
     for (size_t d = 0; w && d <= GS_MAX_DEVICES; d++)
         if (a->run_card[d])
-            gs_whatif_set_run_card(w, d == GS_MAX_DEVICES ? -1 : (int32_t)d, a->run_card[d]);
+            gs_whatif_set_run_card(w, d == GS_MAX_DEVICES ? -1 : (int32_t)d, a->run_card[d],
+                                   a->run_total[d]);
     return w;
 }
 
@@ -140,7 +151,7 @@ int gs_wi_answer_begin(struct gs_wi_answer *a, const struct gs_wi_question *q,
     }
     a->cards_known = r != NULL;
     if (r) /* the run's cards known: every case in this one pass */
-        run_cards(r, a->run_card);
+        run_cards(r, a->run_card, a->run_total);
     if (!(a->w = engine(a, r ? ALL_CARDS : KNOWN_CARDS))) {
         snprintf(err, errsz, "out of memory");
         return -1;
@@ -207,7 +218,7 @@ int gs_wi_answer_finish(struct gs_wi_answer *a, const char *path, const struct g
     a->ipc_seen = r->kinds[GS_KIND_IMPORTED].allocs > 0;
     a->ipc_breaks = a->ipc_seen && a->q.torch_before_2_5;
     if (!a->cards_known && has_run_card(a)) {
-        run_cards(r, a->run_card);
+        run_cards(r, a->run_card, a->run_total);
         int known = 0;
         for (size_t d = 0; d <= GS_MAX_DEVICES; d++)
             known |= a->run_card[d] != 0;

@@ -33,7 +33,10 @@ struct gs_wi_question {
     int torch_before_2_5; /* the version asked for shares no expandable segment by IPC */
     struct gs_wi_card cards[GS_WI_CARDS];
     size_t ncards;       /* 0: the run's own card */
-    uint64_t context;    /* taken from each card given: the CUDA context and others */
+    uint64_t context;    /* memory of each card given that the process cannot use (the
+                          * CUDA context and others): the device gives it no more than
+                          * the card less this; the allocators' fractions are still of
+                          * the whole card */
 };
 
 struct gs_wi_answer {
@@ -44,6 +47,7 @@ struct gs_wi_answer {
     enum gs_wi_source source;
     uint64_t run_card[GS_MAX_DEVICES + 1]; /* the memory the process had on each
                                             * device (0: unknown) */
+    uint64_t run_total[GS_MAX_DEVICES + 1]; /* and the device's total memory */
     int ipc_seen;            /* the run imported another process's memory (CUDA IPC) */
     int ipc_breaks;          /* and the version asked for cannot share expandable segments */
     int run_card_unknown;    /* the run's card was asked for and no failure told it */

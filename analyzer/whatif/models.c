@@ -21,15 +21,21 @@ struct gs_wi_model {
     struct gs_bfc *bfc;
 };
 
-/* The torch configuration of setting s on a capacity. */
-static struct gs_tc_config tc_config(const struct gs_wi_setting *s, uint64_t capacity)
+/* The torch configuration of setting s on a card. */
+static struct gs_tc_config tc_config(const struct gs_wi_setting *s, uint64_t capacity,
+                                     uint64_t total)
 {
     struct gs_tc_config c = s->tc;
     c.capacity = capacity;
+    c.total = capacity ? total : 0;
     return c;
 }
 
-struct gs_wi_model *gs_wi_model_new(const struct gs_wi_setting *s, uint64_t capacity)
+/* The card's total memory: what the allocators' fractions are of. */
+static uint64_t total_of(uint64_t capacity, uint64_t total) { return total ? total : capacity; }
+
+struct gs_wi_model *gs_wi_model_new(const struct gs_wi_setting *s, uint64_t capacity,
+                                    uint64_t total)
 {
     struct gs_wi_model *m = calloc(1, sizeof *m);
     if (!m)
@@ -37,14 +43,15 @@ struct gs_wi_model *gs_wi_model_new(const struct gs_wi_setting *s, uint64_t capa
     m->allocator = s->allocator;
     if (s->allocator == GS_WI_XLA) {
         struct gs_bfc_config c = s->bfc;
-        c.capacity = capacity ? capacity : NO_LIMIT_BFC;
+        c.capacity = capacity ? total_of(capacity, total) : NO_LIMIT_BFC;
+        c.available = capacity;
         if (!capacity) {
             c.preallocate = 0;
             c.memory_fraction = 1.0;
         }
         m->bfc = gs_bfc_new(&c);
     } else {
-        struct gs_tc_config c = tc_config(s, capacity);
+        struct gs_tc_config c = tc_config(s, capacity, total);
         m->tc = gs_tc_new(&c);
     }
     if (!m->tc && !m->bfc) {
@@ -83,6 +90,8 @@ void gs_wi_model_set_external(struct gs_wi_model *m, uint64_t bytes)
 {
     if (m->tc)
         gs_tc_set_external(m->tc, bytes);
+    else
+        gs_bfc_set_external(m->bfc, bytes);
 }
 
 uint64_t gs_wi_model_reserved(const struct gs_wi_model *m)
@@ -141,15 +150,21 @@ static int same_model(const struct gs_wi_setting *a, const struct gs_wi_setting 
             (x->gc_threshold == y->gc_threshold && x->memory_fraction == y->memory_fraction));
 }
 
-int gs_wi_model_follow(const struct gs_wi_setting *s, uint64_t capacity,
-                       const struct gs_wi_setting *by, uint64_t by_capacity,
+int gs_wi_model_follow(const struct gs_wi_setting *s, uint64_t capacity, uint64_t total,
+                       const struct gs_wi_setting *by, uint64_t by_capacity, uint64_t by_total,
                        struct gs_wi_follow *f)
 {
     *f = (struct gs_wi_follow){.limit = UINT64_MAX};
     if (s->allocator != by->allocator)
         return 0;
+    if (capacity == 0)
+        total = 0;
+    if (by_capacity == 0)
+        by_total = 0;
     if (s->allocator == GS_WI_XLA)
-        return capacity == by_capacity && same_model(s, by, capacity);
+        return capacity == by_capacity && total_of(capacity, total) ==
+                                              total_of(by_capacity, by_total) &&
+               same_model(s, by, capacity);
     const struct gs_tc_config *x = &s->tc, *y = &by->tc;
     /* what acts from the first request: the version's rules, the rounding,
      * the segments */
@@ -165,21 +180,24 @@ int gs_wi_model_follow(const struct gs_wi_setting *s, uint64_t capacity,
         f->max_split = x->max_split_size;
         t.tc.max_split_size = 0;
     }
-    if (capacity != by_capacity) {
+    int same_card = capacity == by_capacity &&
+                    total_of(capacity, total) == total_of(by_capacity, by_total);
+    if (!same_card) {
         /* an expandable segment's address space follows the card */
         if (by_capacity || x->expandable_segments)
             return 0;
-        struct gs_tc_config c = tc_config(s, capacity);
+        struct gs_tc_config c = tc_config(s, capacity, total);
         f->limit = capacity;
-        if (c.memory_fraction > 0.0) {
-            uint64_t allowed = (uint64_t)(c.memory_fraction * (double)capacity);
+        if (c.memory_fraction > 0.0) { /* allowed_memory_maximum: of the card's total */
+            uint64_t allowed =
+                (uint64_t)(c.memory_fraction * (double)total_of(capacity, total));
             uint64_t gc = (uint64_t)(c.gc_threshold * (double)allowed);
             f->limit = allowed < f->limit ? allowed : f->limit;
             f->limit = c.gc_threshold > 0.0 && gc < f->limit ? gc : f->limit;
         }
     }
     f->conditional = f->max_split || f->limit != UINT64_MAX;
-    return capacity != by_capacity || same_model(&t, by, capacity);
+    return !same_card || same_model(&t, by, capacity);
 }
 
 int gs_wi_model_diverges(const struct gs_wi_model *by, const struct gs_wi_follow *f, int alloc,
@@ -202,14 +220,14 @@ int gs_wi_model_diverges(const struct gs_wi_model *by, const struct gs_wi_follow
 }
 
 struct gs_wi_model *gs_wi_model_fork(const struct gs_wi_model *by, const struct gs_wi_setting *s,
-                                     uint64_t capacity)
+                                     uint64_t capacity, uint64_t total)
 {
     if (!by->tc)
         return NULL; /* (XLA's are followed only as twins, which never fork) */
     struct gs_wi_model *m = calloc(1, sizeof *m);
     if (!m)
         return NULL;
-    struct gs_tc_config c = tc_config(s, capacity);
+    struct gs_tc_config c = tc_config(s, capacity, total);
     m->allocator = s->allocator;
     if (!(m->tc = gs_tc_clone(by->tc, &c))) {
         free(m);

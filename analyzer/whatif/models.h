@@ -32,16 +32,20 @@ enum { GS_WI_OK = 0, GS_WI_OOM = 1, GS_WI_BAD = -1, GS_WI_NOMEM = -2 };
 
 struct gs_wi_model;
 /* NULL on no memory or a setting the model refuses. capacity: the bytes
- * the process may take on the device (0: no limit). */
-struct gs_wi_model *gs_wi_model_new(const struct gs_wi_setting *s, uint64_t capacity);
+ * the process may take on the device (0: no limit); total: the card's
+ * total memory, which the allocators' fractions are of (PyTorch's memory
+ * fraction and garbage collection threshold, XLA's memory limit; 0:
+ * capacity). */
+struct gs_wi_model *gs_wi_model_new(const struct gs_wi_setting *s, uint64_t capacity,
+                                    uint64_t total);
 void gs_wi_model_free(struct gs_wi_model *m);
 /* An allocation; *handle names it to gs_wi_model_release (GS_WI_NO_HANDLE
  * when it did not succeed, which release refuses as GS_WI_BAD). */
 #define GS_WI_NO_HANDLE UINT32_MAX
 int gs_wi_model_alloc(struct gs_wi_model *m, uint64_t size, uint64_t stream, uint32_t *handle);
 int gs_wi_model_release(struct gs_wi_model *m, uint32_t handle);
-/* Device memory held outside the allocator from now on (the BFC model,
- * whose pool is a fraction of the card, ignores it). */
+/* Device memory held outside the allocator from now on: the device then
+ * gives the model at most its capacity less it. */
 void gs_wi_model_set_external(struct gs_wi_model *m, uint64_t bytes);
 uint64_t gs_wi_model_reserved(const struct gs_wi_model *m);
 void gs_wi_model_figures(const struct gs_wi_model *m, struct gs_wi_figures *f);
@@ -66,9 +70,10 @@ struct gs_wi_follow {
                          * the memory fraction's bytes and garbage collection's
                          * threshold; UINT64_MAX: none */
 };
-/* 1 (and *f) when setting s on capacity may follow setting by on by_capacity. */
-int gs_wi_model_follow(const struct gs_wi_setting *s, uint64_t capacity,
-                       const struct gs_wi_setting *by, uint64_t by_capacity,
+/* 1 (and *f) when setting s on a card (capacity, total, as for
+ * gs_wi_model_new) may follow setting by on its card. */
+int gs_wi_model_follow(const struct gs_wi_setting *s, uint64_t capacity, uint64_t total,
+                       const struct gs_wi_setting *by, uint64_t by_capacity, uint64_t by_total,
                        struct gs_wi_follow *f);
 /* 1 when the follower could act otherwise than `by` at the next request:
  * an allocation of size (alloc) or a free, with outside bytes held outside
@@ -78,6 +83,6 @@ int gs_wi_model_diverges(const struct gs_wi_model *by, const struct gs_wi_follow
 /* The follower's own model, from the one it followed until now. NULL on
  * no memory. */
 struct gs_wi_model *gs_wi_model_fork(const struct gs_wi_model *by, const struct gs_wi_setting *s,
-                                     uint64_t capacity);
+                                     uint64_t capacity, uint64_t total);
 
 #endif

@@ -179,12 +179,18 @@ int gs_tc_config_check(const struct gs_tc_config *c)
         return -1;
     if (c->memory_fraction != 0.0 && !(c->memory_fraction > 0.0 && c->memory_fraction <= 1.0))
         return -1;
-    if (c->capacity > (1ull << 60)) /* an exbibyte: the model's address arithmetic stays exact */
+    if (c->capacity > (1ull << 60) || c->total > (1ull << 60)) /* an exbibyte: the model's
+                                                                 * address arithmetic stays exact */
+        return -1;
+    if (c->total && c->total < c->capacity)
         return -1;
     if (c->torch != GS_TC_TORCH_2_12 && c->torch != GS_TC_TORCH_PR193400)
         return -1;
     return 0;
 }
+
+/* The card's total memory: what PyTorch's fractions are of. */
+static uint64_t card_total(const struct gs_tc_config *c) { return c->total ? c->total : c->capacity; }
 
 /* ---- rounding: round_size, roundup_power2_next_division, get_allocation_size ---- */
 
@@ -802,7 +808,9 @@ static int has_space(struct gs_tc *t, uint32_t i, uint64_t size)
 
 /* find_expandable_block: the unmapped ranges of the stream's segments in
  * address order, each with the free block before it; the first with room.
- * Else a new segment: address space for 1 1/8 of the card, in pages of
+ * Else a new segment: address space for 1 1/8 of the card's total memory
+ * (ExpandableSegment's constructor: max_handles_ = numSegments(
+ * prop.totalGlobalMem + prop.totalGlobalMem / 8)), in pages of
  * kSmallBuffer (small pool) or kLargeBuffer (large pool). */
 static uint32_t find_expandable_block(struct gs_tc *t, struct tcpool *p, uint32_t si,
                                       uint64_t size)
@@ -819,7 +827,8 @@ static uint32_t find_expandable_block(struct gs_tc *t, struct tcpool *p, uint32_
      * released segment's range is taken again with its slot: the model's
      * address space stays bounded by the live segments. */
     uint64_t page = p->small ? K_SMALL_BUFFER : K_LARGE_BUFFER;
-    uint64_t space = t->c.capacity ? t->c.capacity + t->c.capacity / 8 : (1ull << 44);
+    uint64_t total = card_total(&t->c);
+    uint64_t space = total ? total + total / 8 : (1ull << 44);
     space = round_up(space, K_LARGE_BUFFER);
     if (size > space)
         return NONE;
@@ -1118,13 +1127,18 @@ static void end_request(struct gs_tc *t)
 /* ---- the interface ---- */
 
 /* The configuration and what follows from it (CUDAAllocatorConfig, and
- * set_per_process_memory_fraction's allowed_memory_maximum). */
+ * set_per_process_memory_fraction's allowed_memory_maximum: the fraction
+ * of the device's total memory, DeviceCachingAllocator::setMemoryFraction,
+ * `static_cast<size_t>(fraction * device_total)` of cudaMemGetInfo's total
+ * in the older source, of device_prop.totalGlobalMem in the newer; never
+ * of what is free, and the context is not taken from it). */
 static void configure(struct gs_tc *t, const struct gs_tc_config *c)
 {
     t->c = *c;
     t->max_split = c->max_split_size ? c->max_split_size : UINT64_MAX;
     t->set_fraction = c->memory_fraction > 0.0 && c->capacity > 0;
-    t->allowed = t->set_fraction ? (uint64_t)(c->memory_fraction * (double)c->capacity) : 0;
+    t->allowed =
+        t->set_fraction ? (uint64_t)(c->memory_fraction * (double)card_total(c)) : 0;
     t->gc_on = t->set_fraction && c->gc_threshold > 0.0;
 }
 

@@ -35,7 +35,14 @@ enum gs_tc_torch {
 
 struct gs_tc_config {
     enum gs_tc_torch torch;
-    uint64_t capacity;       /* the card's bytes; 0: unlimited */
+    uint64_t capacity;       /* the bytes the process may take from the device (the card
+                              * less the CUDA context and other processes); 0: unlimited */
+    /* The card's total memory (cudaGetDeviceProperties' totalGlobalMem,
+     * cudaMemGetInfo's total), 0: capacity. What PyTorch takes fractions of:
+     * set_per_process_memory_fraction's allowed_memory_maximum (and so
+     * garbage_collection_threshold's), and an expandable segment's address
+     * space (1 1/8 of it). The device refuses memory past capacity. */
+    uint64_t total;
     uint64_t max_split_size; /* max_split_size_mb in bytes; 0: unlimited (the default) */
     uint64_t max_non_split_rounding; /* max_non_split_rounding_mb in bytes (20 MiB) */
     /* 0 or 1: off; otherwise a power of two (CUDAAllocatorConfig checks it) */
@@ -52,7 +59,7 @@ void gs_tc_config_default(struct gs_tc_config *c);
 void gs_tc_config_pow2_all(struct gs_tc_config *c, uint32_t divisions);
 /* 0, or -1 when a value is one PyTorch refuses (max_split_size_mb <= 20,
  * divisions not a power of two, a threshold outside (0, 1)), or a
- * capacity over 1 EiB. */
+ * capacity or total over 1 EiB, or a total below the capacity. */
 int gs_tc_config_check(const struct gs_tc_config *c);
 
 struct gs_tc_stats {

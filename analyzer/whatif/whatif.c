@@ -101,6 +101,7 @@ struct gs_whatif {
     enum gs_wi_source source;
     struct dev *dev[GS_MAX_DEVICES + 1]; /* [GS_MAX_DEVICES]: device -1 */
     uint64_t run_card[GS_MAX_DEVICES + 1];
+    uint64_t run_total[GS_MAX_DEVICES + 1];
     struct label labels[LABELS];
     size_t nlabels;
     size_t step_label; /* the label with the most marks; LABELS: none */
@@ -257,9 +258,10 @@ void gs_whatif_set_tap(struct gs_whatif *w, gs_wi_tap_fn fn, void *ctx)
     w->tap_ctx = ctx;
 }
 
-void gs_whatif_set_run_card(struct gs_whatif *w, int32_t device, uint64_t bytes)
+void gs_whatif_set_run_card(struct gs_whatif *w, int32_t device, uint64_t bytes, uint64_t total)
 {
     w->run_card[slot_of(device)] = bytes;
+    w->run_total[slot_of(device)] = total > bytes ? total : bytes;
 }
 
 /* The device's models, made on its first tensor (or made again when the
@@ -276,21 +278,28 @@ static struct dev *dev_of(struct gs_whatif *w, int32_t device)
     }
     d->d.device = s == GS_MAX_DEVICES ? -1 : device;
     d->d.run_card = w->run_card[s];
+    d->d.run_card_total = w->run_total[s];
     d->free_row = NO_ROW;
     if (!(d->live = gs_idmap_new()))
         goto nomem;
     FOR_CASES(w, k, i) {
-        uint64_t cap = w->cases[i].capacity;
-        cap = cap == GS_WI_RUN_CARD ? d->d.run_card : cap;
+        uint64_t cap = w->cases[i].capacity, total = w->cases[i].total;
+        if (cap == GS_WI_RUN_CARD) {
+            cap = d->d.run_card;
+            total = d->d.run_card_total;
+        }
+        total = !cap ? 0 : total > cap ? total : cap;
         const struct gs_wi_setting *si = &w->settings[w->cases[i].setting];
         d->d.out[i].capacity = cap;
+        d->d.out[i].total = total;
         d->lead[i] = (uint8_t)i;
         d->first_f[i] = NO_CASE;
         for (size_t k2 = 0; k2 < k && !w->alone; k2++) {
             size_t r = w->order[k2];
             struct gs_wi_follow *f = &d->follow[i];
-            if (d->lead[r] != r || !gs_wi_model_follow(si, cap, &w->settings[w->cases[r].setting],
-                                                       d->d.out[r].capacity, f))
+            if (d->lead[r] != r ||
+                !gs_wi_model_follow(si, cap, total, &w->settings[w->cases[r].setting],
+                                    d->d.out[r].capacity, d->d.out[r].total, f))
                 continue;
             d->lead[i] = (uint8_t)r;
             if (f->conditional) {
@@ -301,7 +310,7 @@ static struct dev *dev_of(struct gs_whatif *w, int32_t device)
         }
         if (d->lead[i] != i)
             continue;
-        if (!(d->m[i] = gs_wi_model_new(si, cap)))
+        if (!(d->m[i] = gs_wi_model_new(si, cap, total)))
             goto nomem;
         d->d.models++;
     }
@@ -421,9 +430,10 @@ static void apply(struct gs_whatif *w, const struct op *o, size_t i)
 /* Case s's outcome is lead's so far (its own card kept). */
 static void take_outcome(struct dev *d, size_t s, size_t lead)
 {
-    uint64_t cap = d->d.out[s].capacity;
+    uint64_t cap = d->d.out[s].capacity, total = d->d.out[s].total;
     d->d.out[s] = d->d.out[lead];
     d->d.out[s].capacity = cap;
+    d->d.out[s].total = total;
     for (size_t f = 0; f < d->d.nfailed; f++)
         if (d->d.failed[f].served & (1ull << lead))
             d->d.failed[f].served |= 1ull << s;
@@ -434,7 +444,7 @@ static void take_outcome(struct dev *d, size_t s, size_t lead)
 static void fork_case(struct gs_whatif *w, struct dev *d, size_t s, size_t lead, size_t n)
 {
     d->m[s] = gs_wi_model_fork(d->m[lead], &w->settings[w->cases[s].setting],
-                               d->d.out[s].capacity);
+                               d->d.out[s].capacity, d->d.out[s].total);
     if (!d->m[s]) {
         w->nomem = 1; /* it follows on, no longer asked */
         return;

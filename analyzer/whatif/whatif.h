@@ -19,7 +19,8 @@
 
 #define GS_WI_CASES 64 /* the most (setting, card) pairs one replay takes */
 /* A case's capacity: the memory the run's own device had for the process
- * (gs_whatif_set_run_card), or no limit when the trace does not say. */
+ * (gs_whatif_set_run_card, with the device's total), or no limit when the
+ * trace does not say. */
 #define GS_WI_RUN_CARD UINT64_MAX
 /* A case this replay leaves to another (its outcome stays zero). */
 #define GS_WI_SKIP (UINT64_MAX - 1)
@@ -43,6 +44,8 @@ struct gs_wi_case {
     size_t setting;
     uint64_t capacity; /* bytes the process may take on the device: 0 no limit,
                         * GS_WI_RUN_CARD the run's own, GS_WI_SKIP not here */
+    uint64_t total;    /* the card's total memory, which the allocators' fractions
+                        * are of (0: capacity; the run's own card: set with it) */
 };
 
 /* Where a case first ran out. */
@@ -57,6 +60,7 @@ struct gs_wi_oom {
 
 struct gs_wi_outcome { /* one case on one device */
     uint64_t capacity;     /* the bytes it had (0: no limit) */
+    uint64_t total;        /* the card's total memory (fractions are of it; 0: no limit) */
     struct gs_wi_figures st; /* the model's figures */
     uint64_t device_peak;  /* the most reserved plus memory outside the allocator */
     int ran_out;
@@ -82,6 +86,7 @@ struct gs_wi_device {
     uint64_t tensor_bytes, tensor_peak; /* bytes of live tensors as requested, and the most */
     uint64_t outside_bytes, outside_peak; /* device memory outside the allocator */
     uint64_t run_card;     /* the run's own capacity (gs_whatif_set_run_card), 0: unknown */
+    uint64_t run_card_total; /* and the device's total memory then */
     struct gs_wi_failed failed[GS_WI_FAILED_KEPT]; /* the first failed requests */
     size_t nfailed;
     size_t models;         /* models run: one per case not following another at the
@@ -111,8 +116,9 @@ void gs_whatif_set_sizes(struct gs_whatif *w, gs_wi_size_fn fn, void *ctx);
 typedef void (*gs_wi_tap_fn)(void *ctx, const struct gs_revent *e);
 void gs_whatif_set_tap(struct gs_whatif *w, gs_wi_tap_fn fn, void *ctx);
 /* The run's own capacity on device (-1: the blocks' device), for the
- * cases of GS_WI_RUN_CARD: set before the device's first event. */
-void gs_whatif_set_run_card(struct gs_whatif *w, int32_t device, uint64_t bytes);
+ * cases of GS_WI_RUN_CARD, and the device's total memory (0: bytes): set
+ * before the device's first event. */
+void gs_whatif_set_run_card(struct gs_whatif *w, int32_t device, uint64_t bytes, uint64_t total);
 /* Each event of the trace, in order; then gs_whatif_finish, which takes
  * the models' figures into the devices' outcomes. */
 void gs_whatif_event(struct gs_whatif *w, const struct gs_revent *e);

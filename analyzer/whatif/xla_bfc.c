@@ -82,6 +82,7 @@ struct gs_bfc {
     int64_t max_frag;        /* max_internal_fragmentation_bytes_ */
     uint64_t curr_region;    /* curr_region_allocation_bytes_ */
     int allow_growth;
+    uint64_t external;       /* device memory held outside the allocator */
     struct bchunk *ch;
     uint32_t nch, capch, free_slot; /* free_slot: unused chunk slots, chained through .next */
     struct bregion *rg;
@@ -106,7 +107,8 @@ void gs_bfc_config_default(struct gs_bfc_config *c)
 
 int gs_bfc_config_check(const struct gs_bfc_config *c)
 {
-    if (c->capacity == 0 || c->capacity > MAX_BYTES || c->system_memory_size > MAX_BYTES)
+    if (c->capacity == 0 || c->capacity > MAX_BYTES || c->system_memory_size > MAX_BYTES ||
+        c->available > c->capacity)
         return -1;
     if (!(c->memory_fraction > 0.0 && c->memory_fraction <= 1.0))
         return -1;
@@ -346,11 +348,19 @@ static uint32_t region_new(struct gs_bfc *t, uint64_t bytes)
 }
 
 /* The sub-allocator's Alloc (DeviceMemAllocator: cuMemAlloc of exactly
- * `bytes`): the card refuses what it has not. */
+ * `bytes`): the card refuses what it has not, its memory for the process
+ * less the pool and what is held outside it. The memory limit is a
+ * fraction of the card's total (CreateBFCAllocator: total_memory x
+ * memory_fraction, the free memory it queries beside it unused), so it may
+ * pass what the card can give: then this refuses first. */
 static int driver_gives(const struct gs_bfc *t, uint64_t bytes)
 {
-    return t->s.pool_bytes <= t->c.capacity && bytes <= t->c.capacity - t->s.pool_bytes;
+    uint64_t avail = t->c.available ? t->c.available : t->c.capacity;
+    uint64_t held = t->s.pool_bytes + t->external;
+    return held >= t->s.pool_bytes && held <= avail && bytes <= avail - held;
 }
+
+void gs_bfc_set_external(struct gs_bfc *t, uint64_t bytes) { t->external = bytes; }
 
 static void pool_add(struct gs_bfc *t, uint64_t n)
 {

@@ -21,7 +21,13 @@
 #define GS_BFC_NUM_BINS 21
 
 struct gs_bfc_config {
-    uint64_t capacity;       /* the card's bytes (DeviceMemoryUsage's total); required */
+    uint64_t capacity;       /* the card's bytes (DeviceMemoryUsage's total); required:
+                              * the memory limit is its fraction */
+    /* What the card can give the process: its total less the CUDA context
+     * and other processes' memory; 0: capacity. A region (cuMemAlloc) past
+     * it, less what is held outside the allocator (gs_bfc_set_external),
+     * is refused, and Extend backs off. At most capacity. */
+    uint64_t available;
     double memory_fraction;  /* XLA_PYTHON_CLIENT_MEM_FRACTION (0.75): in (0, 1] */
     /* GpuAllocatorConfig::gpu_system_memory_size: the memory limit in bytes
      * in place of fraction x capacity; 0: not set (the default). May exceed
@@ -45,7 +51,8 @@ struct gs_bfc_config {
 /* JAX's defaults: fraction 0.75, preallocate, no garbage collection, the
  * 128 MiB rule; capacity 0 (to be set: gs_bfc_config_check refuses 0). */
 void gs_bfc_config_default(struct gs_bfc_config *c);
-/* 0, or -1 for a capacity of 0 or over 1 EiB, a fraction outside (0, 1], a
+/* 0, or -1 for a capacity of 0 or over 1 EiB, an available over the
+ * capacity, a fraction outside (0, 1], a
  * system_memory_size over 1 EiB, or a fragmentation_fraction outside [0, 1]. */
 int gs_bfc_config_check(const struct gs_bfc_config *c);
 /* memory_limit_: system_memory_size when set, else capacity x fraction
@@ -98,6 +105,10 @@ int gs_bfc_release(struct gs_bfc *t, uint64_t id);
 #define GS_BFC_HANDLE_ZERO (UINT32_MAX - 1) /* a live allocation of size 0 */
 int gs_bfc_alloc_h(struct gs_bfc *t, uint64_t size, uint32_t *handle);
 int gs_bfc_release_h(struct gs_bfc *t, uint32_t handle);
+/* Device memory held outside the allocator from now on (NCCL's buffers,
+ * the program's own cudaMalloc): the card then gives regions at most
+ * available less it. */
+void gs_bfc_set_external(struct gs_bfc *t, uint64_t bytes);
 const struct gs_bfc_stats *gs_bfc_stats(const struct gs_bfc *t);
 /* The model's invariants, for tests and fuzzing: 0 when they hold (each
  * region covered by its chunks without gap, neighbours linked both ways, no

@@ -140,6 +140,71 @@ def test_whatif_the_runs_card_from_its_failure():
     eq((o["fits"], o["served_run_failure"]), (True, True), "a 2 GB card would have served it")
 
 
+def test_whatif_fractions_are_of_the_cards_total():
+    """PyTorch takes set_per_process_memory_fraction's fraction of the
+    device's total memory (DeviceCachingAllocator::setMemoryFraction:
+    allowed_memory_maximum = fraction * device_total), and XLA its memory
+    limit likewise (CreateBFCAllocator: total_memory * memory_fraction);
+    --context is memory the process cannot have, which the device refuses.
+    The loop needs 358 MiB under default. On a 1 GiB card with the default
+    512 MiB of context, memory_fraction:0.4 allows 409.6 MiB (not 0.4 of the
+    512 left, 204.8): it fits. With 700 MiB of context, 0.9 would allow
+    921.6 MiB but the device has 324: the device bites first."""
+    trace, _ = loop_trace()
+    d = whatif_json(trace, "--card", "1G", "--setting", "memory_fraction:0.4")
+    card = d["devices"][0]["cards"][0]
+    eq((card["capacity_bytes"], card["total_bytes"]), (512 * MiB, 1024 * MiB),
+       "512 MiB for the process of a 1 GiB card")
+    o = card["outcomes"][0]
+    eq((o["fits"], o["peak_reserved_bytes"]), (True, 358 * MiB), "0.4 of the whole card")
+    d = whatif_json(trace, "--card", "1G", "--context", "700M", "--setting", "memory_fraction:0.9")
+    card = d["devices"][0]["cards"][0]
+    eq(card["capacity_bytes"], 324 * MiB, "the card less 700 MiB")
+    o = card["outcomes"][0]
+    check(not o["fits"] and o["peak_reserved_bytes"] <= 324 * MiB,
+          f"921.6 MiB allowed, 324 MiB there: runs out within the card: {o}")
+    text = whatif(trace, "--card", "1G", "--setting", "memory_fraction:0.4").stdout
+    check("on a 1G card (1.00 GiB: 512.00 MiB for the process after 512.00 MiB of context)"
+          in text, text)
+
+
+def test_whatif_the_runs_card_fraction_is_of_the_devices_total():
+    """The run's card: the free memory at its failure plus what it held
+    (1 GiB less 200 MiB another process holds: 824 MiB), and the device's
+    total (cudaMemGetInfo's, 1 GiB), of which memory_fraction:0.4 allows
+    409.6 MiB: the loop's 358 MiB fit, and the model runs out only at the
+    run's own failed request (not at 0.4 x 824 = 329.6 MiB, in step 81)."""
+    trace, r = loop_trace("fail", "900", env={"SIMCUDA_MEMORY": "1G", "SIMCUDA_OTHER": "200M"})
+    eq(r.rc, 1, f"the last request fails: {r.err}")
+    d = whatif_json(trace, "--setting", "memory_fraction:0.4")
+    dev = d["devices"][0]
+    eq((dev["run_card_bytes"], dev["cards"][0]["total_bytes"]), (824 * MiB, 1024 * MiB),
+       "the process's 824 MiB of the 1 GiB device")
+    o = dev["cards"][0]["outcomes"][0]
+    eq((o["fits"], o["first_oom"]["request"], o["peak_reserved_bytes"]), (False, 303, 358 * MiB),
+       "runs out at the run's failed request, not before")
+
+
+def test_whatif_jax_limit_is_of_the_cards_total():
+    """XLA_PYTHON_CLIENT_MEM_FRACTION's default .75 of a 1100 MiB card is 825
+    MiB (CreateBFCAllocator: total_memory * memory_fraction), which the 1000
+    MiB the process has (100 MiB of context) can preallocate: the eight 100
+    MiB buffers fit, the eighth taking the last 125 MiB whole (ShouldSplit:
+    under twice the request, 25 MiB wasted). Of the 1000 MiB it would have
+    been 750, and the eighth would have run out."""
+    stub = os.path.join(E.build, "progs", "fw", "xla_extension.so")
+    r = run([E.prog("drv_xla_platform"), stub],
+            env={"SIMCUDA_MEMORY": "2G", "XLA_PYTHON_CLIENT_ALLOCATOR": "platform",
+                 "XLA_PYTHON_CLIENT_PREALLOCATE": "false"})
+    eq(r.rc, 0, r.err)
+    d = whatif_json(one_trace(r), "--allocator", "xla", "--card", "1100M", "--context", "100M",
+                    "--setting", "default")
+    eq(d["allocator"], "xla", "the BFC model")
+    o = d["devices"][0]["cards"][0]["outcomes"][0]
+    eq((o["fits"], o["peak_reserved_bytes"], o["peak_allocated_bytes"]),
+       (True, 825 * MiB, 825 * MiB), "0.75 of the whole card, preallocated")
+
+
 def test_whatif_html_and_text_agree_with_json():
     trace, _ = loop_trace()
     out = os.path.join(tempfile.mkdtemp(prefix="gpushim-whatif-"), "w.html")

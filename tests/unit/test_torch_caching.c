@@ -368,6 +368,56 @@ Test(torch_caching, garbage_collection_threshold_needs_a_memory_fraction)
     gs_tc_free(t);
 }
 
+/* DeviceCachingAllocator::setMemoryFraction: allowed_memory_maximum =
+ * static_cast<size_t>(fraction * device_total), device_total being
+ * cudaMemGetInfo's total (device_prop.totalGlobalMem in the newer source),
+ * not what the process can have: on a 1000 MiB card with 100 MiB taken by
+ * the context, 0.5 allows 500 MiB (of the total), not 450 (of the rest).
+ * alloc_block refuses past it (total_allocated_memory + size >
+ * allowed_memory_maximum), and the device (cudaMalloc) past what it has,
+ * whichever bites first. */
+Test(torch_caching, memory_fraction_is_of_the_cards_total)
+{
+    struct gs_tc_config c = cfg();
+    c.total = 1000 * MiB;
+    c.capacity = 900 * MiB;
+    c.memory_fraction = 0.5;
+    struct gs_tc *t = model(&c);
+    ok_alloc(t, 1, 480 * MiB, 0); /* 480 <= 500: allowed (not under 450) */
+    cr_assert_eq(gs_tc_alloc(t, 2, 40 * MiB, 0), GS_TC_OOM, "480 + 40 > 500: past the fraction");
+    ASSERT_U64(gs_tc_stats(t)->reserved, 480 * MiB, "the first segment alone");
+    gs_tc_free(t);
+
+    c.memory_fraction = 0.99; /* 990 MiB allowed; the device has 900 */
+    t = model(&c);
+    ok_alloc(t, 1, 880 * MiB, 0);
+    cr_assert_eq(gs_tc_alloc(t, 2, 40 * MiB, 0), GS_TC_OOM, "920 <= 990, but over the 900 the "
+                                                           "device has: the device bites first");
+    gs_tc_free(t);
+}
+
+/* garbage_collect_cached_blocks: gc_threshold =
+ * garbage_collection_threshold() * allowed_memory_maximum, so a fraction of
+ * the card's total too: 0.5 x (0.9 x 1000 MiB) = 450 MiB, not 0.5 x (0.9 x
+ * 800) = 360. At 410 MiB reserved the collection does not act. */
+Test(torch_caching, garbage_collection_threshold_is_of_the_allowed_maximum_of_the_total)
+{
+    struct gs_tc_config c = cfg();
+    c.total = 1000 * MiB;
+    c.capacity = 800 * MiB;
+    c.memory_fraction = 0.9;
+    c.gc_threshold = 0.5;
+    struct gs_tc *t = model(&c);
+    ok_alloc(t, 1, 200 * MiB, 0);
+    ok_free(t, 1);
+    ok_alloc(t, 2, 210 * MiB, 0); /* the cached 200 MiB is too small: reserved 410 */
+    ok_free(t, 2);
+    ok_alloc(t, 3, 220 * MiB, 0); /* neither fits: 410 <= 450, no collection */
+    ASSERT_U64(gs_tc_stats(t)->gc_frees, 0, "410 MiB is under 450");
+    ASSERT_U64(gs_tc_stats(t)->reserved, 630 * MiB, "a third segment beside the two cached");
+    gs_tc_free(t);
+}
+
 /* Untrusted input: a size that cannot be rounded, an id twice, a free of
  * an id not live, size 0. */
 Test(torch_caching, untrusted_requests)

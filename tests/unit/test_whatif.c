@@ -195,7 +195,7 @@ Test(whatif, twins_share_a_model_and_its_outcome)
     cr_assert_eq(gs_wi_parse_torch("default", GS_TC_TORCH_2_12, &s[0], err, sizeof err), 0);
     cr_assert_eq(gs_wi_parse_torch("garbage_collection_threshold:0.5,memory_fraction:1.0",
                                    GS_TC_TORCH_2_12, &s[1], err, sizeof err), 0, "%s", err);
-    struct gs_wi_case c[4] = {{0, 0}, {1, 0}, {0, 64 * MiB}, {1, 64 * MiB}};
+    struct gs_wi_case c[4] = {{0, 0, 0}, {1, 0, 0}, {0, 64 * MiB, 0}, {1, 64 * MiB, 0}};
     struct gs_whatif *w = gs_whatif_new(s, 2, c, 4);
     cr_assert_not_null(w);
     /* three 12 MiB segments (36 MiB, over half the card), the first freed;
@@ -272,7 +272,10 @@ Test(whatif, each_case_as_its_model_alone_gives_whatever_it_follows)
         "roundup_power2_divisions:4",
         "memory_fraction:0.5",
     };
+    /* each card with a total above what the process has (its context), on
+     * which the fractions are taken: the limits a follower forks at */
     static const uint64_t cards[] = {0, 256 * MiB, 768 * MiB, GS_WI_RUN_CARD};
+    static const uint64_t totals[] = {0, 320 * MiB, 1024 * MiB, 0};
     enum { NS = sizeof conf / sizeof *conf, NC = sizeof cards / sizeof *cards };
     struct gs_wi_setting s[NS];
     struct gs_wi_case c[NS * NC];
@@ -281,10 +284,11 @@ Test(whatif, each_case_as_its_model_alone_gives_whatever_it_follows)
         cr_assert_eq(gs_wi_parse_torch(conf[i], GS_TC_TORCH_2_12, &s[i], err, sizeof err), 0,
                      "%s", err);
     for (size_t k = 0; k < NS * NC; k++)
-        c[k] = (struct gs_wi_case){.setting = k % NS, .capacity = cards[k / NS]};
+        c[k] = (struct gs_wi_case){
+            .setting = k % NS, .capacity = cards[k / NS], .total = totals[k / NS]};
     struct gs_whatif *all = gs_whatif_new(s, NS, c, NS * NC);
     cr_assert_not_null(all);
-    gs_whatif_set_run_card(all, 0, 512 * MiB);
+    gs_whatif_set_run_card(all, 0, 512 * MiB, 640 * MiB);
     random_schedule(all);
     const struct gs_wi_device *d = dev0(all);
     cr_assert_lt(d->models, NS * NC, "some cases followed others to the end (%zu models)",
@@ -292,12 +296,14 @@ Test(whatif, each_case_as_its_model_alone_gives_whatever_it_follows)
     size_t forked, differ = 0;
     for (size_t k = 0; k < NS * NC; k++) {
         struct gs_whatif *one = gs_whatif_new(&s[c[k].setting], 1,
-                                              &(struct gs_wi_case){0, c[k].capacity}, 1);
-        gs_whatif_set_run_card(one, 0, 512 * MiB);
+                                              &(struct gs_wi_case){0, c[k].capacity, c[k].total},
+                                              1);
+        gs_whatif_set_run_card(one, 0, 512 * MiB, 640 * MiB);
         random_schedule(one);
         const struct gs_wi_device *o = dev0(one);
         const struct gs_wi_outcome *x = &d->out[k], *y = &o->out[0];
         cr_assert_eq(x->capacity, y->capacity, "case %zu", k);
+        cr_assert_eq(x->total, y->total, "case %zu", k);
         cr_assert(!memcmp(&x->st, &y->st, sizeof x->st),
                   "case %zu (%s, card %llu): reserved peak %llu, alone %llu; retries %llu, "
                   "alone %llu", k, conf[c[k].setting], (unsigned long long)x->capacity,
@@ -338,7 +344,7 @@ Test(whatif, max_split_size_is_forked_before_a_request_it_would_not_split)
     cr_assert_eq(gs_wi_parse_torch("default", GS_TC_TORCH_2_12, &s[0], err, sizeof err), 0);
     cr_assert_eq(gs_wi_parse_torch("max_split_size_mb:64", GS_TC_TORCH_2_12, &s[1], err,
                                    sizeof err), 0);
-    struct gs_wi_case c[2] = {{0, 0}, {1, 0}};
+    struct gs_wi_case c[2] = {{0, 0, 0}, {1, 0, 0}};
     struct gs_whatif *w = gs_whatif_new(s, 2, c, 2);
     cr_assert_not_null(w);
     alloc(w, GS_API_cudaMallocAsync, 0x1000, 100 * MiB + 512 * 1024, 1);

@@ -392,6 +392,37 @@ Test(xla_bfc, card_refusal_backs_the_region_off)
     gs_bfc_free(t);
 }
 
+/* CreateBFCAllocator (xla/pjrt/gpu/gpu_helpers.cc): DeviceMemoryUsage
+ * gives free and total memory; allocator_memory = total_memory *
+ * memory_fraction, the free memory unused. On a 1 GiB card of which 900
+ * MiB are the process's (the context has the rest), .75 is 768 MiB of the
+ * whole card, and the preallocated region of 768 MiB fits in the 900.
+ * With 200 MiB more held outside the allocator (700 left), the card
+ * refuses 768 and Extend backs off (x 0.9) to 691.2 MiB. */
+Test(xla_bfc, memory_limit_is_of_the_cards_total_and_the_card_refuses_past_what_it_has)
+{
+    struct gs_bfc_config c = cfg(1 * GiB, 1);
+    c.memory_fraction = 0.75;
+    c.available = 900 * MiB;
+    ASSERT_U64(gs_bfc_memory_limit(&c), 768 * MiB, "0.75 of the whole card");
+    struct gs_bfc *t = model(&c);
+    const struct gs_bfc_stats *s = gs_bfc_stats(t);
+    ok_alloc(t, 1, 700 * MiB);
+    ASSERT_U64(s->pool_bytes, 768 * MiB, "the whole limit preallocated");
+    ASSERT_U64(s->driver_refusals, 0, "768 <= 900: no refusal");
+    gs_bfc_free(t);
+
+    t = model(&c);
+    s = gs_bfc_stats(t);
+    gs_bfc_set_external(t, 200 * MiB);
+    ok_alloc(t, 1, 100 * MiB);
+    ASSERT_U64(s->driver_refusals, 1, "768 > 900 - 200");
+    uint64_t back = (uint64_t)((float)(768 * MiB) * 0.9f); /* kBackpedalFactor is a float */
+    ASSERT_U64(s->pool_bytes, (back + 255) / 256 * 256,
+               "backed off once: RoundedBytes(768 MiB x 0.9)");
+    gs_bfc_free(t);
+}
+
 /* FinishChunkAllocation, MarkFree, Extend and GetStats' figures, exactly. */
 Test(xla_bfc, stats_exact)
 {
