@@ -80,6 +80,27 @@ static const char *costs_text(unsigned costs)
     return NULL;
 }
 
+/* Setting s maps pages (expandable segments): segment_allocs and
+ * segment_frees count them, where PyTorch's num_device_alloc counts the
+ * map_block calls. */
+static int pages_counted(const struct gs_wi_answer *a, size_t s)
+{
+    return a->q.allocator == GS_WI_TORCH && a->q.settings[s].tc.expandable_segments;
+}
+
+/* The driver calls' columns, as the allocator's stats name them:
+ * PyTorch's DeviceStats num_device_alloc and num_device_free; XLA's
+ * regions (SubAllocator::Alloc and Free). */
+static const char *dev_alloc_name(const struct gs_wi_answer *a)
+{
+    return a->q.allocator == GS_WI_XLA ? "regions" : "num_device_alloc";
+}
+
+static const char *dev_free_name(const struct gs_wi_answer *a)
+{
+    return a->q.allocator == GS_WI_XLA ? "freed" : "num_device_free";
+}
+
 static void card_title(const struct gs_wi_report *rep, const struct gs_wi_device *d, size_t c,
                        char *buf, size_t sz)
 {
@@ -128,19 +149,22 @@ static void device_text(FILE *out, const struct gs_wi_report *rep, const struct 
         }
         card_title(rep, d, c, line, sizeof line);
         fprintf(out, "  %s:\n", line);
-        fprintf(out, "    %-*s %13s %12s %12s %10s %9s %7s  %s\n", width, "setting",
-                "peak reserved", "allocated", "unallocated", "cudaMalloc", "cudaFree", "retries",
-                "outcome");
+        fprintf(out, "    %-*s %13s %12s %12s %16s %15s %16s %7s  %s\n", width, "setting",
+                "peak reserved", "allocated", "unallocated", dev_alloc_name(a), dev_free_name(a),
+                "pages (un)mapped", "retries", "outcome");
         for (size_t s = 0; s < a->q.nsettings; s++) {
             const struct gs_wi_outcome *o = gs_wi_outcome_of(a, d, c, s);
-            char outcome[600];
+            char outcome[600], pages[48] = "-";
             gs_wi_outcome_text(rep, c, o, outcome, sizeof outcome);
-            fprintf(out, "    %-*.*s %13s %12s %12s %10" PRIu64 " %9" PRIu64 " %7" PRIu64
+            if (pages_counted(a, s))
+                snprintf(pages, sizeof pages, "%" PRIu64 "/%" PRIu64, o->st.segment_allocs,
+                         o->st.segment_frees);
+            fprintf(out, "    %-*.*s %13s %12s %12s %16" PRIu64 " %15" PRIu64 " %16s %7" PRIu64
                          "  %s\n",
                     width, width, a->q.settings[s].name, bytes(o->st.reserved_peak, b1, sizeof b1),
                     bytes(o->st.allocated_peak, b2, sizeof b2),
-                    bytes(o->st.unallocated_at_peak, b3, sizeof b3), o->st.segment_allocs,
-                    o->st.segment_frees, o->st.oom_retries, outcome);
+                    bytes(o->st.unallocated_at_peak, b3, sizeof b3), o->st.num_device_alloc,
+                    o->st.num_device_free, pages, o->st.oom_retries, outcome);
         }
         if (c == a->q.ncards)
             continue;
@@ -283,6 +307,15 @@ void gs_whatif_json(FILE *out, const struct gs_wi_report *rep)
                 gs_json_uint(&j, "device_peak_bytes", o->device_peak);
                 gs_json_uint(&j, "cuda_malloc_calls", o->st.segment_allocs);
                 gs_json_uint(&j, "cuda_free_calls", o->st.segment_frees);
+                gs_json_uint(&j, "num_device_alloc", o->st.num_device_alloc);
+                gs_json_uint(&j, "num_device_free", o->st.num_device_free);
+                if (pages_counted(a, s)) {
+                    gs_json_uint(&j, "pages_mapped", o->st.segment_allocs);
+                    gs_json_uint(&j, "pages_unmapped", o->st.segment_frees);
+                } else {
+                    gs_json_null(&j, "pages_mapped");
+                    gs_json_null(&j, "pages_unmapped");
+                }
                 gs_json_uint(&j, "oom_retries", o->st.oom_retries);
                 gs_json_uint(&j, "gc_frees", o->st.gc_frees);
                 gs_json_bool(&j, "fits", !o->ran_out);

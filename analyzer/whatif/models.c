@@ -110,6 +110,8 @@ void gs_wi_model_figures(const struct gs_wi_model *m, struct gs_wi_figures *f)
                                     .unallocated_at_peak = t->unallocated_at_peak,
                                     .segment_allocs = t->segment_allocs,
                                     .segment_frees = t->segment_frees,
+                                    .num_device_alloc = t->num_device_alloc,
+                                    .num_device_free = t->num_device_free,
                                     .oom_retries = t->oom_retries,
                                     .gc_frees = t->gc_frees,
                                     .ooms = t->ooms};
@@ -122,6 +124,8 @@ void gs_wi_model_figures(const struct gs_wi_model *m, struct gs_wi_figures *f)
                                     .unallocated_at_peak = b->unallocated_at_peak,
                                     .segment_allocs = b->region_allocs,
                                     .segment_frees = b->region_frees,
+                                    .num_device_alloc = b->region_allocs,
+                                    .num_device_free = b->region_frees,
                                     .oom_retries = b->gc_runs,
                                     .gc_frees = b->region_frees,
                                     .ooms = b->ooms};

@@ -22,6 +22,9 @@ struct gs_wi_figures {
     uint64_t unallocated_at_peak; /* reserved - allocated when reserved last peaked */
     uint64_t segment_allocs;      /* cudaMalloc calls or pages mapped; BFC: regions added */
     uint64_t segment_frees;       /* cudaFree calls or pages unmapped; BFC: regions freed */
+    uint64_t num_device_alloc;    /* PyTorch's stat: cudaMalloc and map_block calls (each of
+                                   * them maps one or more pages); BFC: regions added */
+    uint64_t num_device_free;     /* cudaFree and unmap_block calls; BFC: regions freed */
     uint64_t oom_retries;         /* allocations retried after emptying the cache (BFC:
                                    * after garbage collection) */
     uint64_t gc_frees;            /* freed by garbage collection */

@@ -713,6 +713,7 @@ static void release_block(struct gs_tc *t, uint32_t i)
 {
     t->s.reserved -= t->b[i].size;
     t->s.segment_frees++;
+    t->s.num_device_free++;
     pool_erase(t, i);
     block_drop(t, i);
 }
@@ -757,6 +758,7 @@ static int map_block(struct gs_tc *t, uint32_t i, uint64_t size)
     pool_insert(t, i);
     reserve_add(t, bytes);
     t->s.segment_allocs += bytes / g->page;
+    t->s.num_device_alloc++; /* map_block: stats.num_device_alloc++, once whatever the pages */
     return 1;
 }
 
@@ -791,6 +793,7 @@ static void unmap_block(struct gs_tc *t, uint32_t i)
     pool_insert(t, i);
     t->s.reserved -= bytes;
     t->s.segment_frees += end - begin;
+    t->s.num_device_free++; /* unmap_block: stats.num_device_free++, once */
 }
 
 static int allocatable(struct gs_tc *t, uint32_t i) { return i != NONE && !t->b[i].allocated; }
@@ -998,6 +1001,7 @@ static uint32_t alloc_block(struct gs_tc *t, struct tcpool *p, uint32_t si, uint
     note_size(t, i);
     reserve_add(t, alloc_size);
     t->s.segment_allocs++;
+    t->s.num_device_alloc++;
     return i;
 }
 

@@ -70,6 +70,11 @@ struct gs_tc_stats {
     uint64_t unallocated_at_peak; /* reserved - allocated when reserved last peaked */
     uint64_t segment_allocs;     /* cudaMalloc calls, or pages mapped (expandable) */
     uint64_t segment_frees;      /* cudaFree calls, or pages unmapped */
+    /* DeviceStats' num_device_alloc and num_device_free as PyTorch counts
+     * them: one for each cudaMalloc (alloc_block) and each map_block call,
+     * which maps as many pages as the block needs; one for each cudaFree
+     * (release_block) and each unmap_block call. */
+    uint64_t num_device_alloc, num_device_free;
     uint64_t oom_retries;        /* allocations retried after the cache was emptied */
     uint64_t gc_frees;           /* segments freed by garbage_collection_threshold */
     uint64_t ooms;               /* allocations that ran out */

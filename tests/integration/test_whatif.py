@@ -87,8 +87,17 @@ def test_whatif_123548_loop_on_each_setting():
     e = free["expandable_segments:True"]
     eq((e["peak_reserved_bytes"], e["peak_allocated_bytes"], e["cuda_malloc_calls"]),
        (340 * MiB, 338 * MiB + MiB // 2, 17), "expandable: 17 pages of 20 MiB")
+    # PyTorch's num_device_alloc counts map_block calls (stats.num_device_alloc++
+    # once a call, whatever the pages): A's 5 pages in one, B's 2 in one, then
+    # the kept tensors' 10 pages one at a time: 12
+    eq((e["num_device_alloc"], e["num_device_free"], e["pages_mapped"], e["pages_unmapped"]),
+       (12, 0, 17, 0), "expandable: 17 pages in 12 map_block calls")
+    eq((free["default"]["num_device_alloc"], free["default"]["pages_mapped"]), (13, None),
+       "default: a cudaMalloc each segment, no pages")
     both = free["expandable_segments:True,max_split_size_mb:128"]
     eq(both["peak_reserved_bytes"], 14000 * MiB, "#123548: reserved grows every step")
+    eq((both["num_device_alloc"], both["pages_mapped"]), (101 * 2 + 10, 700),
+       "700 pages in two map_block calls a step (A's, B's) and the kept tensors' 10")
     eq(both["oom_retries"], 0, "no limit: no retry")
     # On the 1 GiB card the same pair fits only by emptying its cache.
     c = card["expandable_segments:True,max_split_size_mb:128"]

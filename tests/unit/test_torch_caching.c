@@ -247,6 +247,47 @@ Test(torch_caching, expandable_segments_grow_by_pages_and_give_back_free_pages)
     gs_tc_free(t);
 }
 
+/* DeviceStats' num_device_alloc counts map_block calls, not pages:
+ * map_block maps the pages the block needs (ExpandableSegment::map, a
+ * cuMemCreate and cuMemMap each) and then stats.num_device_alloc++ once;
+ * unmap_block likewise stats.num_device_free++ once for the whole pages it
+ * unmaps. 30 MiB maps 2 pages in one call, 30 more one page (the 10 MiB
+ * left and 20), 100 MiB 5 pages in one call; empty_cache unmaps the free
+ * [0, 20) page, then, all freed, the 7 whole pages of the free
+ * [20, 160) in one call. */
+Test(torch_caching, num_device_alloc_counts_map_block_calls_not_pages)
+{
+    struct gs_tc_config c = cfg();
+    c.expandable_segments = 1;
+    struct gs_tc *t = model(&c);
+    const struct gs_tc_stats *s = gs_tc_stats(t);
+    ok_alloc(t, 1, 30 * MiB, 0);
+    ASSERT_U64(s->segment_allocs, 2, "two pages");
+    ASSERT_U64(s->num_device_alloc, 1, "in one map_block");
+    ok_alloc(t, 2, 30 * MiB, 0);
+    ok_alloc(t, 3, 100 * MiB, 0);
+    ASSERT_U64(s->segment_allocs, 8, "2 + 1 + 5 pages");
+    ASSERT_U64(s->num_device_alloc, 3, "in three map_block calls");
+    ok_free(t, 1);
+    gs_tc_empty_cache(t);
+    ok_free(t, 2);
+    ok_free(t, 3);
+    gs_tc_empty_cache(t);
+    ASSERT_U64(s->segment_frees, 8, "every page unmapped");
+    ASSERT_U64(s->num_device_free, 2, "in two unmap_block calls");
+    gs_tc_free(t);
+
+    c.expandable_segments = 0;
+    t = model(&c);
+    s = gs_tc_stats(t);
+    ok_alloc(t, 1, 30 * MiB, 0);
+    ok_free(t, 1);
+    gs_tc_empty_cache(t);
+    ASSERT_U64(s->num_device_alloc, 1, "without expandable segments, one per cudaMalloc");
+    ASSERT_U64(s->num_device_free, 1, "and one per cudaFree");
+    gs_tc_free(t);
+}
+
 /* An expandable segment maps pages only while the card has them: OOM ->
  * release_cached_blocks unmaps the free pages -> the retry maps. */
 Test(torch_caching, expandable_segments_unmap_on_oom_retry)
