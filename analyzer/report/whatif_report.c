@@ -1,9 +1,9 @@
 /*
  * whatif_report.c - gpushim whatif's answer in text and JSON: per device,
  * a table per card of each setting's figures (peak reserved and allocated,
- * reserved but unallocated at the peak, cudaMalloc and cudaFree calls, OOM
- * retries, where it ran out), the best setting, what each would take with
- * no limit, and what the settings break.
+ * reserved but unallocated at the peak, the driver calls as PyTorch counts
+ * them and the pages mapped, OOM retries, where it ran out), the best
+ * setting, what each would take with no limit, and what the settings break.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -150,7 +150,7 @@ static void device_text(FILE *out, const struct gs_wi_report *rep, const struct 
         card_title(rep, d, c, line, sizeof line);
         fprintf(out, "  %s:\n", line);
         fprintf(out, "    %-*s %13s %12s %12s %16s %15s %16s %7s  %s\n", width, "setting",
-                "peak reserved", "allocated", "unallocated", dev_alloc_name(a), dev_free_name(a),
+                "peak reserved", "allocated", "idle at peak", dev_alloc_name(a), dev_free_name(a),
                 "pages (un)mapped", "retries", "outcome");
         for (size_t s = 0; s < a->q.nsettings; s++) {
             const struct gs_wi_outcome *o = gs_wi_outcome_of(a, d, c, s);

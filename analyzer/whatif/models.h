@@ -19,7 +19,9 @@ struct gs_wi_setting;
 struct gs_wi_figures {
     uint64_t reserved, reserved_peak;
     uint64_t allocated, allocated_peak;
-    uint64_t unallocated_at_peak; /* reserved - allocated when reserved last peaked */
+    uint64_t unallocated_at_peak; /* reserved - allocated while reserved stood at its peak,
+                                   * the least after any request: what the peak holds
+                                   * beyond the blocks at their fullest during it */
     uint64_t segment_allocs;      /* cudaMalloc calls or pages mapped; BFC: regions added */
     uint64_t segment_frees;       /* cudaFree calls or pages unmapped; BFC: regions freed */
     uint64_t num_device_alloc;    /* PyTorch's stat: cudaMalloc and map_block calls (each of

@@ -67,7 +67,8 @@ struct gs_tc_stats {
     uint64_t reserved, reserved_peak;   /* bytes in segments (mapped pages) */
     uint64_t allocated, allocated_peak; /* bytes in allocated blocks (rounded sizes) */
     uint64_t requested;          /* bytes asked for by the live allocations */
-    uint64_t unallocated_at_peak; /* reserved - allocated when reserved last peaked */
+    uint64_t unallocated_at_peak; /* reserved - allocated while reserved stood at its peak,
+                                   * the least of it after a request */
     uint64_t segment_allocs;     /* cudaMalloc calls, or pages mapped (expandable) */
     uint64_t segment_frees;      /* cudaFree calls, or pages unmapped */
     /* DeviceStats' num_device_alloc and num_device_free as PyTorch counts

@@ -509,11 +509,16 @@ static void deallocate_chunk(struct gs_bfc *t, uint32_t h)
     bin_insert(t, try_to_coalesce(t, h));
 }
 
+/* After each request: the pool bytes not in use while the pool stands at
+ * its peak, the least of them (a new peak starts over). */
 static void end_request(struct gs_bfc *t)
 {
+    uint64_t idle = t->s.pool_bytes - t->s.bytes_in_use;
     if (t->peak_pending) {
         t->s.unallocated_at_peak = t->s.peak_pool_bytes - t->s.bytes_in_use;
         t->peak_pending = 0;
+    } else if (t->s.pool_bytes == t->s.peak_pool_bytes && idle < t->s.unallocated_at_peak) {
+        t->s.unallocated_at_peak = idle;
     }
     t->s.largest_free_chunk = largest_free(t);
 }

@@ -67,7 +67,8 @@ struct gs_bfc_stats {
     uint64_t largest_alloc_size;  /* the largest chunk handed out */
     uint64_t num_allocs;          /* chunks handed out */
     uint64_t pool_bytes, peak_pool_bytes; /* bytes in regions (held from the driver) */
-    uint64_t unallocated_at_peak; /* pool_bytes - bytes_in_use when pool_bytes last peaked */
+    uint64_t unallocated_at_peak; /* pool_bytes - bytes_in_use while pool_bytes stood at its
+                                   * peak, the least of it after a request */
     uint64_t region_allocs;       /* regions added: SubAllocator::Alloc calls that succeeded */
     uint64_t region_frees;        /* regions given back (garbage collection) */
     uint64_t driver_refusals;     /* SubAllocator::Alloc calls the card refused (Extend backs off) */

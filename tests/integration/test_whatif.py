@@ -84,9 +84,13 @@ def test_whatif_123548_loop_on_each_setting():
     for name, o in (("default", card["default"]), ("max_split_size_mb:128", free["max_split_size_mb:128"])):
         eq((o["peak_reserved_bytes"], o["peak_allocated_bytes"], o["cuda_malloc_calls"],
             o["cuda_free_calls"], o["oom_retries"]), (358 * MiB, 340 * MiB, 13, 0, 0), name)
+        # at the 358 MiB peak, at its fullest (the last step), all is allocated
+        # but the eleventh keep segment's 18 MiB (11 x 20 - 101 x 2)
+        eq(o["unallocated_at_peak_bytes"], 18 * MiB, f"{name}: idle at the peak")
     e = free["expandable_segments:True"]
     eq((e["peak_reserved_bytes"], e["peak_allocated_bytes"], e["cuda_malloc_calls"]),
        (340 * MiB, 338 * MiB + MiB // 2, 17), "expandable: 17 pages of 20 MiB")
+    eq(e["unallocated_at_peak_bytes"], MiB + MiB // 2, "expandable: 340 - 338.5 at the peak")
     # PyTorch's num_device_alloc counts map_block calls (stats.num_device_alloc++
     # once a call, whatever the pages): A's 5 pages in one, B's 2 in one, then
     # the kept tensors' 10 pages one at a time: 12

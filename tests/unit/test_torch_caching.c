@@ -459,6 +459,35 @@ Test(torch_caching, garbage_collection_threshold_is_of_the_allowed_maximum_of_th
     gs_tc_free(t);
 }
 
+/* unallocated_at_peak: reserved but not allocated while reserved stands at
+ * its peak, the least of it after a request. A 2 MiB tensor takes a 20 MiB
+ * segment (get_allocation_size: under kMinLargeAlloc), leaving 18 MiB; 19
+ * MiB do not fit there and take a 20 MiB segment whole (should_split: the 1
+ * MiB left is not over kSmallSize): 40 MiB reserved, 22 allocated. Then 16
+ * MiB fit the first segment's rest with no new segment: 38 of the 40 MiB
+ * peak are allocated, 2 idle. Taken only when the peak was reached it said
+ * 18 (beside peaks of 40 reserved and 38 allocated). A new peak starts over. */
+Test(torch_caching, unallocated_at_peak_is_the_least_while_at_the_peak)
+{
+    struct gs_tc_config c = cfg();
+    struct gs_tc *t = model(&c);
+    const struct gs_tc_stats *s = gs_tc_stats(t);
+    ok_alloc(t, 1, 2 * MiB, 0);
+    ok_alloc(t, 2, 19 * MiB, 0);
+    ASSERT_U64(s->reserved_peak, 40 * MiB, "two 20 MiB segments");
+    ASSERT_U64(s->unallocated_at_peak, 18 * MiB, "40 - 22 when the peak is reached");
+    ok_alloc(t, 3, 16 * MiB, 0);
+    ASSERT_U64(s->reserved_peak, 40 * MiB, "no new segment");
+    ASSERT_U64(s->allocated_peak, 38 * MiB, "2 + 20 + 16");
+    ASSERT_U64(s->unallocated_at_peak, 2 * MiB, "the peak held 2 MiB beyond the blocks");
+    ok_free(t, 3);
+    ASSERT_U64(s->unallocated_at_peak, 2 * MiB, "a free does not raise it");
+    ok_alloc(t, 4, 30 * MiB, 0);
+    ASSERT_U64(s->reserved_peak, 70 * MiB, "a new 30 MiB segment: a new peak");
+    ASSERT_U64(s->unallocated_at_peak, 18 * MiB, "70 - 52: starts over");
+    gs_tc_free(t);
+}
+
 /* Untrusted input: a size that cannot be rounded, an id twice, a free of
  * an id not live, size 0. */
 Test(torch_caching, untrusted_requests)
@@ -652,6 +681,9 @@ static struct tc_figures run_recorded_schedule(int v, int clone_at)
         c.torch = GS_TC_TORCH_PR193400;
     struct gs_tc *t = model(&c);
     uint64_t seed = 1000 + (uint64_t)v, live[256], id = 1, h = 0xcbf29ce484222325ull;
+    uint64_t peak = 0, at_new_peak = 0; /* reserved - allocated after the request that last
+                                         * raised the peak: what unallocated_at_peak was
+                                         * when these digests were recorded */
     int n = 0;
     for (int op = 0; op < 10000; op++) {
         uint64_t r = lcg(&seed) % 1000;
@@ -690,7 +722,13 @@ static struct tc_figures run_recorded_schedule(int v, int clone_at)
         h = digest_step(h, s->reserved);
         h = digest_step(h, s->allocated);
         h = digest_step(h, s->requested);
-        h = digest_step(h, s->unallocated_at_peak);
+        if (s->reserved_peak > peak) {
+            peak = s->reserved_peak;
+            at_new_peak = s->reserved_peak - s->allocated;
+        }
+        cr_assert_leq(s->unallocated_at_peak, at_new_peak, "variant %d op %d: the least while "
+                      "at the peak", v, op);
+        h = digest_step(h, at_new_peak);
         h = digest_step(h, s->segment_allocs);
         h = digest_step(h, s->segment_frees);
         h = digest_step(h, s->live_blocks);
