@@ -42,10 +42,13 @@ static const char usage_whatif[] =
     "  --setting CONF   a PYTORCH_CUDA_ALLOC_CONF value to compare, e.g.\n"
     "                   'expandable_segments:True,max_split_size_mb:256' (more than\n"
     "                   once; memory_fraction:F stands for\n"
-    "                   torch.cuda.set_per_process_memory_fraction(F)). Default: the\n"
+    "                   torch.cuda.set_per_process_memory_fraction(F), from 2.10\n"
+    "                   also per_process_memory_fraction:F). Default: the\n"
     "                   run's own, default, expandable_segments:True,\n"
     "                   max_split_size_mb:512, roundup_power2_divisions:4,\n"
-    "                   garbage_collection_threshold:0.8,memory_fraction:1.0 and\n"
+    "                   garbage_collection_threshold:0.8 under\n"
+    "                   per_process_memory_fraction:0.99 (before 2.10:\n"
+    "                   memory_fraction:1.0) and\n"
     "                   expandable_segments:True,max_split_size_mb:512. For xla,\n"
     "                   JAX's NAME=VALUE: XLA_PYTHON_CLIENT_MEM_FRACTION=.9,\n"
     "                   XLA_PYTHON_CLIENT_PREALLOCATE=false (default: the run's\n"
@@ -59,7 +62,22 @@ static const char usage_whatif[] =
     "                   garbage_collection_threshold, XLA_PYTHON_CLIENT_MEM_FRACTION)\n"
     "                   are of the whole card, as the allocators take them\n"
     "  --torch VERSION  the allocator's rules: 2.12 (the default, the newest\n"
-    "                   modelled) or pr193400 (2.12 with pytorch/pytorch#193400)\n"
+    "                   modelled), pr193400 (2.12 with pytorch/pytorch#193400), or\n"
+    "                   another 2.x, whose options and memory fraction apply (the\n"
+    "                   allocator read as 2.12's). Where versions differ:\n"
+    "                   2.10 and later: max_split_size_mb and\n"
+    "                     max_non_split_rounding_mb from 20 (before: over 20);\n"
+    "                     per_process_memory_fraction; a memory fraction of 1 is\n"
+    "                     no limit, so garbage_collection_threshold needs one\n"
+    "                     below 1; pinned_reserve_segment_size_mb\n"
+    "                   2.9: graph_capture_record_stream_reuse\n"
+    "                   2.6: max_non_split_rounding_mb,\n"
+    "                     pinned_use_background_threads\n"
+    "                   2.5: expandable segments shared by CUDA IPC\n"
+    "                   2.2: release_lock_on_cudamalloc, pinned_use_cuda_host_register,\n"
+    "                     pinned_num_register_threads\n"
+    "                   2.1: expandable_segments\n"
+    "                   An option a version lacks is refused\n"
     "  --format FMT     text (the default), json (schema in docs/json.md), html\n"
     "  --json           the same as --format json\n"
     "  --native         call sites as native frames only\n"
@@ -168,8 +186,9 @@ int gs_cmd_whatif(int argc, char **argv)
     int approx = 0;
     q.torch = GS_TC_TORCH_NEWEST;
     if (torch && (approx = gs_wi_parse_torch_version(torch, &q.torch)) < 0)
-        return usage_error("--torch is a PyTorch 2 version (2.12) or pr193400, not '%s'", torch);
-    q.torch_before_2_5 = torch && gs_wi_torch_minor(torch) >= 0 && gs_wi_torch_minor(torch) < 5;
+        return usage_error("--torch is a PyTorch 2 version (2.9, 2.12) or pr193400, not '%s'",
+                           torch);
+    q.torch_before_2_5 = gs_tc_torch_minor(q.torch) < 5;
     if (allocator && strcmp(allocator, "torch") && strcmp(allocator, "xla"))
         return usage_error("--allocator is torch or xla, not '%s'", allocator);
     if (q.ncards * (nconfs ? nconfs : 7) + (nconfs ? nconfs : 7) > GS_WI_CASES)

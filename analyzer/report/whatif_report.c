@@ -188,8 +188,8 @@ void gs_whatif_text(FILE *out, const struct gs_wi_report *rep)
     fprintf(out, "gpushim whatif %s\n", rep->path);
     fprintf(out, "model: %s\n", gs_wi_model_name(a));
     if (rep->torch_approx)
-        fprintf(out, "       (--torch %s: read with these rules; what differs in that version "
-                     "is not modelled)\n", rep->torch_asked);
+        fprintf(out, "       (--torch %s: that version's options and memory fraction; its "
+                     "allocator otherwise read as 2.12's)\n", rep->torch_asked);
     fprintf(out, "tensors: %s\n", gs_wi_source_text(a->source));
     size_t shown = 0;
     for (size_t i = 0; i <= GS_MAX_DEVICES; i++) {
@@ -246,8 +246,8 @@ void gs_whatif_json(FILE *out, const struct gs_wi_report *rep)
     gs_json_string(&j, "trace", rep->path);
     gs_json_string(&j, "allocator", a->q.allocator == GS_WI_XLA ? "xla" : "torch");
     gs_json_string(&j, "model", gs_wi_model_name(a));
-    gs_json_string(&j, "torch", a->q.allocator == GS_WI_XLA ? NULL
-                                : a->q.torch == GS_TC_TORCH_PR193400 ? "pr193400" : "2.12");
+    gs_json_string(&j, "torch",
+                   a->q.allocator == GS_WI_XLA ? NULL : gs_wi_torch_version(a->q.torch));
     gs_json_bool(&j, "torch_approximate", rep->torch_approx);
     gs_json_string(&j, "source", source_name(a->source));
     gs_json_uint(&j, "context_bytes", a->q.context);

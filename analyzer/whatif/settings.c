@@ -1,12 +1,13 @@
 /*
  * settings.c - owns the allocator settings a what-if replay compares: a
- * PYTORCH_CUDA_ALLOC_CONF value read as CUDAAllocatorConfig::parseArgs
- * reads it (c10/cuda/CUDAAllocatorConfig.cpp, torch 2.12: options
- * "key:value" separated by commas; the checks it makes on each value are
- * gs_tc_config_check's), the PyTorch versions the model knows, and the
- * settings compared when the user names none; and JAX's settings for the
- * model of XLA's BFC allocator, as jax/_src/xla_bridge.py reads them from
- * the environment.
+ * PYTORCH_CUDA_ALLOC_CONF value read as the PyTorch version asked for reads
+ * it (CUDAAllocatorConfig::parseArgs, c10/cuda/CUDAAllocatorConfig.cpp; from
+ * 2.10 with AcceleratorAllocatorConfig, c10/core/AllocatorConfig.cpp:
+ * options "key:value" separated by commas, a list in brackets; which options
+ * the version has, and the checks it makes on each value), the PyTorch
+ * versions the model knows, and the settings compared when the user names
+ * none; and JAX's settings for the model of XLA's BFC allocator, as
+ * jax/_src/xla_bridge.py reads them from the environment.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -60,18 +61,130 @@ static int is(const char *p, size_t n, const char *word)
     return strlen(word) == n && !memcmp(p, word, n);
 }
 
+/* The options of PYTORCH_CUDA_ALLOC_CONF and the release that added each,
+ * for --torch: the parser of an older release refuses an option it does
+ * not know ("Unrecognized CachingAllocator option", "Unrecognized key ...
+ * in CUDA allocator config"). Each from its pull request's merge against
+ * the release branches' cuts (release/2.9 was cut on 2025-09-08):
+ * expandable_segments pytorch/pytorch#96995 (2.1); release_lock_on_cudamalloc
+ * #108367 (merged after 2.1's cut, 2023-08); pinned_use_cuda_host_register
+ * and pinned_num_register_threads (2.2); max_non_split_rounding_mb #136174
+ * and pinned_use_background_threads #135524 (2024-09, after 2.5's cut);
+ * graph_capture_record_stream_reuse #158352 (2025-07/08, before 2.9's cut:
+ * #162186 of 2025-09-04 builds on it); pinned_reserve_segment_size_mb
+ * #164501 (2025-10) and per_process_memory_fraction #161035, written
+ * against the ConfigTokenizer of the refactor merged 2025-10-16
+ * (#165135, #165281): 2.10. The hip spellings are the same options. */
+static const struct {
+    const char *key;
+    int since; /* the 2.x minor */
+} since[] = {
+    {"max_split_size_mb", 0},
+    {"roundup_power2_divisions", 0},
+    {"garbage_collection_threshold", 0},
+    {"backend", 0},
+    {"expandable_segments", 1},
+    {"release_lock_on_cudamalloc", 2},
+    {"release_lock_on_hipmalloc", 2},
+    {"pinned_use_cuda_host_register", 2},
+    {"pinned_use_hip_host_register", 2},
+    {"pinned_num_register_threads", 2},
+    {"max_non_split_rounding_mb", 6},
+    {"pinned_use_background_threads", 6},
+    {"graph_capture_record_stream_reuse", 9},
+    {"pinned_reserve_segment_size_mb", 10},
+    {"per_process_memory_fraction", 10},
+};
+
+/* The minor that added option k (-1: not an option of PyTorch's). */
+static int option_since(const char *k, size_t kn)
+{
+    for (size_t i = 0; i < sizeof since / sizeof since[0]; i++)
+        if (is(k, kn, since[i].key))
+            return since[i].since;
+    return -1;
+}
+
+/* roundup_power2_divisions' list "[SIZE:N,...,>:N]", as
+ * parseRoundUpPower2Divisions reads it (CUDAAllocatorConfig before 2.10,
+ * AcceleratorAllocatorConfig from it, the same rules): SIZE in MiB, a power
+ * of two, names the interval of index log2(SIZE) clamped to [0, 15] (the
+ * intervals are [1 MiB << i, 2 MiB << i), the last one all above), which
+ * gets N (0, or a power of two); the first SIZE also fills every interval
+ * below it; ">" fills from the last SIZE's interval (that one included) to
+ * the end. The array starts at 0 (parseArgs' reset). 0, or -1 with why. */
+static int pow2_list(struct gs_tc_config *c, const char *v, size_t vn, char *err, size_t errsz)
+{
+    if (vn < 2 || v[vn - 1] != ']')
+        return fail(err, errsz, "roundup_power2_divisions: a list [SIZE:N,...] ends in ]%.*s",
+                    "", 0);
+    uint32_t d[GS_TC_POW2_INTERVALS] = {0};
+    size_t last = 0;
+    int first = 1;
+    const char *p = v + 1, *end = v + vn - 1;
+    if (p == end)
+        return fail(err, errsz, "roundup_power2_divisions: an empty list%.*s", "", 0);
+    while (p < end) {
+        size_t n = (size_t)(end - p), item = strcspn(p, ",");
+        item = item < n ? item : n;
+        size_t kn = strcspn(p, ":");
+        if (kn >= item)
+            return fail(err, errsz, "roundup_power2_divisions: %.*s is not SIZE:N", p, item);
+        unsigned long long size, div;
+        if (number(p + kn + 1, item - kn - 1, &div) != 0 || (div && (div & (div - 1))) ||
+            div > (1u << 20))
+            return fail(err, errsz, "roundup_power2_divisions: %.*s: N is 0 or a power of 2",
+                        p, item);
+        if (kn == 1 && p[0] == '>') {
+            for (size_t i = last; i < GS_TC_POW2_INTERVALS; i++)
+                d[i] = (uint32_t)div;
+        } else {
+            if (number(p, kn, &size) != 0 || !size || (size & (size - 1)))
+                return fail(err, errsz, "roundup_power2_divisions: %.*s: SIZE (MiB) is a "
+                                        "power of 2, or >", p, item);
+            size_t index = (size_t)(63 - __builtin_clzll(size));
+            index = index < GS_TC_POW2_INTERVALS ? index : GS_TC_POW2_INTERVALS - 1;
+            if (first) {
+                for (size_t i = 0; i < index; i++)
+                    d[i] = (uint32_t)div;
+                first = 0;
+            }
+            d[index] = (uint32_t)div;
+            last = index;
+        }
+        p += item;
+        if (p < end)
+            p++; /* the comma */
+    }
+    memcpy(c->roundup_power2_divisions, d, sizeof d);
+    return 0;
+}
+
 /* One option "key:value" (CUDAAllocatorConfig::parseArgs and the parsers it
  * calls: parseMaxSplitSize, parseMaxNonSplitRoundingSize,
  * parseGarbageCollectionThreshold, parseRoundUpPower2Divisions,
- * parseExpandableSegments). */
+ * parseExpandableSegments, parsePerProcessMemoryFraction; from 2.10 the
+ * first four in AcceleratorAllocatorConfig) as the version reads it. */
 static int option(struct gs_wi_setting *s, const char *k, size_t kn, const char *v, size_t vn,
                   char *err, size_t errsz)
 {
     unsigned long long n;
     struct gs_tc_config *c = &s->tc;
+    int minor = gs_tc_torch_minor(c->torch), added = option_since(k, kn);
+    if (added > minor) {
+        snprintf(err, errsz, "%.*s: an option of PyTorch 2.%d and later; 2.%d (--torch) has none",
+                 (int)kn, k, added, minor);
+        return -1;
+    }
     if (is(k, kn, "max_split_size_mb") || is(k, kn, "max_non_split_rounding_mb")) {
+        unsigned least = gs_tc_torch_min_split_mb(c->torch);
         if (number(v, vn, &n) != 0 || n > (1ull << 40))
             return fail(err, errsz, "%.*s: a whole number of MiB expected", k, kn);
+        if (n < least) {
+            snprintf(err, errsz, "%.*s: %llu is under %u, which PyTorch 2.%d refuses (must be %s)",
+                     (int)kn, k, n, least, minor, least == 20 ? ">= 20" : "> 20");
+            return -1;
+        }
         if (k[4] == 's') {
             c->max_split_size = n * MiB;
             s->costs |= GS_WI_SLOWER_SPLIT;
@@ -81,15 +194,19 @@ static int option(struct gs_wi_setting *s, const char *k, size_t kn, const char 
     } else if (is(k, kn, "garbage_collection_threshold")) {
         if (fraction(v, vn, &c->gc_threshold) != 0)
             return fail(err, errsz, "%.*s: a fraction between 0 and 1 expected", k, kn);
-    } else if (is(k, kn, "memory_fraction")) {
+    } else if (is(k, kn, "memory_fraction") || is(k, kn, "per_process_memory_fraction")) {
+        /* gpushim's memory_fraction, torch.cuda.set_per_process_memory_fraction;
+         * from 2.10 the allocator's own per_process_memory_fraction, which
+         * DeviceCachingAllocator's constructor hands setMemoryFraction */
         if (fraction(v, vn, &c->memory_fraction) != 0)
             return fail(err, errsz, "%.*s: a fraction between 0 and 1 expected", k, kn);
     } else if (is(k, kn, "roundup_power2_divisions")) {
         if (vn && v[0] == '[')
-            return fail(err, errsz, "%.*s: the list form is not modelled; give one number of "
-                                    "divisions for every size", k, kn);
-        if (number(v, vn, &n) != 0 || n > (1u << 20))
-            return fail(err, errsz, "%.*s: a number of divisions expected", k, kn);
+            return pow2_list(c, v, vn, err, errsz);
+        /* the single number, for every interval: a power of two (0 refused) */
+        if (number(v, vn, &n) != 0 || !n || (n & (n - 1)) || n > (1u << 20))
+            return fail(err, errsz, "%.*s: a power of 2 (or a list [SIZE:N,...,>:N]) expected",
+                        k, kn);
         gs_tc_config_pow2_all(c, (uint32_t)n);
     } else if (is(k, kn, "expandable_segments")) {
         if (is(v, vn, "True"))
@@ -105,13 +222,15 @@ static int option(struct gs_wi_setting *s, const char *k, size_t kn, const char 
         if (!is(v, vn, "native"))
             return fail(err, errsz, "backend:%.*s is not the caching allocator: only "
                                     "backend:native is modelled", v, vn);
-    } else if (is(k, kn, "release_lock_on_cudamalloc") || (kn > 7 && !memcmp(k, "pinned_", 7))) {
-        /* the lock and pinned host memory: no change to device memory */
+    } else if (added >= 0 || (kn > 7 && !memcmp(k, "pinned_", 7))) {
+        /* the lock, pinned host memory, graph capture: no change to device memory
+         * outside a capture */
     } else {
         return fail(err, errsz, "unknown option %.*s (PyTorch's CUDA allocator options: "
                                 "expandable_segments, max_split_size_mb, "
                                 "roundup_power2_divisions, garbage_collection_threshold, "
-                                "max_non_split_rounding_mb; and memory_fraction)", k, kn);
+                                "max_non_split_rounding_mb, per_process_memory_fraction; and "
+                                "memory_fraction)", k, kn);
     }
     return 0;
 }
@@ -181,16 +300,17 @@ int gs_wi_parse_torch(const char *conf, enum gs_tc_torch torch, struct gs_wi_set
     if (each_option(p, ':', "an option is key:value", option, s, err, errsz) != 0)
         return -1;
     if (gs_tc_config_check(&s->tc) != 0) {
-        snprintf(err, errsz, "%s: a value PyTorch refuses (max_split_size_mb over 20, "
-                             "roundup_power2_divisions a power of two, "
-                             "garbage_collection_threshold between 0 and 1)", s->name);
+        snprintf(err, errsz, "%s: a value PyTorch refuses (garbage_collection_threshold "
+                             "between 0 and 1, exclusive)", s->name);
         return -1;
     }
     return 0;
 }
 
 /* Besides the run's own: the default; each option that answers
- * fragmentation alone; and the pair of pytorch/pytorch#123548. */
+ * fragmentation alone; and the pair of pytorch/pytorch#123548. Garbage
+ * collection acts only under a memory fraction: before 2.10 any (1 sets
+ * one), from 2.10 one below 1 (gs_tc_torch_fraction_optional), so 0.99. */
 static const char *const compared[] = {
     "default",
     "expandable_segments:True",
@@ -199,6 +319,7 @@ static const char *const compared[] = {
     "garbage_collection_threshold:0.8,memory_fraction:1.0",
     "expandable_segments:True,max_split_size_mb:512",
 };
+#define GC_FROM_2_10 "garbage_collection_threshold:0.8,per_process_memory_fraction:0.99"
 
 size_t gs_wi_default_settings(enum gs_tc_torch torch, const char *conf,
                               struct gs_wi_setting *out, size_t max)
@@ -209,7 +330,10 @@ size_t gs_wi_default_settings(enum gs_tc_torch torch, const char *conf,
         strcmp(out[n].name, "default") != 0)
         n++;
     for (size_t i = 0; i < sizeof compared / sizeof compared[0] && n < max; i++) {
-        if (gs_wi_parse_torch(compared[i], torch, &out[n], err, sizeof err) != 0)
+        const char *conf_i = compared[i];
+        if (gs_tc_torch_fraction_optional(torch) && strstr(conf_i, "memory_fraction:1.0"))
+            conf_i = GC_FROM_2_10;
+        if (gs_wi_parse_torch(conf_i, torch, &out[n], err, sizeof err) != 0)
             continue;
         int twin = 0; /* the run's own may be one of these */
         for (size_t k = 0; k < n; k++)
@@ -217,12 +341,6 @@ size_t gs_wi_default_settings(enum gs_tc_torch torch, const char *conf,
         n += !twin;
     }
     return n;
-}
-
-int gs_wi_torch_minor(const char *s)
-{
-    unsigned major, minor;
-    return s && sscanf(s, "%u.%u", &major, &minor) == 2 && major == 2 ? (int)minor : -1;
 }
 
 int gs_wi_parse_torch_version(const char *s, enum gs_tc_torch *out)
@@ -240,15 +358,30 @@ int gs_wi_parse_torch_version(const char *s, enum gs_tc_torch *out)
         return -1;
     if (major != 2)
         return -1;
-    *out = GS_TC_TORCH_2_12;
+    /* a release after the newest modelled: read as the newest */
+    *out = minor > 12 ? GS_TC_TORCH_2_12 : (enum gs_tc_torch)minor;
     return minor == 12 ? 0 : 1;
 }
 
 const char *gs_wi_torch_version_name(enum gs_tc_torch torch)
 {
-    return torch == GS_TC_TORCH_PR193400
-               ? "PyTorch 2.12's caching allocator with pytorch/pytorch#193400"
-               : "PyTorch 2.12's caching allocator (c10/cuda/CUDACachingAllocator.cpp, 13eab2b)";
+    static const char *const older[] = {
+        "2.0", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8", "2.9", "2.10", "2.11"};
+    static char buf[160];
+    if (torch == GS_TC_TORCH_PR193400)
+        return "PyTorch 2.12's caching allocator with pytorch/pytorch#193400";
+    if (torch == GS_TC_TORCH_2_12)
+        return "PyTorch 2.12's caching allocator (c10/cuda/CUDACachingAllocator.cpp, 13eab2b)";
+    snprintf(buf, sizeof buf, "PyTorch 2.12's caching allocator with %s's options and memory "
+                              "fraction", older[(int)torch < 12 ? (int)torch : 11]);
+    return buf;
+}
+
+const char *gs_wi_torch_version(enum gs_tc_torch torch)
+{
+    static const char *const names[] = {"2.0", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6",
+                                        "2.7", "2.8", "2.9", "2.10", "2.11", "2.12", "pr193400"};
+    return (int)torch >= 0 && (int)torch <= GS_TC_TORCH_PR193400 ? names[torch] : "2.12";
 }
 
 /* A JAX setting's value: "true"/"false" (and 1/0) as xla_bridge.py's

@@ -73,15 +73,16 @@ enum gs_wi_allocator gs_wi_allocator_of(const char *conf);
 size_t gs_wi_default_settings(enum gs_tc_torch torch, const char *conf,
                               struct gs_wi_setting *out, size_t max);
 
-/* The minor version of a PyTorch 2 version string ("2.4" -> 4), or -1. */
-int gs_wi_torch_minor(const char *s);
-/* "2.12", or "pr193400" (2.12 with pytorch/pytorch#193400). 0 for a
- * version the model follows as it is; 1 for another 2.x release, read as
- * the nearest the model knows (its differences are not modelled); -1 when
- * it names no PyTorch 2 version. */
+/* "2.N" or "2.N.P", or "pr193400" (2.12 with pytorch/pytorch#193400). 0
+ * for a version the model follows as it is (2.12, pr193400); 1 for another
+ * 2.x release: its options and memory fraction's rules apply, its
+ * allocator is read as 2.12's (a release after 2.12 is read as 2.12); -1
+ * when it names no PyTorch 2 version. */
 int gs_wi_parse_torch_version(const char *s, enum gs_tc_torch *out);
 /* What the model follows for that version, in a few words. */
 const char *gs_wi_torch_version_name(enum gs_tc_torch torch);
+/* The version as --torch names it: "2.9", "2.12", "pr193400". */
+const char *gs_wi_torch_version(enum gs_tc_torch torch);
 /* What the XLA model follows, in a few words. */
 const char *gs_wi_xla_name(void);
 

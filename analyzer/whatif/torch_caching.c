@@ -164,9 +164,10 @@ void gs_tc_config_pow2_all(struct gs_tc_config *c, uint32_t divisions)
 
 int gs_tc_config_check(const struct gs_tc_config *c)
 {
-    /* CUDAAllocatorConfig::parseMaxSplitSize: max_split_size_mb must be > 20
-     * (kLargeBuffer in MiB). */
-    if (c->max_split_size && c->max_split_size <= K_LARGE_BUFFER)
+    if (c->torch > GS_TC_TORCH_PR193400)
+        return -1;
+    /* parseMaxSplitSize: at least 21 MiB before 2.10, 20 from it. */
+    if (c->max_split_size && c->max_split_size < (uint64_t)gs_tc_torch_min_split_mb(c->torch) << 20)
         return -1;
     /* parseRoundUpPower2Divisions: each a power of two (0 or 1 off). */
     for (int i = 0; i < GS_TC_POW2_INTERVALS; i++) {
@@ -183,8 +184,6 @@ int gs_tc_config_check(const struct gs_tc_config *c)
                                                                  * address arithmetic stays exact */
         return -1;
     if (c->total && c->total < c->capacity)
-        return -1;
-    if (c->torch != GS_TC_TORCH_2_12 && c->torch != GS_TC_TORCH_PR193400)
         return -1;
     return 0;
 }
@@ -1148,7 +1147,8 @@ static void configure(struct gs_tc *t, const struct gs_tc_config *c)
 {
     t->c = *c;
     t->max_split = c->max_split_size ? c->max_split_size : UINT64_MAX;
-    t->set_fraction = c->memory_fraction > 0.0 && c->capacity > 0;
+    t->set_fraction = c->memory_fraction > 0.0 && c->capacity > 0 &&
+                      !(gs_tc_torch_fraction_optional(c->torch) && c->memory_fraction >= 1.0);
     t->allowed =
         t->set_fraction ? (uint64_t)(c->memory_fraction * (double)card_total(c)) : 0;
     t->gc_on = t->set_fraction && c->gc_threshold > 0.0;

@@ -14,19 +14,56 @@
 
 #include <stdint.h>
 
-/* PyTorch versions whose allocator behaves differently, oldest first. */
+/* PyTorch versions, oldest first: each 2.x release by its minor number
+ * (GS_TC_TORCH_2_0 + minor), then the changes the model knows past the
+ * newest. The allocator is modelled as the newest source has it (torch 2.12,
+ * 13eab2b3ef4e); what an older release differs in and the model follows is
+ * its options (settings.c: which it accepts, and their limits) and the
+ * memory fraction's rules (gs_tc_torch_fraction_optional). */
 enum gs_tc_torch {
+    GS_TC_TORCH_2_0 = 0,
+    GS_TC_TORCH_2_1 = 1,  /* expandable_segments */
+    GS_TC_TORCH_2_2 = 2,  /* release_lock_on_cudamalloc, pinned host registration */
+    GS_TC_TORCH_2_5 = 5,  /* expandable segments shared through exported handles */
+    GS_TC_TORCH_2_6 = 6,  /* max_non_split_rounding_mb, pinned_use_background_threads */
+    GS_TC_TORCH_2_9 = 9,  /* graph_capture_record_stream_reuse; the last of the older
+                           * CUDAAllocatorConfig::parseArgs (max_split_size_mb > 20) */
+    GS_TC_TORCH_2_10 = 10, /* AcceleratorAllocatorConfig (max_split_size_mb >= 20),
+                            * per_process_memory_fraction, a fraction of 1 no limit */
     /* The source as of torch 2.12 (13eab2b3ef4e): get_free_block applies
      * the max_split_size oversize rules to blocks of expandable segments
      * too (pytorch/pytorch#123548: reserved grows without bound when
      * max_split_size_mb and expandable_segments:True are set together). */
-    GS_TC_TORCH_2_12 = 0,
+    GS_TC_TORCH_2_12 = 12,
     /* With pytorch/pytorch#193400 ("Let expandable segments reuse free
      * blocks larger than max_split_size"): the oversize rules skip blocks
-     * of expandable segments. Open when this was written. */
-    GS_TC_TORCH_PR193400 = 1,
+     * of expandable segments. Open when this was written; 2.12 otherwise. */
+    GS_TC_TORCH_PR193400 = 13,
 };
 #define GS_TC_TORCH_NEWEST GS_TC_TORCH_2_12 /* the newest released behaviour */
+/* The 2.x minor number whose options and limits a version has. */
+static inline int gs_tc_torch_minor(enum gs_tc_torch t)
+{
+    return t == GS_TC_TORCH_PR193400 ? 12 : (int)t;
+}
+/* From 2.10 DeviceCachingAllocator keeps allowed_memory_maximum as an
+ * std::optional set only by a fraction below 1 (setMemoryFraction: "if
+ * (fraction < 1.0)"), and malloc collects garbage only with it
+ * (allowed_memory_maximum.has_value()); before, setMemoryFraction set
+ * set_fraction for any fraction, 1 included. */
+static inline int gs_tc_torch_fraction_optional(enum gs_tc_torch t)
+{
+    return gs_tc_torch_minor(t) >= 10;
+}
+/* max_split_size_mb's least value in MiB: 21 before 2.10
+ * (CUDAAllocatorConfig::parseMaxSplitSize: val1 > kLargeBuffer / mb), 20
+ * from it (AcceleratorAllocatorConfig::parseMaxSplitSize: val_env >=
+ * min_allowed_split_size_mb, kLargeBuffer / kMB). max_non_split_rounding_mb
+ * alike. */
+static inline unsigned gs_tc_torch_min_split_mb(enum gs_tc_torch t)
+{
+    return gs_tc_torch_minor(t) >= 10 ? 20 : 21;
+}
 
 /* roundup_power2_divisions has one value per power-of-two interval from
  * 1 MiB up (CUDAAllocatorConfig: kRoundUpPowerOfTwoIntervals, the last
@@ -57,8 +94,9 @@ struct gs_tc_config {
 void gs_tc_config_default(struct gs_tc_config *c);
 /* roundup_power2_divisions:N for every interval. */
 void gs_tc_config_pow2_all(struct gs_tc_config *c, uint32_t divisions);
-/* 0, or -1 when a value is one PyTorch refuses (max_split_size_mb <= 20,
- * divisions not a power of two, a threshold outside (0, 1)), or a
+/* 0, or -1 when a value is one PyTorch refuses (max_split_size_mb under
+ * the version's least, divisions not a power of two, a threshold outside
+ * (0, 1)), or a
  * capacity or total over 1 EiB, or a total below the capacity. */
 int gs_tc_config_check(const struct gs_tc_config *c);
 

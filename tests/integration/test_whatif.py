@@ -237,8 +237,12 @@ def test_whatif_html_and_text_agree_with_json():
 def test_whatif_usage_errors():
     trace, _ = loop_trace()
     for args, says in ((["--setting", "expandable_segments:Yes"], "True or False"),
-                       (["--setting", "max_split_size_mb:10"], "PyTorch refuses"),
-                       (["--setting", "roundup_power2_divisions:[256:1]"], "list form"),
+                       (["--setting", "max_split_size_mb:10"], "which PyTorch 2.12 refuses"),
+                       (["--setting", "roundup_power2_divisions:[256:3]"], "power of 2"),
+                       (["--torch", "2.9", "--setting", "per_process_memory_fraction:0.5"],
+                        "an option of PyTorch 2.10 and later; 2.9 (--torch) has none"),
+                       (["--torch", "2.9", "--setting", "max_split_size_mb:20"],
+                        "under 21, which PyTorch 2.9 refuses (must be > 20)"),
                        (["--setting", "bogus:1"], "unknown option bogus"),
                        (["--torch", "3.0"], "--torch"),
                        (["--format", "xml"], "--format"),
@@ -250,6 +254,41 @@ def test_whatif_usage_errors():
     check("gpushim whatif:" in p.stderr, p.stderr)
     p = subprocess.run([E.gpushim, "help", "whatif"], capture_output=True, text=True)
     check(p.returncode == 0 and "--setting" in p.stdout, "help whatif")
+
+
+def test_whatif_options_as_the_torch_version_reads_them():
+    """--torch picks the version whose options and memory fraction apply
+    (CUDAAllocatorConfig::parseArgs before 2.10, AcceleratorAllocatorConfig
+    and CUDAAllocatorConfig's per_process_memory_fraction from it):
+    max_split_size_mb:20 and per_process_memory_fraction are 2.10's; the
+    list form of roundup_power2_divisions any 2.x's; --help says where the
+    versions differ. The compared garbage collection runs under a fraction
+    of 1 before 2.10 and 0.99 from it (a fraction of 1 sets no maximum)."""
+    trace, _ = loop_trace()
+    d = whatif_json(trace, "--torch", "2.10", "--setting", "max_split_size_mb:20",
+                    "--setting", "per_process_memory_fraction:0.5",
+                    "--setting", "roundup_power2_divisions:[64:1,>:4]")
+    eq((d["torch"], d["torch_approximate"]), ("2.10", True), "2.10's options, 2.12's allocator")
+    eq([s["name"] for s in d["settings"]],
+       ["max_split_size_mb:20", "per_process_memory_fraction:0.5", "roundup_power2_divisions:[64:1,>:4]"],
+       "each taken")
+    o = outcomes(d["devices"][0]["cards"][-1])
+    # 91 MiB (interval 6, [64, 128) MiB: ">" from there) in 4 divisions of 64:
+    # 96; 45.5 MiB (interval 5) in 1: 45.5 MiB as is, rounded to 2 MiB
+    # segments: 96 + 46 and the keep segments as default's: 362 MiB
+    eq(o["roundup_power2_divisions:[64:1,>:4]"]["peak_reserved_bytes"], 362 * MiB,
+       "A rounded to 96 MiB")
+    d = whatif_json(trace, "--torch", "2.9")
+    names = [s["name"] for s in d["settings"]]
+    check("garbage_collection_threshold:0.8,memory_fraction:1.0" in names, names)
+    d = whatif_json(trace)
+    names = [s["name"] for s in d["settings"]]
+    check("garbage_collection_threshold:0.8,per_process_memory_fraction:0.99" in names, names)
+    help_text = subprocess.run([E.gpushim, "whatif", "--help"], capture_output=True,
+                               text=True).stdout
+    for says in ("2.10 and later: max_split_size_mb", "2.9: graph_capture_record_stream_reuse",
+                 "2.1: expandable_segments", "An option a version lacks is refused"):
+        check(says in help_text, f"--help: {says}")
 
 
 def torch_blocks_run(*phases, env):

@@ -161,8 +161,18 @@ Test(torch_caching, max_split_size_blocks_are_not_split)
     ASSERT_U64(gs_tc_stats(t)->allocated, 50 * MiB, "split");
     ASSERT_U64(gs_tc_stats(t)->reserved, 100 * MiB, "no new segment");
     gs_tc_free(t);
+    /* parseMaxSplitSize: from 2.10 AcceleratorAllocatorConfig's val_env >=
+     * min_allowed_split_size_mb (kLargeBuffer / kMB, 20); before it
+     * CUDAAllocatorConfig's val1 > kLargeBuffer / mb */
     c.max_split_size = 20 * MiB;
-    cr_assert_lt(gs_tc_config_check(&c), 0, "max_split_size_mb must be > 20");
+    cr_assert_eq(gs_tc_config_check(&c), 0, "2.12: max_split_size_mb may be 20");
+    c.max_split_size = 19 * MiB;
+    cr_assert_lt(gs_tc_config_check(&c), 0, "2.12: not 19");
+    c.torch = GS_TC_TORCH_2_9;
+    c.max_split_size = 20 * MiB;
+    cr_assert_lt(gs_tc_config_check(&c), 0, "2.9: must be > 20");
+    c.max_split_size = 21 * MiB;
+    cr_assert_eq(gs_tc_config_check(&c), 0, "2.9: 21");
 }
 
 /* get_free_block: pool.blocks ordered by (stream, size, address), a block of
@@ -380,13 +390,18 @@ Test(torch_caching, issue_123548_flat_with_either_setting_alone_or_the_fix)
 }
 
 /* garbage_collect_cached_blocks acts only with a memory fraction set
- * (set_fraction), as the source does: old unsplit cached large blocks are
- * freed once reserved passes threshold * allowed, without an OOM retry. */
+ * (set_fraction before 2.10, allowed_memory_maximum.has_value() from it),
+ * as the source does: old unsplit cached large blocks are freed once
+ * reserved passes threshold * allowed, without an OOM retry. Before 2.10 a
+ * fraction of 1 sets one (setMemoryFraction: set_fraction = true); from
+ * 2.10 it sets none ("if (fraction < 1.0)"): 2.12 collects nothing under
+ * 1.0, and 0.9 x 1000 MiB x 0.5 = 450 MiB is its threshold. */
 Test(torch_caching, garbage_collection_threshold_needs_a_memory_fraction)
 {
     struct gs_tc_config c = cfg();
     c.capacity = 1000 * MiB;
     c.gc_threshold = 0.5;
+    c.torch = GS_TC_TORCH_2_9;
     struct gs_tc *t = model(&c);
     ok_alloc(t, 1, 400 * MiB, 0);
     ok_free(t, 1);
@@ -406,6 +421,28 @@ Test(torch_caching, garbage_collection_threshold_needs_a_memory_fraction)
     ASSERT_U64(gs_tc_stats(t)->gc_frees, 1, "the oldest cached block freed");
     ASSERT_U64(gs_tc_stats(t)->reserved, 500 * MiB, "400 MiB freed, 200 taken");
     ASSERT_U64(gs_tc_stats(t)->oom_retries, 0, "without a retry");
+    gs_tc_free(t);
+
+    c.torch = GS_TC_TORCH_2_12; /* 1.0 is no limit: no collection */
+    t = model(&c);
+    ok_alloc(t, 1, 400 * MiB, 0);
+    ok_free(t, 1);
+    ok_alloc(t, 2, 300 * MiB, 1);
+    ok_free(t, 2);
+    ok_alloc(t, 3, 200 * MiB, 2);
+    ASSERT_U64(gs_tc_stats(t)->gc_frees, 0, "2.12: a fraction of 1 sets no maximum");
+    ASSERT_U64(gs_tc_stats(t)->reserved, 900 * MiB, "all three segments");
+    gs_tc_free(t);
+
+    c.memory_fraction = 0.9; /* 900 MiB allowed, threshold 450 */
+    t = model(&c);
+    ok_alloc(t, 1, 400 * MiB, 0);
+    ok_free(t, 1);
+    ok_alloc(t, 2, 300 * MiB, 1);
+    ok_free(t, 2);
+    ok_alloc(t, 3, 200 * MiB, 2); /* reserved 700 > 450: reclaim 250 */
+    ASSERT_U64(gs_tc_stats(t)->gc_frees, 1, "2.12 under 0.9: the oldest freed");
+    ASSERT_U64(gs_tc_stats(t)->reserved, 500 * MiB, "400 MiB freed, 200 taken");
     gs_tc_free(t);
 }
 

@@ -8,6 +8,7 @@
  * CUDAAllocatorConfig::parseArgs reads it.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "analyzer/whatif/settings.h"
@@ -155,12 +156,126 @@ Test(whatif_settings, conf_read_as_pytorch_reads_it)
     cr_assert_eq(gs_wi_parse_torch("backend:cudaMallocAsync", GS_TC_TORCH_2_12, &s, err,
                                    sizeof err), -1);
     cr_assert(strstr(err, "only backend:native"), "%s", err);
-    cr_assert_eq(gs_wi_parse_torch("max_split_size_mb:20", GS_TC_TORCH_2_12, &s, err, sizeof err),
-                 -1, "CUDAAllocatorConfig refuses 20 MiB or less");
+    cr_assert_eq(gs_wi_parse_torch("max_split_size_mb:19", GS_TC_TORCH_2_12, &s, err, sizeof err),
+                 -1, "AcceleratorAllocatorConfig refuses under 20 MiB");
     cr_assert_eq(gs_wi_parse_torch("roundup_power2_divisions:3", GS_TC_TORCH_2_12, &s, err,
                                    sizeof err), -1, "not a power of two");
     cr_assert_eq(gs_wi_parse_torch("expandable_segments", GS_TC_TORCH_2_12, &s, err, sizeof err),
                  -1, "key without value");
+}
+
+/* max_split_size_mb's least value by version: from 2.10
+ * AcceleratorAllocatorConfig::parseMaxSplitSize (c10/core/AllocatorConfig.cpp)
+ * checks val_env >= min_allowed_split_size_mb (kLargeBuffer / kMB = 20);
+ * before, CUDAAllocatorConfig::parseMaxSplitSize (c10/cuda/
+ * CUDAAllocatorConfig.cpp) checked val1 > kLargeBuffer / mb. Likewise
+ * max_non_split_rounding_mb (parseMaxNonSplitRoundingSize). */
+Test(whatif_settings, max_split_size_mb_least_value_by_version)
+{
+    struct gs_wi_setting s;
+    char err[256];
+    cr_assert_eq(gs_wi_parse_torch("max_split_size_mb:20", GS_TC_TORCH_2_12, &s, err, sizeof err),
+                 0, "2.12 takes 20: %s", err);
+    cr_assert_eq(s.tc.max_split_size, 20 * MiB);
+    cr_assert_eq(gs_wi_parse_torch("max_split_size_mb:20", GS_TC_TORCH_2_10, &s, err, sizeof err),
+                 0, "2.10 takes 20: %s", err);
+    cr_assert_eq(gs_wi_parse_torch("max_split_size_mb:20", GS_TC_TORCH_2_9, &s, err, sizeof err),
+                 -1, "2.9 refuses 20");
+    cr_assert(strstr(err, "> 20"), "%s", err);
+    cr_assert_eq(gs_wi_parse_torch("max_split_size_mb:21", GS_TC_TORCH_2_9, &s, err, sizeof err),
+                 0, "2.9 takes 21: %s", err);
+    cr_assert_eq(gs_wi_parse_torch("max_non_split_rounding_mb:20", GS_TC_TORCH_2_9, &s, err,
+                                   sizeof err), -1, "2.9 refuses 20 here too");
+    cr_assert_eq(gs_wi_parse_torch("max_non_split_rounding_mb:20", GS_TC_TORCH_2_12, &s, err,
+                                   sizeof err), 0, "%s", err);
+}
+
+/* parseRoundUpPower2Divisions' list: each SIZE (MiB, a power of 2) names
+ * the interval log2(SIZE) ([SIZE, 2 SIZE) MiB, clamped to the 16 intervals
+ * from 1 MiB), the first SIZE fills the intervals below it too, and ">"
+ * fills from the last SIZE's interval, that one included (std::fill from
+ * last_index): [256:1,512:2,>:8] gives 1 below 512 MiB and 8 from 512 MiB
+ * up (2 was overwritten). Divisions are 0 or powers of 2; so is SIZE. The
+ * single number must be a power of 2 (llvm::isPowerOf2_64: not 0). */
+Test(whatif_settings, roundup_power2_divisions_list_as_pytorch_parses_it)
+{
+    struct gs_wi_setting s;
+    char err[256];
+    cr_assert_eq(gs_wi_parse_torch("roundup_power2_divisions:[256:1,512:2,>:8]", GS_TC_TORCH_2_12,
+                                   &s, err, sizeof err), 0, "%s", err);
+    for (int i = 0; i < GS_TC_POW2_INTERVALS; i++)
+        cr_assert_eq(s.tc.roundup_power2_divisions[i], i < 9 ? 1u : 8u, "interval %d", i);
+    cr_assert_eq(gs_wi_parse_torch("roundup_power2_divisions:[64:4,1024:0], expandable_segments:True",
+                                   GS_TC_TORCH_2_12, &s, err, sizeof err), 0, "%s", err);
+    for (int i = 0; i < GS_TC_POW2_INTERVALS; i++)
+        cr_assert_eq(s.tc.roundup_power2_divisions[i], i <= 6 ? 4u : 0u, "interval %d", i);
+    cr_assert_eq(s.tc.expandable_segments, 1, "the option after the list");
+    /* a 100 MiB request is in interval 6 ([64, 128) MiB): 4 divisions of
+     * 64 MiB, rounded up to 112; 1200 MiB (interval 10) is not rounded */
+    cr_assert_eq(gs_tc_round_size(&s.tc, 100 * MiB), 112 * MiB);
+    cr_assert_eq(gs_tc_round_size(&s.tc, 1200 * MiB + 1), 1200 * MiB + 512);
+    cr_assert_eq(gs_wi_parse_torch("roundup_power2_divisions:[>:2]", GS_TC_TORCH_2_12, &s, err,
+                                   sizeof err), 0, "%s", err);
+    cr_assert_eq(s.tc.roundup_power2_divisions[0], 2u, "> alone fills all");
+    cr_assert_eq(s.tc.roundup_power2_divisions[15], 2u);
+    cr_assert_eq(gs_wi_parse_torch("roundup_power2_divisions:[1000000:2]", GS_TC_TORCH_2_12, &s,
+                                   err, sizeof err), -1, "SIZE not a power of 2");
+    cr_assert_eq(gs_wi_parse_torch("roundup_power2_divisions:[1048576:2]", GS_TC_TORCH_2_12, &s,
+                                   err, sizeof err), 0, "%s", err);
+    cr_assert_eq(s.tc.roundup_power2_divisions[15], 2u, "2^20 MiB: the last interval");
+    cr_assert_eq(gs_wi_parse_torch("roundup_power2_divisions:[256:3]", GS_TC_TORCH_2_12, &s, err,
+                                   sizeof err), -1, "N not 0 or a power of 2");
+    cr_assert_eq(gs_wi_parse_torch("roundup_power2_divisions:0", GS_TC_TORCH_2_12, &s, err,
+                                   sizeof err), -1, "the single number: a power of 2, not 0");
+    cr_assert_eq(gs_wi_parse_torch("roundup_power2_divisions:[256:1", GS_TC_TORCH_2_12, &s, err,
+                                   sizeof err), -1, "unclosed");
+}
+
+/* An option a version lacks is refused, naming the version that added it
+ * (the older parsers: "Unrecognized CachingAllocator option"). */
+Test(whatif_settings, options_a_version_lacks_are_refused_naming_the_version)
+{
+    static const struct {
+        const char *conf;
+        enum gs_tc_torch first;
+    } cases[] = {
+        {"per_process_memory_fraction:0.5", GS_TC_TORCH_2_10},
+        {"pinned_reserve_segment_size_mb:64", GS_TC_TORCH_2_10},
+        {"graph_capture_record_stream_reuse:True", GS_TC_TORCH_2_9},
+        {"max_non_split_rounding_mb:64", GS_TC_TORCH_2_6},
+        {"pinned_use_background_threads:True", GS_TC_TORCH_2_6},
+        {"release_lock_on_cudamalloc:True", GS_TC_TORCH_2_2},
+        {"expandable_segments:True", GS_TC_TORCH_2_1},
+    };
+    struct gs_wi_setting s;
+    char err[256], want[64];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        enum gs_tc_torch before = (enum gs_tc_torch)(cases[i].first - 1);
+        cr_assert_eq(gs_wi_parse_torch(cases[i].conf, cases[i].first, &s, err, sizeof err), 0,
+                     "%s: %s", cases[i].conf, err);
+        cr_assert_eq(gs_wi_parse_torch(cases[i].conf, before, &s, err, sizeof err), -1,
+                     "%s refused before", cases[i].conf);
+        snprintf(want, sizeof want, "PyTorch 2.%d and later", (int)cases[i].first);
+        cr_assert(strstr(err, want), "%s: %s", cases[i].conf, err);
+    }
+    cr_assert_eq(gs_wi_parse_torch("per_process_memory_fraction:0.5", GS_TC_TORCH_2_12, &s, err,
+                                   sizeof err), 0, "%s", err);
+    cr_assert(s.tc.memory_fraction > 0.49 && s.tc.memory_fraction < 0.51,
+              "per_process_memory_fraction is the memory fraction");
+    cr_assert_eq(gs_wi_parse_torch("per_process_memory_fraction:1.5", GS_TC_TORCH_2_12, &s, err,
+                                   sizeof err), -1, "in [0, 1]");
+    /* from 2.10 the compared garbage collection runs under 0.99, not 1.0,
+     * which sets no maximum there */
+    struct gs_wi_setting all[GS_WI_SETTINGS];
+    size_t n = gs_wi_default_settings(GS_TC_TORCH_2_12, NULL, all, GS_WI_SETTINGS);
+    int gc12 = 0, gc9 = 0;
+    for (size_t i = 0; i < n; i++)
+        gc12 |= !strcmp(all[i].name,
+                        "garbage_collection_threshold:0.8,per_process_memory_fraction:0.99");
+    n = gs_wi_default_settings(GS_TC_TORCH_2_9, NULL, all, GS_WI_SETTINGS);
+    for (size_t i = 0; i < n; i++)
+        gc9 |= !strcmp(all[i].name, "garbage_collection_threshold:0.8,memory_fraction:1.0");
+    cr_assert(gc12 && gc9, "the compared collection as each version sets it");
 }
 
 Test(whatif_settings, the_runs_own_setting_comes_first_and_once)
@@ -175,7 +290,10 @@ Test(whatif_settings, the_runs_own_setting_comes_first_and_once)
     cr_assert_str_eq(s[0].name, "expandable_segments:True");
     enum gs_tc_torch t;
     cr_assert_eq(gs_wi_parse_torch_version("2.12", &t), 0);
-    cr_assert_eq(gs_wi_parse_torch_version("2.5", &t), 1, "read with the 2.12 rules");
+    cr_assert_eq(gs_wi_parse_torch_version("2.5", &t), 1, "2.5's options, 2.12's allocator");
+    cr_assert_eq(t, GS_TC_TORCH_2_5);
+    cr_assert_eq(gs_wi_parse_torch_version("2.13", &t), 1, "after the newest: read as 2.12");
+    cr_assert_eq(t, GS_TC_TORCH_2_12);
     cr_assert_eq(gs_wi_parse_torch_version("2.12.1", &t), 0);
     cr_assert_eq(gs_wi_parse_torch_version("pr193400", &t), 0);
     cr_assert_eq(t, GS_TC_TORCH_PR193400);
@@ -186,14 +304,15 @@ Test(whatif_settings, the_runs_own_setting_comes_first_and_once)
  * with no limit, garbage_collection_threshold and the memory fraction act
  * not (set_fraction needs a card), so their outcome is default's; on a card
  * they keep their own, forked from default's with no limit when reserved
- * could pass its threshold (0.5 x 64 MiB). Default on the card
- * follows default with no limit to the end: 50 MiB never nears 64. */
+ * could pass its threshold (0.5 x 0.99 x 64 MiB; from 2.10 a fraction of 1
+ * sets no maximum, and so no collection). Default on the card follows
+ * default with no limit to the end: 50 MiB never nears 64. */
 Test(whatif, twins_share_a_model_and_its_outcome)
 {
     struct gs_wi_setting s[2];
     char err[256];
     cr_assert_eq(gs_wi_parse_torch("default", GS_TC_TORCH_2_12, &s[0], err, sizeof err), 0);
-    cr_assert_eq(gs_wi_parse_torch("garbage_collection_threshold:0.5,memory_fraction:1.0",
+    cr_assert_eq(gs_wi_parse_torch("garbage_collection_threshold:0.5,memory_fraction:0.99",
                                    GS_TC_TORCH_2_12, &s[1], err, sizeof err), 0, "%s", err);
     struct gs_wi_case c[4] = {{0, 0, 0}, {1, 0, 0}, {0, 64 * MiB, 0}, {1, 64 * MiB, 0}};
     struct gs_whatif *w = gs_whatif_new(s, 2, c, 4);
