@@ -133,11 +133,11 @@ static void device_text(FILE *out, const struct gs_wi_report *rep, const struct 
     if (d->outside_peak)
         fprintf(out, "; outside the allocator at most %s", bytes(d->outside_peak, b2, sizeof b2));
     fputc('\n', out);
-    int width = 7; /* the settings' column: the longest name, up to 60 */
+    int width = 7; /* the settings' column: the longest name, up to 68 */
     for (size_t s = 0; s < a->q.nsettings; s++)
         if ((int)strlen(a->q.settings[s].name) > width)
             width = (int)strlen(a->q.settings[s].name);
-    width = width > 60 ? 60 : width;
+    width = width > 68 ? 68 : width;
     if (a->run_card_unknown)
         fputs("  the run's card: unknown (no failed allocation said how much memory was free); "
               "give --card\n", out);
