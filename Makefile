@@ -3,8 +3,8 @@
 #   make               build/libgpushim.so and build/gpushim
 #   make test          every test with gcc, under AddressSanitizer and UBSan, and with clang;
 #                      the multi-threaded ones under valgrind's memcheck
-#   make check         every test, once (BUILD=dir SAN=1 for a sanitizer build); built
-#                      with a job per CPU (JOBS=n to choose), then run one at a time
+#   make check         every test, once (BUILD=dir SAN=1 for a sanitizer build); built,
+#                      then run, with a job per CPU (JOBS=n to choose)
 #   make layering      the layers' rules (tests/layering/check_layers.py), part of check
 #   make check-tsan    the multi-threaded tests under ThreadSanitizer (build/tsan)
 #   make check-valgrind  the multi-threaded tests under valgrind's memcheck
@@ -236,7 +236,7 @@ unit: $(BUILD)/unit_tests
 # Every stack of the fast unwinder compared with libunwind's (GPUSHIM_UNWIND=check),
 # but in the sanitized build, whose runs record with the fast unwinder as users do.
 integration: all progs
-	python3 tests/integration/run_tests.py --build $(BUILD) \
+	python3 tests/integration/run_tests.py --build $(BUILD) --jobs $(JOBS) \
 		$(if $(filter 1,$(SAN)),--sanitized,--unwind-check)
 
 # Includes, calls and cycles between files, what libgpushim.so holds: every
@@ -245,8 +245,8 @@ layering: all sim
 	python3 tests/layering/check_layers.py --build $(BUILD)
 
 # make check builds everything its tests run with JOBS jobs, then runs the
-# tests one at a time: the integration tests' programs have the machine to
-# themselves.
+# unit tests (Criterion: a test a CPU) and the integration tests (JOBS
+# modules at once, each module's tests one at a time).
 check-build: all progs sim $(BUILD)/unit_tests $(BUILD)/abi_check.ok
 check:
 	$(MAKE) -j$(JOBS) check-build

@@ -4,15 +4,20 @@ analyzer's exact figures compared with the schedule each program follows
 (the schedules are described at the top of each tests/progs/*.c).
 
 Usage: run_tests.py --build DIR [--sanitized | --tsan | --valgrind TOOL] [--unwind-check]
-                    [-k NAME]...
+                    [-j N] [-k NAME]...
 
 Runs every test_* function of every test_*.py module beside this file; a
-test returns a string to say it was skipped and why. The last line is
-"integration: N passed, M failed, K skipped". Standard library only.
+test returns a string to say it was skipped and why. With -j N, N modules
+run at once, each in a process of its own, its tests in their order. The
+last line is "integration: N passed, M failed, K skipped". Standard library
+only.
 """
 import argparse
+import contextlib
 import glob
 import importlib
+import io
+import multiprocessing
 import os
 import shutil
 import sys
@@ -48,12 +53,49 @@ os.environ["GPUSHIM_SYMBOL_CACHE"] = "off"
 
 
 def collect():
-    tests = []
+    """Each module's tests, in order: [(module name, [test])]."""
+    modules = []
     for path in sorted(glob.glob(os.path.join(HERE, "test_*.py"))):
         mod = importlib.import_module(os.path.basename(path)[:-3])
-        tests += [getattr(mod, k) for k in sorted(vars(mod)) if k.startswith("test_")
-                  and callable(getattr(mod, k))]
-    return tests
+        modules.append((mod.__name__, [getattr(mod, k) for k in sorted(vars(mod))
+                                       if k.startswith("test_") and callable(getattr(mod, k))]))
+    return modules
+
+
+def run_one(t):
+    """Runs test t: (outcome, the lines it reports). The folders it made are
+    removed when it passed or was skipped."""
+    first = len(made)
+    start = time.monotonic()
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            note = t()
+        took = f"({time.monotonic() - start:.1f} s)"
+        outcome, line = ("skip", f"SKIP {t.__name__}: {note} {took}") if note else \
+            ("pass", f"ok   {t.__name__} {took}")
+        for d in made[first:]:
+            shutil.rmtree(d, ignore_errors=True)
+        del made[first:]
+    except Exception:
+        outcome = "fail"
+        line = f"FAIL {t.__name__}\n" + traceback.format_exc().rstrip("\n")
+    printed = out.getvalue().rstrip("\n")
+    return outcome, (printed + "\n" if printed else "") + line
+
+
+# Set in the parent before the workers fork: the tests they take by module.
+_work = {}
+
+
+def run_module(name):
+    """A worker's share: one module's tests, in their order (a module's
+    tests may share what its first one builds). Returns (name, results, the
+    unwind tally of its processes)."""
+    for k in harness.E.unwind_tally:
+        harness.E.unwind_tally[k] = 0
+    results = [run_one(t) for t in _work[name]]
+    return name, results, dict(harness.E.unwind_tally)
 
 
 def main():
@@ -68,32 +110,34 @@ def main():
                          "(GPUSHIM_UNWIND=check); fails on a difference, or when none was walked")
     ap.add_argument("-k", action="append", default=[],
                     help="run only tests whose name contains this (repeatable: any of them)")
+    ap.add_argument("-j", "--jobs", type=int, default=1,
+                    help="modules run at once, each in a process of its own (its tests in "
+                         "order); 1: all in this process")
     a = ap.parse_args()
     harness.E.configure(a.build, a.sanitized, a.tsan, a.valgrind, a.unwind_check)
-    passed = failed = skipped = 0
-    for t in collect():
-        if a.k and not any(k in t.__name__ for k in a.k):
-            continue
-        first = len(made)
-        start = time.monotonic()
-        try:
-            note = t()
-            took = f"({time.monotonic() - start:.1f} s)"
-            if note:
-                skipped += 1
-                print(f"SKIP {t.__name__}: {note} {took}")
-            else:
-                passed += 1
-                print(f"ok   {t.__name__} {took}")
-            for d in made[first:]:
-                shutil.rmtree(d, ignore_errors=True)
-            del made[first:]
-        except Exception:
-            failed += 1
-            print(f"FAIL {t.__name__}")
-            traceback.print_exc(file=sys.stdout)
+    for name, tests in collect():
+        chosen = [t for t in tests if not a.k or any(k in t.__name__ for k in a.k)]
+        if chosen:
+            _work[name] = chosen
+    counts = {"pass": 0, "fail": 0, "skip": 0}
+    tally = {k: 0 for k in harness.E.unwind_tally}
+    if a.jobs <= 1:
+        done = (run_module(name) for name in _work)
+    else:
+        # the modules with the most tests first, so that no long one is left
+        # to run alone at the end
+        order = sorted(_work, key=lambda n: -len(_work[n]))
+        pool = multiprocessing.get_context("fork").Pool(a.jobs)
+        done = pool.imap_unordered(run_module, order)
+    for name, results, t in done:
+        for outcome, text in results:
+            counts[outcome] += 1
+            print(text, flush=True)
+        for k in tally:
+            tally[k] += t.get(k, 0)
+    passed, failed, skipped = counts["pass"], counts["fail"], counts["skip"]
     if a.unwind_check:
-        t = harness.E.unwind_tally
+        t = tally
         print(f"unwind check: {t['stacks']} stacks in {t['runs']} processes, {t['walked']} walked "
               f"by the fast unwinder ({t['went_on']} going on from the walk before, "
               f"{t['all_checked']} of them checked to the end), {t['alone']} by "
