@@ -26,7 +26,9 @@ RSS_LIMIT_KIB = 256 * 1024
 def test_fuzz_targets_replay_corpus_and_crashes():
     if not shutil.which("clang"):
         return "clang is not installed (the fuzz targets need its libFuzzer)"
-    fuzz = os.path.join(E.build, "fuzz")
+    # the targets are built with clang and its sanitizers whatever the pass
+    # (Makefile: FUZZ_CC, FUZZ_CFLAGS), so every pass shares one build of them
+    fuzz = os.path.join(ROOT, "build", "fuzz")
     os.makedirs(fuzz, exist_ok=True)
     probe = os.path.join(tempfile.mkdtemp(prefix="gpushim-fuzz-probe-"), "p.c")
     with open(probe, "w") as f:
