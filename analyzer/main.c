@@ -203,8 +203,13 @@ int main(int argc, char **argv)
             return gs_cmd_plan(2, (char *[]){"plan", "--help", NULL});
         else if (!strcmp(topic, "whatif"))
             return gs_cmd_whatif(2, (char *[]){"whatif", "--help", NULL});
-        else
+        else if (!topic[0])
             fputs(usage_main, stdout);
+        else {
+            fprintf(stderr, "gpushim help: no command '%s' (commands: run, report, export, "
+                            "diff, plan, whatif)\n", topic);
+            return 2;
+        }
         return 0;
     }
     fprintf(stderr, "gpushim: no command '%s'\n\n%s", cmd, usage_main);

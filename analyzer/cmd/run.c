@@ -7,6 +7,7 @@
  * its children still find it.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <glob.h>
@@ -95,19 +96,42 @@ static void torch_conf_per_tensor(char *out, size_t outsz)
     snprintf(out + n, outsz - n, "backend:cudaMallocAsync");
 }
 
+/* Sets name=value and says so, as a shell would take it back: " NAME=VALUE",
+ * the value in single quotes where a shell would need them. */
+static void set_and_say(const char *name, const char *value)
+{
+    setenv(name, value, 1);
+    int plain = value[0] != 0;
+    for (const char *p = value; *p; p++)
+        plain &= isalnum((unsigned char)*p) || strchr("_.,:/=+-%@", *p) != NULL;
+    fprintf(stderr, " %s=", name);
+    if (plain) {
+        fputs(value, stderr);
+        return;
+    }
+    fputc('\'', stderr);
+    for (const char *p = value; *p; p++) {
+        if (*p == '\'')
+            fputs("'\\''", stderr);
+        else if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            fputc('?', stderr); /* never a control byte on the terminal */
+        else
+            fputc(*p, stderr);
+    }
+    fputc('\'', stderr);
+}
+
 static void per_tensor(void)
 {
     char conf[2048];
     torch_conf_per_tensor(conf, sizeof conf);
-    setenv("PYTORCH_CUDA_ALLOC_CONF", conf, 1);
-    setenv("PYTORCH_ALLOC_CONF", conf, 1);
-    setenv("XLA_PYTHON_CLIENT_ALLOCATOR", "platform", 1);
-    setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "false", 1);
-    setenv("TF_GPU_ALLOCATOR", "cuda_malloc_async", 1);
-    fprintf(stderr, "gpushim: per tensor: PYTORCH_CUDA_ALLOC_CONF=PYTORCH_ALLOC_CONF=%s "
-                    "XLA_PYTHON_CLIENT_ALLOCATOR=platform XLA_PYTHON_CLIENT_PREALLOCATE=false "
-                    "TF_GPU_ALLOCATOR=cuda_malloc_async\n",
-            conf);
+    fputs("gpushim: per tensor, set for the program:", stderr);
+    set_and_say("PYTORCH_CUDA_ALLOC_CONF", conf);
+    set_and_say("PYTORCH_ALLOC_CONF", conf);
+    set_and_say("XLA_PYTHON_CLIENT_ALLOCATOR", "platform");
+    set_and_say("XLA_PYTHON_CLIENT_PREALLOCATE", "false");
+    set_and_say("TF_GPU_ALLOCATOR", "cuda_malloc_async");
+    fputc('\n', stderr);
     /* What PyTorch's cudaMallocAsync backend refuses: its
      * checkPoolLiveAllocations, getIpcDevPtr, shareIpcHandle and recordHistory
      * raise "cudaMallocAsync does not yet support ..."

@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "gpushim_trace.h"
@@ -64,6 +65,23 @@ static double seconds(uint64_t ns) { return (double)ns / 1e9; }
 
 static const char *plural(uint64_t n) { return n == 1 ? "" : "s"; }
 
+/* A source file as a person reads it: relative to the working directory
+ * when it is under it (the report of a build read where it was built:
+ * "examples/sim_training.c"), else as the debug information gives it. */
+static const char *shown_path(const char *file)
+{
+    static char cwd[4096];
+    static size_t len;
+    static int looked;
+    if (!looked) {
+        looked = 1;
+        len = getcwd(cwd, sizeof cwd) && strcmp(cwd, "/") != 0 ? strlen(cwd) : 0;
+    }
+    if (len && strncmp(file, cwd, len) == 0 && file[len] == '/' && file[len + 1])
+        return file + len + 1;
+    return file;
+}
+
 static void print_frame(FILE *out, const struct gs_frame *f, unsigned index, const char *lead)
 {
     fprintf(out, "%s%s ", index ? lead : "", index ? "  from" : "at");
@@ -74,7 +92,7 @@ static void print_frame(FILE *out, const struct gs_frame *f, unsigned index, con
     else
         fprintf(out, "0x%" PRIx64, f->pc);
     if (f->file) {
-        fprintf(out, "  %s:%d", f->file, f->line);
+        fprintf(out, "  %s:%d", shown_path(f->file), f->line);
     } else if (!f->python) {
         const char *base = gs_basename(f->module);
         fprintf(out, "  (%s)", base[0] ? base : "?");
@@ -805,7 +823,8 @@ static void unnamed(const struct gs_report *rep, FILE *out)
     if (n > 16)
         fprintf(out, "  and %zu more\n", n - 16);
     fputs("  --symbols DIR finds a copy in DIR (as under a sysroot, by file name, or in "
-          "DIR/.build-id/) by its build id; DEBUGINFOD_URLS, a debuginfod server's\n", out);
+          "DIR/.build-id/) by its build id;\n  DEBUGINFOD_URLS names debuginfod servers to ask "
+          "for its debug information by build id\n", out);
 }
 
 void gs_report_text(FILE *out, const struct gs_report *rep)

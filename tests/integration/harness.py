@@ -164,6 +164,13 @@ def no_tsan_report(err, argv):
         raise AssertionError(f"ThreadSanitizer report running {argv}:\n" + err[:6000])
 
 
+def shown_path(path):
+    """A source file as the text report shows it: relative to the working
+    directory when under it (report_text.c's shown_path)."""
+    cwd = os.getcwd()
+    return path[len(cwd) + 1:] if cwd != "/" and path.startswith(cwd + "/") else path
+
+
 def report(trace, *args):
     p = subprocess.run([E.gpushim, "report", *args, trace], capture_output=True, text=True,
                        timeout=120)

@@ -85,8 +85,11 @@ def test_run_per_tensor_merges_with_the_users_settings():
                        capture_output=True, text=True, env=env)
     eq(p.returncode, 0, "status: " + p.stderr)
     merged = "expandable_segments:True,roundup_power2_divisions:4,backend:cudaMallocAsync"
-    check(f"gpushim: per tensor: PYTORCH_CUDA_ALLOC_CONF=PYTORCH_ALLOC_CONF={merged} " in p.stderr,
-          "says what it set: " + p.stderr)
+    said = [l for l in p.stderr.splitlines() if l.startswith("gpushim: per tensor, set")]
+    eq(said, [f"gpushim: per tensor, set for the program: PYTORCH_CUDA_ALLOC_CONF={merged} "
+              f"PYTORCH_ALLOC_CONF={merged} XLA_PYTHON_CLIENT_ALLOCATOR=platform "
+              "XLA_PYTHON_CLIENT_PREALLOCATE=false TF_GPU_ALLOCATOR=cuda_malloc_async"],
+       "says what it set, as assignments a shell reads back: " + p.stderr)
     cannot = [l for l in p.stderr.splitlines() if "under PyTorch's cudaMallocAsync backend" in l]
     eq(len(cannot), 1, "says once what the backend cannot do: " + p.stderr)
     for what in ('torch.compile(mode="reduce-overhead")', "torch.multiprocessing",

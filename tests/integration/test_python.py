@@ -15,7 +15,8 @@ import shutil
 import subprocess
 import sys
 
-from harness import E, KiB, MiB, check, eq, one_trace, report, report_json, run, same_behaviour
+from harness import (E, KiB, MiB, check, eq, one_trace, report, report_json, run, same_behaviour,
+                     shown_path)
 
 PROGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "progs", "python")
 PROGS = os.path.realpath(PROGS)
@@ -176,7 +177,7 @@ def test_text_report_shows_python_lines_and_the_no_gil_label():
     text = report(one_trace(r)).stdout
     lead = " " * 40
     weights, _, _, _ = schedule_expectations()
-    want = [f"{lead}  from {fn}  {file}:{n}" for fn, file, n in weights]
+    want = [f"{lead}  from {fn}  {shown_path(file)}:{n}" for fn, file, n in weights]
     lines = text.splitlines()
     leaks = lines.index(next(l for l in lines if l.startswith("Unfreed at the end")))
     block = lines[leaks + 1:leaks + 7]

@@ -9,7 +9,7 @@ import hashlib
 import os
 import subprocess
 
-from harness import E, KiB, MiB, check, eq, one_trace, report, report_json, run
+from harness import E, KiB, MiB, check, eq, one_trace, report, report_json, run, shown_path
 from test_python import (PROGS, at, check_merged, for_version, libcuda, prog, py_env, python_frames,
                          pythons, version)
 
@@ -175,7 +175,7 @@ def test_the_sim_torch_example_leads_with_the_line_that_keeps_the_tensors():
        "at the peak: 50 steps' activations, by the same line")
     text = report(one_trace(r)).stdout
     lead = text[text.index("Leak suspects"):].splitlines()[1:3]
-    check(f"from Model.forward  {example}:{kept[0][2]}" in lead[1],
+    check(f"from Model.forward  {shown_path(example)}:{kept[0][2]}" in lead[1],
           f"the text report's first suspect names the line: {lead}")
 
 
