@@ -280,7 +280,8 @@ def test_launcher():
     for argv, status, want in [(["--help"], 0, "run [-o FILE]"), (["help", "report"], 0, "--json"),
                                (["run", "--help"], 0, "GPUSHIM_OUTPUT"), (["report"], 2, "which trace"),
                                (["report", "--top", "x", "t"], 2, "--top"), (["frobnicate"], 2, "no command"),
-                               (["run"], 2, "which command"), (["--version"], 0, "gpushim ")]:
+                               (["run"], 2, "which command"), (["--version"], 0, "gpushim "),
+                               (["help", "frobnicate"], 2, "gpushim help: no command 'frobnicate'")]:
         p = subprocess.run([E.gpushim, *argv], capture_output=True, text=True, env=launcher_env())
         eq(p.returncode, status, f"status of gpushim {' '.join(argv)}")
         check(want in p.stdout + p.stderr, f"gpushim {' '.join(argv)} says {want!r}")
