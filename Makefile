@@ -230,8 +230,12 @@ $(BUILD)/abi_check.ok: tests/abi/check_cuda_abi.c include/gpushim_cuda.h
 	else echo "abi: SKIPPED (no cuda.h on this machine)"; fi
 	@touch $@
 
+# A sanitizer's report in a test's process (a leak, found as it exits) fails
+# the run: Criterion counts the test as passed by then.
 unit: $(BUILD)/unit_tests
-	$(BUILD)/unit_tests
+	@$(BUILD)/unit_tests 2>$(BUILD)/unit.stderr; rc=$$?; cat $(BUILD)/unit.stderr >&2; \
+	if grep -q "ERROR: LeakSanitizer\|ERROR: AddressSanitizer\|runtime error:" $(BUILD)/unit.stderr; \
+	then echo "unit: a sanitizer reported in a test (above)" >&2; exit 1; fi; exit $$rc
 
 # Every stack of the fast unwinder compared with libunwind's (GPUSHIM_UNWIND=check),
 # but in the sanitized build, whose runs record with the fast unwinder as users do.

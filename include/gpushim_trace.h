@@ -309,7 +309,7 @@ enum gs_record_type {
                                   * none), varint its marks that were ranges opening,
                                   * varint the open step's start, varint its first
                                   * step's start, varint its first step's end (0: not
-                                  * ended) */
+                                  * ended), varint its last ended step's start */
     GS_REC_CKPT_API_ITEM = 56,   /* varint what, then: 0, a recent mark: varint its
                                   * number in the run (from 0), varint label index
                                   * (UINT32_MAX: a label not followed), varint time,

@@ -162,13 +162,17 @@ static void top_site(const struct gs_replay *r, struct gs_symbolizer *sym, enum 
 static void roles_of(const struct gs_trace_info *info, const struct gs_replay *r,
                      struct gs_symbolizer *sym, enum gs_stack_view view, struct gs_gate_run *g)
 {
-    g->unknown_why = gs_roles_not_told(info, r);
-    if (g->unknown_why)
+    const char *none = gs_roles_not_told(info, r);
+    if (none) {
+        for (int k = 0; k < GS_ROLE_COUNT; k++)
+            g->unknown_why[GS_GATE_ROLE + k] = none;
         return;
+    }
     size_t largest[GS_ROLE_COUNT];
     gs_roles_at_peak(r, sym, &g->v[GS_GATE_ROLE], largest);
     for (int k = 0; k < GS_ROLE_COUNT; k++) {
-        g->known[GS_GATE_ROLE + k] = 1;
+        g->known[GS_GATE_ROLE + k] =
+            gs_role_told(r, (enum gs_role)k, &g->unknown_why[GS_GATE_ROLE + k]);
         if (largest[k] != SIZE_MAX) {
             uint64_t count, most = gs_site_peak_bytes(r, &r->sites[largest[k]], &count);
             site_of(r, sym, view, r->sites[largest[k]].stack_id, most,
@@ -238,7 +242,9 @@ size_t gs_gate_check(FILE *out, const char *cmd, const struct gs_gate_limit *l, 
         if ((l[i].change && !a) || !b->known[m] || (l[i].change && !a->known[m])) {
             fprintf(out, "%s: --fail-if '%s' cannot be checked: %s\n", cmd, l[i].text,
                     l[i].change && !a   ? "a change needs two runs (gpushim diff A B)"
-                    : m >= GS_GATE_ROLE ? (b->unknown_why ? b->unknown_why : a->unknown_why)
+                    : m >= GS_GATE_ROLE ? (b->unknown_why[m] ? b->unknown_why[m]
+                                           : a && a->unknown_why[m] ? a->unknown_why[m]
+                                                                    : "not told")
                                         : "no steps marked (gpushim_mark)");
             broken++;
             continue;

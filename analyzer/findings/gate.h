@@ -28,7 +28,7 @@ enum gs_gate_metric {
     GS_GATE_UNRECOVERED, /* "unrecovered": failed allocations nothing like succeeded after */
     GS_GATE_ROLE,        /* then one per role (enum gs_role, roles.h), by its JSON key
                           * ("activations", "optimizer_state"): its bytes at the peak */
-    GS_GATE_METRICS = GS_GATE_ROLE + 7
+    GS_GATE_METRICS = GS_GATE_ROLE + 9
 };
 
 #define GS_GATE_LIMITS 16 /* --fail-if options at most */
@@ -56,7 +56,7 @@ int gs_gate_add(const char *cmd, const char *text, int two_runs, struct gs_gate_
 struct gs_gate_run {
     uint64_t v[GS_GATE_METRICS];
     int known[GS_GATE_METRICS]; /* leak: only with steps marked; roles: where told */
-    const char *unknown_why;    /* why the roles are not (roles.c) */
+    const char *unknown_why[GS_GATE_METRICS]; /* why a role is not (roles.c) */
     char site[GS_GATE_METRICS][256]; /* "" when none */
 };
 

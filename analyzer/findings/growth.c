@@ -52,11 +52,7 @@ static void growth_reset(void *ctx, struct gs_replay *r)
     memset(g, 0, sizeof *g);
 }
 
-static void growth_free(void *ctx)
-{
-    growth_reset(ctx, NULL);
-    free(ctx);
-}
+static void growth_free(void *ctx) { growth_reset(ctx, NULL); }
 
 /* room past its common case, out of line: the samples of sites up to idx
  * made. 0, or -1 on no memory. */

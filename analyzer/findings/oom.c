@@ -120,7 +120,6 @@ static const struct gs_replay_hook oom_hook = {
     .on_failure = oom_on_failure,
     .on_settled = oom_on_settled,
     .reset = oom_reset,
-    .free = free,
 };
 
 int gs_oom_attach(struct gs_replay *r)

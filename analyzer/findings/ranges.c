@@ -77,11 +77,7 @@ static void ranges_reset(void *ctx, struct gs_replay *r)
     clear(ctx);
 }
 
-static void ranges_free(void *ctx)
-{
-    clear(ctx);
-    free(ctx);
-}
+static void ranges_free(void *ctx) { clear(ctx); }
 
 static uint64_t key_of(uint32_t parent, uint32_t domain, int started, const char *label)
 {

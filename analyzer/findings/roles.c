@@ -9,8 +9,9 @@
  *     "pt_autograd_N", torch/csrc/autograd/engine.cpp), where CUDA backward
  *     runs;
  *   - else the phase the thread's open ranges name, innermost first
- *     (NVTX ranges and gpushim regions: "backward"/"bwd", "optim",
- *     "forward"/"fwd");
+ *     (NVTX ranges and gpushim regions, gs_label_phase: what real training
+ *     code pushes); an operator's range of emit_nvtx ("aten::mm, seq = 3")
+ *     with no range around it that names one is forward;
  *   - else, for an allocation, the phase its stack's Python frames name,
  *     innermost first: a file in torch/optim/ (the optimizer), backward in
  *     torch/_tensor.py or torch/autograd/__init__.py, a function forward.
@@ -19,21 +20,26 @@
  * elsewhere, and of what was made in backward.
  *
  * Then each call site gets the one role whose rule every allocation of it
- * that the run resolved satisfies (gs_site_role), in this order:
+ * that the run resolved satisfies (gs_site_role). Where the run shows
+ * phases (gs_roles_basis), in this order:
  *   workspace        its stack passes through cuBLAS, cuDNN or NCCL (a module
  *                    libcublas*, libcudnn*, libnccl*, or a function naming them)
  *   temporaries      every one freed was freed before the range that made it ended,
  *                    or made in backward and freed in backward
  *   activations      all made in forward; every one freed was freed in backward
  *   gradients        all made in backward; none freed in backward
- *   optimizer state  all made in the optimizer phase of the first step (before
- *                    the second mark of the step label), none freed
- *   parameters       all made before the first step (the step label's first
- *                    mark), none freed
- *   unclassified     no rule holds, or no evidence: never a guess
- * The step label is the label marked most often, as for the leak suspects.
- * An allocation still live at the end resolves nothing about its frees; a
- * call site with allocations of two roles is unclassified.
+ *   optimizer state  all made in the optimizer phase by the end of the first
+ *                    step (of the step label, gs_marks_step_label), none freed
+ *   parameters       all made outside the phases by the end of the first
+ *                    step, none freed
+ *   activations or   all made outside the phases and freed in the step they
+ *   temporaries      were made in (an input batch)
+ * Where it shows steps but no phase, lifetimes alone: "parameters or
+ * optimizer state" (none freed, all made by the end of the first step) and
+ * "activations or temporaries" (each freed in the step it was made in);
+ * with neither, only workspaces. Any other site is unclassified, with why
+ * (enum gs_role_why): never a guess. An allocation still live at the end
+ * resolves nothing about its frees.
  *
  * Memory by role at a moment is the call sites' bytes then, by their role:
  * at the peak from the model's sites; at a failure (the first
@@ -72,38 +78,55 @@ struct gs_roles {
     size_t nsites;
     uint32_t name;      /* the thread name last looked at, and whether it is autograd's */
     int name_autograd, name_valid;
-    uint64_t second_ns[GS_MARK_LABELS]; /* each label's second mark (0: none yet) */
+    uint32_t step_label; /* the run's steps' label so far (gs_marks_step_label), as marks come */
+    uint64_t seen[GS_PHASE_COUNT]; /* allocations and frees in each phase */
     struct failure_sites failures[GS_ROLES_FAILURES];
     size_t nfailures;
     struct { /* what the last frees counted, to be taken back when refused */
         uint64_t seq;
         uint32_t site;
-        uint8_t in_range, in_backward, backward_in_backward;
+        uint8_t in_range, in_backward, backward_in_backward, in_step;
     } recent[RECENT];
     unsigned next_recent;
 };
 
 static const char *const names[GS_ROLE_COUNT] = {
-    "parameters", "optimizer state", "gradients", "activations",
-    "temporaries", "workspace", "unclassified",
+    "parameters", "optimizer state", "gradients", "activations", "temporaries", "workspace",
+    "parameters or optimizer state", "activations or temporaries", "unclassified",
 };
 static const char *const keys[GS_ROLE_COUNT] = {
-    "parameters", "optimizer_state", "gradients", "activations",
-    "temporaries", "workspace", "unclassified",
+    "parameters", "optimizer_state", "gradients", "activations", "temporaries", "workspace",
+    "parameters_or_optimizer_state", "activations_or_temporaries", "unclassified",
+};
+static const char *const whys[GS_WHY_COUNT] = {
+    "",
+    "no steps are marked, against which to tell what is held from what lives within one",
+    "made in more than one phase",
+    ("made in forward and never freed, kept past its backward (a leak suspect, or kept on "
+     "purpose)"),
+    "made in forward and freed, but no backward was seen (activations are what backward frees)",
+    "made in steps past the first and never freed (a leak suspect, or a cache)",
+    "freed in a later step than it was made in",
+    "some freed and some kept, or fitting no rule whole",
 };
 
 const char *gs_role_name(enum gs_role role) { return role < GS_ROLE_COUNT ? names[role] : "?"; }
 const char *gs_role_key(enum gs_role role) { return role < GS_ROLE_COUNT ? keys[role] : "?"; }
 
+const char *gs_role_why_text(enum gs_role_why why) { return why < GS_WHY_COUNT ? whys[why] : "?"; }
+
 enum gs_phase gs_label_phase(const char *label)
 {
-    if (strcasestr(label, "backward") || strcasestr(label, "bwd"))
+    int bwd = strcasestr(label, "backward") || strcasestr(label, "bwd");
+    int fwd = strcasestr(label, "forward") || strcasestr(label, "fwd") ||
+              strcasestr(label, "training_step");
+    if ((bwd && fwd) || strcasestr(label, "closure"))
+        return GS_PHASE_NONE; /* a range around both: the phase is an inner one's */
+    if (bwd)
         return GS_PHASE_BACKWARD;
     if (strcasestr(label, "optim"))
         return GS_PHASE_OPTIMIZER;
-    if (strcasestr(label, "forward") || strcasestr(label, "fwd"))
-        return GS_PHASE_FORWARD;
-    return GS_PHASE_NONE;
+    return fwd ? GS_PHASE_FORWARD : GS_PHASE_NONE;
 }
 
 static void clear(struct gs_roles *g)
@@ -116,6 +139,7 @@ static void clear(struct gs_roles *g)
     }
     memset(g, 0, sizeof *g);
     g->ranges = ranges;
+    g->step_label = GS_MARK_OTHER;
 }
 
 static void roles_reset(void *ctx, struct gs_replay *r)
@@ -124,11 +148,7 @@ static void roles_reset(void *ctx, struct gs_replay *r)
     clear(ctx);
 }
 
-static void roles_free(void *ctx)
-{
-    clear(ctx);
-    free(ctx);
-}
+static void roles_free(void *ctx) { clear(ctx); }
 
 /* Room for site's figures in g->sites: 0, or -1 on no memory. */
 static __attribute__((noinline)) int grow_sites(struct gs_roles *g, size_t site)
@@ -140,7 +160,8 @@ static __attribute__((noinline)) int grow_sites(struct gs_roles *g, size_t site)
     if (!s)
         return -1;
     for (size_t i = g->nsites; i < n; i++)
-        s[i] = (struct gs_role_site){.first_ns = UINT64_MAX, .stack_phase = -1, .role = -1};
+        s[i] = (struct gs_role_site){.first_ns = UINT64_MAX, .first_free_ns = UINT64_MAX,
+                                     .stack_phase = -1, .role = -1};
     g->sites = s;
     g->nsites = n;
     return 0;
@@ -169,12 +190,18 @@ static __attribute__((noinline)) enum gs_phase phase_of(struct gs_roles *rg, str
         return GS_PHASE_NONE;
     uint32_t nodes[32];
     size_t n = gs_ranges_of_thread(g, tid, nodes, NULL, 32);
+    int op = 0;
     for (size_t i = 0; i < n; i++) {
-        enum gs_phase p = gs_label_phase(g->nodes[nodes[i]].label);
+        const char *label = g->nodes[nodes[i]].label;
+        enum gs_phase p = gs_label_phase(label);
         if (p != GS_PHASE_NONE)
             return p;
+        /* an operator's range of emit_nvtx with its autograd sequence
+         * number ("aten::addmm, seq = 12, op_id = 40", getNvtxStr): forward,
+         * unless a range around it names its phase */
+        op |= strstr(label, ", seq = ") != NULL;
     }
-    return GS_PHASE_NONE;
+    return op ? GS_PHASE_FORWARD : GS_PHASE_NONE;
 }
 
 /* The phase thread tid is in now, from its name and its ranges. */
@@ -214,6 +241,16 @@ static enum gs_phase stack_phase(const struct gs_replay *r, uint32_t stack_id)
     return GS_PHASE_NONE;
 }
 
+/* The step of the run's step label open now, if any. */
+static inline const struct gs_mark_label *open_step(const struct gs_roles *g,
+                                                   const struct gs_replay *r)
+{
+    const struct gs_marks *m = &r->marks;
+    if (g->step_label >= m->nlabels || m->labels[g->step_label].open == GS_STEP_NONE)
+        return NULL;
+    return &m->labels[g->step_label];
+}
+
 /* on_new and on_gone out of line: each saves only the registers it uses. */
 static __attribute__((noinline)) void on_new(struct gs_roles *g, struct gs_replay *r,
                                              struct gs_live_alloc *a)
@@ -233,6 +270,8 @@ static __attribute__((noinline)) void on_new(struct gs_roles *g, struct gs_repla
         gs_ranges_of_thread(ranges, a->tid, NULL, &serial, 1);
     a->tag = TAGGED | (uint32_t)(serial & SERIAL_MASK) << SERIAL_SHIFT | (uint32_t)phase;
     s->made[phase]++;
+    s->made_in_step += open_step(g, r) != NULL;
+    g->seen[phase]++;
     if (a->time_ns < s->first_ns)
         s->first_ns = a->time_ns;
     if (a->time_ns > s->last_ns)
@@ -250,13 +289,20 @@ static __attribute__((noinline)) void on_gone(struct gs_roles *g, struct gs_repl
     int in_range = serial && gs_ranges_serial_open(g->ranges, serial, SERIAL_MASK);
     int in_backward = now == GS_PHASE_BACKWARD && made != GS_PHASE_BACKWARD;
     int backward_in_backward = now == GS_PHASE_BACKWARD && made == GS_PHASE_BACKWARD;
+    /* freed in the step it was made in: one is open, and opened before it */
+    const struct gs_mark_label *step = open_step(g, r);
+    int in_step = step && a->time_ns >= step->start_ns;
     s->freed++;
     s->freed_in_backward += in_backward;
     s->backward_in_backward += backward_in_backward;
     s->freed_as_temporary += in_range || backward_in_backward;
+    s->freed_in_step += in_step;
+    g->seen[now]++;
+    if (r->last_time_ns < s->first_free_ns)
+        s->first_free_ns = r->last_time_ns;
     g->recent[g->next_recent++ % RECENT] = (typeof(g->recent[0])){
         a->seq, a->site, (uint8_t)in_range, (uint8_t)in_backward,
-        (uint8_t)backward_in_backward};
+        (uint8_t)backward_in_backward, (uint8_t)in_step};
 }
 
 /* A free the driver refused: what it counted is taken back (the allocation
@@ -272,6 +318,7 @@ static void on_back(struct gs_roles *g, const struct gs_live_alloc *a)
         s->freed_in_backward -= f->in_backward;
         s->backward_in_backward -= f->backward_in_backward;
         s->freed_as_temporary -= f->in_range || f->backward_in_backward;
+        s->freed_in_step -= f->in_step;
         f->seq = 0;
         return;
     }
@@ -290,9 +337,10 @@ static void roles_on_device(void *ctx, struct gs_replay *r, struct gs_live_alloc
 
 static void roles_on_mark(void *ctx, struct gs_replay *r, uint32_t label, uint64_t time_ns)
 {
+    (void)time_ns;
     struct gs_roles *g = ctx;
-    if (label < GS_MARK_LABELS && label < r->marks.nlabels && r->marks.labels[label].marks == 2)
-        g->second_ns[label] = time_ns;
+    if (label != g->step_label && gs_marks_better_steps(&r->marks, label, g->step_label))
+        g->step_label = label;
 }
 
 static void roles_on_failure(void *ctx, struct gs_replay *r, size_t idx)
@@ -338,12 +386,18 @@ int gs_roles_attach(struct gs_replay *r)
     if (!g)
         return -1;
     g->ranges = ranges;
+    g->step_label = GS_MARK_OTHER;
     return 0;
 }
 
 struct gs_roles *gs_roles_of(const struct gs_replay *r)
 {
     return gs_replay_hook_ctx(r, &roles_hook);
+}
+
+const struct gs_role_site *gs_roles_site(const struct gs_roles *g, size_t site)
+{
+    return g && site < g->nsites ? &g->sites[site] : NULL;
 }
 
 /* Whether a name is one of the libraries whose memory is a workspace or a
@@ -375,43 +429,116 @@ static int workspace(const struct gs_replay *r, struct gs_symbolizer *sym, uint3
     return 0;
 }
 
+enum gs_roles_basis gs_roles_basis(const struct gs_replay *r)
+{
+    const struct gs_roles *g = gs_roles_of(r);
+    if (g && (g->seen[GS_PHASE_FORWARD] || g->seen[GS_PHASE_BACKWARD] ||
+              g->seen[GS_PHASE_OPTIMIZER]))
+        return GS_BASIS_PHASES;
+    return gs_marks_step_label(&r->marks) != GS_MARK_OTHER ? GS_BASIS_LIFETIMES : GS_BASIS_NONE;
+}
+
+int gs_role_told(const struct gs_replay *r, enum gs_role role, const char **why)
+{
+    enum gs_roles_basis b = gs_roles_basis(r);
+    const char *no = NULL;
+    if (role == GS_ROLE_WORKSPACE || role == GS_ROLE_UNCLASSIFIED)
+        no = NULL; /* by the stack, or what no rule decides */
+    else if (b == GS_BASIS_NONE)
+        no = "no steps are marked and no forward, backward or optimizer phase was seen";
+    else if (b == GS_BASIS_LIFETIMES && role != GS_ROLE_HELD && role != GS_ROLE_STEP_LOCAL)
+        no = "no forward, backward or optimizer phase was seen (NVTX ranges, gpushim.region, "
+             "PyTorch's autograd threads or Python frames would name them): what is held and "
+             "what lives within a step is told, not which of them is which";
+    else if (b == GS_BASIS_PHASES && (role == GS_ROLE_HELD || role == GS_ROLE_STEP_LOCAL))
+        no = NULL; /* told too: what the phases left undecided */
+    if (why)
+        *why = no;
+    return no == NULL;
+}
+
+/* The step label's steps: the end of the first (UINT64_MAX: none ended)
+ * and the start of the last (UINT64_MAX: fewer than two, so that no free
+ * is a teardown's); 0 when the run has no step label. */
+static int steps_of(const struct gs_replay *r, uint64_t *first_end, uint64_t *last_start)
+{
+    uint32_t k = gs_marks_step_label(&r->marks);
+    if (k == GS_MARK_OTHER)
+        return 0;
+    const struct gs_mark_label *l = &r->marks.labels[k];
+    *first_end = l->steps ? l->first_end_ns : UINT64_MAX;
+    *last_start = l->steps >= 2 ? l->last_start_ns : UINT64_MAX;
+    return 1;
+}
+
+/* The rules, in order (docs/commands.md "By role"). */
 static enum gs_role decide(const struct gs_replay *r, struct gs_symbolizer *sym,
-                           const struct gs_roles *g, size_t site)
+                           const struct gs_roles *g, size_t site, enum gs_role_why *why)
 {
     const struct gs_site *m = &r->sites[site];
+    *why = GS_WHY_MIXED;
     if (m->kind != GS_KIND_DEVICE)
         return GS_ROLE_UNCLASSIFIED;
+    *why = GS_WHY_NONE;
     if (workspace(r, sym, m->stack_id))
         return GS_ROLE_WORKSPACE;
+    *why = GS_WHY_MIXED;
     if (site >= g->nsites)
         return GS_ROLE_UNCLASSIFIED;
     const struct gs_role_site *s = &g->sites[site];
-    uint64_t n = 0;
-    for (int p = 0; p < GS_PHASE_COUNT; p++)
+    uint64_t n = 0, phases = 0;
+    for (int p = 0; p < GS_PHASE_COUNT; p++) {
         n += s->made[p];
+        phases += p != GS_PHASE_NONE && s->made[p];
+    }
     if (!n)
         return GS_ROLE_UNCLASSIFIED;
-    if (s->freed && s->freed_as_temporary == s->freed)
-        return GS_ROLE_TEMPORARIES;
-    if (s->made[GS_PHASE_FORWARD] == n && s->freed && s->freed_in_backward == s->freed)
-        return GS_ROLE_ACTIVATIONS;
-    if (s->made[GS_PHASE_BACKWARD] == n && !s->backward_in_backward)
-        return GS_ROLE_GRADIENTS;
-    /* the step label: marked most often (the first such) */
-    const struct gs_marks *mk = &r->marks;
-    size_t step = SIZE_MAX;
-    for (size_t i = 0; i < mk->nlabels; i++)
-        if (step == SIZE_MAX || mk->labels[i].marks > mk->labels[step].marks)
-            step = i;
-    if (step == SIZE_MAX || s->freed)
-        return GS_ROLE_UNCLASSIFIED;
-    uint64_t first = mk->labels[step].first_ns,
-             second = step < GS_MARK_LABELS ? g->second_ns[step] : 0;
-    if (s->made[GS_PHASE_OPTIMIZER] == n && s->first_ns >= first &&
-        (!second || s->last_ns < second))
-        return GS_ROLE_OPTIMIZER_STATE;
-    if (s->last_ns < first)
-        return GS_ROLE_PARAMETERS;
+    uint64_t end = UINT64_MAX, last = UINT64_MAX;
+    int steps = steps_of(r, &end, &last);
+    /* kept: none freed before the last step began (its frees, if any, in
+     * the last step: a teardown's, which the last step holds when the run's
+     * end ends it); held: kept, and all made by the end of the first step */
+    int kept = !s->freed || (steps && s->first_free_ns >= last);
+    int held = kept && steps && s->last_ns <= end;
+    /* step-local: every one freed in the step it was made in */
+    int local = s->freed && s->freed_in_step == s->freed && s->made_in_step == n;
+    enum gs_roles_basis basis = gs_roles_basis(r);
+    *why = GS_WHY_NONE;
+    if (basis == GS_BASIS_PHASES) {
+        if (s->freed && s->freed_as_temporary == s->freed)
+            return GS_ROLE_TEMPORARIES;
+        if (s->made[GS_PHASE_FORWARD] == n && s->freed && s->freed_in_backward == s->freed)
+            return GS_ROLE_ACTIVATIONS;
+        if (s->made[GS_PHASE_BACKWARD] == n && !s->backward_in_backward)
+            return GS_ROLE_GRADIENTS;
+        if (s->made[GS_PHASE_OPTIMIZER] == n && kept && (!steps || s->last_ns <= end))
+            return GS_ROLE_OPTIMIZER_STATE;
+        if (s->made[GS_PHASE_NONE] == n && held)
+            return GS_ROLE_PARAMETERS;
+        if (s->made[GS_PHASE_NONE] == n && local)
+            return GS_ROLE_STEP_LOCAL; /* outside the phases, within a step: an input batch */
+    } else if (basis == GS_BASIS_LIFETIMES) {
+        if (held)
+            return GS_ROLE_HELD;
+        if (local)
+            return GS_ROLE_STEP_LOCAL;
+    }
+    if (basis == GS_BASIS_NONE)
+        *why = GS_WHY_NO_STEPS;
+    else if (phases > 1)
+        *why = GS_WHY_PHASES;
+    else if (kept && s->made[GS_PHASE_FORWARD] == n)
+        *why = GS_WHY_KEPT_FROM_FORWARD;
+    else if (s->made[GS_PHASE_FORWARD] == n && !g->seen[GS_PHASE_BACKWARD])
+        *why = GS_WHY_NO_BACKWARD;
+    else if (!steps)
+        *why = GS_WHY_NO_STEPS;
+    else if (kept && s->last_ns > end)
+        *why = GS_WHY_KEPT_EVERY_STEP;
+    else if (s->freed && s->freed_in_step < s->freed && steps)
+        *why = GS_WHY_ACROSS_STEPS;
+    else
+        *why = GS_WHY_MIXED;
     return GS_ROLE_UNCLASSIFIED;
 }
 
@@ -436,11 +563,23 @@ enum gs_role gs_site_role(const struct gs_replay *r, struct gs_symbolizer *sym, 
         return GS_ROLE_UNCLASSIFIED;
     if (site < g->nsites && g->sites[site].role >= 0)
         return (enum gs_role)g->sites[site].role;
-    enum gs_role role = decide(r, sym, g, site);
+    enum gs_role_why why;
+    enum gs_role role = decide(r, sym, g, site, &why);
     struct gs_role_site *s = site_stats(g, site);
-    if (s)
+    if (s) {
         s->role = (int8_t)role;
+        s->why = (int8_t)why;
+    }
     return role;
+}
+
+enum gs_role_why gs_site_role_why(const struct gs_replay *r, struct gs_symbolizer *sym,
+                                  size_t site)
+{
+    const struct gs_roles *g = gs_roles_of(r);
+    if (gs_site_role(r, sym, site) != GS_ROLE_UNCLASSIFIED)
+        return GS_WHY_NONE;
+    return g && site < g->nsites ? (enum gs_role_why)g->sites[site].why : GS_WHY_MIXED;
 }
 
 uint64_t gs_roles_at_peak(const struct gs_replay *r, struct gs_symbolizer *sym,

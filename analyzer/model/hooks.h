@@ -44,7 +44,8 @@ struct gs_replay_hook {
     void (*finish)(void *ctx, struct gs_replay *r);
     /* the replay's state starts over (gs_replay_reset: a checkpoint loaded) */
     void (*reset)(void *ctx, struct gs_replay *r);
-    /* the replay is freed: ctx's memory may go */
+    /* the replay is freed: what ctx holds may go (the replay frees ctx itself,
+     * which gs_replay_attach made) */
     void (*free)(void *ctx);
 };
 #define GS_REPLAY_HOOKS 8

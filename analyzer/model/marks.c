@@ -113,6 +113,7 @@ static void end_step(struct gs_replay *r, uint32_t idx, uint64_t now, int cut)
                          .growth_bytes = (int64_t)(r->live_bytes - l->start_bytes),
                          .cut = (uint32_t)cut};
     l->steps++;
+    l->last_start_ns = st.start_ns;
     if (l->steps == 1) {
         l->first_start_ns = l->start_ns;
         l->first_end_ns = now;

@@ -32,6 +32,7 @@ struct gs_mark_label {
     uint64_t range_marks;         /* of marks, ranges opening (not the program's marks) */
     uint64_t first_ns, last_ns;   /* its first and last mark */
     uint64_t first_start_ns, first_end_ns; /* its first step's (first_end_ns 0: not ended) */
+    uint64_t last_start_ns;       /* the start of its last step ended (0: none) */
     uint32_t range_tid;           /* a step begun by an outermost range pushed: the thread
                                    * whose outermost range's end ends it (0: none) */
     uint64_t range_id;            /* ... by a range started: the id whose end ends it */

@@ -206,7 +206,8 @@ struct gs_replay {
 };
 
 /* Attaches an analysis: h's callbacks are called from now on with a context
- * of ctx_size bytes, zeroed, made here and handed to h->free at the end. h
+ * of ctx_size bytes, zeroed, made here, handed to h->free at the end (for
+ * what it holds) and freed here after that. h
  * must outlive r. Returns the context, or NULL when out of memory or
  * GS_REPLAY_HOOKS are attached (nothing is attached then). */
 void *gs_replay_attach(struct gs_replay *r, const struct gs_replay_hook *h, size_t ctx_size);

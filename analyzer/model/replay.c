@@ -102,9 +102,11 @@ void gs_replay_free(struct gs_replay *r)
     gs_idmap_free(r->thread_names_by_hash);
     gs_idmap_free(r->threads_by_tid);
     free_state(r);
-    for (unsigned i = 0; i < r->nhooks; i++)
+    for (unsigned i = 0; i < r->nhooks; i++) {
         if (r->hook[i]->free)
             r->hook[i]->free(r->hook_ctx[i]);
+        free(r->hook_ctx[i]); /* gs_replay_attach made it */
+    }
     memset(r, 0, sizeof *r);
 }
 

@@ -7,6 +7,8 @@ Also tests/progs/drv_fast_growth.c: a leak in a loop too short and fast for
 the clock alone to sample (issue 14, item 4).
 """
 import os
+import re
+import subprocess
 
 from harness import E, KiB, MiB, check, eq, one_trace, report, report_json, run
 
@@ -187,3 +189,29 @@ def test_postmortem_survives_a_death_and_the_demo_names_the_leak():
        [("log_loss", 256 * MiB)], "the leak, 256 MiB a step")
     v = only_failure(j)["verdict"]
     eq((v["cause"], v["shortfall_bytes"]), ("leak", 48 * MiB), "a leak: 256 MiB asked, 208 free")
+
+
+def test_the_readme_shows_what_the_demo_prints():
+    # README.md's excerpt of the demo's report, each line as make demo
+    # prints it (the report read from the repository's root, as make demo
+    # does), but the times, which vary from run to run; "..." stands for
+    # the lines left out between
+    root = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    with open(os.path.join(root, "README.md")) as f:
+        readme = f.read()
+    start = readme.index("```\n", readme.index("the report shows it")) + 4
+    excerpt = readme[start:readme.index("\n```", start)].splitlines()
+    check(len([ln for ln in excerpt if ln != "..."]) >= 10, f"the README's excerpt: {excerpt}")
+    r = run([os.path.join(E.build, "examples", "sim_training")])
+    eq(r.rc, 1, "the demo job fails as it should: " + r.err)
+    p = subprocess.run([E.gpushim, "report", one_trace(r)], capture_output=True, text=True,
+                       cwd=root)
+    times = re.compile(r"\d+\.\d{3} s")
+    lines = [times.sub("T s", ln) for ln in p.stdout.splitlines()]
+    at = 0
+    for want in excerpt:
+        if want == "...":
+            continue
+        want = times.sub("T s", want)
+        check(want in lines[at:], f"the README's line is not in the report, in order: {want!r}")
+        at = lines.index(want, at) + 1

@@ -1,8 +1,11 @@
 """test_roles.py - memory by role (analyzer/findings/roles.c) on a training
 loop whose roles are known (tests/progs/drv_roles.c): each rule once,
 exact bytes at the peak and at the out-of-memory failure; the leak that no
-rule explains is unclassified; a caching allocator's segments get no roles,
-and the reason.
+rule explains is unclassified, and why; the demo (examples/sim_training.c)
+as its program says, its gate on activations broken; a program that marks
+its steps and names no phase gets the roles its lifetimes tell and no
+finer (drv_growth.c); a caching allocator's segments get no roles, and the
+reason.
 """
 import os
 import subprocess
@@ -11,7 +14,9 @@ import tempfile
 from harness import E, MiB, check, eq, one_trace, report, report_json, run
 
 ROLES = ["parameters", "optimizer_state", "gradients", "activations", "temporaries",
-         "workspace", "unclassified"]
+         "workspace", "parameters_or_optimizer_state", "activations_or_temporaries",
+         "unclassified"]
+KEPT = "made in forward and never freed, kept past its backward (a leak suspect, or kept on purpose)"
 
 
 def by_role(d, **mib):
@@ -24,10 +29,13 @@ def test_each_role_at_the_peak_and_at_the_oom():
     eq((r.rc, r.out), (0, "roles done\n"), f"the program: {r.err}")
     d = report_json(one_trace(r))
     eq(d["peak"]["bytes"], 28 * MiB, "peak")
-    eq(d["roles"], {"not_told": None,
+    note = f"unclassified 3.00 MiB, all of it at alloc (drv_roles.c:43) from forward " \
+           f"(drv_roles.c:61): {KEPT}"
+    eq(d["roles"], {"not_told": None, "basis": "phases",
                     "at_peak": by_role(d, parameters=8, optimizer_state=8, gradients=4,
                                        activations=2, temporaries=2, workspace=1,
-                                       unclassified=3)}, "by role at the peak")
+                                       unclassified=3),
+                    "note": note}, "by role at the peak")
     eq([f["roles"] for f in d["failures"]],
        [by_role(d, parameters=8, optimizer_state=8, gradients=4, activations=2, workspace=1,
                 unclassified=3)], "by role at the OOM")
@@ -35,6 +43,7 @@ def test_each_role_at_the_peak_and_at_the_oom():
     for want in ["By role at the peak: 29 % parameters 8.00 MiB, 29 % optimizer state 8.00 MiB, "
                  "14 % gradients 4.00 MiB, 11 % unclassified 3.00 MiB, 7 % activations 2.00 MiB, "
                  "7 % temporaries 2.00 MiB, 4 % workspace 1.00 MiB\n",
+                 f"  ({note})\n",
                  "             by role then: 31 % parameters 8.00 MiB, 31 % optimizer state "
                  "8.00 MiB, 15 % gradients 4.00 MiB, 12 % unclassified 3.00 MiB, 8 % activations "
                  "2.00 MiB, 4 % workspace 1.00 MiB\n"]:
@@ -44,8 +53,11 @@ def test_each_role_at_the_peak_and_at_the_oom():
                        capture_output=True, text=True)
     eq(p.returncode, 0, f"export: {p.stderr}")
     with open(html) as f:
-        check('id="s-roles">29 % parameters 8.00 MiB, 29 % optimizer state' in f.read(),
-              "the HTML's summary has the roles at the peak")
+        page = f.read()
+    check('id="s-roles">29 % parameters 8.00 MiB, 29 % optimizer state' in page,
+          "the HTML's summary has the roles at the peak")
+    check(f"4 % workspace 1.00 MiB; {note}" in page.replace("&#39;", "'"),
+          "and the same note as the text")
     # the regression gate takes a role's bytes at the peak
     p = report(one_trace(r), "--fail-if", "activations>1MiB", "--fail-if",
                "optimizer_state>8MiB")
@@ -70,3 +82,49 @@ def test_segments_of_a_caching_allocator_get_no_roles():
     eq(p.returncode, 3, "a limit that cannot be checked fails the gate")
     check("--fail-if 'activations>1MiB' cannot be checked: the driver allocations are a "
           "caching allocator's segments" in p.stderr, f"and says why: {p.stderr}")
+
+
+def test_the_demo_by_role_as_its_program_says():
+    # examples/sim_training.c: phases as ranges, Adam's state made in the
+    # first optimizer step; at the peak (the OOM of step 22) 12 x 200 MiB of
+    # weights, 24 x 200 MiB of Adam's state, step 22's 12 x 300 MiB of
+    # activations and 21 x 256 MiB of losses kept by mistake
+    r = run([os.path.join(E.build, "examples", "sim_training")])
+    eq(r.rc, 1, f"the demo dies of out of memory: {r.err}")
+    trace = one_trace(r)
+    d = report_json(trace)
+    eq((d["roles"]["basis"], d["roles"]["at_peak"]),
+       ("phases", by_role(d, parameters=12 * 200, optimizer_state=24 * 200,
+                          activations=12 * 300, unclassified=21 * 256)), "roles at the peak")
+    check(d["roles"]["note"].endswith("from log_loss (sim_training.c:72): " + KEPT),
+          d["roles"]["note"])
+    p = report(trace, "--fail-if", "activations>1GiB")
+    eq((p.returncode, p.stderr.splitlines()),
+       (3, ["gpushim report: --fail-if 'activations>1GiB' broken: activations 3.52 GiB, over "
+            "1.00 GiB; most of it at the peak: device_alloc (sim_training.c:48) from forward "
+            "(sim_training.c:66), 3.52 GiB"]), "the gate the README gives fails")
+
+
+def test_steps_without_phases_tell_held_from_step_local_and_no_more():
+    # drv_growth.c marks its steps and names no phase: its weights and
+    # optimizer state, made before the first step, are held; its
+    # activations live within a step; its leak (kept every step) and its
+    # cache (filled in three steps) are unclassified
+    r = run([E.prog("drv_growth"), "marks", "none"])
+    eq(r.rc, 0, f"the program: {r.err}")
+    d = report_json(one_trace(r))
+    roles = d["roles"]
+    eq(roles["basis"], "lifetimes", "told from lifetimes")
+    a = roles["at_peak"]
+    check(a["parameters_or_optimizer_state"] > 0 and a["activations_or_temporaries"] > 0,
+          f"held and step-local: {a}")
+    eq([k for k in ("parameters", "optimizer_state", "gradients", "activations", "temporaries")
+        if a[k]], [], "no finer role")
+    check(roles["note"].startswith("told from lifetimes alone: no forward, backward or optimizer "
+                                   "phase was seen"), roles["note"])
+    p = report(one_trace(r), "--fail-if", "activations>1MiB")
+    eq(p.returncode, 3, "a gate on activations cannot be checked: broken")
+    check("--fail-if 'activations>1MiB' cannot be checked: no forward, backward or optimizer "
+          "phase was seen" in p.stderr, p.stderr)
+    p = report(one_trace(r), "--fail-if", "parameters_or_optimizer_state>1GiB")
+    eq((p.returncode, p.stderr), (0, ""), "a gate on what is told is checked")
