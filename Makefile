@@ -285,13 +285,15 @@ check-valgrind:
 	$(MAKE) -j$(JOBS) all progs
 	python3 tests/integration/run_tests.py --build $(BUILD) --valgrind memcheck $(VALGRIND_TESTS)
 
-# gcc, then gcc with AddressSanitizer and UBSan, then clang where installed.
+# gcc, then gcc with AddressSanitizer and UBSan, then clang where installed,
+# then valgrind; each pass says how long it took, its build included.
+timed = s=$$(date +%s); $(1) || exit; echo "test: the $(2) pass took $$(( $$(date +%s) - s )) s"
 test: test-deps
-	$(MAKE) check
-	$(MAKE) check SAN=1 BUILD=build/san
-	@if command -v clang >/dev/null; then $(MAKE) check CC=clang BUILD=build/clang; \
+	@$(call timed,$(MAKE) check,gcc)
+	@$(call timed,$(MAKE) check SAN=1 BUILD=build/san,ASan and UBSan)
+	@if command -v clang >/dev/null; then $(call timed,$(MAKE) check CC=clang BUILD=build/clang,clang); \
 	else echo "clang: SKIPPED (not installed)"; fi
-	$(MAKE) check-valgrind
+	@$(call timed,$(MAKE) check-valgrind,valgrind)
 
 # ---- fuzzing (tests/fuzz): clang's libFuzzer, AddressSanitizer and UBSan ----
 # One harness per target; the analyzer (less main.c) built once for them all.
