@@ -266,10 +266,12 @@ static int ring_open(uint64_t id)
     /* "<trace>.ring"; if a file of that name is left from a trace removed
      * since, "<trace>.ring.1" and so on (the trace's header names it). */
     for (int i = 0; i < 10; i++) {
-        if (i)
-            snprintf(w.ring_path, sizeof w.ring_path, "%s.ring.%d", w.tf.path, i);
-        else
-            snprintf(w.ring_path, sizeof w.ring_path, "%s.ring", w.tf.path);
+        int n = i ? snprintf(w.ring_path, sizeof w.ring_path, "%s.ring.%d", w.tf.path, i)
+                  : snprintf(w.ring_path, sizeof w.ring_path, "%s.ring", w.tf.path);
+        if (n < 0 || (size_t)n >= sizeof w.ring_path) {
+            errno = ENAMETOOLONG; /* never a name cut short: it would be another file's */
+            break;
+        }
         if (gs_ring_init(&w.ring, w.ring_path, cap, id) == 0)
             return 0;
         if (errno != EEXIST)

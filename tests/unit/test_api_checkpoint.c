@@ -489,7 +489,7 @@ Test(api_checkpoint, nothing_written_without_marks_or_blocks)
         cr_assert(type < GS_REC_CKPT_API_FIRST || type > GS_REC_CKPT_API_LAST,
                   "no record of marks or blocks");
         const uint8_t *q = b.p + at + 1;
-        uint64_t len;
+        uint64_t len = 0;
         cr_assert_eq(gs_get_varint(&q, b.p + b.n, &len), 0);
         at = (size_t)(q - b.p) + (size_t)len;
     }
@@ -643,7 +643,7 @@ static void use(struct gs_replay *r)
 static size_t label_before_step(const uint8_t *p, uint64_t len)
 {
     const uint8_t *q = p, *end = p + len;
-    uint64_t v;
+    uint64_t v = 0;
     cr_assert_eq(gs_get_varint(&q, end, &v), 0, "the index");
     cr_assert_eq(gs_get_varint(&q, end, &v), 0, "the string's length");
     q += v;
@@ -665,7 +665,7 @@ Test(api_checkpoint_hostile, every_record_cut_at_every_byte)
     size_t tested = 0;
     for (size_t at = 0; at < b.n;) {
         const uint8_t *q = b.p + at + 1;
-        uint64_t len;
+        uint64_t len = 0;
         cr_assert_eq(gs_get_varint(&q, b.p + b.n, &len), 0);
         size_t pstart = (size_t)(q - b.p), next = pstart + (size_t)len;
         uint8_t type = b.p[at];

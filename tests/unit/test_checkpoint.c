@@ -304,7 +304,7 @@ static uint64_t load_chunks(struct gs_replay *r, const uint8_t *p, size_t n, siz
     size_t start = 0, at = 0;
     while (at < n) {
         const uint8_t *q = p + at + 1;
-        uint64_t len;
+        uint64_t len = 0;
         cr_assert_eq(gs_get_varint(&q, p + n, &len), 0, "framing");
         at = (size_t)(q - p) + (size_t)len;
         if (chunk && at - start >= chunk) {
@@ -889,7 +889,7 @@ Test(checkpoint_file, a_rotated_trace_reads_as_the_whole_history)
     size_t start = 0, at = 0, chunks = 0;
     while (at < b.n) {
         const uint8_t *q = b.p + at + 1;
-        uint64_t len;
+        uint64_t len = 0;
         cr_assert_eq(gs_get_varint(&q, b.p + b.n, &len), 0);
         at = (size_t)(q - b.p) + (size_t)len;
         if (at - start >= 512 || at == b.n) {
@@ -947,7 +947,7 @@ Test(checkpoint, a_begin_record_without_the_later_totals_loads)
     size_t at = 0, n = 0;
     while (at < b.n) {
         const uint8_t *q = b.p + at + 1;
-        uint64_t len;
+        uint64_t len = 0;
         cr_assert_eq(gs_get_varint(&q, b.p + b.n, &len), 0, "framing");
         size_t body = (size_t)(q - b.p), next = body + (size_t)len;
         if (b.p[at] != GS_REC_CKPT_BEGIN) {
@@ -956,7 +956,7 @@ Test(checkpoint, a_begin_record_without_the_later_totals_loads)
         } else {
             const uint8_t *f = b.p + body;
             for (int i = 0; i < 18; i++) {
-                uint64_t v;
+                uint64_t v = 0;
                 cr_assert_eq(gs_get_varint(&f, b.p + next, &v), 0, "total %d", i);
             }
             old[n++] = GS_REC_CKPT_BEGIN;
@@ -1238,7 +1238,7 @@ Test(checkpoint_hostile, every_record_truncated_at_every_byte)
     size_t tested = 0;
     for (size_t at = 0; at < b.n;) {
         const uint8_t *q = b.p + at + 1;
-        uint64_t len;
+        uint64_t len = 0;
         cr_assert_eq(gs_get_varint(&q, b.p + b.n, &len), 0);
         size_t pstart = (size_t)(q - b.p), next = pstart + (size_t)len;
         uint8_t type = b.p[at];
@@ -1246,7 +1246,7 @@ Test(checkpoint_hostile, every_record_truncated_at_every_byte)
         size_t older[2] = {0, 0};
         if (type == GS_REC_CKPT_BEGIN) {
             const uint8_t *f = b.p + pstart;
-            uint64_t v;
+            uint64_t v = 0;
             for (int i = 0; i < 20; i++) {
                 cr_assert_eq(gs_get_varint(&f, b.p + next, &v), 0);
                 if (i == 17 || i == 19)

@@ -108,7 +108,7 @@ Test(varint, zigzag_through_varint_round_trip)
         size_t n = gs_put_varint(buf, gs_zigzag(vals[i]));
         cr_assert_eq(n, lens[i], "zz %lld: %zu bytes", (long long)vals[i], n);
         const uint8_t *p = buf;
-        uint64_t out;
+        uint64_t out = 0;
         cr_assert_eq(gs_get_varint(&p, buf + n, &out), 0);
         cr_assert_eq(gs_unzigzag(out), vals[i]);
     }
@@ -129,14 +129,14 @@ Test(varint, rejects_truncated_input)
     size_t n = gs_put_varint(buf, 1ull << 40);
     for (size_t cut = 1; cut < n; cut++) {
         const uint8_t *p = buf;
-        uint64_t out;
+        uint64_t out = 0;
         cr_assert_eq(gs_get_varint(&p, buf + cut, &out), -1, "cut to %zu of %zu bytes must fail",
                      cut, n);
         cr_assert_leq(p, buf + cut, "never reads past end");
     }
     uint8_t cont[] = {0x80};
     const uint8_t *p = cont;
-    uint64_t out;
+    uint64_t out = 0;
     cr_assert_eq(gs_get_varint(&p, cont + 1, &out), -1, "a lone continuation byte must fail");
 }
 
@@ -147,7 +147,7 @@ Test(varint, rejects_eleven_byte_varint)
     memset(buf, 0x80, 10);
     buf[10] = 0x00;
     const uint8_t *p = buf;
-    uint64_t out;
+    uint64_t out = 0;
     cr_assert_eq(gs_get_varint(&p, buf + sizeof buf, &out), -1, "11-byte varint must fail");
     /* also with all-ones payload bits */
     memset(buf, 0xff, 10);
@@ -163,12 +163,12 @@ Test(varint, rejects_tenth_byte_overflow)
     for (unsigned last = 2; last < 0x80; last++) {
         buf[9] = (uint8_t)last;
         const uint8_t *p = buf;
-        uint64_t out;
+        uint64_t out = 0;
         cr_assert_eq(gs_get_varint(&p, buf + 10, &out), -1, "10th byte %#x overflows", last);
     }
     buf[9] = 0x01;
     const uint8_t *p = buf;
-    uint64_t out;
+    uint64_t out = 0;
     cr_assert_eq(gs_get_varint(&p, buf + 10, &out), 0, "10th byte 1 is UINT64_MAX");
     cr_assert_eq(out, UINT64_MAX);
     /* a 10th byte of 0 is accepted (non-minimal but fits) */
@@ -204,7 +204,7 @@ Test(varint, in_room_reads_as_gs_get_varint_does)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         memset(buf, 0xff, sizeof buf); /* whatever follows it must not count */
         gs_put_varint(buf, cases[i].v);
-        uint64_t v;
+        uint64_t v = 0;
         cr_assert_eq(gs_varint_in_room(buf, &v), cases[i].len, "case %zu's length", i);
         cr_assert_eq(v, cases[i].v, "case %zu's value", i);
     }
