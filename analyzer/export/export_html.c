@@ -358,31 +358,7 @@ static void summary_text(FILE *out, const char *id, const char *name, const char
     fputs("</td></tr>\n", out);
 }
 
-static void fits_on(const struct gs_replay *r, char *buf, size_t sz)
-{
-    char a[32], b[32];
-    uint64_t peak = gs_largest_device_peak(r);
-    int fit = 0;
-    while (fit < GS_NCARDS && gs_cards[fit].bytes < peak)
-        fit++;
-    if (!peak)
-        snprintf(buf, sz, "no device memory was used");
-    else if (fit == GS_NCARDS)
-        snprintf(buf, sz, "none of the cards from %s to %s: %s short of %s", gs_cards[0].name,
-                 gs_cards[GS_NCARDS - 1].name,
-                 gs_human_bytes(peak - gs_cards[GS_NCARDS - 1].bytes, a, sizeof a),
-                 gs_cards[GS_NCARDS - 1].name);
-    else if (fit)
-        snprintf(buf, sz, "%s and larger cards: %s spare on %s; %s short of %s",
-                 gs_cards[fit].name, gs_human_bytes(gs_cards[fit].bytes - peak, a, sizeof a),
-                 gs_cards[fit].name, gs_human_bytes(peak - gs_cards[fit - 1].bytes, b, sizeof b),
-                 gs_cards[fit - 1].name);
-    else
-        snprintf(buf, sz, "%s and larger cards: %s spare on %s", gs_cards[fit].name,
-                 gs_human_bytes(gs_cards[fit].bytes - peak, a, sizeof a), gs_cards[fit].name);
-}
-
-static void summary(FILE *out, const struct gs_report *rep, uint64_t duration)
+static void summary(FILE *out, const struct gs_report *rep, uint64_t duration, size_t nsus)
 {
     const struct gs_replay *r = rep->replay;
     const struct gs_trace_info *info = rep->info;
@@ -419,7 +395,9 @@ static void summary(FILE *out, const struct gs_report *rep, uint64_t duration)
     row_start(out, "s-leaks", "never freed");
     fprintf(out, " data-v=\"%" PRIu64 "\">%s in %" PRIu64 " allocation%s</td></tr>\n", leaked,
             gs_human_bytes(leaked, b, sizeof b), count, plural(count));
-    fits_on(r, buf, sizeof buf);
+    struct gs_fit fit;
+    gs_card_fit(r, nsus, &fit);
+    gs_fit_text(&fit, buf, sizeof buf);
     summary_text(out, "s-fits", "fits on", buf);
     fputs("</table>\n", out);
 }
@@ -533,7 +511,9 @@ void gs_export_html(FILE *out, const struct gs_report *rep)
     const struct gs_replay *r = rep->replay;
     uint64_t duration = gs_trace_duration_ns(rep->stats, r->last_time_ns);
     gs_html_page_begin(out, rep->info->command, "gpushim report");
-    summary(out, rep, duration);
+    struct gs_suspect *sus = NULL;
+    size_t nsus = gs_growth_suspects(r, rep->sym, rep->opt->view, &sus);
+    summary(out, rep, duration, nsus);
 
     struct devices_ctx *dc = calloc(1, sizeof *dc);
     size_t ndev = 0;
@@ -584,8 +564,6 @@ void gs_export_html(FILE *out, const struct gs_report *rep)
           out);
     gs_svg_peak_flame(out, rep);
 
-    struct gs_suspect *sus = NULL;
-    size_t nsus = gs_growth_suspects(r, rep->sym, rep->opt->view, &sus);
     struct suspects_ctx *sc = calloc(1, sizeof *sc);
     if (sc) {
         sc->rep = rep;

@@ -96,5 +96,19 @@ struct gs_card {
 extern const struct gs_card gs_cards[GS_NCARDS];
 /* The largest peak of device memory on one device (0 if none). */
 uint64_t gs_largest_device_peak(const struct gs_replay *r);
+/* Which card the job needs: what one device needed, its peak or, where an
+ * allocation failed that nothing got past, what the process held there
+ * then and asked for, the larger; and whether a leak suspect grew to the
+ * end, so that no card holds the job for ever. */
+struct gs_fit {
+    uint64_t need;        /* bytes on one device (0: no device memory) */
+    uint64_t held, asked; /* need from a failure: held then and asked; else 0, 0 */
+    int card;             /* gs_cards' smallest that holds need; GS_NCARDS: none */
+    int growing;          /* a leak suspect grew to the end */
+};
+void gs_card_fit(const struct gs_replay *r, size_t nsuspects, struct gs_fit *f);
+/* The sentence each screen gives ("24 GB and larger cards: 8.20 GiB spare
+ * on 24 GB", and what it rests on) into buf. */
+void gs_fit_text(const struct gs_fit *f, char *buf, size_t sz);
 
 #endif

@@ -220,21 +220,36 @@ static void timeline(struct gs_json *j, const struct gs_replay *r)
     gs_json_end_object(j);
 }
 
-static void capacity(struct gs_json *j, const struct gs_replay *r)
+static void capacity(struct gs_json *j, const struct gs_replay *r, size_t nsus)
 {
     uint64_t peak = gs_largest_device_peak(r);
+    struct gs_fit fit;
+    gs_card_fit(r, nsus, &fit);
+    char text[512];
+    gs_fit_text(&fit, text, sizeof text);
     gs_json_begin_object(j, "capacity");
     gs_json_uint(j, "peak_bytes", peak);
+    gs_json_uint(j, "need_bytes", fit.need);
+    if (fit.asked) {
+        gs_json_uint(j, "failed_held_bytes", fit.held);
+        gs_json_uint(j, "failed_asked_bytes", fit.asked);
+    } else {
+        gs_json_null(j, "failed_held_bytes");
+        gs_json_null(j, "failed_asked_bytes");
+    }
+    gs_json_bool(j, "leak_grew", fit.growing);
+    gs_json_string(j, "fits_on", text);
     gs_json_begin_array(j, "cards");
     for (int c = 0; c < GS_NCARDS; c++) {
+        uint64_t need = fit.need, card = gs_cards[c].bytes;
         gs_json_begin_object(j, NULL);
         gs_json_string(j, "name", gs_cards[c].name);
-        gs_json_uint(j, "bytes", gs_cards[c].bytes);
-        gs_json_bool(j, "fits", peak <= gs_cards[c].bytes);
-        uint64_t card = gs_cards[c].bytes; /* a peak past 2^63 (a hostile trace) saturates */
+        gs_json_uint(j, "bytes", card);
+        gs_json_bool(j, "fits", need <= card);
+        /* a need past 2^63 (a hostile trace) saturates */
         gs_json_int(j, "headroom_bytes",
-                    peak <= card ? (int64_t)(card - peak)
-                    : peak - card > (uint64_t)INT64_MAX ? INT64_MIN : -(int64_t)(peak - card));
+                    need <= card ? (int64_t)(card - need)
+                    : need - card > (uint64_t)INT64_MAX ? INT64_MIN : -(int64_t)(need - card));
         gs_json_end_object(j);
     }
     gs_json_end_array(j);
@@ -852,7 +867,9 @@ void gs_report_json(FILE *out, const struct gs_report *rep)
     gs_roles_json(&j, rep);
     devices(&j, r);
     timeline(&j, r);
-    capacity(&j, r);
+    struct gs_suspect *sus;
+    size_t nsus = gs_growth_suspects(r, rep->sym, rep->opt->view, &sus);
+    capacity(&j, r, nsus);
     categories(&j, r);
     pools(&j, r);
     graphs(&j, rep);
@@ -860,8 +877,6 @@ void gs_report_json(FILE *out, const struct gs_report *rep)
     gs_json_uint(&j, "bytes", leaked);
     gs_json_uint(&j, "count", count);
     sites(&j, rep, GS_METRIC_LEAK);
-    struct gs_suspect *sus;
-    size_t nsus = gs_growth_suspects(r, rep->sym, rep->opt->view, &sus);
     suspects(&j, rep, sus, nsus);
     gs_json_end_object(&j);
     failures(&j, rep, sus, nsus);

@@ -345,7 +345,7 @@ static void timeline(const struct gs_replay *r, FILE *out)
     }
 }
 
-static void devices(const struct gs_report *rep, FILE *out)
+static void devices(const struct gs_report *rep, FILE *out, size_t nsus)
 {
     const struct gs_replay *r = rep->replay;
     char a[32], b[32];
@@ -361,23 +361,12 @@ static void devices(const struct gs_report *rep, FILE *out)
                 seconds(u->peak_time_ns), gs_human_bytes(u->live_bytes, b, sizeof b));
     }
     timeline(r, out);
-    /* The smallest card the largest peak fits on, and the one below it. */
-    uint64_t peak = gs_largest_device_peak(r);
-    int fit = 0;
-    while (fit < GS_NCARDS && gs_cards[fit].bytes < peak)
-        fit++;
-    if (peak && fit == GS_NCARDS)
-        fprintf(out, "  fits on   none of the cards from %s to %s: %s short of %s\n",
-                gs_cards[0].name, gs_cards[GS_NCARDS - 1].name,
-                gs_human_bytes(peak - gs_cards[GS_NCARDS - 1].bytes, a, sizeof a),
-                gs_cards[GS_NCARDS - 1].name);
-    else if (peak) {
-        fprintf(out, "  fits on   %s and larger cards: %s spare on %s", gs_cards[fit].name,
-                gs_human_bytes(gs_cards[fit].bytes - peak, a, sizeof a), gs_cards[fit].name);
-        if (fit)
-            fprintf(out, "; %s short of %s", gs_human_bytes(peak - gs_cards[fit - 1].bytes, b, sizeof b),
-                    gs_cards[fit - 1].name);
-        fputc('\n', out);
+    struct gs_fit fit;
+    gs_card_fit(r, nsus, &fit);
+    if (fit.need) {
+        char line[512];
+        gs_fit_text(&fit, line, sizeof line);
+        fprintf(out, "  fits on   %s\n", line);
     }
     if (r->rounding_at_peak)
         fprintf(out, "  pages     %s more at the peak: sizes rounded up to whole %s pages\n",
@@ -833,10 +822,9 @@ void gs_report_text(FILE *out, const struct gs_report *rep)
     char a[32];
     header(rep, out);
     trace_state(rep, out);
-    devices(rep, out);
-
     struct gs_suspect *sus;
     size_t nsus = gs_growth_suspects(r, rep->sym, rep->opt->view, &sus);
+    devices(rep, out, nsus);
     suspects(rep, out, sus, nsus);
 
     fprintf(out, "\nPeak: %s of device memory at %.3f s", gs_human_bytes(r->peak_bytes, a, sizeof a),

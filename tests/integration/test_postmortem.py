@@ -189,6 +189,15 @@ def test_postmortem_survives_a_death_and_the_demo_names_the_leak():
        [("log_loss", 256 * MiB)], "the leak, 256 MiB a step")
     v = only_failure(j)["verdict"]
     eq((v["cause"], v["shortfall_bytes"]), ("leak", 48 * MiB), "a leak: 256 MiB asked, 208 free")
+    # it needed what it held and asked when it failed, not its peak; and its
+    # leak outgrows any card
+    c = j["capacity"]
+    held = 12 * 200 * MiB + 24 * 200 * MiB + 12 * 300 * MiB + 21 * 256 * MiB
+    eq((c["peak_bytes"], c["need_bytes"], c["failed_held_bytes"], c["failed_asked_bytes"],
+        c["leak_grew"]), (held, held + 256 * MiB, held, 256 * MiB, True), "the card it needs")
+    eq(c["fits_on"], "24 GB and larger cards for the 16.05 GiB it needed when it failed "
+       "(15.80 GiB held, 256.00 MiB asked): 7.95 GiB spare on 24 GB; but a leak suspect grew to "
+       "the end: it runs out on any card, later", "in words")
 
 
 def test_the_readme_shows_what_the_demo_prints():
