@@ -17,6 +17,7 @@ import contextlib
 import glob
 import importlib
 import io
+import json
 import multiprocessing
 import os
 import shutil
@@ -91,11 +92,37 @@ _work = {}
 def run_module(name):
     """A worker's share: one module's tests, in their order (a module's
     tests may share what its first one builds). Returns (name, results, the
-    unwind tally of its processes)."""
+    unwind tally of its processes, the seconds it took)."""
     for k in harness.E.unwind_tally:
         harness.E.unwind_tally[k] = 0
+    start = time.monotonic()
     results = [run_one(t) for t in _work[name]]
-    return name, results, dict(harness.E.unwind_tally)
+    return name, results, dict(harness.E.unwind_tally), time.monotonic() - start
+
+
+# How long each module took when it last ran (any pass: their order is much
+# the same in each), so that the longest start first and none is left to run
+# alone at the end; kept beside the builds, never in the tree.
+TIMES = os.path.join(os.path.dirname(os.path.dirname(HERE)), "build", "integration-times.json")
+
+
+def read_times():
+    try:
+        with open(TIMES) as f:
+            times = json.load(f)
+        return {k: float(v) for k, v in times.items()} if isinstance(times, dict) else {}
+    except (OSError, ValueError, TypeError):
+        return {}
+
+
+def write_times(times):
+    try:
+        os.makedirs(os.path.dirname(TIMES), exist_ok=True)
+        with open(TIMES + ".new", "w") as f:
+            json.dump(times, f, indent=0, sort_keys=True)
+        os.replace(TIMES + ".new", TIMES)
+    except OSError:
+        pass  # only an order for next time
 
 
 def main():
@@ -121,20 +148,24 @@ def main():
             _work[name] = chosen
     counts = {"pass": 0, "fail": 0, "skip": 0}
     tally = {k: 0 for k in harness.E.unwind_tally}
+    times = read_times()
     if a.jobs <= 1:
         done = (run_module(name) for name in _work)
     else:
-        # the modules with the most tests first, so that no long one is left
-        # to run alone at the end
-        order = sorted(_work, key=lambda n: -len(_work[n]))
+        # the longest modules first (as they last ran; else the most tests)
+        order = sorted(_work, key=lambda n: (-times.get(n, 0.0), -len(_work[n])))
         pool = multiprocessing.get_context("fork").Pool(a.jobs)
         done = pool.imap_unordered(run_module, order)
-    for name, results, t in done:
+    for name, results, t, took in done:
+        if not a.k:
+            times[name] = round(took, 1)
         for outcome, text in results:
             counts[outcome] += 1
             print(text, flush=True)
         for k in tally:
             tally[k] += t.get(k, 0)
+    if not a.k:
+        write_times(times)
     passed, failed, skipped = counts["pass"], counts["fail"], counts["skip"]
     if a.unwind_check:
         t = tally
