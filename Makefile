@@ -239,9 +239,10 @@ unit: $(BUILD)/unit_tests
 
 # Every stack of the fast unwinder compared with libunwind's (GPUSHIM_UNWIND=check),
 # but in the sanitized build, whose runs record with the fast unwinder as users do.
+# AGAIN=1: a further pass of make test (run_tests.py --again)
 integration: all progs
 	python3 tests/integration/run_tests.py --build $(BUILD) --jobs $(JOBS) \
-		$(if $(filter 1,$(SAN)),--sanitized,--unwind-check)
+		$(if $(filter 1,$(SAN)),--sanitized,--unwind-check) $(if $(filter 1,$(AGAIN)),--again)
 
 # Includes, calls and cycles between files, what libgpushim.so holds: every
 # one goes down a layer (docs/architecture.md "The layers").
@@ -290,8 +291,8 @@ check-valgrind:
 timed = s=$$(date +%s); $(1) || exit; echo "test: the $(2) pass took $$(( $$(date +%s) - s )) s"
 test: test-deps
 	@$(call timed,$(MAKE) check,gcc)
-	@$(call timed,$(MAKE) check SAN=1 BUILD=build/san,ASan and UBSan)
-	@if command -v clang >/dev/null; then $(call timed,$(MAKE) check CC=clang BUILD=build/clang,clang); \
+	@$(call timed,$(MAKE) check SAN=1 BUILD=build/san AGAIN=1,ASan and UBSan)
+	@if command -v clang >/dev/null; then $(call timed,$(MAKE) check CC=clang BUILD=build/clang AGAIN=1,clang); \
 	else echo "clang: SKIPPED (not installed)"; fi
 	@$(call timed,$(MAKE) check-valgrind,valgrind)
 
@@ -393,4 +394,7 @@ uninstall:
 clean:
 	rm -rf build
 
--include $(shell find $(BUILD)/obj $(FUZZ_BUILD)/obj -name '*.d' 2>/dev/null)
+# What each object and program was built from (gcc -MMD): a header changed
+# rebuilds them (the programs' own, progs.h, too).
+-include $(shell find $(BUILD)/obj $(BUILD)/progs $(BUILD)/examples $(BUILD)/bench $(BUILD)/sim \
+	$(FUZZ_BUILD)/obj -name '*.d' 2>/dev/null)

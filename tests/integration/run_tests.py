@@ -58,8 +58,11 @@ def collect():
     modules = []
     for path in sorted(glob.glob(os.path.join(HERE, "test_*.py"))):
         mod = importlib.import_module(os.path.basename(path)[:-3])
-        modules.append((mod.__name__, [getattr(mod, k) for k in sorted(vars(mod))
-                                       if k.startswith("test_") and callable(getattr(mod, k))]))
+        tests = [getattr(mod, k) for k in sorted(vars(mod))
+                 if k.startswith("test_") and callable(getattr(mod, k))]
+        if getattr(mod, "ONCE", None):  # a module whose every test is harness.once's
+            tests = [harness.once(mod.ONCE)(t) for t in tests]
+        modules.append((mod.__name__, tests))
     return modules
 
 
@@ -137,11 +140,14 @@ def main():
                          "(GPUSHIM_UNWIND=check); fails on a difference, or when none was walked")
     ap.add_argument("-k", action="append", default=[],
                     help="run only tests whose name contains this (repeatable: any of them)")
+    ap.add_argument("--again", action="store_true",
+                    help="a further pass over the same sources (make test's sanitized and clang "
+                         "passes): the tests marked harness.once are skipped")
     ap.add_argument("-j", "--jobs", type=int, default=1,
                     help="modules run at once, each in a process of its own (its tests in "
                          "order); 1: all in this process")
     a = ap.parse_args()
-    harness.E.configure(a.build, a.sanitized, a.tsan, a.valgrind, a.unwind_check)
+    harness.E.configure(a.build, a.sanitized, a.tsan, a.valgrind, a.unwind_check, a.again)
     for name, tests in collect():
         chosen = [t for t in tests if not a.k or any(k in t.__name__ for k in a.k)]
         if chosen:

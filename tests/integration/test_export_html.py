@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import zlib
 
-from harness import E, KiB, MiB, check, eq, one_trace, report, report_json, run
+from harness import E, KiB, MiB, check, eq, once, one_trace, report, report_json, run
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 HOSTILE = "</title><script>alert(\"x\")</script><img src=http://evil/x onerror='y'>&amp;"
@@ -452,6 +452,7 @@ def probe(page_path, script=PROBE):
     return json.loads(html.unescape(body))
 
 
+@once("Chromium on the page the analyzer writes the same in every build")
 def test_html_renders_in_chromium():
     if not CHROMIUM:
         return "skipped: no chromium"

@@ -18,7 +18,7 @@ import re
 import subprocess
 import tempfile
 
-from harness import E, MiB, check, eq, one_trace, run
+from harness import E, MiB, check, eq, once, one_trace, run
 from test_export_html import CHROMIUM, probe
 
 
@@ -84,6 +84,7 @@ PROBE = """
 """
 
 
+@once("Chromium on the page the analyzer writes the same in every build")
 def test_html_pictures_lay_out_in_chromium():
     if not CHROMIUM:
         return "skipped: no chromium"

@@ -39,7 +39,8 @@ import shutil
 import subprocess
 import tempfile
 
-from harness import E, KiB, MiB, ROTATED_CHURN, check, churn_sizes, eq, one_trace, report_json, run
+from harness import (E, KiB, MiB, ROTATED_CHURN, check, churn_sizes, eq, once, one_trace,
+                     report_json, run)
 
 
 def export(trace, fmt, *args):
@@ -636,6 +637,7 @@ def sandwich(folded_path, name):
     return (title.group(1) if title else None), rows
 
 
+@once("speedscope on the export the analyzer writes the same in every build")
 def test_folded_export_in_speedscope():
     if not CHROMIUM:
         return "skipped: no chromium"
@@ -691,6 +693,7 @@ print(json.dumps(out))
 '''
 
 
+@once("PyTorch's _memory_viz on the export the analyzer writes the same in every build")
 def test_torch_snapshot_through_memory_viz():
     if not debian_torch_python():
         return "skipped: no torch for /usr/bin/python3 (make test-deps installs python3-torch)"

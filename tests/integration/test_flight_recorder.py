@@ -8,7 +8,8 @@ import resource
 import shutil
 import tempfile
 
-from harness import E, KiB, MiB, ROTATED_CHURN, check, eq, one_trace, report, report_json, run, site_summary
+from harness import (E, KiB, MiB, ROTATED_CHURN, check, eq, once, one_trace, report, report_json,
+                     run, site_summary)
 
 
 def diskfull(n, buffer_mb=1):
@@ -193,6 +194,7 @@ def test_damaged_ring_entries_are_counted_not_trusted():
     check(d["events"]["allocations"] <= whole["events"]["allocations"], "nothing invented")
 
 
+@once("a scale test (100 million events) of code the other tests run in every pass")
 def test_bounded_trace_of_100_million_events():
     if E.sanitized:
         return "100 million events take too long under the sanitizers"

@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import zlib
 
-from harness import E, MiB, check, eq
+from harness import E, MiB, check, eq, once
 
 ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TARGETS = ["report", "export", "recover", "multi"]
@@ -23,6 +23,7 @@ RSS_LIMIT_KIB = 256 * 1024
 
 # ---- the fuzz targets over their corpus ----
 
+@once("the fuzz targets, built with clang and its sanitizers in every pass")
 def test_fuzz_targets_replay_corpus_and_crashes():
     if not shutil.which("clang"):
         return "clang is not installed (the fuzz targets need its libFuzzer)"

@@ -12,7 +12,7 @@
  *   main ("drv_autograd"): forward() keeps 4 MiB.
  *   pt_autograd_0 (names itself, as c10::setThreadName does): MulBackward0,
  *     MulBackward0, AddmmBackward0; with an argument N, N pairs of 4 to
- *     20 KiB (progs.h's churn_size) allocated and freed from churn() before
+ *     68 KiB (progs.h's churn_size) allocated and freed from churn() before
  *     its second MulBackward0 (so a trace bounded by GPUSHIM_MAX_BYTES
  *     rotates in between).
  *   pt_autograd_1 (named by main before it starts): MulBackward0, then it

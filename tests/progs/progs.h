@@ -25,13 +25,14 @@
     } while (0)
 
 /* The sizes of a churn of allocations that a bounded trace must rotate
- * within (drv_chdir, drv_autograd): 4 KiB plus 0 to 255 times 64 bytes,
+ * within (drv_chdir, drv_autograd): 4 KiB plus 0 to 65535 bytes,
  * drawn from a fixed sequence (xorshift64 from *state, which starts at
- * CHURN_SEED; harness.churn_sizes gives the same). Those 8 bits an
+ * CHURN_SEED; harness.churn_sizes gives the same). Those 16 bits an
  * allocation that zlib cannot squeeze make a churn's share of the trace
- * about 2 bytes a step on any machine; with one size it is 0.25 to 0.35,
- * by how many events a microsecond held where it ran, and a test's churn
- * rotated its trace on one machine and not on another. */
+ * about 3.3 bytes a step on any machine (8 bits made 2, and so needed 1.7
+ * times the steps); with one size it is 0.25 to 0.35, by how many events a
+ * microsecond held where it ran, and a test's churn rotated its trace on
+ * one machine and not on another. */
 #define CHURN_SEED 88172645463325252ull
 static inline size_t churn_size(unsigned long long *state)
 {
@@ -40,7 +41,7 @@ static inline size_t churn_size(unsigned long long *state)
     x ^= x >> 7;
     x ^= x << 17;
     *state = x;
-    return 4 * KiB + 64 * (size_t)(x >> 56);
+    return 4 * KiB + (size_t)(x >> 48);
 }
 
 /* Driver functions, for the programs linked with -lcuda (drv_*). */
