@@ -142,7 +142,7 @@ def test_a_bounded_trace_carries_the_graphs_over():
            [(f["requested_bytes"], fn(f, 1)) for f in whole[key]], key)
     eq(sites(j, "peak"), sites(whole, "peak"), "the same sites at the peak")
     eq(j["graphs"], whole["graphs"], "the same graphs figures")
-    eq(j["events"]["allocations"], whole["events"]["allocations"] + 10_000_000, "and the churn")
+    eq(j["events"]["allocations"], whole["events"]["allocations"] + 2_500_000, "and the churn")
 
 
 LOOKUPS = r'''

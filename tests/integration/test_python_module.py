@@ -10,7 +10,7 @@ pluggable allocator need a PyTorch this machine does not have (Debian's is
 import os
 import subprocess
 
-from harness import E, MiB, check, eq, one_trace, report, report_json, run
+from harness import E, MiB, check, eq, once, one_trace, report, report_json, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -72,6 +72,7 @@ def debian_torch():
     return p.stdout.strip() if p.returncode == 0 else None
 
 
+@once("the Python module on Debian's PyTorch, whose import under the sanitizers takes most of the test")
 def test_mark_steps_with_a_real_optimizer():
     version = debian_torch()
     if not version:

@@ -10,7 +10,7 @@ import os
 import re
 import subprocess
 
-from harness import E, MiB, check, eq, report, report_json, run
+from harness import E, MiB, check, eq, once, report, report_json, run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROG = os.path.join(ROOT, "tests", "progs", "python", "steps_loop.py")
@@ -67,9 +67,10 @@ def test_step_ends_after_each_step_are_that_many_steps():
 
 def test_a_range_around_each_step_is_a_step():
     d = check_steps("region", ["range"] * 5)
-    eq(d["mark_labels"][0]["range_marks"], 5, "all five ranges")
+    eq(d["mark_labels"][0]["nvtx_marks"], 5, "all five ranges")
 
 
+@once("the Python module on Debian's PyTorch, whose import under the sanitizers takes most of the test")
 def test_mark_steps_makes_the_optimizers_steps_the_reports():
     p = subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True)
     if p.returncode != 0:

@@ -50,10 +50,12 @@
  * An argument stops the program (exit 0, nothing freed) at that point:
  * "captured" (after the first capture), "replayed" (after its replays),
  * "kept" (after the node graph's launch). "churn" runs the whole schedule
- * with 10 million cudaMallocAsync/cudaFreeAsync pairs of 512 bytes after the
- * replays, while the executable and its output live (enough events, about
- * 5 MB of trace, for a trace bounded at 4 MiB to start over from a
- * checkpoint).
+ * with CHURN_PAIRS (2.5 million) cudaMallocAsync/cudaFreeAsync pairs of 512
+ * to 1023 bytes (drawn as progs.h's churn_size draws, 9 bits of it) after
+ * the replays, while the executable and its output live (enough events,
+ * about 5.4 MB of trace, for a trace bounded at 4 MiB to start over from a
+ * checkpoint; a size that does not repeat keeps zlib from squeezing a pair
+ * to nothing, which took 10 million pairs of one size).
  */
 #include <stdint.h>
 #include <string.h>
@@ -95,6 +97,7 @@ gs_cudaerror cudaDeviceGetGraphMemAttribute(int device, int attr, void *value);
 
 static gs_custream s, s2;
 static const char *stop;
+#define CHURN_PAIRS 2500000
 static int churn;
 
 static void stop_at(const char *where)
@@ -181,8 +184,9 @@ __attribute__((noinline)) static void async_backend_capture(void)
     expect_used(18 * MiB, 10 * MiB, 0); /* set aside: t2 and t3 at once */
     for (int i = 0; i < 3; i++)
         replay(exec, s);
-    for (int i = 0; churn && i < 10000000; i++)
-        free_async(malloc_async(512, s), s);
+    unsigned long long sizes = CHURN_SEED;
+    for (int i = 0; churn && i < CHURN_PAIRS; i++)
+        free_async(malloc_async(512 + (churn_size(&sizes) & 511), s), s);
     EXPECT(cudaStreamSynchronize(s), 0); /* the stream-ordered pool back to 8 */
     expect_used(18 * MiB, 10 * MiB, 2 * MiB); /* out lives on */
     stop_at("replayed");
