@@ -309,7 +309,8 @@ enum gs_record_type {
                                   * none), varint its marks that were ranges opening,
                                   * varint the open step's start, varint its first
                                   * step's start, varint its first step's end (0: not
-                                  * ended), varint its last ended step's start */
+                                  * ended), varint its last ended step's start, varint
+                                  * its end */
     GS_REC_CKPT_API_ITEM = 56,   /* varint what, then: 0, a recent mark: varint its
                                   * number in the run (from 0), varint label index
                                   * (UINT32_MAX: a label not followed), varint time,
@@ -431,6 +432,8 @@ enum gs_mark_flag {
     GS_MARK_STEP_END = 1, /* the step of its label ends here (gpushim_step_end: a mark
                            * made after each step, as an optimizer's post-step hook
                            * is); without it a mark is where a step begins */
+    GS_MARK_NVTX = 2,     /* made by nvtxMark: an annotation, not a step mark of the
+                           * program's own (marks.h: gs_marks_step_label) */
 };
 
 /* The step of a label open (the checkpoint's record of a label). */

@@ -82,6 +82,6 @@ void gs_fit_text(const struct gs_fit *f, char *buf, size_t sz)
                              gs_human_bytes(gs_cards[f->card].bytes - f->need, a, sizeof a),
                              gs_cards[f->card].name);
     if (f->growing && n < sz)
-        snprintf(buf + n, sz - n, "; but a leak suspect grew to the end: it runs out on any card, "
-                                  "later");
+        snprintf(buf + n, sz - n, "; but a leak suspect kept rising: a longer run outgrows any "
+                                  "card");
 }

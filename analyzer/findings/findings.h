@@ -98,13 +98,13 @@ extern const struct gs_card gs_cards[GS_NCARDS];
 uint64_t gs_largest_device_peak(const struct gs_replay *r);
 /* Which card the job needs: what one device needed, its peak or, where an
  * allocation failed that nothing got past, what the process held there
- * then and asked for, the larger; and whether a leak suspect grew to the
- * end, so that no card holds the job for ever. */
+ * then and asked for, the larger; and whether a leak suspect kept rising,
+ * so that no card holds a longer run. */
 struct gs_fit {
     uint64_t need;        /* bytes on one device (0: no device memory) */
     uint64_t held, asked; /* need from a failure: held then and asked; else 0, 0 */
     int card;             /* gs_cards' smallest that holds need; GS_NCARDS: none */
-    int growing;          /* a leak suspect grew to the end */
+    int growing;          /* a leak suspect kept rising (suspects.c: late in the run) */
 };
 void gs_card_fit(const struct gs_replay *r, size_t nsuspects, struct gs_fit *f);
 /* The sentence each screen gives ("24 GB and larger cards: 8.20 GiB spare

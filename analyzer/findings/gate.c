@@ -58,9 +58,13 @@ int gs_gate_parse(const char *text, struct gs_gate_limit *l, char *err, size_t e
         if (!strcmp(s, metric_name((enum gs_gate_metric)m)))
             break;
     if (m == GS_GATE_METRICS) {
-        snprintf(err, errsz, "no metric '%s' (peak, unfreed, leak, unrecovered, or a role: "
-                             "parameters, optimizer_state, gradients, activations, temporaries, "
-                             "workspace, unclassified)", s);
+        char roles[256];
+        size_t n = 0;
+        for (int k = 0; k < GS_ROLE_COUNT && n < sizeof roles; k++)
+            n += (size_t)snprintf(roles + n, sizeof roles - n, "%s%s", k ? ", " : "",
+                                  gs_role_key((enum gs_role)k));
+        snprintf(err, errsz, "no metric '%s' (peak, unfreed, leak, unrecovered, or a role: %s)", s,
+                 roles);
         return -1;
     }
     l->metric = (enum gs_gate_metric)m;

@@ -85,7 +85,7 @@ struct gs_roles {
     struct { /* what the last frees counted, to be taken back when refused */
         uint64_t seq;
         uint32_t site;
-        uint8_t in_range, in_backward, backward_in_backward, in_step;
+        uint8_t in_range, in_backward, backward_in_backward, in_step, unlabelled;
     } recent[RECENT];
     unsigned next_recent;
 };
@@ -271,6 +271,7 @@ static __attribute__((noinline)) void on_new(struct gs_roles *g, struct gs_repla
     a->tag = TAGGED | (uint32_t)(serial & SERIAL_MASK) << SERIAL_SHIFT | (uint32_t)phase;
     s->made[phase]++;
     s->made_in_step += open_step(g, r) != NULL;
+    s->made_unlabelled += g->step_label == GS_MARK_OTHER;
     g->seen[phase]++;
     if (a->time_ns < s->first_ns)
         s->first_ns = a->time_ns;
@@ -292,17 +293,21 @@ static __attribute__((noinline)) void on_gone(struct gs_roles *g, struct gs_repl
     /* freed in the step it was made in: one is open, and opened before it */
     const struct gs_mark_label *step = open_step(g, r);
     int in_step = step && a->time_ns >= step->start_ns;
+    /* made and freed before any step label: the first step's, if it began
+     * with the run (steps_of) */
+    int unlabelled = g->step_label == GS_MARK_OTHER;
     s->freed++;
     s->freed_in_backward += in_backward;
     s->backward_in_backward += backward_in_backward;
     s->freed_as_temporary += in_range || backward_in_backward;
     s->freed_in_step += in_step;
+    s->freed_unlabelled += unlabelled;
     g->seen[now]++;
     if (r->last_time_ns < s->first_free_ns)
         s->first_free_ns = r->last_time_ns;
     g->recent[g->next_recent++ % RECENT] = (typeof(g->recent[0])){
         a->seq, a->site, (uint8_t)in_range, (uint8_t)in_backward,
-        (uint8_t)backward_in_backward, (uint8_t)in_step};
+        (uint8_t)backward_in_backward, (uint8_t)in_step, (uint8_t)unlabelled};
 }
 
 /* A free the driver refused: what it counted is taken back (the allocation
@@ -319,6 +324,7 @@ static void on_back(struct gs_roles *g, const struct gs_live_alloc *a)
         s->backward_in_backward -= f->backward_in_backward;
         s->freed_as_temporary -= f->in_range || f->backward_in_backward;
         s->freed_in_step -= f->in_step;
+        s->freed_unlabelled -= f->unlabelled;
         f->seq = 0;
         return;
     }
@@ -457,17 +463,29 @@ int gs_role_told(const struct gs_replay *r, enum gs_role role, const char **why)
     return no == NULL;
 }
 
-/* The step label's steps: the end of the first (UINT64_MAX: none ended)
- * and the start of the last (UINT64_MAX: fewer than two, so that no free
- * is a teardown's); 0 when the run has no step label. */
-static int steps_of(const struct gs_replay *r, uint64_t *first_end, uint64_t *last_start)
+/* The step label's steps, where they tell lifetimes: the end of the first
+ * and when the teardown began (frees from then on are the program's end's:
+ * after the last step ended, or inside it when the end of the run ended it;
+ * UINT64_MAX with fewer than two steps); *after: when the last step ended,
+ * where what followed is no step (step ends, ranges; else UINT64_MAX);
+ * *from_start: the first step began with the run (step ends). 0 when there
+ * is no step label, or no step that
+ * a mark ended (only one the end of the run cut, a failure in the first
+ * step: its end is no step's end), or an old checkpoint's label whose first
+ * step's end is not known. */
+static int steps_of(const struct gs_replay *r, uint64_t *first_end, uint64_t *teardown,
+                    uint64_t *after, int *from_start)
 {
     uint32_t k = gs_marks_step_label(&r->marks);
     if (k == GS_MARK_OTHER)
         return 0;
     const struct gs_mark_label *l = &r->marks.labels[k];
-    *first_end = l->steps ? l->first_end_ns : UINT64_MAX;
-    *last_start = l->steps >= 2 ? l->last_start_ns : UINT64_MAX;
+    if (!l->steps || !l->first_end_ns || (l->steps == 1 && l->cut))
+        return 0;
+    *first_end = l->first_end_ns;
+    *teardown = l->steps < 2 ? UINT64_MAX : l->cut ? l->last_start_ns : l->last_end_ns;
+    *after = l->cut ? UINT64_MAX : l->last_end_ns;
+    *from_start = l->first_start_ns == 0;
     return 1;
 }
 
@@ -493,15 +511,18 @@ static enum gs_role decide(const struct gs_replay *r, struct gs_symbolizer *sym,
     }
     if (!n)
         return GS_ROLE_UNCLASSIFIED;
-    uint64_t end = UINT64_MAX, last = UINT64_MAX;
-    int steps = steps_of(r, &end, &last);
-    /* kept: none freed before the last step began (its frees, if any, in
-     * the last step: a teardown's, which the last step holds when the run's
-     * end ends it); held: kept, and all made by the end of the first step */
-    int kept = !s->freed || (steps && s->first_free_ns >= last);
+    uint64_t end = UINT64_MAX, teardown = UINT64_MAX, after = UINT64_MAX;
+    int from_start = 0, steps = steps_of(r, &end, &teardown, &after, &from_start);
+    /* kept: none freed before the teardown; held: kept, and all made by the
+     * end of the first step */
+    int kept = !s->freed || (steps && s->first_free_ns >= teardown);
     int held = kept && steps && s->last_ns <= end;
-    /* step-local: every one freed in the step it was made in */
-    int local = s->freed && s->freed_in_step == s->freed && s->made_in_step == n;
+    /* step-local: every one freed in the step it was made in; where the
+     * first step began with the run, what came before its label did is the
+     * first step's */
+    uint64_t made_in = s->made_in_step + (from_start ? s->made_unlabelled : 0);
+    uint64_t freed_in = s->freed_in_step + (from_start ? s->freed_unlabelled : 0);
+    int local = steps && s->freed && freed_in == s->freed && made_in == n && s->last_ns < after;
     enum gs_roles_basis basis = gs_roles_basis(r);
     *why = GS_WHY_NONE;
     if (basis == GS_BASIS_PHASES) {

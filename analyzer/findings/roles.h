@@ -83,6 +83,8 @@ struct gs_role_site {
     uint64_t first_free_ns;         /* its first free (UINT64_MAX: none) */
     uint64_t made_in_step;          /* ... while a step of the step label was open */
     uint64_t freed_in_step;         /* ... freed in the step they were made in */
+    uint64_t made_unlabelled;       /* ... made before any step label, */
+    uint64_t freed_unlabelled;      /* ... and freed then too */
     int8_t stack_phase;             /* its stack's phase; -1: not looked at yet */
     int8_t role;                    /* decided (gs_site_role); -1: not yet */
     int8_t why;                     /* enum gs_role_why, with role */

@@ -161,9 +161,9 @@ static const struct field label_fields[] = {
     F(growing)};
 /* then, where written (old writers did not), the step open and the first */
 static const struct field label_step_fields[] = {F(open), F(range_tid), F(range_id),
-                                                 F(range_marks), F(start_ns),
+                                                 F(nvtx_marks), F(start_ns),
                                                  F(first_start_ns), F(first_end_ns),
-                                                 F(last_start_ns)};
+                                                 F(last_start_ns), F(last_end_ns)};
 #undef F
 /* a mark's and a step's after their label */
 #define F(m) FIELD(struct gs_mark_item, m, UNSIGNED)

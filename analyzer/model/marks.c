@@ -114,6 +114,7 @@ static void end_step(struct gs_replay *r, uint32_t idx, uint64_t now, int cut)
                          .cut = (uint32_t)cut};
     l->steps++;
     l->last_start_ns = st.start_ns;
+    l->last_end_ns = now;
     if (l->steps == 1) {
         l->first_start_ns = l->start_ns;
         l->first_end_ns = now;
@@ -184,7 +185,7 @@ static void mark(struct gs_replay *r, uint32_t idx, const struct gs_revent *e, i
         if (l->open == GS_STEP_BEGUN || (step_end && l->open == GS_STEP_AFTER))
             end_step(r, idx, e->time_ns, 0);
         l->marks++;
-        l->range_marks += e->type == GS_REC_RANGE;
+        l->nvtx_marks += e->type == GS_REC_RANGE || (e->flags & GS_MARK_NVTX);
         l->last_ns = e->time_ns;
         open_step(r, l, step_end ? GS_STEP_AFTER : GS_STEP_BEGUN, e->time_ns, by);
     }
@@ -269,6 +270,15 @@ void gs_marks_finish(struct gs_replay *r)
     }
 }
 
+int gs_marks_better_counts(uint64_t marks_a, uint64_t nvtx_a, int a_first, uint64_t marks_b,
+                           uint64_t nvtx_b)
+{
+    int own_a = marks_a > nvtx_a, own_b = marks_b > nvtx_b;
+    if (own_a != own_b)
+        return own_a;
+    return marks_a > marks_b || (marks_a == marks_b && a_first);
+}
+
 int gs_marks_better_steps(const struct gs_marks *m, uint32_t a, uint32_t b)
 {
     if (a >= m->nlabels)
@@ -276,10 +286,7 @@ int gs_marks_better_steps(const struct gs_marks *m, uint32_t a, uint32_t b)
     if (b >= m->nlabels)
         return 1;
     const struct gs_mark_label *x = &m->labels[a], *y = &m->labels[b];
-    int own_x = x->marks > x->range_marks, own_y = y->marks > y->range_marks;
-    if (own_x != own_y)
-        return own_x;
-    return x->marks > y->marks || (x->marks == y->marks && a < b);
+    return gs_marks_better_counts(x->marks, x->nvtx_marks, a < b, y->marks, y->nvtx_marks);
 }
 
 uint32_t gs_marks_step_label(const struct gs_marks *m)

@@ -29,10 +29,12 @@ struct gs_mark_label {
     char label[GS_MAX_LABEL + 1]; /* NUL-terminated, control bytes as '?' */
     uint32_t stack_id;            /* of its first mark */
     uint64_t marks, steps;        /* steps: those ended (marks.c's finish ends the last) */
-    uint64_t range_marks;         /* of marks, ranges opening (not the program's marks) */
+    uint64_t nvtx_marks;          /* of marks, NVTX's (outermost ranges opening, nvtxMark):
+                                   * annotations, not the program's own step marks */
     uint64_t first_ns, last_ns;   /* its first and last mark */
     uint64_t first_start_ns, first_end_ns; /* its first step's (first_end_ns 0: not ended) */
     uint64_t last_start_ns;       /* the start of its last step ended (0: none) */
+    uint64_t last_end_ns;         /* and its end */
     uint32_t range_tid;           /* a step begun by an outermost range pushed: the thread
                                    * whose outermost range's end ends it (0: none) */
     uint64_t range_id;            /* ... by a range started: the id whose end ends it */
@@ -92,13 +94,19 @@ struct gs_marks {
 };
 
 /* The label whose steps are the run's steps (the growth samples', the
- * roles' and the reports' "step"): of the labels the program marked itself
- * (marks, step ends, NVTX marks), else of those made by ranges alone, the
+ * roles', whatif's and the reports' "step"): of the labels the program
+ * marked through gpushim's API (gpushim_mark, gpushim_step_end), else of
+ * those NVTX alone marked (outermost ranges, nvtxMark: annotations, which a
+ * one-off "checkpoint saved" must not outrank a loop's ranges with), the
  * one marked most often, the first of equals. GS_MARK_OTHER: none. */
 uint32_t gs_marks_step_label(const struct gs_marks *m);
 /* Whether label a is a better step label than b (b may be GS_MARK_OTHER):
  * the same order, for one who follows the marks as they come. */
 int gs_marks_better_steps(const struct gs_marks *m, uint32_t a, uint32_t b);
+/* The same order on counts alone (marks and NVTX's of them), a first: for
+ * a pass that keeps its own labels (whatif.c). */
+int gs_marks_better_counts(uint64_t marks_a, uint64_t nvtx_a, int a_first, uint64_t marks_b,
+                           uint64_t nvtx_b);
 /* Whether an outermost range labelled so makes steps: not PyTorch's
  * per-operator ranges of emit_nvtx ("aten::addmm, seq = 12, op_id = 40",
  * torch/csrc/profiler/util.cpp getNvtxStr), which are a thread's outermost

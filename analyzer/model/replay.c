@@ -209,7 +209,7 @@ static inline __attribute__((always_inline)) void apply(struct gs_replay *r,
         break;
     case GS_REC_RANGE:
         /* a range its thread opens outside any other is a mark of its label,
-         * and its end ends that step (docs/commands.md "NVTX ranges") */
+         * and its end ends that step (docs/api.md "Marks and steps") */
         if ((e->flags & GS_RANGE_TOP) || e->op == GS_RANGE_END)
             gs_marks_on_range(r, e);
         GS_REPLAY_HOOKS_CALL(r, on_range, e);

@@ -315,13 +315,15 @@ static int load_label(struct gs_replay *r, struct gs_cursor *c)
     get_fields(c, &l, FIELDS(label_fields));
     if (c->p < c->end) {
         get_fields(c, &l, FIELDS(label_step_fields));
-    } else { /* an old writer's: a step open since its last mark */
+    } else { /* an old writer's: a step open since its last mark; its first
+              * step's end and its last's unknown (0: the roles tell no
+              * lifetime from them) */
         l.open = GS_STEP_BEGUN;
         l.start_ns = l.last_ns;
         l.first_start_ns = l.first_ns;
     }
     if (c->bad || idx != m->nlabels || idx >= GS_MARK_LABELS || len > GS_MAX_LABEL || !l.marks ||
-        l.open > GS_STEP_AFTER || l.range_marks > l.marks)
+        l.open > GS_STEP_AFTER || l.nvtx_marks > l.marks)
         return -1;
     if (gs_marks_label(m, (const char *)text, len, 0) != GS_MARK_OTHER)
         return -1; /* the same label twice */

@@ -595,7 +595,7 @@ static void marks(struct gs_json *j, const struct gs_report *rep)
         gs_json_begin_object(j, NULL);
         gs_json_string(j, "label", l->label);
         gs_json_uint(j, "marks", l->marks);
-        gs_json_uint(j, "range_marks", l->range_marks);
+        gs_json_uint(j, "nvtx_marks", l->nvtx_marks);
         gs_json_uint(j, "steps", l->steps);
         gs_json_bool(j, "last_step_to_the_end", l->cut != 0);
         gs_json_uint(j, "first_time_ns", l->first_ns);

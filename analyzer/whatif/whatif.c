@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "analyzer/util/idmap.h"
+#include "analyzer/model/marks.h"
 #include "analyzer/read/read.h"
 #include "analyzer/whatif/whatif.h"
 
@@ -62,9 +63,15 @@ struct op {
     uint64_t outside;      /* memory outside the allocator after it */
 };
 
+/* A label's steps, as marks.c counts them (docs/api.md "Marks and steps"):
+ * which one runs now. */
 struct label {
     char text[GS_MAX_LABEL + 1];
-    uint64_t marks;
+    uint64_t marks, nvtx; /* marks, and NVTX's of them (gs_marks_better_counts) */
+    uint64_t begun;       /* steps begun: the one running now, from 1 */
+    uint32_t open;        /* enum gs_step_open */
+    uint32_t range_tid;   /* open since an outermost range pushed on it, */
+    uint64_t range_id;    /* or started with that id */
 };
 
 #define NO_CASE UINT8_MAX
@@ -104,7 +111,7 @@ struct gs_whatif {
     uint64_t run_total[GS_MAX_DEVICES + 1];
     struct label labels[LABELS];
     size_t nlabels;
-    size_t step_label; /* the label with the most marks; LABELS: none */
+    size_t step_label; /* the run's steps' (gs_marks_better_counts); LABELS: none */
     int nomem;
     gs_wi_size_fn size_of; /* gs_whatif_set_sizes */
     void *size_ctx;
@@ -530,8 +537,8 @@ static void request(struct gs_whatif *w, const struct gs_revent *e, int failed)
                    .stack_id = e->stack_id,
                    .tid = e->tid,
                    .outside = d->d.outside_bytes};
-    if (w->step_label < LABELS) {
-        o.step = w->labels[w->step_label].marks;
+    if (w->step_label < LABELS && w->labels[w->step_label].open != GS_STEP_NONE) {
+        o.step = w->labels[w->step_label].begun; /* the step running */
         o.step_label = (uint32_t)w->step_label;
     }
     if (!failed) {
@@ -581,11 +588,14 @@ static void release(struct gs_whatif *w, int32_t device, uint64_t addr, uint64_t
     }
 }
 
-static void on_mark(struct gs_whatif *w, const struct gs_revent *e)
+/* The label of a mark or an outermost range, made on its first: its index,
+ * or LABELS past the most followed. */
+static size_t label_of(struct gs_whatif *w, const struct gs_revent *e)
 {
     char text[GS_MAX_LABEL + 1];
-    size_t len = e->label_len > GS_MAX_LABEL ? GS_MAX_LABEL : e->label_len;
-    memcpy(text, e->label, len);
+    size_t len = !e->label ? 0 : e->label_len > GS_MAX_LABEL ? GS_MAX_LABEL : e->label_len;
+    if (len)
+        memcpy(text, e->label, len);
     text[len] = 0;
     for (size_t k = 0; k < len; k++) /* as marks.c shows a label */
         if ((unsigned char)text[k] < 0x20 || text[k] == 0x7f)
@@ -596,13 +606,64 @@ static void on_mark(struct gs_whatif *w, const struct gs_revent *e)
             break;
     if (i == w->nlabels) {
         if (w->nlabels == LABELS)
-            return;
+            return LABELS;
+        memset(&w->labels[i], 0, sizeof w->labels[i]);
         memcpy(w->labels[i].text, text, len + 1);
         w->nlabels++;
     }
-    w->labels[i].marks++;
-    if (w->step_label == LABELS || w->labels[i].marks > w->labels[w->step_label].marks)
+    return i;
+}
+
+/* A step of label i begins (a mark, or an outermost range: tid or id, what
+ * ends it) or ends (end), as marks.c has them; then the run's step label. */
+static void step_mark(struct gs_whatif *w, size_t i, int end, int nvtx, uint32_t tid,
+                      uint64_t id)
+{
+    struct label *l = &w->labels[i];
+    if (end) /* the step running ends (the first, begun with the run), the next opens */
+        l->begun += l->marks ? 1 : 2;
+    else if (l->open != GS_STEP_AFTER) /* a mark after an end begins that step */
+        l->begun++;
+    l->open = end ? GS_STEP_AFTER : GS_STEP_BEGUN;
+    l->range_tid = tid;
+    l->range_id = id;
+    l->marks++;
+    l->nvtx += nvtx != 0;
+    if (w->step_label == LABELS ||
+        (i != w->step_label && gs_marks_better_counts(l->marks, l->nvtx, i < w->step_label,
+                                                      w->labels[w->step_label].marks,
+                                                      w->labels[w->step_label].nvtx)))
         w->step_label = i;
+}
+
+static void on_mark(struct gs_whatif *w, const struct gs_revent *e)
+{
+    size_t i = label_of(w, e);
+    if (i < LABELS)
+        step_mark(w, i, (e->flags & GS_MARK_STEP_END) != 0, (e->flags & GS_MARK_NVTX) != 0, 0,
+                  0);
+}
+
+static void on_range(struct gs_whatif *w, const struct gs_revent *e)
+{
+    if ((e->op == GS_RANGE_PUSH || e->op == GS_RANGE_START) && (e->flags & GS_RANGE_TOP)) {
+        if (!gs_marks_range_makes_steps(e->label, e->label ? e->label_len : 0))
+            return;
+        size_t i = label_of(w, e);
+        if (i < LABELS)
+            step_mark(w, i, 0, 1, e->op == GS_RANGE_PUSH ? e->tid : 0,
+                      e->op == GS_RANGE_START ? e->addr : 0);
+        return;
+    }
+    int pop = e->op == GS_RANGE_POP && (e->flags & GS_RANGE_TOP) && e->tid;
+    if (!pop && !(e->op == GS_RANGE_END && e->addr))
+        return;
+    for (size_t i = 0; i < w->nlabels; i++) {
+        struct label *l = &w->labels[i];
+        if (l->open == GS_STEP_BEGUN &&
+            (pop ? l->range_tid && l->range_tid == e->tid : l->range_id == e->addr))
+            l->open = GS_STEP_NONE;
+    }
 }
 
 /* A request under blocks: they carry no device (theirs is -1) and no stream. */
@@ -656,6 +717,9 @@ void gs_whatif_event(struct gs_whatif *w, const struct gs_revent *e)
         return;
     case GS_REC_MARK:
         on_mark(w, e);
+        return;
+    case GS_REC_RANGE:
+        on_range(w, e);
         return;
     default:
         return;

@@ -54,7 +54,7 @@ struct gs_wi_oom {
     uint64_t size, time_ns;
     uint32_t stack_id; /* its call site in the trace */
     uint32_t tid;
-    uint64_t step;     /* marks of step_label before it (0: none) */
+    uint64_t step;     /* the step of step_label it came in (from 1; 0: none) */
     char step_label[GS_MAX_LABEL + 1];
 };
 

@@ -227,7 +227,7 @@ static void mark(uint32_t domain, const char *text, uint32_t len)
 {
     const char *name = domain ? domain_names[domain] : NULL;
     if (!name) {
-        gs_record_mark(text, len);
+        gs_record_mark_flags(text, len, GS_MARK_NVTX);
         return;
     }
     char label[GS_MAX_LABEL];
@@ -235,7 +235,7 @@ static void mark(uint32_t domain, const char *text, uint32_t len)
     append(label, &n, name, strlen(name));
     append(label, &n, ": ", 2);
     append(label, &n, text, len);
-    gs_record_mark(label, n);
+    gs_record_mark_flags(label, n, GS_MARK_NVTX);
 }
 
 int gs_nvtx_push(uint32_t domain, const char *text, uint32_t len)

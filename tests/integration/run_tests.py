@@ -13,6 +13,7 @@ last line is "integration: N passed, M failed, K skipped". Standard library
 only.
 """
 import argparse
+import concurrent.futures
 import contextlib
 import glob
 import importlib
@@ -121,9 +122,10 @@ def read_times():
 def write_times(times):
     try:
         os.makedirs(os.path.dirname(TIMES), exist_ok=True)
-        with open(TIMES + ".new", "w") as f:
+        new = f"{TIMES}.{os.getpid()}"  # passes may end at once
+        with open(new, "w") as f:
             json.dump(times, f, indent=0, sort_keys=True)
-        os.replace(TIMES + ".new", TIMES)
+        os.replace(new, TIMES)
     except OSError:
         pass  # only an order for next time
 
@@ -155,13 +157,17 @@ def main():
     counts = {"pass": 0, "fail": 0, "skip": 0}
     tally = {k: 0 for k in harness.E.unwind_tally}
     times = read_times()
+    pool = None
     if a.jobs <= 1:
         done = (run_module(name) for name in _work)
     else:
-        # the longest modules first (as they last ran; else the most tests)
+        # the longest modules first (as they last ran; else the most tests);
+        # a worker that dies fails the run (BrokenProcessPool), never hangs it
         order = sorted(_work, key=lambda n: (-times.get(n, 0.0), -len(_work[n])))
-        pool = multiprocessing.get_context("fork").Pool(a.jobs)
-        done = pool.imap_unordered(run_module, order)
+        pool = concurrent.futures.ProcessPoolExecutor(
+            a.jobs, mp_context=multiprocessing.get_context("fork"))
+        done = (f.result() for f in concurrent.futures.as_completed(
+            [pool.submit(run_module, name) for name in order]))
     for name, results, t, took in done:
         if not a.k:
             times[name] = round(took, 1)
@@ -170,6 +176,8 @@ def main():
             print(text, flush=True)
         for k in tally:
             tally[k] += t.get(k, 0)
+    if pool:
+        pool.shutdown()
     if not a.k:
         write_times(times)
     passed, failed, skipped = counts["pass"], counts["fail"], counts["skip"]

@@ -90,8 +90,8 @@ def test_capacity_of_common_cards():
     d = report_json(trace)["capacity"]
     peak = 8 * MiB + 768 * KiB
     eq(d["peak_bytes"], peak, "the largest device peak")
-    fits = ("24 GB and larger cards: 23.99 GiB spare on 24 GB; but a leak suspect grew to the "
-            "end: it runs out on any card, later")
+    fits = ("24 GB and larger cards: 23.99 GiB spare on 24 GB; but a leak suspect kept rising: "
+            "a longer run outgrows any card")
     eq((d["need_bytes"], d["failed_held_bytes"], d["failed_asked_bytes"], d["leak_grew"],
         d["fits_on"]), (peak, None, None, True, fits), "what it needs, and the sentence")
     cards = [("24 GB", 24 << 30), ("40 GB", 40 << 30), ("48 GB", 48 << 30), ("80 GB", 80 << 30),

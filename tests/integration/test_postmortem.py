@@ -196,8 +196,8 @@ def test_postmortem_survives_a_death_and_the_demo_names_the_leak():
     eq((c["peak_bytes"], c["need_bytes"], c["failed_held_bytes"], c["failed_asked_bytes"],
         c["leak_grew"]), (held, held + 256 * MiB, held, 256 * MiB, True), "the card it needs")
     eq(c["fits_on"], "24 GB and larger cards for the 16.05 GiB it needed when it failed "
-       "(15.80 GiB held, 256.00 MiB asked): 7.95 GiB spare on 24 GB; but a leak suspect grew to "
-       "the end: it runs out on any card, later", "in words")
+       "(15.80 GiB held, 256.00 MiB asked): 7.95 GiB spare on 24 GB; but a leak suspect kept "
+       "rising: a longer run outgrows any card", "in words")
 
 
 def test_the_readme_shows_what_the_demo_prints():

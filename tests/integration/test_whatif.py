@@ -429,3 +429,20 @@ def test_whatif_without_tensor_level_allocations():
     check("tensors: none: no device allocation a tensor could be" in p.stdout, p.stdout)
     d = json.loads(whatif(trace, "--json", rc=1).stdout)
     eq((d["source"], d["devices"]), ("none", []), "nothing replayed")
+
+
+def test_whatif_of_the_demo_as_docs_commands_md_gives_it():
+    # examples/sim_training.c marks its steps with ranges (a range "step"
+    # around each): the step a setting runs out in is the step that range
+    # began, as the report counts steps. Adam's state, made in the first
+    # optimizer step after its activations were freed, leaves the caching
+    # allocator 1.17 GiB reserved and idle: by default it runs out at step
+    # 18; expandable segments last to step 22, as the run did.
+    r = run([os.path.join(E.build, "examples", "sim_training")])
+    eq(r.rc, 1, f"the demo dies of out of memory: {r.err}")
+    card = whatif_json(one_trace(r))["devices"][0]["cards"][0]
+    got = {o["setting"]: (o["first_oom"]["step"], o["first_oom"]["step_label"],
+                          o["unallocated_at_peak_bytes"]) for o in card["outcomes"]}
+    eq(got["default"], (18, "step", 1200 * MiB), "default: step 18, 1.17 GiB idle")
+    eq(got["expandable_segments:True"], (22, "step", 4 * MiB), "expandable segments: step 22")
+    eq(got["roundup_power2_divisions:4"][0], 14, "rounded to powers of two: step 14")

@@ -232,10 +232,11 @@ static void same_marks(const struct gs_marks *x, const struct gs_marks *y, size_
         SAME(growth);
         SAME(max_growth);
         SAME(growing);
-        SAME(range_marks);
+        SAME(nvtx_marks);
         SAME(first_start_ns);
         SAME(first_end_ns);
         SAME(last_start_ns);
+        SAME(last_end_ns);
         SAME(range_tid);
         SAME(range_id);
         SAME(open);
@@ -369,7 +370,7 @@ Test(api_checkpoint, the_schedule_is_what_it_claims)
     const struct gs_mark_label *iter = &r.marks.labels[2], *opt = &r.marks.labels[3];
     cr_assert_str_eq(iter->label, "iter");
     ASSERT_U64(iter->marks, 7, "iter's marks");
-    ASSERT_U64(iter->range_marks, 7, "all ranges");
+    ASSERT_U64(iter->nvtx_marks, 7, "all ranges");
     ASSERT_U64(iter->steps, 7, "iter's steps, the last cut by the end");
     cr_assert(iter->cut, "the end ended iter's last");
     cr_assert_str_eq(opt->label, "opt");
@@ -511,14 +512,14 @@ Test(api_checkpoint, each_field_where_the_format_says)
              GS_OUTCOME_REFUSED, 0, 0, 0, 0, 0);
     /* the label: index 0, the string "s", then its 16 fields, then the step
      * open (after each step's end: GS_STEP_AFTER), its range's thread and
-     * id, its marks that were ranges, and the open step's start, the first
-     * step's start and end, the last ended step's start */
+     * id, its marks that were NVTX's, and the open step's start, the first
+     * step's start and end, the last ended step's start and end */
     uint8_t lab[64] = {0, 1, 's'};
     size_t ln = 3;
     const uint64_t label_fields[] = {11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
                                      gs_zigzag(-24), gs_zigzag(25), 26,
-                                     GS_STEP_AFTER, 27, 31, 5, 28, 29, 30, 32};
-    for (size_t i = 0; i < 24; i++)
+                                     GS_STEP_AFTER, 27, 31, 5, 28, 29, 30, 32, 33};
+    for (size_t i = 0; i < 25; i++)
         ln += gs_put_varint(lab + ln, label_fields[i]);
     n += record(b + n, GS_REC_CKPT_MARK_LABEL, lab, ln);
     n += REC(b + n, GS_REC_CKPT_API_ITEM, 0, 0, 0, 31, 32, 33, GS_MARK_ENDS);
@@ -549,10 +550,11 @@ Test(api_checkpoint, each_field_where_the_format_says)
     cr_assert_eq(l->max_growth, 25);
     ASSERT_U64(l->growing, 26, "label growing");
     ASSERT_U64(l->open, GS_STEP_AFTER, "the step open");
-    const uint64_t step_open_got[] = {l->range_tid, l->range_id, l->range_marks, l->start_ns,
-                                      l->first_start_ns, l->first_end_ns, l->last_start_ns};
-    const uint64_t step_open_want[] = {27, 31, 5, 28, 29, 30, 32};
-    for (size_t i = 0; i < 7; i++)
+    const uint64_t step_open_got[] = {l->range_tid, l->range_id, l->nvtx_marks, l->start_ns,
+                                      l->first_start_ns, l->first_end_ns, l->last_start_ns,
+                                      l->last_end_ns};
+    const uint64_t step_open_want[] = {27, 31, 5, 28, 29, 30, 32, 33};
+    for (size_t i = 0; i < 8; i++)
         ASSERT_U64(step_open_got[i], step_open_want[i], "label step field %zu", i);
     const struct gs_mark_item *it = &m->recent[0];
     ASSERT_U64(it->label, 0, "mark label");

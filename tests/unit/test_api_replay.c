@@ -399,7 +399,7 @@ Test(marks, outermost_ranges_are_steps_from_push_to_pop)
     same_step(step(&r, 1), 6, 8, 60, 30, 10, 20, "the second, to the end");
     const struct gs_mark_label *l = label_named(&r, "iter");
     ASSERT_U64(l->marks, 2, "its pushes are its marks");
-    ASSERT_U64(l->range_marks, 2, "all of them ranges");
+    ASSERT_U64(l->nvtx_marks, 2, "all of them ranges");
     gs_replay_free(&r);
 }
 

@@ -2,7 +2,7 @@
  * test_cards.c - which card a job needs (analyzer/findings/cards.c): from
  * its peak; from a failure nothing got past, what it held there and asked
  * (the peak is not what such a job needed); none of the cards; a leak that
- * grew to the end; the sentence every screen gives, exactly.
+ * kept rising; the sentence every screen gives, exactly.
  */
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -68,7 +68,7 @@ Test(cards, a_failure_nothing_got_past_needs_more_than_the_peak)
     cr_assert_eq(f.card, 1, "not 24 GB, which its peak fits");
     text(&f, "40 GB and larger cards for the 25.00 GiB it needed when it failed (23.00 GiB held, "
              "2.00 GiB asked): 15.00 GiB spare on 40 GB; 1.00 GiB short of 24 GB; but a leak "
-             "suspect grew to the end: it runs out on any card, later");
+             "suspect kept rising: a longer run outgrows any card");
     gs_replay_free(&r);
 }
 

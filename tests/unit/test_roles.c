@@ -25,6 +25,7 @@
 #define MiB (1024ull * 1024)
 
 static uint64_t now = 1;
+static int depth; /* ranges pushed on thread 1 */
 
 static void ev(struct gs_replay *r, struct gs_revent e)
 {
@@ -32,16 +33,23 @@ static void ev(struct gs_replay *r, struct gs_revent e)
     gs_replay_event(r, &e);
 }
 
+/* A push, flagged outermost as the shim flags it (top: the thread's first;
+ * 0 for a range a test wants to make no step, as an older shim's). */
 static void push(struct gs_replay *r, const char *label, int top)
 {
+    depth++;
     ev(r, (struct gs_revent){.type = GS_REC_RANGE, .tid = 1, .op = GS_RANGE_PUSH,
                              .flags = top ? GS_RANGE_TOP : 0, .label = label,
                              .label_len = strlen(label)});
 }
 
+/* A pop, flagged GS_RANGE_TOP where it leaves the thread nothing pushed
+ * (shim/hooks/nvtx.c): the step an outermost range began ends. */
 static void pop(struct gs_replay *r)
 {
-    ev(r, (struct gs_revent){.type = GS_REC_RANGE, .tid = 1, .op = GS_RANGE_POP});
+    depth--;
+    ev(r, (struct gs_revent){.type = GS_REC_RANGE, .tid = 1, .op = GS_RANGE_POP,
+                             .flags = depth ? 0 : GS_RANGE_TOP});
 }
 
 static void alloc(struct gs_replay *r, uint32_t stack, uint64_t addr, uint64_t size)
@@ -63,6 +71,7 @@ static void refused(struct gs_replay *r, uint64_t addr)
 
 static void setup(struct gs_replay *r)
 {
+    depth = 0;
     gs_replay_init(r);
     cr_assert_eq(gs_ranges_attach(r), 0);
     cr_assert_eq(gs_roles_attach(r), 0);
@@ -189,6 +198,72 @@ static void mark(struct gs_replay *r, const char *label)
 {
     ev(r, (struct gs_revent){.type = GS_REC_MARK, .tid = 1, .stack_id = 99, .label = label,
                              .label_len = strlen(label)});
+}
+
+static void step_end(struct gs_replay *r, const char *label)
+{
+    ev(r, (struct gs_revent){.type = GS_REC_MARK, .tid = 1, .stack_id = 99, .label = label,
+                             .label_len = strlen(label), .flags = GS_MARK_STEP_END});
+}
+
+/* Steps marked after each (gpushim_step_end): the first step began with the
+ * run, before its label was known, and what it made and freed is its own;
+ * a free in a step after the last end is the teardown's. */
+Test(roles, step_ends_tell_the_first_steps_lifetimes_too)
+{
+    struct gs_replay r;
+    setup(&r);
+    alloc(&r, 1, 0x1000, MiB); /* weights, in the first step */
+    for (int k = 0; k < 3; k++) {
+        alloc(&r, 2, 0x2000, MiB); /* an activation, freed in its step */
+        dfree(&r, 0x2000);
+        step_end(&r, "step");
+    }
+    alloc(&r, 3, 0x3000, MiB); /* after the last end: the teardown's */
+    dfree(&r, 0x3000);
+    dfree(&r, 0x1000);
+    gs_replay_finish(&r);
+    cr_assert_eq(gs_roles_basis(&r), GS_BASIS_LIFETIMES);
+    cr_assert_eq(role(&r, 2), GS_ROLE_STEP_LOCAL, "the first step's activation is in a step");
+    cr_assert_eq(role(&r, 1), GS_ROLE_HELD, "freed after the last end: the teardown's");
+    cr_assert_eq(role(&r, 3), GS_ROLE_UNCLASSIFIED, "made and freed after it: in no step");
+    gs_replay_free(&r);
+}
+
+/* A run that died in its first step (the end of the run cut its only
+ * step) tells no lifetime: what it never freed is not held for that. */
+Test(roles, a_run_that_died_in_its_first_step_tells_no_lifetime)
+{
+    struct gs_replay r;
+    setup(&r);
+    alloc(&r, 1, 0x1000, MiB);
+    mark(&r, "step");
+    alloc(&r, 2, 0x2000, MiB);
+    alloc(&r, 3, 0x3000, MiB);
+    gs_replay_finish(&r);
+    cr_assert_eq(role(&r, 1), GS_ROLE_UNCLASSIFIED);
+    cr_assert_eq(role(&r, 2), GS_ROLE_UNCLASSIFIED);
+    cr_assert_eq(why(&r, 2), GS_WHY_NO_STEPS);
+    gs_replay_free(&r);
+}
+
+/* A one-off nvtxMark ("checkpoint saved") does not outrank a loop's
+ * outermost ranges as the step label. */
+Test(roles, an_nvtx_mark_does_not_outrank_the_loops_ranges)
+{
+    struct gs_replay r;
+    setup(&r);
+    for (int k = 0; k < 3; k++) {
+        push(&r, "step", 1);
+        pop(&r);
+    }
+    ev(&r, (struct gs_revent){.type = GS_REC_MARK, .tid = 1, .label = "saved", .label_len = 5,
+                              .flags = GS_MARK_NVTX});
+    cr_assert_str_eq(r.marks.labels[gs_marks_step_label(&r.marks)].label, "step");
+    mark(&r, "own");
+    cr_assert_str_eq(r.marks.labels[gs_marks_step_label(&r.marks)].label, "own",
+                     "gpushim_mark's label does");
+    gs_replay_free(&r);
 }
 
 /* A bare C program: steps, no phase. What is held from the first step on
