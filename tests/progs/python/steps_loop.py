@@ -10,15 +10,18 @@ and argv[2] the way:
                 it marks "step" when called, and ends a step after each
                 optimizer step (needs torch)
     region      each step inside gpushim.region("step") (an NVTX range)
-    none        no marks at all: 5 steps 250 ms apart, a run of over a
+    none        no marks at all: 20 steps 60 ms apart, a run of over a
                 second: growth is per second
     quick       no marks, no waits: a run far shorter than a second
 
-The schedule, the same each way: weights 8 MiB (kept), made before the
-loop; then per step, an activation of 2 MiB made and freed, and 4 MiB
-appended to a history and never freed (the leak, at leak_site); after the
-loop, the activations' allocator is told nothing more and the program ends
-with the history live: 20 MiB leaked in 5 steps, 4 MiB a step.
+The schedule: weights 8 MiB (kept), made before the loop; then per step,
+an activation of 2 MiB made and freed, and 20 MiB / STEPS appended to a
+history and never freed (the leak, at leak_site); the program ends with
+the history live: 20 MiB leaked, 4 MiB a step in the 5 steps marked. The
+ways without marks take 20 steps of 1 MiB: sampled at quiet moments of
+windows of time or of events, where a step's events may fall in two
+windows (a flat interval between two samples), 5 steps were too few to
+judge the leak on every run (growth.c, suspects.c); 20 are enough.
 """
 import sys
 import time
@@ -27,17 +30,17 @@ import gpushim
 from cuda import Driver
 
 MiB = 1 << 20
-STEPS = 5
 
 drv = Driver(sys.argv[1], keep_gil=True)
 way = sys.argv[2]
+STEPS = 20 if way in ("none", "quick") else 5
 drv.use_device(0)
 weights = drv.alloc(8 * MiB)
 history = []
 
 
 def leak_site():
-    history.append(drv.alloc(4 * MiB))
+    history.append(drv.alloc(20 * MiB // STEPS))
 
 
 def one_step():
@@ -70,7 +73,7 @@ for _ in range(STEPS):
     if way == "after":
         gpushim.step_end("step")
     if way == "none":
-        time.sleep(0.25)
+        time.sleep(0.06)
     elif way != "quick":
         time.sleep(0.02)
 print("done")
