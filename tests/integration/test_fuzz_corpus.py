@@ -8,13 +8,12 @@ largest resident size, from /usr/bin/time, under 256 MiB).
 import glob
 import json
 import os
-import shutil
 import struct
 import subprocess
 import tempfile
 import zlib
 
-from harness import E, MiB, check, eq, once
+from harness import E, MiB, check, eq
 
 ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TARGETS = ["report", "export", "recover", "multi"]
@@ -23,33 +22,17 @@ RSS_LIMIT_KIB = 256 * 1024
 
 # ---- the fuzz targets over their corpus ----
 
-@once("the fuzz targets, built with clang and its sanitizers in every pass")
 def test_fuzz_targets_replay_corpus_and_crashes():
-    if not shutil.which("clang"):
-        return "clang is not installed (the fuzz targets need its libFuzzer)"
-    # the targets are built with clang and its sanitizers whatever the pass
-    # (Makefile: FUZZ_CC, FUZZ_CFLAGS), so every pass shares one build of them
-    fuzz = os.path.join(ROOT, "build", "fuzz")
-    os.makedirs(fuzz, exist_ok=True)
-    probe = os.path.join(tempfile.mkdtemp(prefix="gpushim-fuzz-probe-"), "p.c")
-    with open(probe, "w") as f:
-        f.write("#include <stddef.h>\n#include <stdint.h>\n"
-                "int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; "
-                "return 0; }\n")
-    p = subprocess.run(["clang", "-fsanitize=fuzzer,address,undefined", "-o", probe + ".out",
-                        probe], capture_output=True, text=True, timeout=120)
-    if p.returncode != 0:
-        return "clang cannot link a fuzzer here (its runtimes: libclang-rt-dev)"
-    p = subprocess.run(["make", "-C", ROOT, "-j2", f"BUILD={E.build}", f"FUZZ_BUILD={fuzz}",
-                        "fuzz-build"], capture_output=True, text=True, timeout=1200)
-    eq(p.returncode, 0, "make fuzz-build: " + p.stderr[-2000:])
+    # each target's seeds and the crashes found, once through it, built as
+    # this pass builds (tests/fuzz/replay_main.c: under the sanitizers in
+    # make test's sanitized pass); libFuzzer's own build is make fuzz's
     for t in TARGETS:
         files = sorted(glob.glob(os.path.join(ROOT, "tests", "fuzz", "corpus", t, "*")) +
                        glob.glob(os.path.join(ROOT, "tests", "fuzz", "crashes", t, "*")))
         check(len(files) >= 1, f"seeds for {t}")
         env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1")
-        p = subprocess.run([os.path.join(fuzz, "fuzz_" + t), "-rss_limit_mb=2048", "-timeout=10",
-                            *files], capture_output=True, text=True, timeout=600, env=env)
+        p = subprocess.run([os.path.join(E.build, "fuzz-replay", "replay_" + t), *files],
+                           capture_output=True, text=True, timeout=600, env=env)
         ran = [line.split()[1] for line in p.stderr.splitlines() if line.startswith("Executed ")]
         eq((p.returncode, ran), (0, files), f"fuzz_{t}: every input once, none failed:\n"
            + p.stderr[-3000:])
