@@ -171,6 +171,9 @@ static void restart(struct gs_growth *g, int by_steps, uint32_t label)
     g->every_events = by_steps ? 0 : GS_GROWTH_WINDOW_EVENTS;
     g->events = 0;
     g->next_ns = 0;
+    g->shadow = 0;
+    g->due = 0;
+    g->fell = 0;
     g->quiet = 0;
 }
 
@@ -183,6 +186,8 @@ static void take_quiet(struct gs_growth *g)
         g->quiet = 0;
     }
     g->events = 0;
+    g->due = 0;
+    g->fell = 0;
 }
 
 static void growth_before_event(void *ctx, struct gs_replay *r, uint64_t time_ns)
@@ -198,9 +203,15 @@ static void growth_before_event(void *ctx, struct gs_replay *r, uint64_t time_ns
         if (!r->checkpoint.present)
             start_sample(r, g, 0);
     }
+    g->before = r->live_bytes;
     if (time_ns < g->next_ns)
         return;
-    take_quiet(g);
+    /* the clock ends the window: here, where memory fell in it (its trough
+     * is behind it), else at its trough (growth_after_event) */
+    if (g->fell)
+        take_quiet(g);
+    else
+        g->due = g->quiet;
     g->next_ns = (time_ns / g->every + 1) * g->every;
 }
 
@@ -217,13 +228,33 @@ static void growth_after_event(void *ctx, struct gs_replay *r, uint64_t time_ns)
         g->quiet = 1;
         g->quiet_bytes = r->live_bytes;
     }
-    /* a window also ends by its events, so that a run too short or too fast
-     * for the clock is sampled as often as a long one: at its
-     * every_events-th event, or at the first after it that lifts device
-     * memory above the window's quietest moment (its trough behind it: a
-     * teardown that frees everything in a burst is one window, not many) */
-    if (++g->events >= g->every_events && g->quiet && r->live_bytes > g->quiet_bytes)
+    g->fell |= r->live_bytes < g->before;
+    /* a window ends by the clock (above), or by its events, so that a run
+     * too short or too fast for the clock is sampled as often as a long
+     * one: at its every_events-th event, or at the first after it that
+     * lifts device memory above the window's quietest moment (its trough
+     * behind it: a teardown that frees everything in a burst is one window,
+     * not many). A window the clock ended before memory fell in it (all its
+     * events so far a step's tensors made) ends at the first event after a
+     * fall that lifts memory above its quietest moment: the clock never
+     * cuts a step where its tensors are live (it did: a sample in the
+     * middle of a short run's last step) */
+    g->events++;
+    if (!g->quiet || r->live_bytes <= g->quiet_bytes)
+        return;
+    if (g->due && g->fell) {
+        /* as where the clock ends it above: the event that ends it is the
+         * next one's first */
         take_quiet(g);
+        if (write_slot(r, g, time_ns, 0) == 0) {
+            g->quiet = 1;
+            g->quiet_takes = 1;
+            g->quiet_bytes = r->live_bytes;
+            g->events = 1;
+        }
+    } else if (g->events >= g->every_events) {
+        take_quiet(g);
+    }
 }
 
 static void growth_finish(void *ctx, struct gs_replay *r)
@@ -234,6 +265,16 @@ static void growth_finish(void *ctx, struct gs_replay *r)
         take_quiet(g);
 }
 
+/* Slot from's state copied to slot to. */
+static void copy_slot(struct gs_growth *g, unsigned from, unsigned to)
+{
+    g->time_ns[to] = g->time_ns[from];
+    g->step[to] = g->step[from];
+    g->layers[to] = g->layers[from];
+    for (size_t s = 0; s < g->nsites; s++)
+        g->live[s * GS_GROWTH_SAMPLES + to] = g->live[s * GS_GROWTH_SAMPLES + from];
+}
+
 static void growth_on_mark(void *ctx, struct gs_replay *r, uint32_t label, uint64_t time_ns)
 {
     struct gs_growth *g = ctx; /* gs_growth_attach's */
@@ -242,14 +283,31 @@ static void growth_on_mark(void *ctx, struct gs_replay *r, uint32_t label, uint6
         return;
     const struct gs_mark_label *l = &m->labels[label];
     if (!g->by_steps || (label != g->step_label && gs_marks_better_steps(m, label, g->step_label))) {
+        /* a label better at its second mark than one marked once before it
+         * (an epoch's mark, then a step's): its first mark's state was kept */
+        int shadow = g->by_steps && g->shadow && g->shadow_label == label && l->marks == 2;
+        unsigned from = g->n;
         restart(g, 1, label); /* the first marks, or a label now better (marks.h) */
-        /* marks made after each step: the first step began with the run,
-         * when nothing was live */
-        if (l->marks == 1 && l->steps == 1 && l->first_start_ns == 0)
+        if (shadow) {
+            copy_slot(g, from, 0);
+            g->n = 1;
+            g->steps = 1;
+        } else if (l->marks == 1 && l->steps == 1 && l->first_start_ns == 0) {
+            /* marks made after each step: the first step began with the
+             * run, when nothing was live */
             start_sample(r, g, 1);
+        }
     }
-    if (label != g->step_label)
+    if (label != g->step_label) {
+        /* another label's first mark: kept in the next free slot until a
+         * sample takes it */
+        if (l->marks == 1 && write_slot(r, g, time_ns, l->steps + 1) == 0) {
+            g->shadow = 1;
+            g->shadow_label = label;
+        }
         return;
+    }
+    g->shadow = 0;
     if (g->steps++ % g->every == 0)
         sample(r, g, time_ns, l->steps + 1); /* the step that begins here */
 }

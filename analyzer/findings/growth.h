@@ -29,11 +29,16 @@ struct gs_growth {
     uint64_t every;      /* steps (or ns of a window) from one sample to the next */
     uint64_t every_events; /* windows: the most events in one */
     uint64_t events;     /* windows: events in this one so far */
-    uint64_t next_ns;    /* windows: when the next sample is due */
+    uint64_t next_ns;    /* windows: when the clock next ends one */
+    int due;             /* windows: the clock has ended this one; it ends at its trough */
+    int fell;            /* windows: device memory fell in this one */
+    uint64_t before;     /* windows: device bytes live before this event */
     int quiet;           /* windows: slot n holds the window's quietest moment so far */
     unsigned quiet_takes;
     uint64_t quiet_bytes; /* the device bytes live then */
     uint64_t steps;      /* marks of step_label since sampling by steps began */
+    int shadow;          /* by steps: slot n holds the first mark of shadow_label, */
+    uint32_t shadow_label; /* another label's, in case it becomes the step label */
     unsigned n;          /* samples kept */
     uint64_t time_ns[GS_GROWTH_SAMPLES];
     uint64_t step[GS_GROWTH_SAMPLES]; /* by steps: the step that began then, from 1 */

@@ -61,14 +61,20 @@ static double slope(const double *x, const uint64_t *v, unsigned from, unsigned 
 static int judge(const struct series *s, unsigned n, const uint64_t *time_ns,
                  const uint64_t *step, int by_steps, struct gs_suspect *out)
 {
-    /* up to the last time it held the most, which must be late in the run:
-     * a leak freed at the end (the program's teardown) is still a leak */
+    /* the end is a point of its own only where the site changed after the
+     * last sample: a repeat would count as an interval it did not rise in,
+     * and as one more point by which its most came early (in a short run
+     * one point is a step) */
+    unsigned m = n >= 2 && s->v[n - 1] == s->v[n - 2] ? n - 1 : n;
+    /* up to the point where it first held its most, which must be late in
+     * the run: what it held after is no interval of its rise, and a leak
+     * freed at the end (the program's teardown) is still a leak */
     unsigned top = 0;
-    for (unsigned k = 0; k < n; k++)
-        if (s->v[k] >= s->v[top])
+    for (unsigned k = 0; k < m; k++)
+        if (s->v[k] > s->v[top])
             top = k;
     unsigned p = top + 1, half = p / 2;
-    if (p < 3 || 4 * top < 3 * (n - 1))
+    if (p < 3 || 4 * top < 3 * (m - 1))
         return 0;
     uint64_t first_max = 0, low = UINT64_MAX;
     unsigned low_at = 0, rising = 0, intervals = 0;

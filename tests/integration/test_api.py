@@ -98,6 +98,15 @@ def test_marks_split_the_run_into_steps():
     eq(fn_line(ep["frames"])[0], ("main", "drv_api_steps.c", 56), "the epoch's call site")
     eq(d["mark_counts"], {"marks": 6, "marks_listed": 6, "steps": 4, "steps_listed": 4,
                           "labels": 2, "marks_of_labels_not_followed": 0}, "mark counts")
+    # the history is the leak: sampled at all 4 marks of "step" (the better
+    # label from its second mark on, its first mark's state kept), all 3 MiB
+    g = d["leaks"]["growth"]
+    eq((g["sampled_at"], g["step_label"], g["samples"]), ("steps", "step", 4),
+       "sampled at the step label's marks")
+    eq([(fn_line(x["frames"])[0], x["growth_bytes"], x["bytes_per_step"], x["rate"])
+        for x in d["leaks"]["suspects"]],
+       [(("train_step", "drv_api_steps.c", 48), 3 * MiB, MiB, "1.00 MiB a step")],
+       "the one leak suspect, all it grew")
     eq((d["blocks"], d["fragmentation"]["at_peak"], d["fragmentation"]["at_failures"]),
        (None, None, []), "no blocks")
     eq(d["trace"]["complete"], True, "complete")
