@@ -212,8 +212,8 @@ def test_bounded_trace_of_100_million_events():
     t = d["trace"]
     eq((t["complete"], t["ending"]), (True, "finished"), "whole")
     # the checkpoint holds the events up to the last swap's midpoint: at
-    # least those of the first 8 MiB (half the limit), at well under a byte
-    # an event. How many more depends on where the run ended in the cycle of
+    # least those of the first 8 MiB (half the limit), over 10 million at
+    # under 0.8 bytes an event (these chunks take about 0.3). How many more depends on where the run ended in the cycle of
     # swaps, and so on how well its chunks compressed, which changes with
     # the chunks' sizes (how often the writer drained the ring): 39 to over
     # 50 million of the 100 on this machine, so no more than that is checked
