@@ -165,7 +165,9 @@ def test_program_without_cuda_is_untouched():
 
 
 def test_truncated_and_damaged_traces():
-    r = run([E.prog("drv_schedule")])
+    # the writer's tick (100 ms by default) held off, so that a stall of the
+    # machine within the run's events cannot make them two chunks
+    r = run([E.prog("drv_schedule")], env={"GPUSHIM_FLUSH_MS": "10000"})
     trace = one_trace(r)
     data = open(trace, "rb").read()
     tmp = tempfile.mkdtemp(prefix="gpushim-cut-")

@@ -388,3 +388,53 @@ Test(growth, a_step_label_that_wins_at_its_second_mark_keeps_its_first)
     cr_assert_float_eq(s.bytes_per_step, (double)MiB, 1e-6, "1 MiB a step: %f", s.bytes_per_step);
     gs_replay_free(&r);
 }
+
+/*
+ * tests/progs/drv_growth.c "time": weights of 8 MiB (stack 3), the
+ * optimizer's 4 MiB in the first step (stack 4), a cache of 1 MiB in each
+ * of the first three (stack 5), then in each of 12 steps a 6 MiB
+ * activation (scratch), 512 KiB of loss kept (keep, the leak) and the
+ * activation freed, each step 3 ms after the one before, its events 3 us
+ * apart; then the teardown frees everything. Begun at every microsecond
+ * of a millisecond: keep is the one suspect, with all its 6 MiB. (Where the
+ * millisecond fell inside a step, between its first allocation and its
+ * free, the window ended at the free and the next began there with no fall
+ * behind it; the clock then let the teardown's frees take its sample past
+ * the last step's trough, and the leak read 5.5 MiB.)
+ */
+Test(growth, a_run_with_a_teardown_keeps_its_last_steps_trough_wherever_the_clock_falls)
+{
+    const uint64_t gap = 3 * US;
+    for (uint64_t t0 = 1 * MS; t0 < 2 * MS; t0 += US) {
+        struct gs_replay r;
+        start(&r);
+        uint64_t t = t0;
+        ev(&r, GS_REC_ALLOC, t, 0x200000000ull, 8 * MiB, 3);
+        for (uint64_t s = 0; s < 12; s++) {
+            t += gap;
+            if (s == 0)
+                ev(&r, GS_REC_ALLOC, t += gap, 0x300000000ull, 4 * MiB, 4);
+            if (s < 3)
+                ev(&r, GS_REC_ALLOC, t += gap, 0x400000000ull + s * MiB, MiB, 5);
+            ev(&r, GS_REC_ALLOC, t += gap, 0x10000, 6 * MiB, SCRATCH);
+            ev(&r, GS_REC_ALLOC, t += gap, 0x100000000ull + s * MiB, MiB / 2, KEEP);
+            ev(&r, GS_REC_FREE, t += gap, 0x10000, 0, 0);
+            t += 3 * MS;
+        }
+        ev(&r, GS_REC_FREE, t += gap, 0x200000000ull, 0, 0);
+        ev(&r, GS_REC_FREE, t += gap, 0x300000000ull, 0, 0);
+        for (uint64_t s = 0; s < 3; s++)
+            ev(&r, GS_REC_FREE, t += gap, 0x400000000ull + s * MiB, 0, 0);
+        for (uint64_t s = 0; s < 12; s++)
+            ev(&r, GS_REC_FREE, t += gap, 0x100000000ull + s * MiB, 0, 0);
+        gs_replay_finish(&r);
+        struct gs_suspect *sus;
+        size_t n = gs_growth_suspects(&r, NULL, GS_VIEW_MERGED, &sus);
+        cr_assert_eq(n, 1, "begun at %llu ns: one suspect, not %zu", (unsigned long long)t0, n);
+        cr_assert_eq(sus[0].stack_id, KEEP, "begun at %llu ns: keep", (unsigned long long)t0);
+        ASSERT_U64(sus[0].growth_bytes, 6 * MiB, "begun at %llu ns: all 6 MiB",
+                   (unsigned long long)t0);
+        free(sus);
+        gs_replay_free(&r);
+    }
+}
