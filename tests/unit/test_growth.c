@@ -269,6 +269,15 @@ Test(growth, a_long_fast_run_keeps_at_most_64_evenly_spread_samples)
     gs_replay_free(&r);
 }
 
+/* Keep the one suspect, with all its growth, 1 MiB a marked step. */
+static void keep_grew_a_mib_a_step(const struct gs_replay *r, uint64_t growth)
+{
+    struct gs_suspect s;
+    only_keep_suspect(r, &s);
+    ASSERT_U64(s.growth_bytes, growth, "all the steps made, from nothing at the first mark");
+    cr_assert_float_eq(s.bytes_per_step, (double)MiB, 1e-6, "1 MiB a step: %f", s.bytes_per_step);
+}
+
 static void mark(struct gs_replay *r, uint64_t t, const char *label)
 {
     struct gs_revent e = {.type = GS_REC_MARK, .time_ns = t, .tid = 1, .stack_id = 7,
@@ -302,10 +311,7 @@ Test(growth, marks_halve_to_every_other_step)
         ASSERT_U64(sampled(&r, KEEP, k), 2 * k * MiB, "keep at sample %u", k);
         ASSERT_U64(sampled(&r, SCRATCH, k), 0, "scratch at sample %u", k);
     }
-    struct gs_suspect s;
-    only_keep_suspect(&r, &s);
-    ASSERT_U64(s.growth_bytes, 100 * MiB, "from nothing at the first mark");
-    cr_assert_float_eq(s.bytes_per_step, (double)MiB, 1e-6, "1 MiB a step: %f", s.bytes_per_step);
+    keep_grew_a_mib_a_step(&r, 100 * MiB);
     gs_replay_free(&r);
 }
 
@@ -382,10 +388,7 @@ Test(growth, a_step_label_that_wins_at_its_second_mark_keeps_its_first)
         ASSERT_U64(g->time_ns[k], 2 * MS + k * MS, "sample %u at its mark", k);
         ASSERT_U64(sampled(&r, KEEP, k), k * MiB, "keep at sample %u", k);
     }
-    struct gs_suspect s;
-    only_keep_suspect(&r, &s);
-    ASSERT_U64(s.growth_bytes, 5 * MiB, "all the steps made");
-    cr_assert_float_eq(s.bytes_per_step, (double)MiB, 1e-6, "1 MiB a step: %f", s.bytes_per_step);
+    keep_grew_a_mib_a_step(&r, 5 * MiB);
     gs_replay_free(&r);
 }
 
