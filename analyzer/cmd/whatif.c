@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analyzer/util/bytes.h"
+#include "analyzer/util/output.h"
 #include "analyzer/symbols/symbolize.h"
 #include "analyzer/findings/findings.h"
 #include "analyzer/report/load.h"
@@ -235,7 +236,7 @@ int gs_cmd_whatif(int argc, char **argv)
         gs_loaded_free(&l);
         return 1;
     }
-    FILE *out = output ? fopen(output, "w") : stdout;
+    FILE *out = output ? gs_open_output(output) : stdout;
     if (!out) {
         fprintf(stderr, "gpushim whatif: cannot write %s: %m\n", output);
         rc = 1;

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analyzer/util/output.h"
 #include "analyzer/symbols/symbolize.h"
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/report/report.h"
@@ -127,7 +128,7 @@ void gs_export_folded(FILE *out, const struct gs_report *rep, enum gs_site_metri
 static int export_events(const char *format, const char *path, const char *output,
                          enum gs_stack_view view, uint64_t max_entries)
 {
-    FILE *out = output ? fopen(output, "w") : stdout;
+    FILE *out = output ? gs_open_output(output) : stdout;
     if (!out) {
         fprintf(stderr, "gpushim export: cannot write %s: %s\n", output, strerror(errno));
         return 1;
@@ -237,7 +238,7 @@ int gs_cmd_export(int argc, char **argv)
     struct gs_loaded l;
     if (gs_load("export", path, &l) != 0)
         return 1;
-    FILE *out = output ? fopen(output, "w") : stdout;
+    FILE *out = output ? gs_open_output(output) : stdout;
     if (!out) {
         fprintf(stderr, "gpushim export: cannot write %s: %s\n", output, strerror(errno));
         gs_loaded_free(&l);

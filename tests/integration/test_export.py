@@ -82,6 +82,34 @@ def test_export_usage_errors():
     check("cannot write" in p.stderr, p.stderr)
 
 
+def test_exports_are_the_owners_alone():
+    # An export holds what the trace holds (the command line, the host), so a
+    # new one is made 0600 as the trace is, whatever the umask; one already
+    # there keeps its owner's mode. Each way of writing: the events as they
+    # are read (perfetto), the report's (json, html), and whatif's answer.
+    trace = one_trace(run([E.prog("drv_schedule")]))
+    tmp = tempfile.mkdtemp(prefix="gpushim-mode-")
+    old = os.umask(0o022)
+    try:
+        for name, cmd in [("p.json", ["export", "-f", "perfetto"]),
+                          ("r.json", ["export", "-f", "json"]),
+                          ("r.html", ["export", "-f", "html"]),
+                          ("w.txt", ["whatif", "--card", "1G"])]:
+            out = os.path.join(tmp, name)
+            p = subprocess.run([E.gpushim, *cmd, "-o", out, trace], capture_output=True,
+                               text=True, timeout=120)
+            eq(p.returncode, 0, f"{cmd}: {p.stderr}")
+            eq(oct(os.stat(out).st_mode & 0o777), oct(0o600), f"the mode {cmd} made {name} with")
+            os.chmod(out, 0o644)
+            p = subprocess.run([E.gpushim, *cmd, "-o", out, trace], capture_output=True,
+                               text=True, timeout=120)
+            eq((p.returncode, oct(os.stat(out).st_mode & 0o777)), (0, oct(0o644)),
+               f"{name} written again keeps its owner's mode")
+            check(os.path.getsize(out) > 0, f"{name} written")
+    finally:
+        os.umask(old)
+
+
 def test_capacity_of_common_cards():
     # drv_schedule.c peaks at 8.75 MiB on device 0: every card fits, with
     # exactly its memory less that to spare; its cache that is never
