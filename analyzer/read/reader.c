@@ -551,7 +551,9 @@ int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
     memset(info, 0, sizeof *info);
     info->rank = info->local_rank = -1;
     memset(st, 0, sizeof *st);
-    f.fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* not blocking: a FIFO named as the trace would wait for a writer
+     * forever before the check below could refuse it */
+    f.fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (f.fd < 0)
         return fail(&f, 0, "cannot open: %s", strerror(errno));
     struct stat sb;

@@ -98,9 +98,14 @@ static int file_name(char *out, size_t outsz, const char *dir, const uint8_t *id
 /* The whole file, at most MAX_FILE bytes; NULL when it cannot be read. */
 static uint8_t *slurp(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rbe");
-    if (f == NULL)
+    /* not blocking: a FIFO in its place would wait for a writer forever */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (f == NULL) {
+        if (fd >= 0)
+            close(fd);
         return NULL;
+    }
     struct stat st;
     uint8_t *buf = NULL;
     if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) &&

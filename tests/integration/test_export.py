@@ -82,6 +82,22 @@ def test_export_usage_errors():
     check("cannot write" in p.stderr, p.stderr)
 
 
+def test_a_fifo_as_the_trace_is_refused_at_once():
+    # Opened before the check that it is a regular file, a FIFO made every
+    # command wait for a writer forever; each now says so and exits 1.
+    fifo = os.path.join(tempfile.mkdtemp(prefix="gpushim-fifo-"), "f.trace")
+    os.mkfifo(fifo, 0o600)
+    for cmd in (["report"], ["report", "--json"], ["export", "-f", "json"],
+                ["export", "-f", "perfetto"], ["whatif"], ["diff", fifo]):
+        try:
+            p = subprocess.run([E.gpushim, *cmd, fifo], capture_output=True, text=True,
+                               timeout=30)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"gpushim {' '.join(cmd)} waited on a FIFO")
+        eq(p.returncode, 1, f"{cmd}: {p.stderr}")
+        check("not a regular file" in p.stderr, f"{cmd} says why: {p.stderr}")
+
+
 def test_exports_are_the_owners_alone():
     # An export holds what the trace holds (the command line, the host), so a
     # new one is made 0600 as the trace is, whatever the umask; one already

@@ -133,3 +133,18 @@ def test_symbol_cache_folder_that_cannot_be_made_is_said_once():
     eq(p.stdout, off, "the report as without a cache")
     eq(p.stderr, f"gpushim: cannot write the symbol cache in {plain}/cache: Not a directory "
        "(GPUSHIM_SYMBOL_CACHE)\n", "said once, on stderr")
+
+
+def test_a_fifo_in_the_cache_is_no_entry():
+    # A FIFO where the program's entry would be: opening it waited for a
+    # writer forever. It is read as absent (not a regular file), the report
+    # the same as without a cache, and an entry made whole takes its place,
+    # as for a damaged one.
+    tmp = tempfile.mkdtemp(prefix="gpushim-symcache-")
+    prog, trace = recorded(tmp)
+    cache = os.path.join(tmp, "cache")
+    os.mkdir(cache, 0o700)
+    fifo = os.path.join(cache, build_id(prog) + ".syms")
+    os.mkfifo(fifo, 0o600)
+    eq(report(trace, cache).stdout, report(trace, "off").stdout, "the report, as without a cache")
+    check(stat.S_ISREG(os.stat(fifo).st_mode), "a whole entry in its place")
