@@ -280,16 +280,31 @@ static int string_eq(const void *item, const void *key)
 }
 
 /* A copy of str owned by s, shared by equal strings; NULL when str is NULL
- * or memory ran out (the caller then simply knows less). */
+ * or memory ran out (the caller then simply knows less). Every name a
+ * module gives (its symbol table's, its DWARF's, the symbol cache's) comes
+ * through here, and is as untrusted as the trace: its control bytes are
+ * made '?', as gs_text_copy makes a trace's text, so that none reaches a
+ * terminal (a title set, a report line forged) or an export. */
 static const char *intern(struct gs_symbolizer *s, const char *str)
 {
     if (str == NULL)
         return NULL;
+    char *clean = NULL;
+    for (const unsigned char *p = (const unsigned char *)str; *p; p++)
+        if (*p < 0x20 || *p == 0x7f) {
+            if ((clean = strdup(str)) == NULL)
+                return NULL;
+            gs_text_copy(clean, strlen(clean) + 1, str, strlen(str));
+            str = clean;
+            break;
+        }
     uint64_t h = string_key_hash(str);
     char *found = tab_find(&s->strings, h, string_eq, str);
-    if (found != NULL)
+    if (found != NULL) {
+        free(clean);
         return found;
-    char *copy = strdup(str);
+    }
+    char *copy = clean ? clean : strdup(str);
     if (copy == NULL || tab_add(&s->strings, copy, string_hash, string_eq, copy) != 0) {
         free(copy);
         return NULL;
