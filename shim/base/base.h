@@ -1,6 +1,7 @@
 /*
- * base.h - the bottom of the shim (shim/base/): its settings (config.c) and
- * the real functions it forwards to (real.c), CUDA's and glibc's.
+ * base.h - the bottom of the shim (shim/base/): its settings (config.c),
+ * the real functions it forwards to (real.c), CUDA's and glibc's, and
+ * whether this process is the one its state belongs to (lineage.c).
  *
  * Included by: every file of the shim (each folder of shim/), and the unit
  * tests.
@@ -31,6 +32,19 @@ struct link_map;
 #include "gpushim_cuda.h"
 
 #define GS_EXPORT __attribute__((visibility("default")))
+
+/* ---- lineage.c: a child that no fork handler ran in ---- */
+extern volatile uint8_t *gs_lineage_page; /* 1 in this process; 0 in such a child */
+/* Maps the page; on_unseen_child is what fork's child handler does. */
+void gs_lineage_init(void (*on_unseen_child)(void));
+void gs_lineage_unseen_child(void);
+/* At every recorded call, before any lock: a child made by clone() without
+ * CLONE_VM, which ran no fork handler, lets go of its parent's trace here. */
+static inline void gs_lineage_check(void)
+{
+    if (__builtin_expect(gs_lineage_page != NULL && *gs_lineage_page == 0, 0))
+        gs_lineage_unseen_child();
+}
 
 /* ---- config.c: settings from the environment, read once ---- */
 enum gs_unwind_mode {

@@ -2,7 +2,9 @@
  * fork.c - the shim across fork: pthread_atfork handlers that take every
  * shim lock before the fork, release them after it in the parent, and in the
  * child reset each subsystem (so none is left held, and the child lets go of
- * the parent's trace and starts its own on its first event).
+ * the parent's trace and starts its own on its first event); the same for a
+ * child of clone() without CLONE_VM, which runs no handler, at its first
+ * recorded call (base/lineage.c).
  *
  * It sits on top of the subsystems and calls their lock, unlock and reset
  * functions; none of them calls back. Lock order (take only in this order):
@@ -54,4 +56,7 @@ static void after_fork_child(void)
 __attribute__((constructor)) static void fork_init(void)
 {
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+    /* a child made by clone() runs no handler: it runs the child's at its
+     * first recorded call (base/lineage.c) */
+    gs_lineage_init(after_fork_child);
 }

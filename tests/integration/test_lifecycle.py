@@ -42,6 +42,29 @@ def test_fork_children_trace_their_own_events_only():
         check(d["process"]["ppid"] == p["process"]["pid"], "the child names its parent")
 
 
+def test_clone_children_trace_their_own_events_only():
+    # drv_clone.c: children made by clone() without CLONE_VM run no atfork
+    # handler; each used to die at its first recorded call (the parent's
+    # ring, mapped MADV_DONTFORK, is not in it). Each now lets go of the
+    # parent's trace there and writes its own, as a fork child does.
+    r = same_behaviour([E.prog("drv_clone")], env=NO_LSAN)
+    eq(r.out, "2 children exited 0\n", "output")
+    traces = [report_json(t) for t in r.files]
+    parent = [d for d in traces if d["leaks"]["bytes"] == MiB]
+    children = [d for d in traces if d not in parent]
+    eq(len(parent), 1, f"the parent's trace among {len(traces)}")
+    p = parent[0]
+    eq((p["trace"]["complete"], p["events"]["allocations"], p["events"]["frees"]), (True, 1, 0),
+       "the parent's trace, whole, its own allocation alone")
+    eq(len(children), 2, "a trace for each child")
+    for d in children:
+        eq((d["events"]["allocations"], d["events"]["frees"], d["trace"]["complete"],
+            d["trace"]["ending"]), (1, 0, True, "finished"), "a child's own events")
+        eq([(s["bytes"], s["frames"][0]["function"]) for s in d["leaks"]["sites"]],
+           [(64 * KiB, "child_alloc")], "a child's allocation")
+        eq(d["process"]["ppid"], p["process"]["pid"], "the child names its parent")
+
+
 def test_fork_without_pid_in_the_name_still_gives_distinct_files():
     r = run([E.prog("drv_fork")], output="fixed.trace", env=NO_LSAN)
     eq(r.rc, 0, "status")
