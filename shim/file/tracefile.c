@@ -42,7 +42,7 @@ int gs_expand_path(const char *tmpl, char *out, size_t outsz)
 /* Creates the directories above path that are missing (as mkdir -p). */
 static void make_parents(const char *path)
 {
-    char dir[4096];
+    static char dir[4096]; /* not on the stack (gs_create_trace) */
     snprintf(dir, sizeof dir, "%s", path);
     for (char *p = dir + 1; *p; p++) {
         if (*p != '/')
@@ -83,7 +83,7 @@ int gs_create_trace(char *path, size_t outsz)
     }
     if (fd >= 0 || errno != EEXIST)
         return fd;
-    char alt[4096];
+    static char alt[4096]; /* not on the stack (gs_create_trace) */
     for (unsigned i = 1; i < 10000; i++) {
         if (with_suffix(path, i, alt, sizeof alt) != 0)
             break;
@@ -147,7 +147,7 @@ static size_t put_string(uint8_t *p, const char *s, size_t len)
 /* The command line from /proc/self/cmdline as a CMDLINE payload. */
 static size_t cmdline_payload(uint8_t *out, size_t max)
 {
-    char args[8192];
+    static char args[8192]; /* not on the stack (gs_write_header) */
     ssize_t len = 0;
     int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
@@ -173,8 +173,11 @@ static size_t cmdline_payload(uint8_t *out, size_t max)
 int gs_write_header(int fd, uint64_t start_ns, uint64_t realtime_ns, unsigned stack_depth,
                     uint64_t ring_id, const char *ring_name)
 {
+    /* Not on the stack: the first event of a process opens the trace, on
+     * whatever thread made it, which may have a stack of 16 KiB (a thread's
+     * least); the caller holds the writer's lock. */
     static uint8_t buf[32768]; /* every record below at its longest */
-    uint8_t payload[9000];
+    static uint8_t payload[9000];
     size_t n = GS_PREAMBLE_LEN, p;
     char host[256];
 

@@ -149,7 +149,8 @@ static int collect(struct dl_phdr_info *info, size_t size, void *arg)
 
 static void emit_module(const struct image *im, uint32_t id)
 {
-    union {
+    /* modules_lock held (add): not on the stack, which may be a small one */
+    static union {
         struct gs_module_body b;
         uint8_t bytes[sizeof(struct gs_module_body) + sizeof im->path + sizeof im->build_id];
     } body;

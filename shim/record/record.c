@@ -177,7 +177,7 @@ static uint32_t current_stack(void)
     if (is_new) {
         /* Pushed before the lock is released: no thread can name the id
          * before its definition is in the ring. */
-        union {
+        static union { /* stack_lock held: not on the stack, which may be a small one */
             struct gs_stack_body b;
             uint8_t bytes[sizeof(struct gs_stack_body) + GS_MAX_FRAMES * sizeof(uint64_t)];
         } body;

@@ -179,8 +179,10 @@ unsigned gs_capture_stack(uint64_t *pcs, unsigned max)
     }
     if (mode != GS_UNWIND_CHECK)
         return libunwind_stack(pcs, max);
-    uint64_t fast[GS_MAX_FRAMES];
-    int nfast = gs_walk_stack(fast, max);
+    /* as deep as asked (64 frames by default), not GS_MAX_FRAMES: the
+     * calling thread's stack may be a small one */
+    uint64_t fast[max > GS_MAX_FRAMES ? GS_MAX_FRAMES : max ? max : 1];
+    int nfast = gs_walk_stack(fast, max > GS_MAX_FRAMES ? GS_MAX_FRAMES : max);
     unsigned n = libunwind_stack(pcs, max);
     check(fast, nfast, pcs, n);
     return n;

@@ -303,7 +303,7 @@ static void open_locked(void)
         return;
     }
     if (w.tf.path[0] != '/') { /* absolute: the program may change directory later */
-        char cwd[4096], rel[sizeof w.tf.path];
+        static char cwd[4096], rel[sizeof w.tf.path]; /* w.lock held; not on the stack */
         snprintf(rel, sizeof rel, "%s", w.tf.path);
         if (getcwd(cwd, sizeof cwd) &&
             (size_t)snprintf(w.tf.path, sizeof w.tf.path, "%s/%s", cwd, rel) >= sizeof w.tf.path)

@@ -65,6 +65,23 @@ def test_clone_children_trace_their_own_events_only():
         eq(d["process"]["ppid"], p["process"]["pid"], "the child names its parent")
 
 
+def test_the_first_allocation_on_a_thread_with_a_16_kib_stack():
+    # drv_small_stack.c: the process's first allocation, on a thread of 16
+    # KiB (the least a thread can have), opens the trace there too. It needed
+    # more than 32 KiB (the trace's header built on the stack) and the
+    # program died. Each way of walking the stack (check: both, compared).
+    if E.sanitized:
+        return "the sanitizers' redzones take more than a 16 KiB stack"
+    for unwind in ("fast", "libunwind", "check"):
+        r = run([E.prog("drv_small_stack")], env={"GPUSHIM_UNWIND": unwind})
+        eq((r.rc, r.out), (0, "small stack done\n"), f"{unwind}: the program, unharmed: {r.err}")
+        d = report_json(one_trace(r))
+        eq((d["events"]["allocations"], d["events"]["frees"], d["trace"]["complete"]),
+           (2, 1, True), f"{unwind}: every event")
+        eq([(s["bytes"], s["frames"][0]["function"]) for s in d["peak"]["sites"]],
+           [(MiB, "main")], f"{unwind}: the peak")
+
+
 def test_fork_without_pid_in_the_name_still_gives_distinct_files():
     r = run([E.prog("drv_fork")], output="fixed.trace", env=NO_LSAN)
     eq(r.rc, 0, "status")
