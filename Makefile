@@ -393,6 +393,7 @@ demo-python: all
 bench: all $(BUILD)/bench/bench_workload $(BUILD)/bench/bench_whatif
 	python3 tests/bench/bench.py --build $(BUILD)
 	python3 tests/bench/bench.py --build $(BUILD) --frames 100 --big-events 0 --whatif-requests 0
+	python3 tests/bench/bench_sites.py --build $(BUILD)
 
 bench-python: all sim
 	python3 tests/bench/bench_python.py --build $(BUILD)
