@@ -239,6 +239,9 @@ static size_t child_of(struct flame *fl, size_t parent, const char *name)
         fl->v = v;
         fl->cap = cap;
     }
+    /* in the map before it is linked: no memory leaves neither */
+    if (!known && gs_idmap_put(fl->by_name, key, fl->n + 1) != 0)
+        return 0;
     struct node *x = &fl->v[fl->n++];
     memset(x, 0, sizeof *x);
     snprintf(x->name, sizeof x->name, "%s", name);
@@ -246,8 +249,6 @@ static size_t child_of(struct flame *fl, size_t parent, const char *name)
     size_t last = fl->v[parent].last;
     *(last ? &fl->v[last - 1].sibling : &fl->v[parent].child) = fl->n;
     fl->v[parent].last = fl->n;
-    if (!known && gs_idmap_put(fl->by_name, key, fl->n) != 0)
-        return 0;
     return fl->n;
 }
 

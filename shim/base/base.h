@@ -34,15 +34,17 @@ struct link_map;
 #define GS_EXPORT __attribute__((visibility("default")))
 
 /* ---- lineage.c: a child that no fork handler ran in ---- */
-extern volatile uint8_t *gs_lineage_page; /* 1 in this process; 0 in such a child */
+extern uint8_t *gs_lineage_page; /* 1 in this process; 0 in such a child */
 /* Maps the page; on_unseen_child is what fork's child handler does. */
 void gs_lineage_init(void (*on_unseen_child)(void));
 void gs_lineage_unseen_child(void);
+void gs_lineage_mark_ours(void); /* the end of a child's reset: the page is ours */
 /* At every recorded call, before any lock: a child made by clone() without
  * CLONE_VM, which ran no fork handler, lets go of its parent's trace here. */
 static inline void gs_lineage_check(void)
 {
-    if (__builtin_expect(gs_lineage_page != NULL && *gs_lineage_page == 0, 0))
+    if (__builtin_expect(gs_lineage_page != NULL &&
+                             __atomic_load_n(gs_lineage_page, __ATOMIC_ACQUIRE) != 1, 0))
         gs_lineage_unseen_child();
 }
 

@@ -51,6 +51,7 @@ static void after_fork_child(void)
     gs_pools_reset();
     gs_runtime_reset_after_fork();
     gs_unwind_reset_after_fork();
+    gs_lineage_mark_ours(); /* the kernel zeroed it in this child: reset once, here */
 }
 
 __attribute__((constructor)) static void fork_init(void)

@@ -21,6 +21,7 @@ struct gs_ring {
     uint8_t *buf;               /* the data, hdr + GS_RING_HEADER_SIZE */
     uint64_t cap;               /* a power of two */
     int shared;                 /* backed by a file that outlives the process */
+    int dontfork;               /* mapped MADV_DONTFORK: a child has no mapping */
 };
 /* Maps a ring of cap data bytes: in the file at path (created, fully
  * allocated on disk so that no later write to it can fail for space), or
@@ -28,6 +29,10 @@ struct gs_ring {
 int gs_ring_init(struct gs_ring *r, const char *path, size_t cap, uint64_t id);
 /* Unmaps it (the file stays). */
 void gs_ring_destroy(struct gs_ring *r);
+/* In a child of fork or clone: forgets the parent's ring, which the child
+ * has no mapping of (dontfork); the range may since hold the child's own
+ * memory, so it is not unmapped. */
+void gs_ring_forget_in_child(struct gs_ring *r);
 /* Moves the ring's content into a new file at path (after the old one was
  * removed); the ring is left as it was on failure. 0 or -1 with errno. */
 int gs_ring_move_to_file(struct gs_ring *r, const char *path);

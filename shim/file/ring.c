@@ -35,7 +35,7 @@ static int map(struct gs_ring *r, int fd, size_t cap)
     if (p == MAP_FAILED)
         return -1;
     /* A forked child must never write the parent's ring: it gets no mapping. */
-    madvise(p, total, MADV_DONTFORK);
+    r->dontfork = madvise(p, total, MADV_DONTFORK) == 0;
     r->hdr = p;
     r->buf = (uint8_t *)p + GS_RING_HEADER_SIZE;
     r->cap = cap;
@@ -103,6 +103,14 @@ void gs_ring_destroy(struct gs_ring *r)
     if (r->hdr)
         munmap(r->hdr, GS_RING_HEADER_SIZE + r->cap);
     memset(r, 0, sizeof *r);
+}
+
+void gs_ring_forget_in_child(struct gs_ring *r)
+{
+    if (r->dontfork)
+        memset(r, 0, sizeof *r);
+    else
+        gs_ring_destroy(r); /* the child's own copy */
 }
 
 int gs_ring_move_to_file(struct gs_ring *r, const char *path)

@@ -50,6 +50,7 @@ void *gs_runtime_real(enum gs_fn fn, const void *caller)
 {
     size_t slot = ((uintptr_t)caller >> 4 ^ (uintptr_t)fn * 0x9e37u) % SITES;
     void *p = NULL;
+    gs_lineage_check(); /* a clone() child: not the parent's lock, held at the clone */
     pthread_mutex_lock(&sites_lock);
     if (sites[slot].caller == caller && sites[slot].fn == (int)fn)
         p = sites[slot].real;

@@ -425,6 +425,7 @@ int gs_emit(void *body, uint32_t len, int timed)
 
 int gs_recording_off(void)
 {
+    gs_lineage_check(); /* asked before a record, by hooks that sample first */
     if (__atomic_load_n(&w.state, __ATOMIC_ACQUIRE) != FAILED)
         return 0;
     /* A ring file keeps events after the trace failed, until it is full. */
@@ -478,6 +479,7 @@ static int finish_locked(int for_exec)
 __attribute__((destructor)) static void writer_fini(void)
 {
     int saved = errno;
+    gs_lineage_check(); /* a clone() child that never recorded: not the parent's locks */
     pthread_mutex_lock(&w.lock);
     end_in_ring();
     if (finish_locked(0)) {
@@ -582,7 +584,7 @@ void gs_writer_reset_after_fork(void)
         close(w.tf.fd); /* the parent's trace; a number the program reused is left alone */
     w.tf.fd = -1;
     w.state = NONE;
-    gs_ring_destroy(&w.ring); /* the parent's, in a file the parent still writes */
+    gs_ring_forget_in_child(&w.ring); /* the parent's, in a file the parent still writes */
     w.ring_path[0] = 0;
     w.ring_removed = 0;
     w.raw_len = 0;

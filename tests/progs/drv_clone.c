@@ -8,7 +8,8 @@
  *     never allocated (recorded before the driver is called, which refuses
  *     it), allocates 64 KiB in child_alloc, and exits;
  *   syscall(SYS_clone, SIGCHLD, 0, ...): as fork but by the raw system
- *     call, on the parent's stack: allocates 64 KiB in child_alloc, exits.
+ *     call, on the parent's stack: maps 4 MiB of its own and fills it,
+ *     allocates 64 KiB in child_alloc, checks its 4 MiB, exits.
  * Each child's trace holds its own events only (one allocation; the first
  * also the refused free); the parent's is whole and holds its 1 MiB.
  * The parent prints how many children exited 0.
@@ -16,6 +17,8 @@
 #define _GNU_SOURCE
 #include <sched.h>
 #include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -61,7 +64,16 @@ int main(void)
     ok += reap(pid);
     pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
     if (pid == 0) {
+        /* memory of its own before its first call: the kernel tends to put
+         * it where the parent's ring was, which this child has no mapping
+         * of; the shim must leave it alone (it unmapped it) */
+        size_t len = 4 * MiB;
+        unsigned char *own = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        EXPECT(own != MAP_FAILED, 1);
+        memset(own, 7, len);
         child_alloc();
+        EXPECT(own[0] + own[len / 2] + own[len - 1], 21);
         exit(0);
     }
     EXPECT(pid > 0, 1);

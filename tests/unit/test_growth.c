@@ -321,8 +321,8 @@ Test(growth, marks_halve_to_every_other_step)
  * scratches freed. Its 19 events make a handful of windows, and where the
  * clock's millisecond falls among them, which changes from run to run,
  * decides which window it ends. Wherever it falls (the run begun at every
- * point from 20 events before it to just after it, its events 1 us to
- * 400 us apart), keep is the one suspect, with all 3 MiB it made; weights,
+ * point from 20 events before the 10th to just after it, its events 1 us
+ * to 400 us apart), keep is the one suspect, with all 3 MiB it made; weights,
  * which rose and stayed, and scratch, never. Before, the clock ended a
  * window wherever it fell, a sample came in the middle of the last step,
  * and its flat point with the end's outnumbered keep's rises: one report
@@ -333,7 +333,7 @@ Test(growth, a_three_step_run_has_its_suspect_wherever_the_clock_falls)
     static const uint64_t gaps[] = {1 * US, 3 * US, 7 * US, 20 * US, 60 * US, 150 * US, 400 * US};
     for (size_t i = 0; i < sizeof gaps / sizeof *gaps; i++) {
         uint64_t gap = gaps[i], by = gap / 8 ? gap / 8 : 1;
-        for (uint64_t t0 = 1 * MS - 20 * gap; t0 <= 1 * MS + by; t0 += by) {
+        for (uint64_t t0 = 10 * MS - 20 * gap; t0 <= 10 * MS + by; t0 += by) {
             struct gs_replay r;
             start(&r);
             uint64_t t = t0;
