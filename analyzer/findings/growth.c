@@ -94,6 +94,16 @@ static void growth_on_alloc(void *ctx, struct gs_replay *r, size_t site, uint64_
         g->first_ns[site] = time_ns;
 }
 
+/* Slot from's state copied to slot to. */
+static void copy_slot(struct gs_growth *g, unsigned from, unsigned to)
+{
+    g->time_ns[to] = g->time_ns[from];
+    g->step[to] = g->step[from];
+    g->layers[to] = g->layers[from];
+    for (size_t s = 0; s < g->nsites; s++)
+        g->live[s * GS_GROWTH_SAMPLES + to] = g->live[s * GS_GROWTH_SAMPLES + from];
+}
+
 /* Every other sample dropped, the earlier of each pair kept: the first
  * stays the run's first, and those kept are a new width apart, as is the
  * next one from the last kept (kept, the later of each pair would leave
@@ -101,16 +111,8 @@ static void growth_on_alloc(void *ctx, struct gs_replay *r, size_t site, uint64_
 static void halve(struct gs_growth *g)
 {
     unsigned keep = g->n / 2;
-    for (unsigned k = 0; k < keep; k++) {
-        g->time_ns[k] = g->time_ns[2 * k];
-        g->step[k] = g->step[2 * k];
-        g->layers[k] = g->layers[2 * k];
-    }
-    for (size_t s = 0; s < g->nsites; s++) {
-        uint64_t *v = g->live + s * GS_GROWTH_SAMPLES;
-        for (unsigned k = 0; k < keep; k++)
-            v[k] = v[2 * k];
-    }
+    for (unsigned k = 0; k < keep; k++)
+        copy_slot(g, 2 * k, k);
     g->n = keep;
     g->every *= 2;
     g->every_events *= 2;
@@ -215,19 +217,25 @@ static void growth_before_event(void *ctx, struct gs_replay *r, uint64_t time_ns
     g->next_ns = (time_ns / g->every + 1) * g->every;
 }
 
-static void growth_after_event(void *ctx, struct gs_replay *r, uint64_t time_ns)
+/* The window's quietest moment so far, in slot n: the least device memory
+ * live in it (between two steps of a training loop, when a step's tensors
+ * are gone), or its first moment; a few takes a window. */
+static void note_quiet(struct gs_replay *r, struct gs_growth *g, uint64_t time_ns)
 {
-    struct gs_growth *g = ctx; /* gs_growth_attach's */
-    if (g->by_steps || !g->every)
-        return;
-    /* the least device memory live in the window: between two steps of a
-     * training loop, when a step's tensors are gone; a few takes a window */
     if ((!g->quiet || (r->live_bytes < g->quiet_bytes && g->quiet_takes < GS_GROWTH_QUIET_TAKES)) &&
         write_slot(r, g, time_ns, 0) == 0) {
         g->quiet_takes = g->quiet ? g->quiet_takes + 1 : 1;
         g->quiet = 1;
         g->quiet_bytes = r->live_bytes;
     }
+}
+
+static void growth_after_event(void *ctx, struct gs_replay *r, uint64_t time_ns)
+{
+    struct gs_growth *g = ctx; /* gs_growth_attach's */
+    if (g->by_steps || !g->every)
+        return;
+    note_quiet(r, g, time_ns);
     g->fell |= r->live_bytes < g->before;
     /* a window ends by the clock (above), or by its events, so that a run
      * too short or too fast for the clock is sampled as often as a long
@@ -246,12 +254,8 @@ static void growth_after_event(void *ctx, struct gs_replay *r, uint64_t time_ns)
         /* as where the clock ends it above: the event that ends it is the
          * next one's first */
         take_quiet(g);
-        if (write_slot(r, g, time_ns, 0) == 0) {
-            g->quiet = 1;
-            g->quiet_takes = 1;
-            g->quiet_bytes = r->live_bytes;
-            g->events = 1;
-        }
+        note_quiet(r, g, time_ns);
+        g->events = 1;
         /* and where that event was a fall (a step's last free, above the
          * trough before its first allocation), the new window begins at a
          * trough: the clock ends it where it next falls due, not at its
@@ -270,16 +274,6 @@ static void growth_finish(void *ctx, struct gs_replay *r)
     struct gs_growth *g = ctx; /* gs_growth_attach's */
     if (!g->by_steps)
         take_quiet(g);
-}
-
-/* Slot from's state copied to slot to. */
-static void copy_slot(struct gs_growth *g, unsigned from, unsigned to)
-{
-    g->time_ns[to] = g->time_ns[from];
-    g->step[to] = g->step[from];
-    g->layers[to] = g->layers[from];
-    for (size_t s = 0; s < g->nsites; s++)
-        g->live[s * GS_GROWTH_SAMPLES + to] = g->live[s * GS_GROWTH_SAMPLES + from];
 }
 
 static void growth_on_mark(void *ctx, struct gs_replay *r, uint32_t label, uint64_t time_ns)
