@@ -227,10 +227,9 @@ static void note_thread_name(uint32_t tid)
 /* Records a body of len bytes that starts with the event ev. */
 static void record_body(struct gs_ev *ev, uint32_t len, int with_stack)
 {
-    gs_lineage_check(); /* a clone() child lets go of its parent's trace first */
     if (tls.busy)
         return;
-    if (gs_recording_off()) {
+    if (gs_recording_off()) { /* first, in a clone() child, lets go of the parent's trace */
         gs_count_lost();
         return;
     }
