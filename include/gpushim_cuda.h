@@ -5,7 +5,7 @@
  * bundled runtime must be able to build it. So the few types, constants and
  * function signatures the project touches are declared here under a gs_
  * prefix, which lets a test include this file next to the toolkit's cuda.h
- * and check every declaration against it (tests/unit/test_cuda_abi.c).
+ * and check every declaration against it (tests/abi/check_cuda_abi.c).
  *
  * The function lists are X-macros: X(name, return type, (parameters)).
  * The shim, the simulated driver and the ABI test expand them differently.

@@ -3,8 +3,8 @@
  * framework's allocator settings let the trace see (allocator_view.c), leak suspects
  * (suspects.c, from growth's samples), the verdict on a failed allocation
  * (verdict.c), the cards a peak fits on (cards.c). Growth's sampling and
- * oom's post-mortems are declared with the model (analyzer/analyzer.h) until
- * they have headers of their own (analyzer/findings/growth.h, oom.h).
+ * oom's post-mortems have headers of their own (analyzer/findings/growth.h,
+ * oom.h).
  *
  * Included by: the analyzer's layers from findings up (findings, report,
  * export, cmd, main.c).

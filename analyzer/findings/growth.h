@@ -5,7 +5,7 @@
  * leak suspects, the post-mortems (oom.c), the reports and the exports.
  *
  * Included by: analyzer/findings, and the layers above it (report, export,
- * cmd) through their headers; analyzer/analyzer.h; tests. Never by the shim
+ * cmd) through their headers; tests. Never by the shim
  * or the model: they do not know growth exists.
  */
 #ifndef GPUSHIM_FINDINGS_GROWTH_H

@@ -5,7 +5,7 @@
  * (analyzer/findings/oom.c). verdict.c and the reports read them.
  *
  * Included by: analyzer/findings, and the layers above it (report, export,
- * cmd) through their headers; analyzer/analyzer.h; tests. Never by the shim
+ * cmd) through their headers; tests. Never by the shim
  * or the model.
  */
 #ifndef GPUSHIM_FINDINGS_OOM_H

@@ -5,7 +5,7 @@
  * bounded model takes gs_model_ops, without checkpoints).
  *
  * Included by: analyzer/read and the analyzer's layers above it (report:
- * load.c), analyzer/analyzer.h; tests.
+ * load.c); tests.
  */
 #ifndef GPUSHIM_READ_CHECKPOINT_LOAD_H
 #define GPUSHIM_READ_CHECKPOINT_LOAD_H

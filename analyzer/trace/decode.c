@@ -2,7 +2,7 @@
  * decode.c - the records of one chunk (include/gpushim_trace.h), inflated,
  * handed in order to callbacks: the analyzer's reader (reader.c) and ring
  * recovery (recover.c) decode with it, and so does the shim's model of a
- * bounded trace (shim/bound.c), so all three see the same events.
+ * bounded trace (shim/bound/bound.c), so all three see the same events.
  *
  * A chunk's payload is untrusted: a record whose fields do not parse is
  * counted damaged and skipped, and the chunk's delta state moves only with

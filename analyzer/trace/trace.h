@@ -6,7 +6,7 @@
  * declared with the ring entry it encodes (include/gpushim_ring.h).
  *
  * Included by: the model (analyzer/model), the shim's bounded trace
- * (shim/bound.c), and every analyzer layer from read up.
+ * (shim/bound/bound.c), and every analyzer layer from read up.
  */
 #ifndef GPUSHIM_TRACE_TRACE_H
 #define GPUSHIM_TRACE_TRACE_H

@@ -4,11 +4,11 @@
  * an exact summary of everything before them.
  *
  * The writer hands every chunk it writes to a model of the analyzer's
- * state: the analyzer's own decoder and replay engine (analyzer/decode.c,
- * analyzer/replay.c, compiled into the shim), which read it as the analyzer
+ * state: the analyzer's own decoder and replay engine (analyzer/trace/decode.c,
+ * analyzer/model/replay.c, compiled into the shim), which read it as the analyzer
  * will, so the summary means exactly what a report of the whole history
  * would. When the trace reaches half the limit, the model's state is
- * written as a checkpoint (analyzer/checkpoint.c) into a new file
+ * written as a checkpoint (analyzer/model/checkpoint.c) into a new file
  * "<trace>.next", after the same header. When the trace then nears the
  * limit, the chunks written since that midpoint are copied after the
  * checkpoint and the new file is renamed over the trace: one atomic step, so
