@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "analyzer/util/idmap.h"
+#include "analyzer/util/text.h"
 #include "analyzer/model/marks.h"
 #include "analyzer/read/read.h"
 #include "analyzer/whatif/whatif.h"
@@ -594,12 +595,7 @@ static size_t label_of(struct gs_whatif *w, const struct gs_revent *e)
 {
     char text[GS_MAX_LABEL + 1];
     size_t len = !e->label ? 0 : e->label_len > GS_MAX_LABEL ? GS_MAX_LABEL : e->label_len;
-    if (len)
-        memcpy(text, e->label, len);
-    text[len] = 0;
-    for (size_t k = 0; k < len; k++) /* as marks.c shows a label */
-        if ((unsigned char)text[k] < 0x20 || text[k] == 0x7f)
-            text[k] = '?';
+    gs_text_copy(text, sizeof text, e->label, len); /* as marks.c shows a label */
     size_t i;
     for (i = 0; i < w->nlabels; i++)
         if (!strcmp(w->labels[i].text, text))
