@@ -180,7 +180,9 @@ struct module {
     struct gs_span_index syms; /* see sym_index_build */
     int dwarf;              /* opened, with DWARF (set when first asked about) */
     int syms_debug;         /* its symbol table is in a file with DWARF (sym_index_build) */
-    struct gs_symcache *cache; /* its file in the cache folder, once read */
+    struct stat st;            /* the file it was opened from (open_module) */
+    int have_st;
+    struct gs_symcache *cache; /* its file in the cache folder, once read and trusted */
     int cache_read;         /* that file was looked for */
     int from_cache;         /* some answer came from it */
     unsigned fresh;         /* answers found in its DWARF, for the cache */
@@ -420,6 +422,12 @@ int gs_sym_use_cache(struct gs_symbolizer *s, const char *dir, int chosen)
     return s->cache_dir ? 0 : -1;
 }
 
+/* Where a file is looked for when it is not at its path, or is another
+ * build (gs_sym_search): for the process, as the command line says. */
+#define SEARCH_DIRS 8
+static char *search_dirs[SEARCH_DIRS];
+static size_t nsearch;
+
 /* The cache's answer for pc in m, or NULL. */
 static const struct gs_symcache_entry *cached(struct gs_symbolizer *s, struct module *m,
                                               uint64_t pc)
@@ -429,6 +437,10 @@ static const struct gs_symcache_entry *cached(struct gs_symbolizer *s, struct mo
     if (!m->cache_read) {
         m->cache_read = 1;
         m->cache = gs_symcache_load(s->cache_dir, m->build_id, m->build_id_len);
+        if (!gs_symcache_trusted(m->cache, m->path, search_dirs, nsearch)) {
+            gs_symcache_free(m->cache); /* another file's: read as if absent, then replaced */
+            m->cache = NULL;
+        }
     }
     return gs_symcache_find(m->cache, pc - m->bias);
 }
@@ -453,11 +465,6 @@ int gs_sym_open_ahead(struct gs_symbolizer *s, uint32_t module_id, uint64_t pc)
 
 /* ---- opening a module ----------------------------------------------------- */
 
-/* Where a file is looked for when it is not at its path, or is another
- * build (gs_sym_search): for the process, as the command line says. */
-#define SEARCH_DIRS 8
-static char *search_dirs[SEARCH_DIRS];
-static size_t nsearch;
 /* libdwfl's search path for separate debug files (NULL: its default), with
  * the search folders after the default's. */
 static char *debuginfo_path;
@@ -664,9 +671,10 @@ static void open_module(struct module *m)
             m->dmod = NULL;
         }
     }
-    if (m->why == GS_SYM_NAMED)
+    if (m->why == GS_SYM_NAMED) {
         m->state = MOD_OPEN;
-    else
+        m->have_st = stat(m->found ? m->found : m->path, &m->st) == 0;
+    } else
         m->status = -1;
 }
 
@@ -1218,7 +1226,9 @@ static void save_module(struct gs_symbolizer *s, struct module *m)
                                                      .file = a->frame[k].file,
                                                      .line = a->frame[k].line};
         }
-        rc = gs_symcache_save(s->cache_dir, m->build_id, m->build_id_len, e, n);
+        struct gs_symcache_source src;
+        gs_symcache_source_of(&src, m->path, m->found ? m->found : m->path, &m->st);
+        rc = gs_symcache_save(s->cache_dir, m->build_id, m->build_id_len, &src, e, n);
     }
     if (rc != 0 && s->cache_chosen) {
         fprintf(stderr, "gpushim: cannot write the symbol cache in %s: %s (GPUSHIM_SYMBOL_CACHE)\n",
@@ -1235,7 +1245,7 @@ static void save_caches(struct gs_symbolizer *s)
         return;
     for (size_t i = 0; i < s->modules.cap; i++) {
         struct module *m = s->modules.slot[i];
-        if (m && m->fresh && m->status == 1 && m->build_id_len)
+        if (m && m->fresh && m->status == 1 && m->build_id_len && m->have_st)
             save_module(s, m);
     }
 }

@@ -9,6 +9,10 @@
  *            length, entries, frames, string bytes, CRC-32 of all after
  *            the head, pad                                          40 bytes
  *   build id its bytes, padded to 8
+ *   source   the file the answers were read from (symcache.h): device,
+ *            inode, size, mtime (ns), owner, the lengths of the module's
+ *            path and the file's, pad                               48 bytes;
+ *            then the two paths, each NUL-terminated, padded to 8
  *   entries  per address, by offset ascending: offset (u64), first frame
  *            (u32), frames (u32)                                 16 bytes each
  *   frames   function and file (u32 offsets into the strings,
@@ -28,16 +32,23 @@
 #include <zlib.h>
 
 #define MAGIC "GSSYMS\r\n"
-#define VERSION 1u
+#define VERSION 2u /* 1: without the source */
 #define ORDER 0x01020304u
 #define NONE UINT32_MAX
 #define MAX_BUILD_ID 64u
 #define MAX_FRAMES_PER_ENTRY 4096u
+#define MAX_PATH 4096u
 #define MAX_FILE (1ull << 30) /* past it a file is not read, nor written */
 
 struct head {
     char magic[8];
     uint32_t version, order, build_id_len, entries, frames, strings, crc, pad;
+};
+
+struct disk_source {
+    uint64_t dev, ino, size;
+    int64_t mtime_ns;
+    uint32_t uid, module_len, file_len, pad; /* lengths without the NUL */
 };
 
 struct disk_entry {
@@ -51,6 +62,8 @@ struct disk_frame {
 };
 
 struct gs_symcache {
+    struct gs_symcache_source source;
+    char *paths; /* source.module's and source.file's bytes */
     struct gs_symcache_entry *entries;
     size_t n;
     struct gs_symcache_frame *frames;
@@ -133,6 +146,31 @@ static const char *string_at(const struct gs_symcache *c, const struct head *h, 
     return c->strings + off;
 }
 
+/* The source block at buf + at (len bytes in all): its size, or 0 when
+ * it is not whole and well formed. */
+static size_t parse_source(struct gs_symcache *c, const uint8_t *buf, size_t len, uint64_t at)
+{
+    struct disk_source d;
+    if (at + sizeof d > len)
+        return 0;
+    memcpy(&d, buf + at, sizeof d);
+    uint64_t paths = (uint64_t)d.module_len + 1 + d.file_len + 1;
+    if (d.pad != 0 || d.module_len == 0 || d.file_len == 0 || d.module_len > MAX_PATH ||
+        d.file_len > MAX_PATH || at + sizeof d + pad8(paths) > len)
+        return 0;
+    const uint8_t *p = buf + at + sizeof d;
+    if (p[d.module_len] != '\0' || p[d.module_len + 1 + d.file_len] != '\0' ||
+        memchr(p, '\0', d.module_len) || memchr(p + d.module_len + 1, '\0', d.file_len) ||
+        (c->paths = malloc(paths)) == NULL)
+        return 0;
+    memcpy(c->paths, p, paths);
+    c->source = (struct gs_symcache_source){.module = c->paths,
+                                            .file = c->paths + d.module_len + 1,
+                                            .dev = d.dev, .ino = d.ino, .size = d.size,
+                                            .mtime_ns = d.mtime_ns, .uid = d.uid};
+    return sizeof d + pad8(paths);
+}
+
 /* Checks and converts the file's body; 0, or -1 when it cannot be used. */
 static int parse(struct gs_symcache *c, const uint8_t *buf, size_t len, const uint8_t *id,
                  size_t id_len)
@@ -140,14 +178,17 @@ static int parse(struct gs_symcache *c, const uint8_t *buf, size_t len, const ui
     struct head h;
     memcpy(&h, buf, sizeof h);
     if (memcmp(h.magic, MAGIC, 8) != 0 || h.version != VERSION || h.order != ORDER ||
-        h.build_id_len != id_len || id_len > MAX_BUILD_ID || h.pad != 0)
+        h.build_id_len != id_len || id_len > MAX_BUILD_ID || h.pad != 0 ||
+        len < sizeof h + pad8(id_len) || memcmp(buf + sizeof h, id, id_len) != 0 ||
+        crc32(0, buf + sizeof h, (uInt)(len - sizeof h)) != h.crc)
         return -1;
-    uint64_t at = sizeof h + pad8(id_len), entries_at = at;
+    size_t source = parse_source(c, buf, len, sizeof h + pad8(id_len));
+    if (source == 0)
+        return -1;
+    uint64_t entries_at = sizeof h + pad8(id_len) + source;
     uint64_t frames_at = entries_at + (uint64_t)h.entries * sizeof(struct disk_entry);
     uint64_t strings_at = frames_at + (uint64_t)h.frames * sizeof(struct disk_frame);
-    if (strings_at + h.strings != len || memcmp(buf + sizeof h, id, id_len) != 0 ||
-        crc32(0, buf + sizeof h, (uInt)(len - sizeof h)) != h.crc ||
-        (h.strings && buf[len - 1] != '\0'))
+    if (strings_at + h.strings != len || (h.strings && buf[len - 1] != '\0'))
         return -1;
     c->strings = malloc(h.strings ? h.strings : 1);
     c->entries = calloc(h.entries ? h.entries : 1, sizeof *c->entries);
@@ -201,6 +242,7 @@ void gs_symcache_free(struct gs_symcache *c)
     free(c->entries);
     free(c->frames);
     free(c->strings);
+    free(c->paths);
     free(c);
 }
 
@@ -221,6 +263,54 @@ size_t gs_symcache_entries(const struct gs_symcache *c, const struct gs_symcache
 {
     *out = c ? c->entries : NULL;
     return c ? c->n : 0;
+}
+
+const struct gs_symcache_source *gs_symcache_made_from(const struct gs_symcache *c)
+{
+    return c ? &c->source : NULL;
+}
+
+/* ---- trust ------------------------------------------------------------------ */
+
+static int64_t mtime_ns(const struct stat *st)
+{
+    return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+void gs_symcache_source_of(struct gs_symcache_source *src, const char *module, const char *file,
+                           const struct stat *st)
+{
+    *src = (struct gs_symcache_source){.module = module, .file = file, .dev = st->st_dev,
+                                       .ino = st->st_ino, .size = (uint64_t)st->st_size,
+                                       .mtime_ns = mtime_ns(st), .uid = st->st_uid};
+}
+
+/* Whether path is in one of the folders (each a real path, no slash at
+ * its end but for "/"). */
+static int inside(const char *path, char *const *dirs, size_t ndirs)
+{
+    for (size_t i = 0; i < ndirs; i++) {
+        size_t n = strlen(dirs[i]);
+        if (strncmp(path, dirs[i], n) == 0 && (path[n] == '/' || (n == 1 && dirs[i][0] == '/')))
+            return 1;
+    }
+    return 0;
+}
+
+int gs_symcache_trusted(const struct gs_symcache *c, const char *module, char *const *search,
+                        size_t nsearch)
+{
+    if (c == NULL || module == NULL || strcmp(c->source.module, module) != 0)
+        return 0;
+    const struct gs_symcache_source *src = &c->source;
+    if (strcmp(src->file, module) != 0 && !inside(src->file, search, nsearch))
+        return 0;
+    struct stat st;
+    if (stat(src->file, &st) == 0)
+        return S_ISREG(st.st_mode) && src->dev == (uint64_t)st.st_dev &&
+               src->ino == (uint64_t)st.st_ino && src->size == (uint64_t)st.st_size &&
+               src->mtime_ns == mtime_ns(&st);
+    return (errno == ENOENT || errno == ENOTDIR) && (src->uid == 0 || src->uid == getuid());
 }
 
 /* ---- writing ---------------------------------------------------------------- */
@@ -323,20 +413,34 @@ static int make_dirs(const char *dir)
 
 /* The body after the head (entries sorted by offset): its bytes, or NULL. */
 static uint8_t *body(const struct gs_symcache_entry **sorted, size_t n, const uint8_t *id,
-                     size_t id_len, struct head *h, size_t *len)
+                     size_t id_len, const struct gs_symcache_source *src, struct head *h,
+                     size_t *len)
 {
     struct strings st = {0};
     size_t frames = 0;
     for (size_t i = 0; i < n; i++)
         frames += sorted[i]->n;
-    size_t fixed = pad8(id_len) + n * sizeof(struct disk_entry) + frames * sizeof(struct disk_frame);
+    struct disk_source ds = {.dev = src->dev, .ino = src->ino, .size = src->size,
+                             .mtime_ns = src->mtime_ns, .uid = src->uid,
+                             .module_len = (uint32_t)strlen(src->module),
+                             .file_len = (uint32_t)strlen(src->file)};
+    if (ds.module_len == 0 || ds.module_len > MAX_PATH || ds.file_len == 0 ||
+        ds.file_len > MAX_PATH)
+        return NULL;
+    size_t source = sizeof ds + pad8((size_t)ds.module_len + 1 + ds.file_len + 1);
+    size_t fixed = pad8(id_len) + source + n * sizeof(struct disk_entry) +
+                   frames * sizeof(struct disk_frame);
     if (fixed >= MAX_FILE || frames > UINT32_MAX)
         return NULL;
     uint8_t *buf = calloc(1, fixed);
     if (buf == NULL)
         return NULL;
     memcpy(buf, id, id_len);
-    uint8_t *e = buf + pad8(id_len), *f = e + n * sizeof(struct disk_entry);
+    uint8_t *at = buf + pad8(id_len);
+    memcpy(at, &ds, sizeof ds);
+    memcpy(at + sizeof ds, src->module, ds.module_len + 1);
+    memcpy(at + sizeof ds + ds.module_len + 1, src->file, ds.file_len + 1);
+    uint8_t *e = at + source, *f = e + n * sizeof(struct disk_entry);
     int bad = 0;
     uint32_t first = 0;
     for (size_t i = 0; i < n && !bad; i++) {
@@ -370,11 +474,13 @@ static uint8_t *body(const struct gs_symcache_entry **sorted, size_t n, const ui
 }
 
 int gs_symcache_save(const char *dir, const uint8_t *build_id, size_t len,
+                     const struct gs_symcache_source *src,
                      const struct gs_symcache_entry *entries, size_t n)
 {
     char path[4096], tmp[4200];
     static unsigned serial;
-    if (dir == NULL || build_id == NULL || (n && entries == NULL) || n > UINT32_MAX ||
+    if (dir == NULL || build_id == NULL || src == NULL || src->module == NULL ||
+        src->file == NULL || (n && entries == NULL) || n > UINT32_MAX ||
         file_name(path, sizeof path, dir, build_id, len) != 0)
         return errno = EINVAL, -1;
     const struct gs_symcache_entry **sorted = malloc((n ? n : 1) * sizeof *sorted);
@@ -390,7 +496,7 @@ int gs_symcache_save(const char *dir, const uint8_t *build_id, size_t len,
         }
     struct head h;
     size_t blen = 0;
-    uint8_t *b = body(sorted, n, build_id, len, &h, &blen);
+    uint8_t *b = body(sorted, n, build_id, len, src, &h, &blen);
     free(sorted);
     if (b == NULL)
         return errno = ENOMEM, -1;

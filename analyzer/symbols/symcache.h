@@ -12,6 +12,14 @@
  * replaces it). A save writes a new file and renames it over the old one,
  * so a reader sees the whole old file or the whole new one.
  *
+ * A build id is only a claim: any ELF file can carry any id, so a trace
+ * that names a forged one would, if the id were the key alone, put its
+ * names in the answers for every later trace of the real build. So each
+ * file also says which file its answers were read from (its path, device,
+ * inode, size, mtime and owner: gs_symcache_source) and for which path the
+ * trace named, and gs_symcache_trusted uses it only for that same file
+ * (docs/limits.md, "What a trace can make the analyzer do").
+ *
  * Included by: symbolize.c; report/load.c (gs_symcache_dir); its unit test.
  */
 #ifndef GPUSHIM_SYMBOLS_SYMCACHE_H
@@ -34,6 +42,15 @@ struct gs_symcache_entry {
     const struct gs_symcache_frame *frames;
 };
 
+/* The file a cache file's answers were read from. */
+struct gs_symcache_source {
+    const char *module; /* the module's path, as the trace named it */
+    const char *file;   /* the file read: that path, or a copy in a --symbols folder */
+    uint64_t dev, ino, size;
+    int64_t mtime_ns;
+    uint32_t uid; /* its owner */
+};
+
 struct gs_symcache; /* one file, read */
 
 /*
@@ -54,12 +71,34 @@ const struct gs_symcache_entry *gs_symcache_find(const struct gs_symcache *c, ui
 /* Its entries, by offset (for a save that keeps them). */
 size_t gs_symcache_entries(const struct gs_symcache *c, const struct gs_symcache_entry **out);
 
+/* The file its answers were read from (c's own strings). */
+const struct gs_symcache_source *gs_symcache_made_from(const struct gs_symcache *c);
+
+/*
+ * Whether c's answers may be used for the module at path module, with the
+ * --symbols folders search (real paths) given now: 1 only when c was made
+ * for that module path, from that path or a copy inside one of the
+ * folders, and that file is still there unchanged (same device, inode,
+ * size and mtime) or, gone, was owned by root or by this user. 0 else:
+ * the module is read as if there were no cache file, and the save then
+ * replaces it.
+ */
+int gs_symcache_trusted(const struct gs_symcache *c, const char *module, char *const *search,
+                        size_t nsearch);
+
+/* src, for the file at file (module's path, or where it was found), from
+ * its stat. The strings are borrowed. */
+struct stat;
+void gs_symcache_source_of(struct gs_symcache_source *src, const char *module, const char *file,
+                           const struct stat *st);
+
 /*
  * Writes DIR's file for build_id with the n entries (offsets all different,
- * in any order), making DIR (mode 0700) and its parents when missing.
- * 0, or -1 with errno (the old file, if any, is left as it was).
+ * in any order), read from src, making DIR (mode 0700) and its parents when
+ * missing. 0, or -1 with errno (the old file, if any, is left as it was).
  */
 int gs_symcache_save(const char *dir, const uint8_t *build_id, size_t len,
+                     const struct gs_symcache_source *src,
                      const struct gs_symcache_entry *entries, size_t n);
 
 #endif

@@ -13,13 +13,14 @@ The program is a copy of rt_batch_tensors at batch 4 (test_symbols_elsewhere.py
 records it): its peak's sites are tensor() under load_weights and
 make_activations.
 """
+import json
 import os
 import shutil
 import stat
 import subprocess
 import tempfile
 
-from harness import E, check, eq
+from harness import E, check, eq, launcher_env
 from test_symbols_elsewhere import build_id, named, recorded
 
 
@@ -148,3 +149,59 @@ def test_a_fifo_in_the_cache_is_no_entry():
     os.mkfifo(fifo, 0o600)
     eq(report(trace, cache).stdout, report(trace, "off").stdout, "the report, as without a cache")
     check(stat.S_ISREG(os.stat(fifo).st_mode), "a whole entry in its place")
+
+
+def forged(tmp, victim):
+    """The program built again with other names for its functions and the
+    victim's build id (ld --build-id=0x...), run under the shim from
+    tmp/evil/prog: the trace an attacker would hand over."""
+    os.makedirs(os.path.join(tmp, "evil"))
+    prog = os.path.join(tmp, "evil", "prog")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    p = subprocess.run(
+        [os.environ.get("CC", "cc"), "-std=gnu11", "-O1", "-g", "-fno-omit-frame-pointer",
+         "-I" + os.path.join(root, "include"), "-I" + root, "-Dtensor=forged_tensor",
+         "-Dload_weights=forged_weights", "-Dmake_activations=forged_activations",
+         os.path.join(root, "tests", "progs", "rt_batch_tensors.c"), "-o", prog,
+         "-L" + os.path.join(E.build, "sim"), "-lcudart", "-ldl", "-lpthread",
+         "-Wl,--build-id=0x" + build_id(victim)], capture_output=True, text=True)
+    eq(p.returncode, 0, p.stderr)
+    eq(build_id(prog), build_id(victim), "the forged build id")
+    trace = os.path.join(tmp, "evil.trace")
+    env = launcher_env()
+    env["LD_LIBRARY_PATH"] = os.path.join(E.build, "sim")
+    p = subprocess.run([E.gpushim, "run", "-o", trace, "--", prog, "4"], capture_output=True,
+                       text=True, env=env, timeout=120)
+    eq(p.returncode, 0, p.stderr)
+    return prog, trace
+
+
+def functions(stdout):
+    d = json.loads(stdout)
+    return {f["function"] for s in d["peak"]["sites"] for f in s["frames"]}
+
+
+def test_a_forged_build_id_cannot_poison_the_cache():
+    # A trace naming an ELF that carries the victim's build id: its answers
+    # are kept as read from that file, and the victim's own traces are
+    # named from the victim's file, then from its entry once the file is
+    # gone, never with the forged names.
+    tmp = tempfile.mkdtemp(prefix="gpushim-symcache-")
+    prog, trace = recorded(tmp)
+    evil, evil_trace = forged(tmp, prog)
+    cache = os.path.join(tmp, "cache")
+    off = report(trace, "off").stdout
+    check({"load_weights", "make_activations"} <= functions(off), off)
+    check({"forged_weights", "forged_activations"} <= functions(report(evil_trace, cache).stdout),
+          "the forged trace is named from the forged file")
+    eq(report(trace, cache).stdout, off, "the victim's trace: its own names, not the forged ones")
+    eq(report(evil_trace, cache).stdout, report(evil_trace, "off").stdout,
+       "and the forged trace still its own")
+    eq(report(trace, cache).stdout, off, "the victim's again, after the forged one wrote")
+    os.remove(prog)
+    eq(report(trace, cache).stdout, off, "the victim's file gone: named from its own entry")
+    check("forged_weights" in report(evil_trace, cache).stdout, "the forged one writes again")
+    gone = functions(report(trace, cache).stdout)
+    check(not gone & {"forged_weights", "forged_activations", "load_weights"},
+          f"the victim's file gone and its entry replaced: no names, and none forged: {gone}")
+    os.remove(evil)

@@ -3,7 +3,10 @@
  * what is saved reads back, entry for entry and frame for frame, found by
  * offset; a save replaces the file whole and makes its folders; a file of
  * another build id, cut short, grown, or with any byte flipped is not used;
- * the folder comes from GPUSHIM_SYMBOL_CACHE, XDG_CACHE_HOME or HOME.
+ * the folder comes from GPUSHIM_SYMBOL_CACHE, XDG_CACHE_HOME or HOME. A
+ * file says what it was read from, and is trusted only for that file: at
+ * the module's path or in a --symbols folder given now, unchanged, or gone
+ * and owned by root or this user.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
@@ -90,12 +93,37 @@ static void same(const struct gs_symcache_entry *got, const struct gs_symcache_e
 
 static void path_of(char *out, size_t n) { snprintf(out, n, "%s/sub/dir/%s.syms", dir, hex); }
 
+static void write_file(const char *path, const uint8_t *buf, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(buf, 1, len, f), len);
+    fclose(f);
+}
+
+/* The module the answers are "read from": DIR/lib/libm.so, a small file. */
+static char module[PATH_MAX];
+static struct gs_symcache_source src;
+
+static void make_module(void)
+{
+    char lib[512];
+    snprintf(lib, sizeof lib, "%s/lib", dir);
+    mkdir(lib, 0700);
+    snprintf(module, sizeof module, "%s/libm.so", lib);
+    write_file(module, (const uint8_t *)"\177ELF", 4);
+    struct stat st;
+    cr_assert_eq(stat(module, &st), 0);
+    gs_symcache_source_of(&src, module, module, &st);
+}
+
 static void save(void)
 {
     char sub[PATH_MAX];
     snprintf(sub, sizeof sub, "%s/sub/dir", dir);
     make_entries();
-    cr_assert_eq(gs_symcache_save(sub, id, sizeof id, entries, N), 0, "save: %s",
+    make_module();
+    cr_assert_eq(gs_symcache_save(sub, id, sizeof id, &src, entries, N), 0, "save: %s",
                  strerror(errno));
 }
 
@@ -132,7 +160,7 @@ Test(symcache, a_save_replaces_the_file_whole)
     save();
     char sub[PATH_MAX];
     snprintf(sub, sizeof sub, "%s/sub/dir", dir);
-    cr_assert_eq(gs_symcache_save(sub, id, sizeof id, entries + 10, 3), 0);
+    cr_assert_eq(gs_symcache_save(sub, id, sizeof id, &src, entries + 10, 3), 0);
     struct gs_symcache *c = load();
     cr_assert_not_null(c);
     const struct gs_symcache_entry *all;
@@ -150,8 +178,9 @@ Test(symcache, a_save_replaces_the_file_whole)
 Test(symcache, two_entries_at_one_offset_are_refused)
 {
     make_entries();
+    make_module();
     struct gs_symcache_entry two[2] = {entries[3], entries[3]};
-    cr_assert_eq(gs_symcache_save(dir, id, sizeof id, two, 2), -1);
+    cr_assert_eq(gs_symcache_save(dir, id, sizeof id, &src, two, 2), -1);
     cr_assert_eq(errno, EINVAL);
 }
 
@@ -171,7 +200,8 @@ Test(symcache, another_build_id_or_none_is_not_used)
     cr_assert_null(gs_symcache_load(sub, other, sizeof other), "its build id is id's");
     cr_assert_null(gs_symcache_load(sub, id, 0), "no build id");
     cr_assert_null(gs_symcache_load(sub, NULL, 20));
-    cr_assert_eq(gs_symcache_save(sub, id, 0, entries, 1), -1, "nothing saved without one");
+    cr_assert_eq(gs_symcache_save(sub, id, 0, &src, entries, 1), -1, "nothing saved without one");
+    cr_assert_eq(gs_symcache_save(sub, id, sizeof id, NULL, entries, 1), -1, "nor without a source");
 }
 
 static uint8_t *read_file(const char *path, size_t *len)
@@ -185,14 +215,6 @@ static uint8_t *read_file(const char *path, size_t *len)
     cr_assert_eq(fread(buf, 1, *len, f), *len);
     fclose(f);
     return buf;
-}
-
-static void write_file(const char *path, const uint8_t *buf, size_t len)
-{
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f);
-    cr_assert_eq(fwrite(buf, 1, len, f), len);
-    fclose(f);
 }
 
 Test(symcache, a_damaged_file_is_not_used)
@@ -233,7 +255,8 @@ Test(symcache, a_folder_in_the_way_is_an_error)
     snprintf(file, sizeof file, "%s/plain", dir);
     write_file(file, (const uint8_t *)"x", 1);
     make_entries();
-    cr_assert_eq(gs_symcache_save(file, id, sizeof id, entries, 2), -1);
+    make_module();
+    cr_assert_eq(gs_symcache_save(file, id, sizeof id, &src, entries, 2), -1);
     cr_assert_eq(errno, ENOTDIR);
 }
 
@@ -263,4 +286,94 @@ Test(symcache, the_folder_from_the_environment)
     setenv("GPUSHIM_SYMBOL_CACHE", "/a/long/folder", 1);
     cr_assert_eq(gs_symcache_dir(small, sizeof small, &chosen), 0, "too long");
     unsetenv("GPUSHIM_SYMBOL_CACHE");
+}
+
+Test(symcache, a_file_says_what_it_was_read_from)
+{
+    save();
+    struct gs_symcache *c = load();
+    cr_assert_not_null(c);
+    const struct gs_symcache_source *got = gs_symcache_made_from(c);
+    cr_assert_str_eq(got->module, module);
+    cr_assert_str_eq(got->file, module);
+    cr_assert_eq(got->dev, src.dev);
+    cr_assert_eq(got->ino, src.ino);
+    cr_assert_eq(got->size, 4);
+    cr_assert_eq(got->mtime_ns, src.mtime_ns);
+    cr_assert_eq(got->uid, getuid());
+    gs_symcache_free(c);
+}
+
+/* Saves with from (module's path named, file read), then asks whether the
+ * file is trusted for path with the folders given. */
+static int trusted_for(const struct gs_symcache_source *from, const char *path, char *const *search,
+                       size_t nsearch)
+{
+    char sub[PATH_MAX];
+    snprintf(sub, sizeof sub, "%s/sub/dir", dir);
+    cr_assert_eq(gs_symcache_save(sub, id, sizeof id, from, entries, 4), 0);
+    struct gs_symcache *c = load();
+    cr_assert_not_null(c);
+    int t = gs_symcache_trusted(c, path, search, nsearch);
+    gs_symcache_free(c);
+    return t;
+}
+
+Test(symcache, a_file_is_trusted_for_the_file_it_was_read_from_alone)
+{
+    save();
+    cr_assert_eq(trusted_for(&src, module, NULL, 0), 1, "the same file, unchanged");
+    char other[PATH_MAX];
+    snprintf(other, sizeof other, "%s/lib/libother.so", dir);
+    cr_assert_eq(trusted_for(&src, other, NULL, 0), 0, "made for another path");
+    cr_assert_eq(gs_symcache_trusted(NULL, module, NULL, 0), 0, "no file");
+
+    /* what a forged build id cannot match: the file at the module's path */
+    struct gs_symcache_source moved = src;
+    moved.ino ^= 1;
+    cr_assert_eq(trusted_for(&moved, module, NULL, 0), 0, "another inode");
+    moved = src;
+    moved.dev ^= 1;
+    cr_assert_eq(trusted_for(&moved, module, NULL, 0), 0, "another device");
+    moved = src;
+    moved.mtime_ns += 1;
+    cr_assert_eq(trusted_for(&moved, module, NULL, 0), 0, "another mtime, by a nanosecond");
+    moved = src;
+    moved.size += 1;
+    cr_assert_eq(trusted_for(&moved, module, NULL, 0), 0, "another size");
+
+    /* read from a copy: trusted while its folder is given */
+    char copy_dir[PATH_MAX], copy[PATH_MAX + 16];
+    snprintf(copy_dir, sizeof copy_dir, "%s/image", dir);
+    cr_assert_eq(mkdir(copy_dir, 0700), 0);
+    snprintf(copy, sizeof copy, "%s/libm.so", copy_dir);
+    write_file(copy, (const uint8_t *)"\177ELF!", 5);
+    struct stat st;
+    cr_assert_eq(stat(copy, &st), 0);
+    struct gs_symcache_source from_copy;
+    gs_symcache_source_of(&from_copy, module, copy, &st);
+    char *search[] = {copy_dir};
+    cr_assert_eq(trusted_for(&from_copy, module, search, 1), 1, "the copy, its folder given");
+    cr_assert_eq(trusted_for(&from_copy, module, NULL, 0), 0, "its folder not given now");
+    char near[PATH_MAX];
+    snprintf(near, sizeof near, "%s/ima", dir); /* a prefix of the folder's name, no folder */
+    char *wrong[] = {near};
+    cr_assert_eq(trusted_for(&from_copy, module, wrong, 1), 0, "not inside /ima");
+}
+
+Test(symcache, a_file_read_from_a_module_since_gone_is_trusted_if_root_s_or_yours)
+{
+    save();
+    cr_assert_eq(unlink(module), 0);
+    cr_assert_eq(trusted_for(&src, module, NULL, 0), 1, "gone, and it was mine");
+    struct gs_symcache_source theirs = src;
+    theirs.uid = getuid() + 4242;
+    cr_assert_eq(trusted_for(&theirs, module, NULL, 0), 0, "gone, and it was someone else's");
+    theirs.uid = 0;
+    cr_assert_eq(trusted_for(&theirs, module, NULL, 0), 1, "gone, and it was root's");
+    /* there again, another file: not the one it was read from (of another
+     * size: a new file may take the old one's inode, and the kernel's clock
+     * for mtimes moves in ticks) */
+    write_file(module, (const uint8_t *)"\177ELF\2", 5);
+    cr_assert_eq(trusted_for(&src, module, NULL, 0), 0, "a new file in its place");
 }
