@@ -95,7 +95,8 @@ UNIT_LIBS := $(call lib,analyzer/cmd analyzer/export analyzer/report analyzer/fi
                analyzer/whatif analyzer/symbols analyzer/read shim/record shim/file shim/base analyzer/model \
                analyzer/trace analyzer/util,)
 
-ANALYZER_SRC := $(wildcard $(addsuffix /*.c,$(SHARED_LAYERS) $(ANALYZER_LAYERS))) analyzer/main.c
+ANALYZER_SRC := $(wildcard $(addsuffix /*.c,$(SHARED_LAYERS) $(ANALYZER_LAYERS))) analyzer/main.c \
+                analyzer/nomem_wrap.c
 PROG_SRC := $(wildcard tests/progs/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
@@ -132,8 +133,12 @@ $(BUILD)/libgpushim.so: $(SHIM_LIBS) $(SHIM_SHARED_LIBS) shim/exports.map
 		$(LDFLAGS) -Wl,--version-script=shim/exports.map \
 		-Wl,-z,defs -Wl,-soname,libgpushim.so -lz -ldl -lpthread
 
-$(BUILD)/gpushim: $(BUILD)/obj/analyzer/main.o $(ANALYZER_LIBS)
-	$(CC) -o $@ $(BUILD)/obj/analyzer/main.o $(ANALYZER_LIBS) $(LDFLAGS) -ldw -lelf -ldeflate -lz -lm
+# Every failed allocation of the analyzer's is counted (analyzer/nomem_wrap.c).
+comma := ,
+NOMEM_WRAP := $(addprefix -Wl$(comma)--wrap=,malloc calloc realloc strdup strndup aligned_alloc)
+$(BUILD)/gpushim: $(BUILD)/obj/analyzer/main.o $(BUILD)/obj/analyzer/nomem_wrap.o $(ANALYZER_LIBS)
+	$(CC) -o $@ $(BUILD)/obj/analyzer/main.o $(BUILD)/obj/analyzer/nomem_wrap.o $(ANALYZER_LIBS) \
+		$(NOMEM_WRAP) $(LDFLAGS) -ldw -lelf -ldeflate -lz -lm
 
 # ---- the simulated CUDA driver and runtime (tests/sim) ----
 SIM_RUNTIME_SRC := $(wildcard tests/sim/runtime/*.c)
@@ -314,7 +319,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := report export recover multi
 FUZZ_CFLAGS := -std=gnu11 $(WARN) -O1 -g -Iinclude -I. -MMD -MP \
                -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-FUZZ_OBJ := $(filter-out $(FUZZ_BUILD)/obj/analyzer/main.o,$(ANALYZER_SRC:%.c=$(FUZZ_BUILD)/obj/%.o))
+FUZZ_OBJ := $(filter-out $(FUZZ_BUILD)/obj/analyzer/main.o $(FUZZ_BUILD)/obj/analyzer/nomem_wrap.o,$(ANALYZER_SRC:%.c=$(FUZZ_BUILD)/obj/%.o))
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 # seconds one input may take before it counts as a hang
 FUZZ_TIMEOUT ?= 10

@@ -18,6 +18,7 @@
 #include "analyzer/export/export.h"
 #include "analyzer/findings/gate.h"
 #include "analyzer/cmd/cmd.h"
+#include "analyzer/report/incomplete.h"
 
 #define GPUSHIM_VERSION "0.1.0"
 
@@ -40,6 +41,10 @@ static const char usage_main[] =
     "  help [COMMAND]                   this text, or a command's own\n"
     "\n"
     "  gpushim --version                the version\n"
+    "\n"
+    "report, export, diff, plan and whatif exit 4 when what they read is incomplete\n"
+    "(a damaged or cut trace, events lost, values no run has, the analyzer out of\n"
+    "memory), each warning said on stderr; --partial: exit 0 then.\n"
     "\n"
     "Without the launcher: LD_PRELOAD=/path/to/libgpushim.so CMD [ARGS...]\n"
     "writes gpushim.<pid>.trace in the working directory (see GPUSHIM_OUTPUT in\n"
@@ -69,10 +74,13 @@ static const char usage_report[] =
     "  --symbols DIR  where to find a module that is not at its recorded path, or\n"
     "                 is another build: a sysroot, a folder of copies, or\n"
     "                 DIR/.build-id/ (taken by build id; more than once)\n"
+    "  --partial      exit 0, not 4, when the report is incomplete (below)\n"
     "  -h, --help     this text\n"
     "\n"
     "A trace that was cut short (the process was killed) or damaged is reported\n"
-    "as far as it can be read and marked incomplete.\n"
+    "as far as it can be read and marked incomplete, and so is a report the\n"
+    "analyzer ran out of memory for or whose trace holds values no run has: each\n"
+    "warning is said on stderr too.\n"
     "\n"
     "With several traces, one per rank of a distributed job: a table of the\n"
     "ranks (rank, host, pid, peak per device, the rank's largest peak,\n"
@@ -82,8 +90,9 @@ static const char usage_report[] =
     "SLURM_PROCID or PMI_RANK), else the order given. --json applies; the\n"
     "options about call sites do not.\n"
     "\n"
-    "Exit status: 0 when the traces were read, 1 when one could not be, 2 for\n"
-    "a usage error, 3 when a --fail-if limit was broken.\n";
+    "Exit status: 0 when the traces were read whole, 1 when one could not be\n"
+    "read, 2 for a usage error, 3 when a --fail-if limit was broken, 4 when\n"
+    "the report is incomplete.\n";
 
 static int parse_count(const char *opt, const char *s, unsigned *out)
 {
@@ -149,6 +158,9 @@ static int cmd_report(int argc, char **argv)
     static struct gs_wi_answer whatif; /* large: not on the stack */
     if (gs_report_whatif(path, &l.info, &l.r, &whatif))
         rep.whatif = &whatif;
+    struct gs_warnings warnings;
+    gs_warnings_of(&l.info, &l.st, &l.r, &warnings);
+    rep.warnings = &warnings;
     if (json)
         gs_report_json(stdout, &rep);
     else
@@ -166,6 +178,23 @@ static int cmd_report(int argc, char **argv)
     return rc;
 }
 
+/* Takes every --partial out of the command's arguments (before any "--"),
+ * the others kept in order: 1 if there was one. The commands that read
+ * traces take it alike (incomplete.h). */
+static int take_partial(int argc, char **argv)
+{
+    int found = 0, to = 1, end = 0;
+    for (int i = 1; i < argc; i++) {
+        end |= !strcmp(argv[i], "--");
+        if (!end && !strcmp(argv[i], "--partial"))
+            found = 1;
+        else
+            argv[to++] = argv[i];
+    }
+    argv[to] = NULL;
+    return found ? argc - to : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -173,18 +202,19 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "report"))
-        return cmd_report(argc - 1, argv + 1);
     if (!strcmp(cmd, "run"))
         return gs_cmd_run(argc - 1, argv + 1);
-    if (!strcmp(cmd, "export"))
-        return gs_cmd_export(argc - 1, argv + 1);
-    if (!strcmp(cmd, "diff"))
-        return gs_cmd_diff(argc - 1, argv + 1);
-    if (!strcmp(cmd, "plan"))
-        return gs_cmd_plan(argc - 1, argv + 1);
-    if (!strcmp(cmd, "whatif"))
-        return gs_cmd_whatif(argc - 1, argv + 1);
+    static const struct {
+        const char *name;
+        int (*run)(int, char **);
+    } reading[] = {{"report", cmd_report}, {"export", gs_cmd_export}, {"diff", gs_cmd_diff},
+                   {"plan", gs_cmd_plan},   {"whatif", gs_cmd_whatif}};
+    for (size_t i = 0; i < sizeof reading / sizeof reading[0]; i++)
+        if (!strcmp(cmd, reading[i].name)) {
+            int partial = take_partial(argc - 1, argv + 1);
+            argc -= partial;
+            return gs_incomplete_exit(cmd, reading[i].run(argc - 1, argv + 1), partial);
+        }
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
         printf("gpushim %s (trace format %u)\n", GPUSHIM_VERSION, GS_TRACE_VERSION);
         return 0;

@@ -54,10 +54,13 @@ static const char usage_diff[] =
     "                 'peak>20GiB' (B's own); the same for unfreed, leak (the\n"
     "                 fastest leak suspect's growth per marked step) and\n"
     "                 unrecovered (failed allocations); more than once\n"
+    "  --partial      exit 0, not 4, when a trace read is incomplete (each\n"
+    "                 warning is said on stderr all the same)\n"
     "  -h, --help     this text\n"
     "\n"
     "Exit status: 0 when both traces were read, 1 when one could not be, 2\n"
-    "for a usage error, 3 when a --fail-if limit was broken.\n";
+    "for a usage error, 3 when a --fail-if limit was broken, 4 when a trace\n"
+    "is incomplete.\n";
 
 struct side {
     int in;            /* the site is in this run */

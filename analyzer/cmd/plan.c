@@ -67,11 +67,13 @@ static const char usage_plan[] =
     "                   runs with (default: PyTorch's defaults); the replay is made\n"
     "                   when the runs are tensor-level (gpushim run --per-tensor)\n"
     "  --json           print one JSON object (schema in docs/json.md) instead of text\n"
+    "  --partial        exit 0, not 4, when a trace read is incomplete (each\n"
+    "                   warning is said on stderr all the same)\n"
     "  -h, --help       this text\n"
     "\n"
     "Exit status: 0 when planned, 1 when a trace could not be read or the runs\n"
     "cannot give a plan (no batch size, fewer than two batch sizes), 2 for a\n"
-    "usage error.\n";
+    "usage error, 4 when a trace is incomplete.\n";
 
 struct run {
     char *path;

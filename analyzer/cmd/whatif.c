@@ -85,10 +85,13 @@ static const char usage_whatif[] =
     "  --symbols DIR    where to find a module not at its recorded path, or\n"
     "                   another build (see gpushim report --help)\n"
     "  -o FILE          write to FILE instead of standard output\n"
+    "  --partial        exit 0, not 4, when a trace read is incomplete (each\n"
+    "                   warning is said on stderr all the same)\n"
     "  -h, --help       this text\n"
     "\n"
     "Exit status: 0 when replayed, 1 when the trace could not be read or has no\n"
-    "tensor-level allocations, 2 for a usage error.\n";
+    "tensor-level allocations, 2 for a usage error, 4 when the trace is\n"
+    "incomplete.\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {

@@ -20,6 +20,7 @@
 #include "analyzer/util/output.h"
 #include "analyzer/symbols/symbolize.h"
 #include "analyzer/symbols/symbols.h"
+#include "analyzer/findings/warnings.h"
 #include "analyzer/report/report.h"
 #include "analyzer/report/load.h"
 #include "analyzer/export/export.h"
@@ -64,10 +65,12 @@ static const char usage_export[] =
     "  --native            native stacks alone (no Python frames)\n"
     "  --symbols DIR       where to find a module not at its recorded path, or\n"
     "                      another build (see gpushim report --help)\n"
+    "  --partial           exit 0, not 4, when a trace read is incomplete (each\n"
+    "                      warning is said on stderr all the same)\n"
     "  -h, --help          this text\n"
     "\n"
     "Exit status: 0 when written, 1 when the trace could not be read or the\n"
-    "output not written, 2 for a usage error.\n";
+    "output not written, 2 for a usage error, 4 when the trace is incomplete.\n";
 
 struct frames {
     char **names;
@@ -244,8 +247,10 @@ int gs_cmd_export(int argc, char **argv)
         gs_loaded_free(&l);
         return 1;
     }
+    struct gs_warnings warnings;
+    gs_warnings_of(&l.info, &l.st, &l.r, &warnings);
     struct gs_report rep = {.path = path, .info = &l.info, .stats = &l.st, .replay = &l.r,
-                            .sym = l.sym, .opt = &opt};
+                            .sym = l.sym, .opt = &opt, .warnings = &warnings};
     char err[256];
     int built = 0;
     if (!strcmp(format, "json"))

@@ -30,6 +30,7 @@
 #include "analyzer/symbols/symbolize.h"
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/findings/findings.h"
+#include "analyzer/findings/warnings.h"
 #include "analyzer/report/report.h"
 #include "analyzer/export/export.h"
 #include "analyzer/export/html.h"
@@ -386,6 +387,8 @@ static void summary(FILE *out, const struct gs_report *rep, uint64_t duration, s
     snprintf(buf, sizeof buf, "%s; the trace is %s", gs_trace_ending(info, rep->stats),
              gs_trace_complete(rep->stats) ? "complete" : "incomplete (gpushim report says why)");
     summary_text(out, "s-ending", "ending", buf);
+    for (size_t i = 0; rep->warnings && i < rep->warnings->n; i++)
+        summary_text(out, "s-warning", "warning", rep->warnings->w[i].text);
     row_start(out, "s-peak", "peak");
     fprintf(out, " data-v=\"%" PRIu64 "\">%s of device memory at %.3f s</td></tr>\n",
             r->peak_bytes, gs_human_bytes(r->peak_bytes, a, sizeof a),

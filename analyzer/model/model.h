@@ -132,6 +132,18 @@ enum gs_device_change {
     GS_DEVICE_BACK = 2, /* live again: the driver refused its free */
 };
 
+/* Events with a value past GS_PLAUSIBLE_* (trace.h) are counted here and
+ * not replayed, so that no figure is made of them and no sum wraps (each
+ * total stays below 2^62); the report says so (findings/warnings.c). A
+ * failed allocation may ask for any size (a program may ask for -1 bytes):
+ * it is replayed, its sums saturated. */
+enum gs_implausible_what { GS_IMPLAUSIBLE_TIME = 1, GS_IMPLAUSIBLE_SIZE, GS_IMPLAUSIBLE_TOTAL };
+struct gs_implausible {
+    uint64_t events;
+    uint32_t first_what;  /* enum gs_implausible_what of the first */
+    uint64_t first_value; /* its time or size */
+};
+
 struct gs_replay {
     /* what the trace holds */
     struct gs_module *modules;
@@ -187,6 +199,8 @@ struct gs_replay {
     size_t nchains, chains_cap;
     struct gs_outcomes outcomes;
     uint64_t events; /* events replayed, with those a checkpoint summarizes */
+    uint64_t allocated_bytes; /* the sizes of every allocation replayed, summed */
+    struct gs_implausible implausible; /* events not replayed: see GS_PLAUSIBLE_NS */
     uint32_t event_tid; /* the thread of the event being replayed (a hook's free's) */
     struct gs_checkpoint_state checkpoint;
     struct gs_marks marks;   /* marks.c */

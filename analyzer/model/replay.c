@@ -171,9 +171,52 @@ static void on_alloc_failed(struct gs_replay *r, const struct gs_revent *e)
     GS_REPLAY_HOOKS_CALL(r, on_failure, r->nfailures - 1);
 }
 
+/* Which of the limits above e passes (enum gs_implausible_what), 0: none. */
+static inline uint32_t implausible(const struct gs_replay *r, const struct gs_revent *e,
+                                   uint64_t *value)
+{
+    if (e->time_ns > GS_PLAUSIBLE_NS)
+        return *value = e->time_ns, GS_IMPLAUSIBLE_TIME;
+    uint64_t size = 0;
+    switch (e->type) {
+    case GS_REC_ALLOC:
+        if (e->size <= GS_PLAUSIBLE_SIZE && r->allocated_bytes + e->size > GS_PLAUSIBLE_TOTAL)
+            return *value = r->allocated_bytes + e->size, GS_IMPLAUSIBLE_TOTAL;
+        /* fall through */
+    case GS_REC_BLOCK_ALLOC:
+        size = e->size;
+        break;
+    case GS_REC_POOL:
+    case GS_REC_GRAPH:
+        size = e->reserved > e->used ? e->reserved : e->used;
+        break;
+    default:
+        break;
+    }
+    return size > GS_PLAUSIBLE_SIZE ? (*value = size, GS_IMPLAUSIBLE_SIZE) : 0;
+}
+
+/* Counts e as implausible, the first one kept to be said. */
+static __attribute__((noinline)) void not_plausible(struct gs_replay *r, uint32_t what,
+                                                    uint64_t value)
+{
+    if (r->implausible.events++ == 0) {
+        r->implausible.first_what = what;
+        r->implausible.first_value = value;
+    }
+}
+
 static inline __attribute__((always_inline)) void apply(struct gs_replay *r,
                                                         const struct gs_revent *e)
 {
+    uint64_t value;
+    uint32_t what = implausible(r, e, &value);
+    if (__builtin_expect(what != 0, 0)) {
+        not_plausible(r, what, value);
+        return;
+    }
+    if (e->type == GS_REC_ALLOC)
+        r->allocated_bytes += e->size;
     r->events++;
     r->event_tid = e->tid;
     r->checkpoint.open = 0; /* its records all come before any event */

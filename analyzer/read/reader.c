@@ -74,7 +74,10 @@ int gs_trace_live(const struct gs_trace_info *info, const struct gs_reader_stats
 
 uint64_t gs_trace_duration_ns(const struct gs_reader_stats *st, uint64_t last_event_ns)
 {
-    return st->end_time_ns > last_event_ns ? st->end_time_ns : last_event_ns;
+    /* an END past GS_PLAUSIBLE_NS is no run's: its events' time stands */
+    return st->end_time_ns > last_event_ns && st->end_time_ns <= GS_PLAUSIBLE_NS
+               ? st->end_time_ns
+               : last_event_ns;
 }
 
 /* ---- the file ---- */

@@ -21,6 +21,7 @@
 #include "analyzer/findings/oom.h"
 #include "analyzer/read/checkpoint_load.h"
 #include "analyzer/symbols/symbolize.h"
+#include "analyzer/report/incomplete.h"
 #include "analyzer/symbols/symcache.h"
 #include "analyzer/report/load.h"
 
@@ -142,6 +143,7 @@ int gs_load_watch(const char *cmd, const char *path, struct gs_loaded *l,
 {
     char err[512];
     struct watching wa = {.l = l, .w = w, .scan_budget = SCAN_BUDGET};
+    l->path = path;
     gs_replay_init(&l->r);
     gs_growth_attach(&l->r); /* leak suspects and post-mortems: the analyzer's alone */
     gs_oom_attach(&l->r);
@@ -169,6 +171,9 @@ int gs_load_watch(const char *cmd, const char *path, struct gs_loaded *l,
 
 void gs_loaded_free(struct gs_loaded *l)
 {
+    struct gs_warnings w;
+    gs_warnings_of(&l->info, &l->st, &l->r, &w);
+    gs_incomplete_note(l->path, &w);
     gs_sym_free(l->sym);
     gs_replay_free(&l->r);
 }

@@ -16,6 +16,7 @@ struct gs_symbolizer;
 
 /* ---- load.c: a trace read into all a report or an export needs ---- */
 struct gs_loaded {
+    const char *path; /* as given */
     struct gs_replay r;
     struct gs_trace_info info;
     struct gs_reader_stats st;
@@ -24,6 +25,7 @@ struct gs_loaded {
 /* Reads path; on failure says why on stderr as "gpushim CMD: ..." and
  * returns -1. */
 int gs_load(const char *cmd, const char *path, struct gs_loaded *l);
+/* Lets l go, its warnings noted for the command's end (incomplete.h). */
 void gs_loaded_free(struct gs_loaded *l);
 
 /* ---- load.c: the events of a trace in order, with the replay current ---- */

@@ -38,6 +38,8 @@ struct gs_report {
     /* the what-if replay on the run's card, for the verdicts on failures
      * (gs_report_whatif); NULL: none */
     const struct gs_wi_answer *whatif;
+    /* what the report lacks (findings/warnings.h); NULL: nothing said */
+    const struct gs_warnings *warnings;
 };
 
 void gs_report_text(FILE *out, const struct gs_report *rep);

@@ -22,6 +22,7 @@
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/findings/findings.h"
 #include "analyzer/whatif/answer.h"
+#include "analyzer/findings/warnings.h"
 #include "analyzer/report/report.h"
 
 static void frame(void *ctx, const struct gs_frame *f, unsigned index)
@@ -750,6 +751,20 @@ static void checkpoint(struct gs_json *j, const struct gs_checkpoint_state *c)
     gs_json_end_object(j);
 }
 
+/* Whether the report is whole, and what it lacks (findings/warnings.h). */
+static void warnings(struct gs_json *j, const struct gs_warnings *w)
+{
+    gs_json_bool(j, "complete", !w || w->n == 0);
+    gs_json_begin_array(j, "warnings");
+    for (size_t i = 0; w && i < w->n; i++) {
+        gs_json_begin_object(j, NULL);
+        gs_json_string(j, "kind", gs_warning_kind_name(w->w[i].kind));
+        gs_json_string(j, "message", w->w[i].text);
+        gs_json_end_object(j);
+    }
+    gs_json_end_array(j);
+}
+
 static void trace(struct gs_json *j, const struct gs_report *rep)
 {
     const struct gs_reader_stats *st = rep->stats;
@@ -888,5 +903,6 @@ void gs_report_json(FILE *out, const struct gs_report *rep)
     fragmentation(&j, r);
     unnamed_modules(&j, rep); /* after every frame given */
     trace(&j, rep);
+    warnings(&j, rep->warnings);
     gs_json_end_object(&j);
 }

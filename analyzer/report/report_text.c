@@ -31,6 +31,7 @@
 #include "analyzer/whatif/answer.h"
 #include "analyzer/report/ranges_report.h"
 #include "analyzer/report/roles_report.h"
+#include "analyzer/findings/warnings.h"
 #include "analyzer/report/report.h"
 #include "analyzer/util/text.h"
 
@@ -298,6 +299,15 @@ static void trace_state(const struct gs_report *rep, FILE *out)
     if (st->ring_gap)
         fprintf(out, "            the ring moved past chunks this file does not have: events "
                      "are missing before the ones from the ring\n");
+}
+
+/* What the report lacks besides the trace (trace_state says that): the
+ * analyzer's memory, implausible values; a line each. */
+static void warning_lines(const struct gs_warnings *w, FILE *out)
+{
+    for (size_t i = 0; w && i < w->n; i++)
+        if (w->w[i].kind != GS_WARNING_TRACE)
+            fprintf(out, "  WARNING   %s\n", w->w[i].text);
 }
 
 /* Device memory over time in one line: each character a bucket, its
@@ -822,6 +832,7 @@ void gs_report_text(FILE *out, const struct gs_report *rep)
     char a[32];
     header(rep, out);
     trace_state(rep, out);
+    warning_lines(rep->warnings, out);
     struct gs_suspect *sus;
     size_t nsus = gs_growth_suspects(r, rep->sym, rep->opt->view, &sus);
     devices(rep, out, nsus);

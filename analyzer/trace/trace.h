@@ -37,6 +37,12 @@ struct gs_rpycode {
     uint32_t first_line;
 };
 
+/* Past these a value is no real run's, only a damaged or forged trace's
+ * (docs/limits.md, "What a trace can make the analyzer do"). */
+#define GS_PLAUSIBLE_NS (1ull << 58)    /* an event 9.1 years after the start */
+#define GS_PLAUSIBLE_SIZE (1ull << 48)  /* 256 TiB in one allocation, block or pool */
+#define GS_PLAUSIBLE_TOTAL (1ull << 62) /* 4 EiB allocated over the run */
+
 struct gs_revent {
     enum gs_record_type type; /* ALLOC, FREE, FREE_FAILED, ALLOC_FAILED, REF, POOL,
                                * MARK, BLOCK_ALLOC, BLOCK_FREE, GRAPH_NODE, GRAPH */

@@ -199,9 +199,35 @@ def report(trace, *args):
 
 
 def report_json(trace):
+    """report --json: exit 0 and "complete" with no warnings, or exit 4, each
+    warning said on stderr as in the JSON, and "complete" false."""
     p = report(trace, "--json")
-    check(p.returncode == 0, f"report --json failed ({p.returncode}): {p.stderr}")
-    return json.loads(p.stdout)
+    check(p.returncode in (0, 4), f"report --json failed ({p.returncode}): {p.stderr}")
+    d = json.loads(p.stdout)
+    incomplete_as_said("report", p, d)
+    return d
+
+
+def warned(cmd, p):
+    """gpushim CMD exited 4: its stderr is warnings, then the line that says
+    why the status is 4."""
+    lines = p.stderr.splitlines()
+    eq((p.returncode, lines[-1:]),
+       (4, [f"gpushim {cmd}: what was read is incomplete: exit status 4 (--partial: 0)"]),
+       f"gpushim {cmd}'s last line")
+    check(len(lines) > 1 and all(x.startswith(f"gpushim {cmd}: warning: ") for x in lines[:-1]),
+          f"warnings before it: {p.stderr}")
+
+
+def incomplete_as_said(cmd, p, d):
+    """The exit status, stderr and the JSON's "complete" and "warnings" of
+    gpushim CMD agree (docs/commands.md, "Exit status")."""
+    said = [x for x in p.stderr.splitlines() if x.startswith(f"gpushim {cmd}: warning: ")]
+    eq((d["complete"], p.returncode == 4, len(said)),
+       (not d["warnings"], bool(d["warnings"]), len(d["warnings"])),
+       f"complete, exit 4 and the warnings said: {p.stderr}")
+    for w, line in zip(d["warnings"], said):
+        check(line.endswith(": " + w["message"]), f"said as in the JSON: {line} / {w}")
 
 
 def check(cond, what):

@@ -20,7 +20,7 @@ import shutil
 import subprocess
 import tempfile
 
-from harness import E, KiB, MiB, check, eq, one_trace, report_json, run
+from harness import E, KiB, MiB, check, eq, one_trace, report_json, run, warned
 from test_python import libcuda, line, prog, py_env, pythons
 
 TYPES = [("inuse_space", "bytes"), ("inuse_objects", "count"), ("alloc_space", "bytes"),
@@ -431,7 +431,8 @@ def test_pprof_usage():
 
 def test_pprof_of_damaged_traces():
     # A trace cut anywhere, or with bytes flipped: a valid profile of what
-    # could be read, or exit status 1 with a one-line message; never more.
+    # could be read (exit status 4, each warning said), or exit status 1 with
+    # a one-line message; never more.
     trace = one_trace(run([E.prog("drv_schedule")]))
     data = open(trace, "rb").read()
     d = tempfile.mkdtemp(prefix="gpushim-pprof-")
@@ -446,7 +447,9 @@ def test_pprof_of_damaged_traces():
         out = path + ".pb.gz"
         p = subprocess.run([E.gpushim, "export", "-f", "pprof", "-o", out, path],
                            capture_output=True, text=True, timeout=60)
-        check(p.returncode in (0, 1), f"{name}: status {p.returncode}: {p.stderr}")
+        check(p.returncode in (0, 1, 4), f"{name}: status {p.returncode}: {p.stderr}")
+        if p.returncode == 4:
+            warned("export", p)  # a profile of what could be read, and why it is not all
         if p.returncode == 1:
             check(p.stderr.startswith("gpushim export: ") and p.stderr.count("\n") == 1,
                   f"{name}: one line: {p.stderr!r}")
