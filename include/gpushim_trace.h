@@ -374,7 +374,23 @@ enum gs_record_type {
                                   * column length, then the K columns' bytes in turn */
     GS_REC_COL_ALLOC = 62,       /* empty: the next allocation of the columns */
     GS_REC_COL_FREE = 63,        /* empty: the next free of the columns */
+    GS_REC_STOPPED = 64,         /* varint errno, varint offset, varint time (ns since the
+                                  * start): the trace could not be written past offset
+                                  * then; varint events the program made, varint events
+                                  * not in the file (lost), varint end time (0: the
+                                  * process has not finished). Written by a shim
+                                  * without a ring file, as the last chunk of its own
+                                  * (GS_STOPPED_CHUNK_LEN bytes, stored, each varint
+                                  * padded to 10 bytes), where the file was cut back to
+                                  * its last whole chunk, and rewritten in place as
+                                  * events are lost and at exit. */
 };
+
+/* The GS_REC_STOPPED chunk's size in the file: its 16-byte head, zlib's
+ * 2-byte head, one stored block (5 bytes of head, the 62-byte record), and
+ * the Adler-32. */
+#define GS_STOPPED_RAW_LEN 62u
+#define GS_STOPPED_CHUNK_LEN (16u + 2u + 5u + GS_STOPPED_RAW_LEN + 4u)
 
 /* The columns of a GS_REC_COLUMNS record, in their order. "Both": a field
  * of every event of the columns; else only ALLOC's or FREE's have one. The
@@ -648,6 +664,15 @@ static inline size_t gs_put_varint(uint8_t *p, uint64_t v)
     }
     p[n++] = (uint8_t)v;
     return n;
+}
+
+/* Writes v at p in exactly 10 bytes (redundant continuation bytes, which a
+ * reader takes as any varint): a field rewritten in place keeps its size. */
+static inline void gs_put_varint10(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 9; i++, v >>= 7)
+        p[i] = (uint8_t)(v | 0x80);
+    p[9] = (uint8_t)(v & 1);
 }
 
 /* Reads a varint from [*p, end). Returns 0 and advances *p, or -1 when the

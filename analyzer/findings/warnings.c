@@ -56,8 +56,11 @@ static void trace_warning(const struct gs_trace_info *info, const struct gs_read
         clause(why, sizeof why, "the shim could not write it past byte %" PRIu64 " at %.3f s (%s)",
                st->fail_offset, (double)st->fail_time_ns / 1e9, strerror(st->fail_errno));
     if (st->ring_lost || st->end_lost)
-        clause(why, sizeof why, "%" PRIu64 " event%s lost: the ring was full",
-               st->ring_lost + st->end_lost, s_(st->ring_lost + st->end_lost));
+        clause(why, sizeof why, "%" PRIu64 " event%s lost: %s", st->ring_lost + st->end_lost,
+               s_(st->ring_lost + st->end_lost),
+               st->write_failed && st->ring_use == GS_RING_NONE
+                   ? "not in the trace, and no ring file kept them"
+                   : "the ring was full");
     if (st->ring_gap)
         clause(why, sizeof why, "events are missing before the ones from its ring file");
     if (!ring && st->truncated_at)

@@ -289,13 +289,17 @@ static void trace_state(const struct gs_report *rep, FILE *out)
         fprintf(out, "            its ring file %s could not be read (%s): the events of the "
                      "last moments may be missing\n",
                 st->ring_path, st->ring_problem);
+    int no_ring = st->ring_use == GS_RING_NONE; /* it could not be made */
     if (st->write_failed)
         fprintf(out, "            the trace could not be written past byte %" PRIu64
-                     " at %.3f s (%s); later events were kept in the ring while it had room\n",
-                st->fail_offset, seconds(st->fail_time_ns), strerror(st->fail_errno));
+                     " at %.3f s (%s); %s\n",
+                st->fail_offset, seconds(st->fail_time_ns), strerror(st->fail_errno),
+                no_ring ? "there was no ring file to keep later events"
+                        : "later events were kept in the ring while it had room");
     if (st->ring_lost || st->end_lost)
-        fprintf(out, "            %" PRIu64 " events were lost: the ring was full\n",
-                st->ring_lost + st->end_lost);
+        fprintf(out, "            %" PRIu64 " events were lost: %s\n", st->ring_lost + st->end_lost,
+                st->write_failed && no_ring ? "not in the trace, and no ring file kept them"
+                                            : "the ring was full");
     if (st->ring_gap)
         fprintf(out, "            the ring moved past chunks this file does not have: events "
                      "are missing before the ones from the ring\n");

@@ -221,6 +221,25 @@ static int thread(struct gs_cursor *c, const struct gs_reader_ops *ops, void *ct
     return 0;
 }
 
+/* The trace took no more (a shim without a ring file): where, why, what
+ * was lost, and the end, if the process got there. */
+static int stopped_record(struct gs_cursor *c, struct gs_reader_stats *st)
+{
+    uint64_t err = u(c), offset = u(c), time_ns = u(c), events = u(c), lost = u(c),
+             end_ns = u(c);
+    if (c->bad || err > INT32_MAX)
+        return -1;
+    st->write_failed = 1;
+    st->fail_errno = (int)err;
+    st->fail_offset = offset;
+    st->fail_time_ns = time_ns;
+    st->end_events = events;
+    st->end_lost = lost;
+    st->end_seen = end_ns != 0;
+    st->end_time_ns = end_ns;
+    return 0;
+}
+
 static int end_record(struct gs_cursor *c, struct gs_reader_stats *st)
 {
     uint64_t events = u(c), lost = u(c), time_ns = u(c);
@@ -318,6 +337,9 @@ uint64_t gs_decode_chunk(const uint8_t *raw, size_t len, const struct gs_reader_
             break;
         case GS_REC_END:
             bad = end_record(&c, st);
+            break;
+        case GS_REC_STOPPED:
+            bad = stopped_record(&c, st);
             break;
         case GS_REC_THREAD:
             bad = thread(&c, ops, ctx);

@@ -244,6 +244,35 @@ size_t gs_chunk_scratch_size(size_t raw_len)
     return GS_CHUNK_HEADER_LEN + compressBound((uLong)raw_len);
 }
 
+int gs_write_stopped(int fd, uint64_t at, const uint64_t fields[6])
+{
+    uint8_t raw[GS_STOPPED_RAW_LEN], chunk[GS_STOPPED_CHUNK_LEN + 16];
+    raw[0] = GS_REC_STOPPED;
+    raw[1] = GS_STOPPED_RAW_LEN - 2;
+    for (int i = 0; i < 6; i++)
+        gs_put_varint10(raw + 2 + 10 * i, fields[i]);
+    uLongf clen = sizeof chunk - GS_CHUNK_HEADER_LEN; /* level 0: stored, its size fixed */
+    if (compress2(chunk + GS_CHUNK_HEADER_LEN, &clen, raw, sizeof raw, 0) != Z_OK ||
+        GS_CHUNK_HEADER_LEN + clen != GS_STOPPED_CHUNK_LEN)
+        return errno = EINVAL, -1;
+    gs_put_u32le(chunk, GS_CHUNK_MAGIC);
+    gs_put_u32le(chunk + 4, (uint32_t)clen);
+    gs_put_u32le(chunk + 8, sizeof raw);
+    uLong crc = crc32(crc32(0, chunk, 12), chunk + GS_CHUNK_HEADER_LEN, (uInt)clen);
+    gs_put_u32le(chunk + 12, (uint32_t)crc);
+    if (!gs_fsize_room(at + GS_STOPPED_CHUNK_LEN))
+        return -1;
+    for (size_t done = 0; done < GS_STOPPED_CHUNK_LEN;) {
+        ssize_t n = pwrite(fd, chunk + done, GS_STOPPED_CHUNK_LEN - done, (off_t)(at + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n == 0 ? (errno = ENOSPC, -1) : -1;
+        done += (size_t)n;
+    }
+    return 0;
+}
+
 int gs_write_chunk(int fd, const uint8_t *raw, size_t len, uint8_t *scratch, size_t scratch_len,
                    size_t *written)
 {

@@ -20,7 +20,11 @@
  * says so once, cuts the file back to its last whole chunk, notes where and
  * why in the ring's header, and stops writing; events then go on into the
  * ring (allocated on disk in advance) until it is full, and after that are
- * counted as lost. The program runs on unharmed.
+ * counted as lost. The program runs on unharmed. Without a ring file (it
+ * could not be made), where and why go into a small chunk of their own at
+ * the cut (GS_REC_STOPPED), for which room is kept past every chunk
+ * written; it is rewritten in place as events are lost, and at exit with
+ * the end's time, so the trace says it stopped, not that the process died.
  *
  * A forked child inherits the parent's ring mapping and file descriptor;
  * both are the parent's, so the child lets go of them and starts its own
@@ -30,6 +34,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -65,6 +70,12 @@ static struct {
     size_t raw_len, scratch_len;
     int thread_running;
     int stop;
+    /* events in the chunk in the making, and in the file (drain_locked) */
+    uint64_t chunk_events, events_written;
+    /* without a ring file, once the file took no more: the GS_REC_STOPPED
+     * chunk at stopped_at, and what it says */
+    int stopped;
+    uint64_t stopped_at, stopped_errno, stopped_time_ns, stopped_lost;
 } w = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .ring_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -93,9 +104,28 @@ static int still_ours(void)
     return 0;
 }
 
+/* Writes (again) the GS_REC_STOPPED chunk: the events the program made
+ * and those not in the file so far; end_ns: the end's time, 0 before it. */
+static void stopped_write(uint64_t end_ns)
+{
+    if (w.stopped != 1) /* (and no ring header before the trace was made) */
+        return;
+    uint64_t made = __atomic_load_n(&w.ring.hdr->events, __ATOMIC_RELAXED) +
+                    __atomic_load_n(&w.ring.hdr->lost, __ATOMIC_RELAXED);
+    uint64_t lost = made - w.events_written;
+    if ((lost == w.stopped_lost && !end_ns) || !still_ours())
+        return;
+    uint64_t f[6] = {w.stopped_errno, w.stopped_at, w.stopped_time_ns, made, lost, end_ns};
+    if (gs_write_stopped(w.tf.fd, w.stopped_at, f) == 0)
+        w.stopped_lost = lost;
+    else
+        w.stopped = 2; /* no room even for it: the trace ends as a death would */
+}
+
 /* The trace file could not take a chunk: said once; the file is cut back
  * to its last whole chunk, and the ring keeps what follows, with where and
- * why in its header, as long as it has room. */
+ * why in its header, as long as it has room; without a ring file, the
+ * GS_REC_STOPPED chunk says so. */
 static void write_failed(void)
 {
     int e = errno;
@@ -115,6 +145,14 @@ static void write_failed(void)
     }
     if (still_ours() && ftruncate(w.tf.fd, (off_t)w.tf.size) != 0) {
         /* the reader skips a partial last chunk anyway */
+    }
+    if (!w.ring.shared && !w.stopped) {
+        w.stopped = 1;
+        w.stopped_at = w.tf.size;
+        w.stopped_errno = (uint64_t)e;
+        w.stopped_time_ns = gs_now_ns() - w.tf.start_ns;
+        w.stopped_lost = UINT64_MAX; /* written whatever it is */
+        stopped_write(0);
     }
     __atomic_store_n(&w.state, FAILED, __ATOMIC_RELEASE);
 }
@@ -146,12 +184,19 @@ static void write_chunk(void)
         if (!still_ours() ||
             gs_write_chunk(w.tf.fd, chunk, len, w.scratch, w.scratch_len, &written) != 0)
             write_failed();
+        else if (!w.ring.shared && !gs_fsize_room(w.tf.size + written + GS_STOPPED_CHUNK_LEN))
+            write_failed(); /* (no room left for saying so: this chunk is cut too) */
         else {
             w.tf.size += written;
+            w.events_written += w.chunk_events;
             __atomic_store_n(&w.ring.hdr->tail, w.chunk_pos, __ATOMIC_RELEASE);
             gs_bound_after_chunk(&w.tf, w.chunk_pos, in_writer_thread);
+            if (!w.ring.shared) /* room on the disk for GS_REC_STOPPED, if it comes to that */
+                (void)fallocate(w.tf.fd, FALLOC_FL_KEEP_SIZE, (off_t)w.tf.size,
+                                GS_STOPPED_CHUNK_LEN);
         }
     }
+    w.chunk_events = 0;
     w.raw_len = 0;
     gs_encoder_new_chunk(&w.enc);
 }
@@ -170,6 +215,15 @@ static void add_record(const void *body, uint32_t len, uint64_t next)
     w.chunk_pos = next;
 }
 
+/* record_body's events (gs_emit's timed ones, counted in the ring's
+ * header) are every body but the modules, stacks, Python code and threads
+ * named. */
+static int is_event(uint8_t type)
+{
+    return type != GS_REC_MODULE && type != GS_REC_STACK && type != GS_REC_PYCODE &&
+           type != GS_REC_THREAD;
+}
+
 /* Moves everything in the ring into the file. Call with w.lock held. */
 static void drain_locked(void)
 {
@@ -183,6 +237,8 @@ static void drain_locked(void)
         if (!len)
             break; /* cannot happen: only gs_emit writes the ring */
         add_record(w.body, len, next);
+        /* after: a chunk add_record wrote holds the records before it */
+        w.chunk_events += is_event(w.body[0]);
         pos = next;
     }
     write_chunk();
@@ -217,6 +273,8 @@ static void *writer_main(void *arg)
         pthread_mutex_lock(&w.lock);
         if (w.state == OPEN)
             drain_locked();
+        else if (w.state == FAILED)
+            stopped_write(0); /* the events lost since, if any */
         pthread_mutex_unlock(&w.lock);
     }
 }
@@ -404,6 +462,8 @@ int gs_emit(void *body, uint32_t len, int timed)
         if (state == FAILED) {
             /* The trace takes no more; a ring file keeps what it has room for. */
             int kept = w.ring.shared && push(body, len, timed, 1, &finished);
+            if (!w.ring.shared && w.ring.hdr && timed) /* counted for GS_REC_STOPPED */
+                __atomic_add_fetch(&w.ring.hdr->lost, 1, __ATOMIC_RELAXED);
             errno = saved;
             return kept ? 0 : -1;
         }
@@ -434,7 +494,9 @@ int gs_recording_off(void)
 
 void gs_count_lost(void)
 {
-    if (w.ring.shared && __atomic_load_n(&w.state, __ATOMIC_ACQUIRE) == FAILED)
+    /* (a trace that failed without a ring file counts them too, for
+     * GS_REC_STOPPED: its header is in memory) */
+    if (w.ring.hdr && __atomic_load_n(&w.state, __ATOMIC_ACQUIRE) == FAILED)
         __atomic_add_fetch(&w.ring.hdr->lost, 1, __ATOMIC_RELAXED);
 }
 
@@ -482,6 +544,8 @@ __attribute__((destructor)) static void writer_fini(void)
     gs_lineage_check(); /* a clone() child that never recorded: not the parent's locks */
     pthread_mutex_lock(&w.lock);
     end_in_ring();
+    if (w.state == FAILED && w.pid == getpid())
+        stopped_write(gs_now_ns() - w.tf.start_ns);
     if (finish_locked(0)) {
         pthread_mutex_lock(&w.ring_lock);
         w.stop = 1;
@@ -496,7 +560,8 @@ __attribute__((destructor)) static void writer_fini(void)
 int gs_writer_finish_for_exec(void)
 {
     /* A vfork child shares our memory but not our trace: leave it alone. */
-    if (__atomic_load_n(&w.state, __ATOMIC_ACQUIRE) != OPEN || w.pid != getpid())
+    int state = __atomic_load_n(&w.state, __ATOMIC_ACQUIRE);
+    if ((state != OPEN && state != FAILED) || w.pid != getpid())
         return 0;
     int saved = errno;
     /* The writer thread may be draining: wait for it a while (it takes
@@ -511,6 +576,8 @@ int gs_writer_finish_for_exec(void)
         errno = saved;
         return 0;
     }
+    if (w.state == FAILED) /* the old image's end, said where the trace stopped */
+        stopped_write(gs_now_ns() - w.tf.start_ns);
     int finished = finish_locked(1);
     pthread_mutex_unlock(&w.lock);
     errno = saved;
@@ -589,5 +656,7 @@ void gs_writer_reset_after_fork(void)
     w.ring_removed = 0;
     w.raw_len = 0;
     w.thread_running = 0;
+    w.chunk_events = w.events_written = 0;
+    w.stopped = 0;
     gs_encoder_new_chunk(&w.enc); /* its columns stay: no lock was held across the fork */
 }

@@ -6,7 +6,9 @@ are in test_crash.py.
 import os
 import resource
 import shutil
+import subprocess
 import tempfile
+import time
 
 from harness import (E, KiB, MiB, ROTATED_CHURN, check, eq, once, one_trace, report, report_json,
                      run, site_summary)
@@ -89,6 +91,61 @@ def test_file_size_limit_reached_by_the_trace_keeps_the_program_alive():
     # drv_longhaul 600000: 4 800 602 allocations, 4 800 001 frees, 1 failed allocation
     eq(e["allocations"] + e["frees"] + e["failed"] + t["lost_events"], 9_600_604,
        "kept and lost add up to what the program did")
+
+
+def test_file_size_limit_below_the_ring_and_reached_by_the_trace():
+    # No ring file could be made (64 KiB limit), and then the trace reaches
+    # the limit: it once read as a death ("killed or crashed", nothing lost,
+    # write_failed null). The shim cuts the file back to its last whole
+    # chunk and says where and why in a GS_REC_STOPPED chunk there (room for
+    # it kept), rewritten at exit: the run finished, the trace stopped at
+    # that byte, and every event is either read or counted lost.
+    r = run([E.prog("drv_longhaul"), "20000"], output="t.trace", preexec=file_size_limit(64 * KiB))
+    eq((r.rc, r.out), (0, "done\n"), "the program, unharmed: " + r.err)
+    eq((r.err.count("gpushim: cannot make"), r.err.count("gpushim: cannot write trace")), (1, 1),
+       "each said once: " + r.err)
+    trace = one_trace(r)
+    check(os.path.getsize(trace) <= 64 * KiB, "within the limit")
+    d = report_json(trace)
+    t, e = d["trace"], d["events"]
+    eq((t["ending"], t["complete"], t["write_failed"]["error"], t["ring"]["use"]),
+       ("finished", False, "File too large", "none"), "it finished; the trace stopped, and why")
+    eq(t["write_failed"]["offset"], os.path.getsize(trace) - 89, "where: the last 89 bytes say so")
+    # drv_longhaul 20000: 160 022 allocations, 160 001 frees, 1 failed allocation
+    check(t["lost_events"] > 0, t)
+    eq(e["allocations"] + e["frees"] + e["failed"] + t["lost_events"], 320_024,
+       "kept and lost add up to what the program did")
+    eq(d["warnings"][0]["message"], f"the trace is incomplete: the shim could not write it past "
+       f"byte {t['write_failed']['offset']} at {t['write_failed']['time_ns'] / 1e9:.3f} s (File "
+       f"too large); {t['lost_events']} events lost: not in the trace, and no ring file kept them",
+       "said")
+    text = report(trace).stdout
+    check("there was no ring file to keep later events" in text, text)
+
+
+def test_a_trace_stopped_without_a_ring_then_killed_is_a_death_with_its_losses():
+    # As above, but killed while it runs on: the GS_REC_STOPPED chunk,
+    # rewritten as events are lost (every 10 ms here), says where the trace
+    # stopped and what was lost by then; the run "died".
+    tmp = tempfile.mkdtemp(prefix="gpushim-stopped-")
+    env = dict(os.environ, **E.env, LD_PRELOAD=E.preload, GPUSHIM_OUTPUT="t.trace",
+               GPUSHIM_FLUSH_MS="10")
+    p = subprocess.Popen(E.wrapper + [E.prog("drv_longhaul"), "6000000"], cwd=tmp, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=file_size_limit(64 * KiB))
+    trace = os.path.join(tmp, "t.trace")
+    deadline = time.time() + 60
+    while time.time() < deadline and not os.path.exists(trace):
+        time.sleep(0.01)
+    time.sleep(0.5)  # it stops within 0.1 s; then the losses are counted
+    p.kill()
+    out, err = p.communicate(timeout=60)
+    eq(p.returncode, -9, f"killed while it ran: {err}")
+    d = report_json(trace)
+    t, e = d["trace"], d["events"]
+    eq((t["ending"], t["complete"], t["write_failed"]["error"]), ("died", False, "File too large"),
+       "a death, after the trace stopped")
+    check(t["lost_events"] > e["allocations"], f"the losses after it counted: {t}, {e}")
 
 
 def test_stale_ring_file_in_the_way_gets_another_name():
