@@ -19,6 +19,7 @@
 #include "analyzer/findings/gate.h"
 #include "analyzer/cmd/cmd.h"
 #include "analyzer/report/incomplete.h"
+#include "analyzer/report/load.h"
 
 #define GPUSHIM_VERSION "0.1.0"
 
@@ -44,7 +45,8 @@ static const char usage_main[] =
     "\n"
     "report, export, diff, plan and whatif exit 4 when what they read is incomplete\n"
     "(a damaged or cut trace, events lost, values no run has, the analyzer out of\n"
-    "memory), each warning said on stderr; --partial: exit 0 then.\n"
+    "memory), each warning said on stderr; --partial: exit 0 then. --redact: the\n"
+    "host and the command line left out of what they write.\n"
     "\n"
     "Without the launcher: LD_PRELOAD=/path/to/libgpushim.so CMD [ARGS...]\n"
     "writes gpushim.<pid>.trace in the working directory (see GPUSHIM_OUTPUT in\n"
@@ -75,6 +77,7 @@ static const char usage_report[] =
     "                 is another build: a sysroot, a folder of copies, or\n"
     "                 DIR/.build-id/ (taken by build id; more than once)\n"
     "  --partial      exit 0, not 4, when the report is incomplete (below)\n"
+    "  --redact       leave the host and the command line out (to share it)\n"
     "  -h, --help     this text\n"
     "\n"
     "A trace that was cut short (the process was killed) or damaged is reported\n"
@@ -178,15 +181,15 @@ static int cmd_report(int argc, char **argv)
     return rc;
 }
 
-/* Takes every --partial out of the command's arguments (before any "--"),
- * the others kept in order: 1 if there was one. The commands that read
- * traces take it alike (incomplete.h). */
-static int take_partial(int argc, char **argv)
+/* Takes every flag out of the command's arguments (before any "--"), the
+ * others kept in order: how many there were. The commands that read traces
+ * take --partial (incomplete.h) and --redact (load.h) alike. */
+static int take_flag(const char *flag, int argc, char **argv)
 {
     int found = 0, to = 1, end = 0;
     for (int i = 1; i < argc; i++) {
         end |= !strcmp(argv[i], "--");
-        if (!end && !strcmp(argv[i], "--partial"))
+        if (!end && !strcmp(argv[i], flag))
             found = 1;
         else
             argv[to++] = argv[i];
@@ -211,8 +214,12 @@ int main(int argc, char **argv)
                    {"plan", gs_cmd_plan},   {"whatif", gs_cmd_whatif}};
     for (size_t i = 0; i < sizeof reading / sizeof reading[0]; i++)
         if (!strcmp(cmd, reading[i].name)) {
-            int partial = take_partial(argc - 1, argv + 1);
+            int partial = take_flag("--partial", argc - 1, argv + 1);
             argc -= partial;
+            int redact = take_flag("--redact", argc - 1, argv + 1);
+            argc -= redact;
+            if (redact)
+                gs_load_redact();
             return gs_incomplete_exit(cmd, reading[i].run(argc - 1, argv + 1), partial);
         }
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {

@@ -56,6 +56,7 @@ static const char usage_diff[] =
     "                 unrecovered (failed allocations); more than once\n"
     "  --partial      exit 0, not 4, when a trace read is incomplete (each\n"
     "                 warning is said on stderr all the same)\n"
+    "  --redact       leave the host and the command line out (to share it)\n"
     "  -h, --help     this text\n"
     "\n"
     "Exit status: 0 when both traces were read, 1 when one could not be, 2\n"
@@ -186,7 +187,7 @@ static void run_json(struct gs_json *j, const char *key, const struct diff *d, i
     gs_json_begin_object(j, key);
     gs_json_string(j, "path", d->path[i]);
     gs_json_uint(j, "pid", l->info.pid);
-    gs_json_string(j, "host", l->info.host);
+    gs_json_string(j, "host", gs_shown_host(&l->info));
     gs_json_uint(j, "peak_bytes", l->r.peak_bytes);
     gs_json_uint(j, "largest_device_peak_bytes", gs_largest_device_peak(&l->r));
     gs_json_uint(j, "unfreed_bytes", l->r.live_bytes);
@@ -248,7 +249,8 @@ static void diff_text(FILE *out, const struct diff *d)
     for (int i = 0; i < 2; i++) {
         const struct gs_loaded *l = &d->l[i];
         fprintf(out, "%s  %s  (pid %" PRIu64 " on %s): peak %s", i ? "B" : "A", d->path[i],
-                l->info.pid, l->info.host, gs_human_bytes(l->r.peak_bytes, b1, sizeof b1));
+                l->info.pid, gs_shown_host(&l->info) ? l->info.host : "(left out)",
+                gs_human_bytes(l->r.peak_bytes, b1, sizeof b1));
         if (!gs_trace_complete(&l->st))
             fprintf(out, ", trace incomplete (%s)", gs_trace_ending(&l->info, &l->st));
         fputc('\n', out);

@@ -69,6 +69,7 @@ static const char usage_plan[] =
     "  --json           print one JSON object (schema in docs/json.md) instead of text\n"
     "  --partial        exit 0, not 4, when a trace read is incomplete (each\n"
     "                   warning is said on stderr all the same)\n"
+    "  --redact         leave the host and the command line out (to share it)\n"
     "  -h, --help       this text\n"
     "\n"
     "Exit status: 0 when planned, 1 when a trace could not be read or the runs\n"

@@ -39,6 +39,7 @@ struct rank_row {
     uint64_t world_size;   /* 0: unknown */
     int job_seen;
     char host[256];
+    int host_left_out; /* --redact */
     uint64_t pid;
     uint64_t dev_peak[GS_MAX_DEVICES + 1];
     uint8_t dev_present[GS_MAX_DEVICES + 1];
@@ -60,7 +61,8 @@ static void take(struct rank_row *row, const char *path, const struct gs_loaded 
     row->local_rank = l->info.job_seen ? l->info.local_rank : -1;
     row->world_size = l->info.job_seen ? l->info.world_size : 0;
     row->job_seen = l->info.job_seen;
-    snprintf(row->host, sizeof row->host, "%s", l->info.host);
+    row->host_left_out = gs_shown_host(&l->info) == NULL;
+    snprintf(row->host, sizeof row->host, "%s", row->host_left_out ? "(left out)" : l->info.host);
     row->pid = l->info.pid;
     for (int d = 0; d <= GS_MAX_DEVICES; d++) {
         row->dev_present[d] = (uint8_t)l->r.devices[d].present;
@@ -236,7 +238,7 @@ static void job_json(FILE *out, const struct job *j)
         else
             gs_json_null(&js, "local_rank");
         gs_json_string(&js, "path", r->path);
-        gs_json_string(&js, "host", r->host);
+        gs_json_string(&js, "host", r->host_left_out ? NULL : r->host);
         gs_json_uint(&js, "pid", r->pid);
         gs_json_uint(&js, "peak_bytes", r->peak);
         gs_json_begin_array(&js, "devices");

@@ -62,6 +62,8 @@ static const char usage_run[] =
     "                        0-60000 ms (default 10; 0: at every allocation and free)\n"
     "  GPUSHIM_BUFFER_MB     size of the ring file TRACE.ring, 1-1024 (default 8)\n"
     "  GPUSHIM_MAX_BYTES     as --max-size\n"
+    "  GPUSHIM_COMMAND       the command line kept: 1 all (default), name (the\n"
+    "                        program's name alone) or 0 (none)\n"
     "  GPUSHIM_VERBOSE=1     the recorder says on stderr where it writes\n"
     "  NVTX_INJECTION64_PATH the path of libgpushim.so: NVTX ranges and marks become\n"
     "                        gpushim's (set by gpushim run unless another tool has\n"

@@ -87,6 +87,7 @@ static const char usage_whatif[] =
     "  -o FILE          write to FILE instead of standard output\n"
     "  --partial        exit 0, not 4, when a trace read is incomplete (each\n"
     "                   warning is said on stderr all the same)\n"
+    "  --redact         leave the host and the command line out (to share it)\n"
     "  -h, --help       this text\n"
     "\n"
     "Exit status: 0 when replayed, 1 when the trace could not be read or has no\n"

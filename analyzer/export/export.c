@@ -67,6 +67,7 @@ static const char usage_export[] =
     "                      another build (see gpushim report --help)\n"
     "  --partial           exit 0, not 4, when a trace read is incomplete (each\n"
     "                      warning is said on stderr all the same)\n"
+    "  --redact            leave the host and the command line out (to share it)\n"
     "  -h, --help          this text\n"
     "\n"
     "Exit status: 0 when written, 1 when the trace could not be read or the\n"

@@ -366,9 +366,11 @@ static void summary(FILE *out, const struct gs_report *rep, uint64_t duration, s
     char buf[512], a[32], b[32];
     uint64_t count, leaked = gs_replay_leaks(r, &count);
     fputs("<table class=\"summary\">\n", out);
-    snprintf(buf, sizeof buf, "%" PRIu64 " on %s", info->pid, info->host);
+    const char *host = gs_shown_host(info), *command = gs_shown_command(info);
+    snprintf(buf, sizeof buf, "%" PRIu64 " on %s", info->pid, host ? host : "(left out: --redact)");
     summary_text(out, "s-process", "process", buf);
-    summary_text(out, "s-command", "command", info->command);
+    summary_text(out, "s-command", "command",
+                 !command ? "(left out: --redact)" : command[0] ? command : "(not recorded)");
     time_t start = (time_t)(info->realtime_ns / 1000000000u);
     struct tm tm;
     if (gmtime_r(&start, &tm) && strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm))
@@ -513,7 +515,8 @@ void gs_export_html(FILE *out, const struct gs_report *rep)
 {
     const struct gs_replay *r = rep->replay;
     uint64_t duration = gs_trace_duration_ns(rep->stats, r->last_time_ns);
-    gs_html_page_begin(out, rep->info->command, "gpushim report");
+    const char *command = gs_shown_command(rep->info);
+    gs_html_page_begin(out, command && command[0] ? command : rep->path, "gpushim report");
     struct gs_suspect *sus = NULL;
     size_t nsus = gs_growth_suspects(r, rep->sym, rep->opt->view, &sus);
     summary(out, rep, duration, nsus);

@@ -306,11 +306,15 @@ int gs_export_perfetto(FILE *out, const char *path)
             "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64
             ",\"ts\":0,\"args\":{\"name\":",
             p->pid, p->pid);
-    gs_json_quoted(out, l.info.command[0] ? l.info.command : "?");
+    const char *command = gs_shown_command(&l.info);
+    gs_json_quoted(out, command && command[0] ? command : "?");
     fputs("}}", out);
     name_thread(p, (uint32_t)p->pid);
     fputs("\n],\"otherData\":{\"producer\":\"gpushim\",\"command\":", out);
-    gs_json_quoted(out, l.info.command);
+    if (command)
+        gs_json_quoted(out, command);
+    else
+        fputs("null", out);
     fprintf(out, ",\"pid\":%" PRIu64 ",\"trace\":", l.info.pid);
     gs_json_quoted(out, path);
     fputs(",\"counters\":\"live device bytes of the process, per device; changes within one "

@@ -34,7 +34,19 @@ struct gs_trace_info {
     int job_seen;                /* the record was there (traces from before it: 0) */
     int64_t rank, local_rank;    /* -1: unknown */
     uint64_t world_size;         /* 0: unknown */
+    int redacted;                /* --redact: the host and command left out of every screen */
 };
+
+/* The host and the command line as every screen shows them: NULL where
+ * --redact left them out (report/load.c), or "" where the trace has none. */
+static inline const char *gs_shown_host(const struct gs_trace_info *i)
+{
+    return i->redacted ? NULL : i->host;
+}
+static inline const char *gs_shown_command(const struct gs_trace_info *i)
+{
+    return i->redacted ? NULL : i->command;
+}
 
 /* ---- reader.c ---- */
 /* Reads the whole trace, calling ops in file order. Returns 0 (the stats

@@ -138,6 +138,10 @@ static const struct gs_reader_ops watch_ops = {
     .thread = watch_thread,
 };
 
+static int redact;
+
+void gs_load_redact(void) { redact = 1; }
+
 int gs_load_watch(const char *cmd, const char *path, struct gs_loaded *l,
                   const struct gs_event_watch *w)
 {
@@ -166,6 +170,7 @@ int gs_load_watch(const char *cmd, const char *path, struct gs_loaded *l,
         return -1;
     }
     gs_replay_finish(&l->r);
+    l->info.redacted = redact;
     return 0;
 }
 

@@ -25,6 +25,9 @@ struct gs_loaded {
 /* Reads path; on failure says why on stderr as "gpushim CMD: ..." and
  * returns -1. */
 int gs_load(const char *cmd, const char *path, struct gs_loaded *l);
+/* From now on, each trace loaded leaves its host and command line out of
+ * every screen (--redact: gs_shown_host, gs_shown_command). */
+void gs_load_redact(void);
 /* Lets l go, its warnings noted for the command's end (incomplete.h). */
 void gs_loaded_free(struct gs_loaded *l);
 

@@ -127,8 +127,8 @@ static void process(struct gs_json *j, const struct gs_report *rep)
     gs_json_begin_object(j, "process");
     gs_json_uint(j, "pid", rep->info->pid);
     gs_json_uint(j, "ppid", rep->info->ppid);
-    gs_json_string(j, "host", rep->info->host);
-    gs_json_string(j, "command", rep->info->command);
+    gs_json_string(j, "host", gs_shown_host(rep->info));
+    gs_json_string(j, "command", gs_shown_command(rep->info));
     gs_json_uint(j, "start_unix_ns", rep->info->realtime_ns);
     gs_json_uint(j, "duration_ns", gs_trace_duration_ns(rep->stats, rep->replay->last_time_ns));
     gs_json_end_object(j);

@@ -236,8 +236,11 @@ static void header(const struct gs_report *rep, FILE *out)
     if (in->realtime_ns && localtime_r(&t, &tm))
         strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
     fprintf(out, "gpushim report for %s\n\n", rep->path);
-    fprintf(out, "  process   %" PRIu64 " on %s, started %s\n", in->pid, in->host, when);
-    fprintf(out, "  command   %s\n", in->command[0] ? in->command : "(unknown)");
+    const char *host = gs_shown_host(in), *command = gs_shown_command(in);
+    fprintf(out, "  process   %" PRIu64 " on %s, started %s\n", in->pid,
+            host ? host : "(left out: --redact)", when);
+    fprintf(out, "  command   %s\n",
+            !command ? "(left out: --redact)" : command[0] ? command : "(not recorded)");
     fprintf(out, "  recorded  %.3f s: %" PRIu64 " allocation%s, %" PRIu64 " free%s, %" PRIu64
                  " failed allocation%s",
             seconds(gs_trace_duration_ns(rep->stats, r->last_time_ns)), r->allocations, plural(r->allocations), r->frees,

@@ -66,7 +66,10 @@ struct gs_config {
                            * where a thread holds the GIL) or 0 (none) */
     unsigned unwind;      /* GPUSHIM_UNWIND: enum gs_unwind_mode */
     int verbose;          /* GPUSHIM_VERBOSE=1: say where the trace goes */
+    unsigned command;     /* GPUSHIM_COMMAND: enum gs_command_kept */
 };
+/* How much of the command line the trace keeps (GS_REC_CMDLINE). */
+enum gs_command_kept { GS_COMMAND_NONE, GS_COMMAND_NAME, GS_COMMAND_ALL };
 const struct gs_config *gs_config(void);
 /* Says something on stderr, prefixed "gpushim: ", once per distinct call site
  * (pass a static int as *once). Never fails, never allocates. */

@@ -107,6 +107,14 @@ static void config_read(void)
         config.unwind = GS_UNWIND_CHECK;
     else if (u && *u && strcmp(u, "fast") != 0)
         gs_say("GPUSHIM_UNWIND=%s is not fast, libunwind or check; using fast", u);
+    const char *k = getenv("GPUSHIM_COMMAND");
+    config.command = GS_COMMAND_ALL;
+    if (k && strcmp(k, "0") == 0)
+        config.command = GS_COMMAND_NONE;
+    else if (k && strcmp(k, "name") == 0)
+        config.command = GS_COMMAND_NAME;
+    else if (k && *k && strcmp(k, "1") != 0)
+        gs_say("GPUSHIM_COMMAND=%s is not 1, name or 0; the whole command line is kept", k);
     const char *v = getenv("GPUSHIM_VERBOSE");
     config.verbose = v && strcmp(v, "0") != 0 && *v;
     errno = saved;

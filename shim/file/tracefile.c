@@ -151,11 +151,23 @@ static size_t cmdline_payload(uint8_t *out, size_t max)
     ssize_t len = 0;
     int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
-        len = read(fd, args, sizeof args);
+        len = read(fd, args, sizeof args - 1); /* room for a NUL after argv[0] */
         close(fd);
     }
     if (len < 0)
         len = 0;
+    unsigned kept = gs_config()->command;
+    if (kept == GS_COMMAND_NONE) {
+        len = 0;
+    } else if (kept == GS_COMMAND_NAME) { /* argv[0]'s last part alone */
+        ssize_t end = (ssize_t)strnlen(args, (size_t)len), from = end;
+        while (from > 0 && args[from - 1] != '/')
+            from--;
+        memmove(args, args + from, (size_t)(end - from));
+        len = end - from;
+        args[len] = '\0';
+        len += len > 0 || end > 0; /* its NUL: one argument, even if empty */
+    }
     uint64_t argc = 0;
     for (ssize_t i = 0; i < len; i++)
         argc += args[i] == 0;
