@@ -316,7 +316,7 @@ FUZZ_BUILD ?= $(BUILD)/fuzz
 # header changed would otherwise not be rebuilt.
 override FUZZ_BUILD := $(patsubst $(CURDIR)/%,%,$(abspath $(FUZZ_BUILD)))
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := report export recover multi
+FUZZ_TARGETS := report export recover multi symcache symbols
 FUZZ_CFLAGS := -std=gnu11 $(WARN) -O1 -g -Iinclude -I. -MMD -MP \
                -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_OBJ := $(filter-out $(FUZZ_BUILD)/obj/analyzer/main.o $(FUZZ_BUILD)/obj/analyzer/nomem_wrap.o,$(ANALYZER_SRC:%.c=$(FUZZ_BUILD)/obj/%.o))
@@ -324,6 +324,8 @@ FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 # seconds one input may take before it counts as a hang
 FUZZ_TIMEOUT ?= 10
 FUZZ_OPTS := -rss_limit_mb=2048 -timeout=$(FUZZ_TIMEOUT) -close_fd_mask=2
+# leaks of libdw's own on malformed DWARF (tests/fuzz/lsan.supp says which)
+export LSAN_OPTIONS := suppressions=$(CURDIR)/tests/fuzz/lsan.supp
 
 $(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)

@@ -35,6 +35,13 @@ void gs_incomplete_note(const char *path, const struct gs_warnings *w)
     }
 }
 
+void gs_incomplete_forget(void)
+{
+    for (size_t i = 0; i < noted.n; i++)
+        free(noted.line[i]);
+    noted.n = noted.more = 0;
+}
+
 int gs_incomplete_exit(const char *cmd, int rc, int partial)
 {
     struct gs_warnings own;

@@ -25,4 +25,7 @@ void gs_incomplete_note(const char *path, const struct gs_warnings *w);
  * of 0 where anything was said and partial is 0. */
 int gs_incomplete_exit(const char *cmd, int rc, int partial);
 
+/* Lets go of what was noted, unsaid (a fuzz target between inputs). */
+void gs_incomplete_forget(void);
+
 #endif

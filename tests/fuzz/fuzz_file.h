@@ -47,8 +47,8 @@ static const char *fuzz_dir_path(void)
 
 #define FUZZ_MAX_FILES 4
 static struct {
-    char name[32];
-    char path[320];
+    char name[160];
+    char path[448];
     int fd;
 } fuzz_files[FUZZ_MAX_FILES];
 
@@ -93,6 +93,19 @@ static inline const char *fuzz_file(const char *name, const uint8_t *data, size_
         done += (size_t)w;
     }
     return fuzz_files[i].path;
+}
+
+/* Removes the file fuzz_file wrote at path (a name that changes with the
+ * input: at most FUZZ_MAX_FILES at once). */
+static inline void fuzz_forget(const char *path)
+{
+    for (int i = 0; i < FUZZ_MAX_FILES; i++)
+        if (fuzz_files[i].name[0] && fuzz_files[i].path == path) {
+            if (fuzz_files[i].fd >= 0)
+                close(fuzz_files[i].fd);
+            unlink(fuzz_files[i].path);
+            fuzz_files[i].name[0] = '\0';
+        }
 }
 
 /* Where reports go: /dev/null, through stdio as the command writes. */

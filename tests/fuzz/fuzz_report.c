@@ -15,6 +15,7 @@
 #include "analyzer/report/report.h"
 #include "analyzer/report/load.h"
 #include "analyzer/report/whatif_report.h"
+#include "analyzer/report/incomplete.h"
 #include "fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -50,5 +51,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         gs_wi_answer_free(&a);
     }
     gs_loaded_free(&l);
+    gs_incomplete_forget(); /* its warnings: a command says them at its end */
     return 0;
 }

@@ -14,11 +14,18 @@ that ends on a chunk boundary is a trace. Seeds whose names begin "v2-"
 are format 2's (allocations and frees as records of their own), made by
 the shim before format 3, and are left in place. Each target's input format is
 in its harness (tests/fuzz/fuzz_*.c). Standard library only.
+
+symcache: the symbol cache files an analysis of drv_schedule and of
+rt_batch_tensors wrote. symbols: tests/fuzz/seeds/module.c built with -g
+and an 8-byte build id, at its path and in the --symbols folder, with and
+without the build id, asked about its functions. --only TARGET[,TARGET]
+makes those alone.
 """
 import argparse
 import os
 import shutil
 import struct
+import subprocess
 import sys
 import tempfile
 import zlib
@@ -156,12 +163,53 @@ def ranges_and_roles(tmp):
     return out
 
 
+def symbol_seeds(tmp, put):
+    """The symcache and symbols targets' seeds."""
+    cache = os.path.join(tmp, "cache")
+    for prog in ("drv_schedule", "rt_batch_tensors"):
+        trace = traced(tmp, prog + ".syms.trace", [E.prog(prog)] + (["2"] if prog[:3] == "rt_" else []))
+        subprocess.run([E.gpushim, "report", trace], capture_output=True, check=False,
+                       env=dict(os.environ, GPUSHIM_SYMBOL_CACHE=cache))
+    for i, name in enumerate(sorted(os.listdir(cache))):
+        put("symcache", f"cache{i}", open(os.path.join(cache, name), "rb").read())
+    so = os.path.join(tmp, "module.so")
+    subprocess.run(["cc", "-O1", "-g", "-shared", "-fPIC", "-Wl,--build-id=0x" + SEED_ID.hex(),
+                    "-o", so, os.path.join(HERE, "seeds", "module.c")], check=True)
+    elf = open(so, "rb").read()
+    nm = subprocess.run(["nm", so], capture_output=True, text=True, check=True).stdout
+    addrs = {l.split()[2]: int(l.split()[0], 16) for l in nm.splitlines()
+             if len(l.split()) == 3 and l.split()[2] in ("seed_entry", "seed_other", "helper")}
+    offs = [addrs["seed_entry"] + 8, addrs["seed_other"] + 4, addrs["helper"] + 2, 0x10]
+    for flags in range(4):
+        put("symbols", f"module.{flags}", bytes([flags]) + SEED_ID
+            + b"".join(struct.pack("<I", o) for o in offs) + elf)
+
+
+SEED_ID = bytes.fromhex("0102030405060708")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
+    ap.add_argument("--only", default="")
     a = ap.parse_args()
     E.configure(a.build, False)
     tmp = tempfile.mkdtemp(prefix="gpushim-corpus-")
+    out = os.path.join(HERE, "corpus")
+
+    def put(target, name, data):
+        with open(os.path.join(out, target, name), "wb") as f:
+            f.write(data)
+
+    for t in ("symcache", "symbols"):
+        if not a.only or t in a.only.split(","):
+            shutil.rmtree(os.path.join(out, t), ignore_errors=True)
+            os.makedirs(os.path.join(out, t))
+    if not a.only or set(a.only.split(",")) & {"symcache", "symbols"}:
+        symbol_seeds(tmp, put)
+    if a.only and not set(a.only.split(",")) - {"symcache", "symbols"}:
+        shutil.rmtree(tmp)
+        return
     quiet = {"ASAN_OPTIONS": "detect_leaks=0"}
     traces = {}
     for prog, env in [("drv_schedule", None), ("drv_api_steps", None),
@@ -188,16 +236,11 @@ def main():
 
     traces = {k: hide_modules(v) for k, v in traces.items()}
     batches = {k: hide_modules(v) for k, v in batches.items()}
-    out = os.path.join(HERE, "corpus")
     for t in ("report", "export", "recover", "multi"):
         os.makedirs(os.path.join(out, t), exist_ok=True)
         for name in os.listdir(os.path.join(out, t)):
             if not name.startswith(OLD_FORMAT):
                 os.remove(os.path.join(out, t, name))
-
-    def put(target, name, data):
-        with open(os.path.join(out, target, name), "wb") as f:
-            f.write(data)
 
     for name, data in sorted(traces.items()):
         put("report", name, data)

@@ -16,7 +16,7 @@ import zlib
 from harness import E, MiB, check, eq, incomplete_as_said, warned
 
 ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
-TARGETS = ["report", "export", "recover", "multi"]
+TARGETS = ["report", "export", "recover", "multi", "symcache", "symbols"]
 RSS_LIMIT_KIB = 256 * 1024
 
 
@@ -30,7 +30,8 @@ def test_fuzz_targets_replay_corpus_and_crashes():
         files = sorted(glob.glob(os.path.join(ROOT, "tests", "fuzz", "corpus", t, "*")) +
                        glob.glob(os.path.join(ROOT, "tests", "fuzz", "crashes", t, "*")))
         check(len(files) >= 1, f"seeds for {t}")
-        env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1")
+        env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1",
+                   LSAN_OPTIONS="suppressions=" + os.path.join(ROOT, "tests", "fuzz", "lsan.supp"))
         p = subprocess.run([os.path.join(E.build, "fuzz-replay", "replay_" + t), *files],
                            capture_output=True, text=True, timeout=600, env=env)
         ran = [line.split()[1] for line in p.stderr.splitlines() if line.startswith("Executed ")]
