@@ -68,6 +68,42 @@ def test_clone_children_trace_their_own_events_only():
         eq(d["process"]["ppid"], p["process"]["pid"], "the child names its parent")
 
 
+def test_every_way_a_process_or_thread_starts():
+    # drv_starts.c: fork; vfork then exec; clone(CLONE_VM | CLONE_VFORK) then
+    # exec, as posix_spawn does; clone without CLONE_VM; posix_spawn and
+    # posix_spawnp; system(); each of the eight exec forms after a fork; a
+    # thread of 16 KiB of stack; a signal handler on an alternate stack.
+    # Each child or image allocates N MiB of its own: sixteen traces, each
+    # whole, each with its own allocation alone; the parent's with its own
+    # three (1, 17 and 18 MiB), none of its children's.
+    if E.wrapper:
+        return "valgrind runs each new image outside the tool's control"
+    env = dict(NO_LSAN, DRV_STARTS_STACK_KIB="256" if E.sanitized else None)
+    bare = run([E.prog("drv_starts")], shim=False, env=env)
+    r = run([E.prog("drv_starts")], env=env, output="%p.trace")
+    eq((r.rc, r.out, bare.rc, bare.out), (0, "15 of 15 children exited 0\n") * 2,
+       f"as without the shim: {r.err}")
+    if not E.sanitized:
+        eq(r.err, bare.err, "stderr under the shim")
+    got = {}
+    for t in r.files:
+        d = report_json(t)
+        eq((d["complete"], d["trace"]["ending"], d["events"]["frees"]), (True, "finished", 0),
+           f"{t}: whole")
+        mib = d["leaks"]["bytes"] // MiB
+        check(mib not in got, f"one trace holds {mib} MiB: {t}")
+        got[mib] = (d["events"]["allocations"], d["process"]["command"].split()[1:],
+                    sorted(f["function"] for s in d["leaks"]["sites"] for f in s["frames"][:2]))
+    parent = got.pop(36, None)
+    check(parent is not None, f"the parent's trace: {sorted(got)}")
+    eq(parent[:2], (3, []), "the parent's own three allocations")
+    check({"parent_alloc", "small_thread", "handler_alloc"} <= set(parent[2]), parent)
+    eq(sorted(got), list(range(2, 17)), "a trace for each of the 15 children, each its own size")
+    for mib, (allocations, args, _) in got.items():
+        eq((allocations, args), (1, [] if mib in (2, 5) else ["child", str(mib)]),
+           f"the child of {mib} MiB: its one allocation, its command line")
+
+
 def test_the_first_allocation_on_a_thread_with_a_16_kib_stack():
     # drv_small_stack.c: the process's first allocation, on a thread of 16
     # KiB (the least a thread can have), opens the trace there too. It needed
