@@ -5,6 +5,7 @@ name a function and a source file with ESC ] 2 ; x BEL newline ESC, which
 would set a terminal's title and forge a line of the report. Every screen
 shows those bytes as '?', as it shows a Python name's or a thread's.
 """
+import gzip
 import json
 import os
 import shutil
@@ -61,6 +62,16 @@ def test_native_names_with_control_bytes_reach_no_screen_raw():
        "the folded line")
     for fmt in ("json", "html", "perfetto"):
         no_control_bytes(gpushim("export", "-f", fmt, trace), f"the {fmt} export")
+    # binary formats: the names' strings hold no raw byte of them
+    tmp = tempfile.mkdtemp(prefix="gpushim-names-out-")
+    for fmt, name in (("pprof", "p.pb.gz"), ("torch-snapshot", "s.pickle")):
+        out = os.path.join(tmp, name)
+        gpushim("export", "-f", fmt, "-o", out, trace)
+        data = open(out, "rb").read()
+        if fmt == "pprof":
+            data = gzip.decompress(data)
+        check(EVIL not in data and EVIL[:3] not in data and SHOWN.encode() in data,
+              f"the {fmt} export: the names as '?', none raw")
     d = json.loads(gpushim("report", "--json", trace))
     frames = d["peak"]["sites"][0]["frames"]
     eq((frames[0]["function"], os.path.basename(frames[0]["file"])),
