@@ -88,6 +88,25 @@ static uint64_t env_bytes(const char *name, uint64_t lo)
     return v;
 }
 
+/* Reads a setting that is one of names (its index), or says why not, and
+ * what then, and keeps def. */
+static unsigned env_choice(const char *name, const char *const *names, unsigned def,
+                           const char *instead)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return def;
+    for (unsigned i = 0; names[i]; i++)
+        if (strcmp(s, names[i]) == 0)
+            return i;
+    char all[128] = "";
+    for (unsigned i = 0, n = 0; names[i] && n < sizeof all; i++)
+        n += (unsigned)snprintf(all + n, sizeof all - n, "%s%s", i ? (names[i + 1] ? ", " : " or ")
+                                                                   : "", names[i]);
+    gs_say("%s=%s is not %s; %s", name, s, all, instead);
+    return def;
+}
+
 static void config_read(void)
 {
     int saved = errno;
@@ -99,22 +118,14 @@ static void config_read(void)
     config.buffer_mb = env_uint("GPUSHIM_BUFFER_MB", 8, 1, 1024);
     config.max_bytes = env_bytes("GPUSHIM_MAX_BYTES", 4u << 20);
     config.python = env_uint("GPUSHIM_PYTHON", 1, 0, 2);
-    const char *u = getenv("GPUSHIM_UNWIND");
-    config.unwind = GS_UNWIND_FAST;
-    if (u && strcmp(u, "libunwind") == 0)
-        config.unwind = GS_UNWIND_LIBUNWIND;
-    else if (u && strcmp(u, "check") == 0)
-        config.unwind = GS_UNWIND_CHECK;
-    else if (u && *u && strcmp(u, "fast") != 0)
-        gs_say("GPUSHIM_UNWIND=%s is not fast, libunwind or check; using fast", u);
-    const char *k = getenv("GPUSHIM_COMMAND");
-    config.command = GS_COMMAND_ALL;
-    if (k && strcmp(k, "0") == 0)
-        config.command = GS_COMMAND_NONE;
-    else if (k && strcmp(k, "name") == 0)
-        config.command = GS_COMMAND_NAME;
-    else if (k && *k && strcmp(k, "1") != 0)
-        gs_say("GPUSHIM_COMMAND=%s is not 1, name or 0; the whole command line is kept", k);
+    static const char *const unwind[] = {[GS_UNWIND_FAST] = "fast",
+                                         [GS_UNWIND_LIBUNWIND] = "libunwind",
+                                         [GS_UNWIND_CHECK] = "check", NULL};
+    config.unwind = env_choice("GPUSHIM_UNWIND", unwind, GS_UNWIND_FAST, "using fast");
+    static const char *const command[] = {[GS_COMMAND_NONE] = "0", [GS_COMMAND_NAME] = "name",
+                                          [GS_COMMAND_ALL] = "1", NULL};
+    config.command = env_choice("GPUSHIM_COMMAND", command, GS_COMMAND_ALL,
+                                "the whole command line is kept");
     const char *v = getenv("GPUSHIM_VERBOSE");
     config.verbose = v && strcmp(v, "0") != 0 && *v;
     errno = saved;

@@ -44,7 +44,7 @@ def test_gpushim_command_keeps_all_the_name_or_none_of_the_command_line():
             eq(SECRET.encode() in f.read(), command in (None, "1"),
                f"GPUSHIM_COMMAND={command}: the secret's bytes in the trace file")
     r, trace = recorded("sometimes")
-    check("gpushim: GPUSHIM_COMMAND=sometimes is not 1, name or 0; the whole command line is kept"
+    check("gpushim: GPUSHIM_COMMAND=sometimes is not 0, name or 1; the whole command line is kept"
           in r.err, r.err)
     eq(json.loads(gpushim("report", "--json", trace))["process"]["command"], f"{prog} {SECRET}",
        "a bad value: the default")
