@@ -6,8 +6,9 @@
  * (/usr/local/cuda/include/nvtx3: nvtxDetail/nvtxTypes.h,
  * nvtxDetail/nvtxExtTypes.h, nvToolsExt.h, nvToolsExtMem.h), which the shim
  * does not include: they define the NVTX API itself, which is the
- * program's. tests/progs/nvtx_ranges.c, built against NVIDIA's headers,
- * checks that the two agree.
+ * program's. tests/progs/nvtx/drv_nvtx.c, built against NVIDIA's headers,
+ * drives the shim through them (tests/integration/test_nvtx.py): where the
+ * two disagreed, its figures would not hold.
  *
  * Included by: shim/hooks/nvtx.c, shim/hooks/nvtx_mem.c.
  */

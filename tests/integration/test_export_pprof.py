@@ -354,7 +354,7 @@ def test_pprof_inlined_frames_are_lines_of_one_location():
 
 
 def def_line(name, function):
-    """The line of "def function(" in tests/progs/python/name."""
+    """The line of "def function(" in tests/progs/python/NAME."""
     with open(prog(name)) as f:
         for n, text in enumerate(f, 1):
             if text.strip().startswith(f"def {function}("):

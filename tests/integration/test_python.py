@@ -77,7 +77,7 @@ def prog(name):
 
 
 def line(name, marker):
-    """The line of "# site: marker" in tests/progs/python/name."""
+    """The line of "# site: marker" in tests/progs/python/NAME."""
     with open(prog(name)) as f:
         for n, text in enumerate(f, 1):
             if text.rstrip().endswith("# site: " + marker):
