@@ -191,6 +191,13 @@ size_t gs_encode_columns(const struct gs_encoder *e, uint8_t *out);
 /* A GS_REC_COLUMNS record's bytes beyond its columns', and what one event
  * adds to the columns, at most. */
 #define GS_COLUMNS_OVERHEAD (1 + 10 * (GS_COLUMNS + 2))
+/* A GS_REC_RING_POS record of pos into out (room: 12 bytes); its length. */
+size_t gs_encode_ring_pos(uint64_t pos, uint8_t *out);
+/* A GS_REC_RESUMED record of time_ns into out (room: 12 bytes); its length. */
+size_t gs_encode_resumed(uint64_t time_ns, uint8_t *out);
+/* The GS_REC_STOPPED record of its six fields (errno, offset, time, events,
+ * lost, end time), GS_STOPPED_RAW_LEN bytes whatever their values. */
+void gs_encode_stopped(const uint64_t fields[6], uint8_t *out);
 #define GS_COLUMN_EVENT_MAX (10 * GS_COLUMNS)
 
 #endif

@@ -280,3 +280,29 @@ size_t gs_encode(struct gs_encoder *e, const void *body, uint32_t len, uint8_t *
     memcpy(p, payload, plen);
     return (size_t)(p - out) + plen;
 }
+
+/* A record of one varint. */
+static size_t one_varint(uint8_t type, uint64_t v, uint8_t *out)
+{
+    out[0] = type;
+    out[1] = (uint8_t)gs_put_varint(out + 2, v);
+    return 2u + out[1];
+}
+
+size_t gs_encode_ring_pos(uint64_t pos, uint8_t *out)
+{
+    return one_varint(GS_REC_RING_POS, pos, out);
+}
+
+size_t gs_encode_resumed(uint64_t time_ns, uint8_t *out)
+{
+    return one_varint(GS_REC_RESUMED, time_ns, out);
+}
+
+void gs_encode_stopped(const uint64_t fields[6], uint8_t *out)
+{
+    out[0] = GS_REC_STOPPED;
+    out[1] = GS_STOPPED_RAW_LEN - 2;
+    for (int i = 0; i < 6; i++)
+        gs_put_varint10(out + 2 + 10 * i, fields[i]);
+}

@@ -166,11 +166,10 @@ static int take_checkpoint(const struct gs_trace_file *tf, uint64_t ring_pos)
         return -1;
     b.next_size = (uint64_t)size;
     uint8_t pos[2 + 10];
-    pos[0] = GS_REC_RING_POS;
-    pos[1] = (uint8_t)gs_put_varint(pos + 2, ring_pos);
+    size_t pos_len = gs_encode_ring_pos(ring_pos, pos);
     errno = 0;
     if (gs_checkpoint_write(&b.model, put, NULL) != 0 ||
-        (tf->ring_name && put(NULL, pos, 2u + pos[1]) != 0) || flush_raw() != 0) {
+        (tf->ring_name && put(NULL, pos, pos_len) != 0) || flush_raw() != 0) {
         if (!errno)
             errno = ENOMEM;
         return -1;

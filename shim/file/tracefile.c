@@ -259,10 +259,7 @@ size_t gs_chunk_scratch_size(size_t raw_len)
 int gs_write_stopped(int fd, uint64_t at, const uint64_t fields[6])
 {
     uint8_t raw[GS_STOPPED_RAW_LEN], chunk[GS_STOPPED_CHUNK_LEN + 16];
-    raw[0] = GS_REC_STOPPED;
-    raw[1] = GS_STOPPED_RAW_LEN - 2;
-    for (int i = 0; i < 6; i++)
-        gs_put_varint10(raw + 2 + 10 * i, fields[i]);
+    gs_encode_stopped(fields, raw);
     uLongf clen = sizeof chunk - GS_CHUNK_HEADER_LEN; /* level 0: stored, its size fixed */
     if (compress2(chunk + GS_CHUNK_HEADER_LEN, &clen, raw, sizeof raw, 0) != Z_OK ||
         GS_CHUNK_HEADER_LEN + clen != GS_STOPPED_CHUNK_LEN)

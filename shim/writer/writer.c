@@ -163,14 +163,8 @@ static void write_chunk(void)
 {
     if (!w.raw_len)
         return;
-    if (w.ring.shared) {
-        w.raw[w.raw_len++] = GS_REC_RING_POS;
-        uint8_t pos[10];
-        size_t n = gs_put_varint(pos, w.chunk_pos);
-        w.raw[w.raw_len++] = (uint8_t)n;
-        memcpy(w.raw + w.raw_len, pos, n);
-        w.raw_len += n;
-    }
+    if (w.ring.shared)
+        w.raw_len += gs_encode_ring_pos(w.chunk_pos, w.raw + w.raw_len);
     const uint8_t *chunk = w.raw;
     size_t len = w.raw_len, cols = gs_encode_columns(&w.enc, w.whole);
     if (cols) {
@@ -606,13 +600,7 @@ void gs_writer_exec_failed(int finished)
         }
         pthread_mutex_unlock(&w.ring_lock);
         /* The END record just written does not end the trace: say so next. */
-        uint8_t *p = w.raw + w.raw_len;
-        uint8_t t[10];
-        size_t n = gs_put_varint(t, gs_now_ns() - w.tf.start_ns);
-        *p++ = GS_REC_RESUMED;
-        *p++ = (uint8_t)n;
-        memcpy(p, t, n);
-        w.raw_len += 2 + n;
+        w.raw_len += gs_encode_resumed(gs_now_ns() - w.tf.start_ns, w.raw + w.raw_len);
         write_chunk();
         __atomic_store_n(&w.state, OPEN, __ATOMIC_RELEASE);
     }
