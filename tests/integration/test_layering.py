@@ -132,8 +132,8 @@ def built(files, in_shim):
         for variant, flags in variants:
             o = os.path.join(build, "obj", variant, src[:-2] + ".o")
             os.makedirs(os.path.dirname(o), exist_ok=True)
-            p = subprocess.run(["cc", "-c", "-O2"] + flags + [os.path.join(root, src), "-o", o],
-                               capture_output=True, text=True)
+            p = subprocess.run(["cc", "-c", "-O2", "-MMD", "-I" + root] + flags
+                               + [os.path.join(root, src), "-o", o], capture_output=True, text=True)
             eq(p.returncode, 0, f"cc {src}: {p.stderr}")
             if variant:
                 pic.append(o)
@@ -165,6 +165,22 @@ def test_layering_calls_up_a_layer_or_through_a_seam():
                               "int gs_record_alloc(void) { return gs_replay_init(); }\n")
     reported_built(files, IN_SHIM, ["analyzer/model/marks.c calls analyzer/findings/growth.c",
                                     "shim/record/record.c calls analyzer/model/replay.c"])
+
+
+def test_layering_includes_only_the_compiler_sees():
+    # <...> and an include through a macro pass the regex; the compiler's
+    # dependency file (-MMD) names what was read, each header's own
+    # includes too
+    files = dict(CLEAN)
+    files["analyzer/findings/growth.h"] = header("growth.h")
+    files["analyzer/findings/oom.h"] = header("oom.h") + '#include "analyzer/findings/growth.h"\n'
+    files["analyzer/model/state.c"] = "#include <analyzer/findings/growth.h>\n"
+    files["analyzer/model/marks.c"] = ('#define FINDINGS "analyzer/findings/oom.h"\n'
+                                       "#include FINDINGS\n")
+    reported_built(files, IN_SHIM, [
+        "analyzer/model/state.c is built from analyzer/findings/growth.h",
+        "analyzer/model/marks.c is built from analyzer/findings/oom.h",
+        "analyzer/model/marks.c is built from analyzer/findings/growth.h"])
 
 
 def test_layering_two_files_calling_each_other():

@@ -8,6 +8,10 @@ and reports, one line each:
   - an #include "..." that goes up a layer, to the other side (shim or
     analyzer), or that is not in the project; headers that include each
     other;
+  - in each link unit, a file of the project that the compiler read for an
+    object (its -MMD dependency file) from a layer the object's may not use:
+    includes the regex cannot see (<...>, through a macro) and those of the
+    headers included, all the way down;
   - a project header longer than MAX_HEADER_LINES (but ALLOW_LONG), or one
     outside include/ whose first comment does not say "Included by:";
   - in each link unit (UNITS), a call between objects (nm: a U symbol
@@ -292,6 +296,34 @@ def check_symbols(root, build):
             check_shim_library(root, build)
 
 
+def dependencies(dfile):
+    """The files a -MMD dependency file says its object was made from."""
+    with open(dfile) as fh:
+        text = fh.read().replace("\\\n", " ")
+    first = text.split("\n", 1)[0]
+    return first.partition(":")[2].split()
+
+
+def check_dependencies(root, build):
+    """What the compiler read for each object (its -MMD .d file), against
+    the layers: an include the regex cannot see (<...>, through a macro, by a
+    path that climbs out and back) is caught here."""
+    for unit, (variant, sources) in UNITS.items():
+        for src, o in sorted(objects(root, build, variant, sources).items()):
+            a, d = layer_of(src), o[:-2] + ".d"
+            if a is None or not os.path.isfile(d):
+                continue
+            for dep in dependencies(d):
+                full = os.path.normpath(dep if os.path.isabs(dep) else os.path.join(root, dep))
+                if not full.startswith(os.path.normpath(root) + os.sep):
+                    continue  # the system's headers
+                h = os.path.relpath(full, root)
+                b = layer_of(h)
+                if b and not may_use(a, b):
+                    problem(f"{src} is built from {h} ({why_not(a, b)}; {unit}'s dependency "
+                            f"file {os.path.relpath(d, build)})")
+
+
 def check_shim_library(root, build):
     so = os.path.join(build, "libgpushim.so")
     if not os.path.isfile(so):
@@ -331,6 +363,7 @@ def main():
     check_includes(a.root)
     if not a.no_objects:
         check_symbols(a.root, build)
+        check_dependencies(a.root, build)
     for p in problems:
         print("layering:", p)
     if problems:
