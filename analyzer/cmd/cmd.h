@@ -1,7 +1,7 @@
 /*
- * cmd.h - the commands over traces (besides report and export): run (run.c),
- * diff (diff.c), report over a job's ranks (ranks.c), plan (plan.c), whatif
- * (whatif.c).
+ * cmd.h - the commands, a file each: run (run.c), report (report.c; over a
+ * job's ranks, ranks.c), export (export.c), diff (diff.c), plan (plan.c),
+ * whatif (whatif.c), and what their option parsing shares (options.c).
  *
  * Included by: analyzer/main.c (and analyzer/cmd's files).
  */
@@ -10,8 +10,19 @@
 
 #include <stddef.h>
 
+/* ---- options.c ---- */
+/* A count option of cmd's (--top, --frames): 1 to 1000000, else said on
+ * stderr ("gpushim CMD: OPT needs a number ...") and -1. */
+int gs_opt_count(const char *cmd, const char *opt, const char *s, unsigned *out);
+
 /* ---- run.c: gpushim run ---- */
 int gs_cmd_run(int argc, char **argv);
+
+/* ---- report.c: gpushim report ---- */
+int gs_cmd_report(int argc, char **argv);
+
+/* ---- export.c: gpushim export ---- */
+int gs_cmd_export(int argc, char **argv);
 
 /* ---- diff.c: gpushim diff ---- */
 int gs_cmd_diff(int argc, char **argv);

@@ -322,19 +322,6 @@ static size_t gate(const struct diff *d, const struct gs_gate_limit *limits, siz
     return gs_gate_check(stderr, "gpushim diff", limits, n, &run[0], &run[1], grew);
 }
 
-static int parse_count(const char *opt, const char *s, unsigned *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long v = strtoul(s, &end, 10);
-    if (errno || *end || !*s || *s == '-' || v == 0 || v > 1000000) {
-        fprintf(stderr, "gpushim diff: %s needs a number from 1 to 1000000, not '%s'\n", opt, s);
-        return -1;
-    }
-    *out = (unsigned)v;
-    return 0;
-}
-
 int gs_cmd_diff(int argc, char **argv)
 {
     static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
@@ -353,8 +340,8 @@ int gs_cmd_diff(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
         switch (c) {
         case 'j': json = 1; break;
-        case 't': if (parse_count("--top", optarg, &d.top)) return 2; break;
-        case 'f': if (parse_count("--frames", optarg, &d.frames)) return 2; break;
+        case 't': if (gs_opt_count("diff", "--top", optarg, &d.top)) return 2; break;
+        case 'f': if (gs_opt_count("diff", "--frames", optarg, &d.frames)) return 2; break;
         case 'n': d.view = GS_VIEW_NATIVE; break;
         case 'S': if (gs_sym_search_option("diff", optarg)) return 2; break;
         case 'F': if (gs_gate_add("diff", optarg, 1, limits, &nlimits)) return 2; break;

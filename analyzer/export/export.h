@@ -18,7 +18,6 @@
 struct gs_report;
 
 /* ---- export.c: gpushim export ---- */
-int gs_cmd_export(int argc, char **argv);
 /* Folded stacks (flamegraph.pl, inferno, speedscope): one line a site,
  * "outermost;...;innermost bytes". */
 void gs_export_folded(FILE *out, const struct gs_report *rep, enum gs_site_metric metric);

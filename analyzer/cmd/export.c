@@ -1,0 +1,221 @@
+/*
+ * export.c - gpushim export: its options, the format chosen, the trace
+ * loaded and handed to that format's writer (analyzer/export/), the output
+ * made new with mode 0600 (-o).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "analyzer/util/output.h"
+#include "analyzer/symbols/symbolize.h"
+#include "analyzer/symbols/symbols.h"
+#include "analyzer/findings/warnings.h"
+#include "analyzer/report/report.h"
+#include "analyzer/report/load.h"
+#include "analyzer/export/export.h"
+#include "analyzer/cmd/cmd.h"
+
+static const char usage_export[] =
+    "usage: gpushim export --format=FMT [options] TRACE\n"
+    "\n"
+    "Writes a recorded run in a format other tools read.\n"
+    "\n"
+    "formats:\n"
+    "  json      the report's JSON (as `gpushim report --json`)\n"
+    "  folded    folded stacks for flame graphs (flamegraph.pl, inferno,\n"
+    "            speedscope): a line per call site, its frames outermost\n"
+    "            first joined by ';', a space, and its bytes\n"
+    "  pprof     a gzipped pprof profile (go tool pprof, speedscope): a\n"
+    "            sample per call site with inuse_space, inuse_objects\n"
+    "            (never freed, or at the peak with --metric=peak),\n"
+    "            alloc_space and alloc_objects (all the run allocated)\n"
+    "  html      one self-contained page for a browser (nothing loaded from\n"
+    "            the network): the summary, a chart of memory over time per\n"
+    "            device, sortable tables of the sites at the peak, the sites\n"
+    "            never freed and the failed allocations\n"
+    "  perfetto  Chrome's trace-event JSON for ui.perfetto.dev and\n"
+    "            chrome://tracing: each device's memory over time, the\n"
+    "            marks, the failed allocations\n"
+    "  torch-snapshot\n"
+    "            PyTorch's memory snapshot (a pickle) for\n"
+    "            pytorch.org/memory_viz: segments and blocks at the end,\n"
+    "            each device's allocations and frees in order\n"
+    "\n"
+    "options:\n"
+    "  -f, --format FMT    one of the formats above (required)\n"
+    "  -o, --output FILE   write there instead of standard output (pprof is\n"
+    "                      binary: never written to a terminal)\n"
+    "  --metric M          folded: peak (device memory live at the peak,\n"
+    "                      default), leaked (never freed), or allocated (all\n"
+    "                      bytes allocated over the run); pprof: what inuse_*\n"
+    "                      count, leaked (live at the end, default) or peak\n"
+    "  --max-entries N     torch-snapshot: each device's last N events, as\n"
+    "                      PyTorch's recorder keeps its last max_entries\n"
+    "                      (default 100000; 0: all of them)\n"
+    "  --native            native stacks alone (no Python frames)\n"
+    "  --symbols DIR       where to find a module not at its recorded path, or\n"
+    "                      another build (see gpushim report --help)\n"
+    "  --partial           exit 0, not 4, when a trace read is incomplete (each\n"
+    "                      warning is said on stderr all the same)\n"
+    "  --redact            leave the host and the command line out (to share it)\n"
+    "  -h, --help          this text\n"
+    "\n"
+    "Exit status: 0 when written, 1 when the trace could not be read or the\n"
+    "output not written, 2 for a usage error, 4 when the trace is incomplete.\n";
+
+/* The formats of the events over time: written as the trace is read, so
+ * the output is opened first (and removed when the trace cannot be read). */
+static int export_events(const char *format, const char *path, const char *output,
+                         enum gs_stack_view view, uint64_t max_entries)
+{
+    FILE *out = output ? gs_open_output(output) : stdout;
+    if (!out) {
+        fprintf(stderr, "gpushim export: cannot write %s: %s\n", output, strerror(errno));
+        return 1;
+    }
+    int rc = !strcmp(format, "perfetto") ? gs_export_perfetto(out, path)
+                                         : gs_export_torch_snapshot(out, path, view, max_entries);
+    int failed = ferror(out) | (output ? fclose(out) : fflush(out));
+    if (rc != 0) {
+        struct stat sb; /* nothing half written left behind (a plain file: not /dev/null) */
+        if (output && lstat(output, &sb) == 0 && S_ISREG(sb.st_mode))
+            remove(output);
+        return 1;
+    }
+    if (failed) {
+        fprintf(stderr, "gpushim export: cannot write %s\n", output ? output : "the output");
+        return 1;
+    }
+    return 0;
+}
+
+int gs_cmd_export(int argc, char **argv)
+{
+    static const struct option longopts[] = {{"format", required_argument, NULL, 'f'},
+                                             {"output", required_argument, NULL, 'o'},
+                                             {"metric", required_argument, NULL, 'm'},
+                                             {"native", no_argument, NULL, 'n'},
+                                             {"symbols", required_argument, NULL, 'S'},
+                                             {"max-entries", required_argument, NULL, 'x'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    const char *format = NULL, *output = NULL;
+    enum gs_site_metric metric = GS_METRIC_PEAK;
+    int metric_given = 0;
+    uint64_t max_entries = GS_TORCH_MAX_ENTRIES;
+    struct gs_report_options opt = {.top = UINT32_MAX, .frames = UINT32_MAX};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "+f:o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'f': format = optarg; break;
+        case 'o': output = optarg; break;
+        case 'm':
+            metric_given = 1;
+            if (!strcmp(optarg, "peak"))
+                metric = GS_METRIC_PEAK;
+            else if (!strcmp(optarg, "leaked"))
+                metric = GS_METRIC_LEAK;
+            else if (!strcmp(optarg, "allocated"))
+                metric = GS_METRIC_ALLOCATED;
+            else {
+                fprintf(stderr, "gpushim export: --metric is peak, leaked or allocated, not '%s'\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'n': opt.view = GS_VIEW_NATIVE; break;
+        case 'S': if (gs_sym_search_option("export", optarg)) return 2; break;
+        case 'x': {
+            char *end;
+            errno = 0;
+            max_entries = strtoull(optarg, &end, 10);
+            if (errno || end == optarg || *end || optarg[0] == '-') {
+                fprintf(stderr, "gpushim export: --max-entries is a count, not '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        }
+        case 'h': fputs(usage_export, stdout); return 0;
+        default: fputs("Try 'gpushim export --help'.\n", stderr); return 2;
+        }
+    }
+    static const char *const formats[] = {"json", "folded", "pprof", "html", "perfetto",
+                                          "torch-snapshot"};
+    static const char names[] = "json, folded, pprof, html, perfetto or torch-snapshot";
+    size_t known = 0;
+    while (format && known < sizeof formats / sizeof formats[0] && strcmp(format, formats[known]))
+        known++;
+    if (!format || known == sizeof formats / sizeof formats[0]) {
+        if (format)
+            fprintf(stderr, "gpushim export: no format '%s' (%s)\n", format, names);
+        else
+            fprintf(stderr, "gpushim export: which format? (--format=%s)\n", names);
+        fputs("Try 'gpushim export --help'.\n", stderr);
+        return 2;
+    }
+    int pprof = !strcmp(format, "pprof");
+    if (pprof && metric_given && metric == GS_METRIC_ALLOCATED) {
+        fputs("gpushim export: --metric for pprof is leaked or peak (what inuse_* count; "
+              "alloc_* are always there)\n",
+              stderr);
+        return 2;
+    }
+    if (argc - optind != 1) {
+        fprintf(stderr, "gpushim export: %s\nTry 'gpushim export --help'.\n",
+                argc - optind ? "one trace at a time" : "which trace? (gpushim export ... TRACE)");
+        return 2;
+    }
+    const char *path = argv[optind];
+    if (!strcmp(format, "perfetto") || !strcmp(format, "torch-snapshot"))
+        return export_events(format, path, output, opt.view, max_entries);
+    if (pprof && !output && isatty(STDOUT_FILENO)) {
+        fputs("gpushim export: pprof is binary (gzipped protobuf); not writing it to a "
+              "terminal: give -o FILE or redirect the output\n",
+              stderr);
+        return 2;
+    }
+    struct gs_loaded l;
+    if (gs_load("export", path, &l) != 0)
+        return 1;
+    FILE *out = output ? gs_open_output(output) : stdout;
+    if (!out) {
+        fprintf(stderr, "gpushim export: cannot write %s: %s\n", output, strerror(errno));
+        gs_loaded_free(&l);
+        return 1;
+    }
+    struct gs_warnings warnings;
+    gs_warnings_of(&l.info, &l.st, &l.r, &warnings);
+    struct gs_report rep = {.path = path, .info = &l.info, .stats = &l.st, .replay = &l.r,
+                            .sym = l.sym, .opt = &opt, .warnings = &warnings};
+    char err[256];
+    int built = 0;
+    if (!strcmp(format, "json"))
+        gs_report_json(out, &rep);
+    else if (!strcmp(format, "html"))
+        gs_export_html(out, &rep);
+    else if (pprof)
+        built = gs_export_pprof(out, &rep,
+                                metric_given && metric == GS_METRIC_PEAK ? GS_PPROF_INUSE_PEAK
+                                                                         : GS_PPROF_INUSE_END,
+                                err, sizeof err);
+    else
+        gs_export_folded(out, &rep, metric);
+    int failed = ferror(out) | (output ? fclose(out) : fflush(out));
+    gs_loaded_free(&l);
+    if (built != 0) {
+        fprintf(stderr, "gpushim export: %s\n", err);
+        return 1;
+    }
+    if (failed) {
+        fprintf(stderr, "gpushim export: cannot write %s\n", output ? output : "the output");
+        return 1;
+    }
+    return 0;
+}
