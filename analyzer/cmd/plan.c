@@ -484,10 +484,10 @@ static const char *bytes_ld(long double v, char *buf, size_t sz)
 {
     if (v < 0) {
         char b[48];
-        snprintf(buf, sz, "-%s", gs_human_bytes((uint64_t)(-v + 0.5L), b, sizeof b));
+        snprintf(buf, sz, "-%s", gs_human_bytes(gs_whole_bytes(-v), b, sizeof b));
         return buf;
     }
-    return gs_human_bytes((uint64_t)(v + 0.5L), buf, sz);
+    return gs_human_bytes(gs_whole_bytes(v), buf, sz);
 }
 
 static const char *batch_text(long double b, char *buf, size_t sz)

@@ -202,7 +202,7 @@ static void job_text(FILE *out, const struct job *j)
         fprintf(out, "imbalance  %.2f: rank %" PRId64 " peaks at %s; the mean of the ranks' peaks is %s\n",
                 j->imbalance, j->rows[j->highest].rank,
                 gs_human_bytes(j->rows[j->highest].peak, b1, sizeof b1),
-                gs_human_bytes((uint64_t)(j->mean_peak + 0.5), b2, sizeof b2));
+                gs_human_bytes(gs_whole_bytes(j->mean_peak), b2, sizeof b2));
     else
         fputs("imbalance  none: no rank allocated device memory\n", out);
     if (j->first_fail >= 0) {

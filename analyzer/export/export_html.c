@@ -202,7 +202,7 @@ static void suspect_cell(void *ctx, size_t row, size_t col, struct gs_html_cell 
         return;
     case 1:
         rate = gs_suspect_rate_value(x);
-        key_u(c, rate > 0 ? (uint64_t)(rate + 0.5) : 0);
+        key_u(c, gs_whole_bytes(rate));
         c->text = gs_suspect_rate(
             x, gs_trace_duration_ns(s->rep->stats, s->rep->replay->last_time_ns), s->text,
             sizeof s->text);

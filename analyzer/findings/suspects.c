@@ -181,7 +181,7 @@ const char *gs_suspect_rate(const struct gs_suspect *s, uint64_t run_ns, char *b
 {
     char b[32];
     double v = gs_suspect_rate_value(s);
-    uint64_t whole = v > 0 ? (uint64_t)(v + 0.5) : 0;
+    uint64_t whole = gs_whole_bytes(v);
     if (s->bytes_per_step >= 0)
         snprintf(buf, sz, "%s a step", gs_human_bytes(whole, b, sizeof b));
     else if (run_ns < 1000000000ull)
