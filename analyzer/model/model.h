@@ -145,7 +145,9 @@ struct gs_implausible {
 };
 
 struct gs_replay {
-    /* what the trace holds */
+    /* what the trace defines (modules, stacks, code objects, threads' names):
+     * kept across gs_replay_reset, which clears everything from last_tid to
+     * hook, what a replay builds */
     struct gs_module *modules;
     size_t nmodules, modules_cap;
     struct gs_idmap *modules_by_id; /* id -> index in modules */

@@ -110,35 +110,22 @@ void gs_replay_free(struct gs_replay *r)
     memset(r, 0, sizeof *r);
 }
 
+/* gs_replay_reset's three parts, in model.h's order: what the trace defines
+ * ends before last_tid, and the analyses attached (hook .. with) end it */
+_Static_assert(offsetof(struct gs_replay, threads_by_tid) < offsetof(struct gs_replay, last_tid),
+               "what the trace defines comes first");
+_Static_assert(offsetof(struct gs_replay, hook) < offsetof(struct gs_replay, with) &&
+                   sizeof(struct gs_replay) - offsetof(struct gs_replay, with) -
+                           sizeof(((struct gs_replay *)0)->with) < 8,
+               "the analyses attached come last");
+
 void gs_replay_reset(struct gs_replay *r)
 {
-    struct gs_replay keep = *r;
+    /* what a replay builds lies between what the trace defines and the
+     * analyses attached (model.h): cleared in one, the two others kept */
     free_state(r);
-    memset(r, 0, sizeof *r);
-    r->modules = keep.modules;
-    r->nmodules = keep.nmodules;
-    r->modules_cap = keep.modules_cap;
-    r->modules_by_id = keep.modules_by_id;
-    r->stacks = keep.stacks;
-    r->nstacks = keep.nstacks;
-    r->stacks_cap = keep.stacks_cap;
-    r->stacks_by_id = keep.stacks_by_id;
-    r->pycodes = keep.pycodes;
-    r->npycodes = keep.npycodes;
-    r->pycodes_cap = keep.pycodes_cap;
-    r->pycodes_by_id = keep.pycodes_by_id;
-    r->thread_names = keep.thread_names;
-    r->nthread_names = keep.nthread_names;
-    r->thread_names_cap = keep.thread_names_cap;
-    r->thread_names_by_hash = keep.thread_names_by_hash;
-    r->threads = keep.threads;
-    r->nthreads = keep.nthreads;
-    r->threads_cap = keep.threads_cap;
-    r->threads_by_tid = keep.threads_by_tid;
-    memcpy(r->hook, keep.hook, sizeof r->hook);
-    memcpy(r->hook_ctx, keep.hook_ctx, sizeof r->hook_ctx);
-    r->nhooks = keep.nhooks;
-    r->with = keep.with;
+    size_t from = offsetof(struct gs_replay, last_tid), to = offsetof(struct gs_replay, hook);
+    memset((char *)r + from, 0, to - from);
     init_state(r);
     GS_REPLAY_HOOKS_CALL(r, reset);
 }
