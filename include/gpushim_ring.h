@@ -157,47 +157,4 @@ struct gs_ring_header {
                             * END record the trace could not take); 0 before */
 };
 
-/* ---- encode.c: ring bodies -> trace records (also linked into the analyzer,
- * which turns a dead process's ring entries into records with it) ---- */
-struct gs_columns; /* a chunk's allocations and frees by column (columns.c) */
-struct gs_encoder {
-    uint64_t last_time;
-    uint64_t last_addr;
-    struct gs_columns *cols; /* NULL: every event a record of its own */
-};
-/* Largest record gs_encode can produce. */
-#define GS_MAX_RECORD (16 + 10 * (GS_MAX_FRAMES + 8) + 4096)
-/* Makes e an encoder without columns, as for a chunk's first record. */
-void gs_encoder_reset(struct gs_encoder *e);
-/* Encodes one ring body as a record into out (GS_MAX_RECORD bytes of room);
- * returns its length, 0 for a body that is not well formed. Bodies may be
- * hostile (read back from a ring file): every length is checked. With
- * columns, an allocation or a free goes into them, and its record is the
- * empty GS_REC_COL_ALLOC or GS_REC_COL_FREE. */
-size_t gs_encode(struct gs_encoder *e, const void *body, uint32_t len, uint8_t *out);
-
-/* The writer's chunks (format 3): from now on e puts allocations and frees
- * in columns, which gs_encode_columns writes as the chunk's first record.
- * 0, or -1 when out of memory (e goes on without). */
-int gs_encoder_use_columns(struct gs_encoder *e);
-void gs_encoder_free(struct gs_encoder *e);
-/* Restarts the deltas for the next chunk and empties the columns. */
-void gs_encoder_new_chunk(struct gs_encoder *e);
-/* The bytes in the columns; *events (unless NULL): the events they hold. */
-size_t gs_encoder_held(const struct gs_encoder *e, uint32_t *events);
-/* Writes the columns as a GS_REC_COLUMNS record into out (room: held bytes
- * + GS_COLUMNS_OVERHEAD); returns its length, 0 when they hold no event. */
-size_t gs_encode_columns(const struct gs_encoder *e, uint8_t *out);
-/* A GS_REC_COLUMNS record's bytes beyond its columns', and what one event
- * adds to the columns, at most. */
-#define GS_COLUMNS_OVERHEAD (1 + 10 * (GS_COLUMNS + 2))
-/* A GS_REC_RING_POS record of pos into out (room: 12 bytes); its length. */
-size_t gs_encode_ring_pos(uint64_t pos, uint8_t *out);
-/* A GS_REC_RESUMED record of time_ns into out (room: 12 bytes); its length. */
-size_t gs_encode_resumed(uint64_t time_ns, uint8_t *out);
-/* The GS_REC_STOPPED record of its six fields (errno, offset, time, events,
- * lost, end time), GS_STOPPED_RAW_LEN bytes whatever their values. */
-void gs_encode_stopped(const uint64_t fields[6], uint8_t *out);
-#define GS_COLUMN_EVENT_MAX (10 * GS_COLUMNS)
-
 #endif

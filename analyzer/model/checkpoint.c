@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzer/trace/encode.h"
 #include "analyzer/model/model_int.h"
 #include "analyzer/model/checkpoint_fields.h"
 #include "gpushim_ring.h" /* GS_MAX_RECORD */

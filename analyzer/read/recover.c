@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analyzer/trace/encode.h"
 #include "gpushim_trace.h"
 #include "analyzer/trace/trace.h"
 #include "analyzer/read/read.h"

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analyzer/trace/encode.h"
 #include "gpushim_ring.h"
 #include "analyzer/util/cursor.h"
 #include "analyzer/trace/trace.h"

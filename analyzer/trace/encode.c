@@ -13,6 +13,7 @@
  */
 #include <string.h>
 
+#include "analyzer/trace/encode.h"
 #include "gpushim_ring.h"
 #include "analyzer/trace/columns.h"
 

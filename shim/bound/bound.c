@@ -39,6 +39,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "analyzer/trace/encode.h"
 #include "analyzer/model/model.h"
 #include "shim/base/base.h"
 #include "shim/file/file.h"

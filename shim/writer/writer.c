@@ -45,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analyzer/trace/encode.h"
 #include "shim/base/base.h"
 #include "shim/file/file.h"
 #include "shim/bound/bound.h"

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzer/trace/encode.h"
 #include "gpushim_ring.h" /* GS_MAX_RECORD */
 #include "analyzer/model/model.h"
 #include "analyzer/read/checkpoint_load.h"

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analyzer/trace/encode.h"
 #include "gpushim_trace.h"
 #include "analyzer/trace/trace.h"
 #include "analyzer/read/read.h"

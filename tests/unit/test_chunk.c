@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "analyzer/trace/encode.h"
 #include "gpushim_trace.h"
 #include "gpushim_ring.h"
 #include "analyzer/trace/trace.h"

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzer/trace/encode.h"
 #include "gpushim_trace.h"
 #include "gpushim_ring.h"
 #include "analyzer/trace/trace.h"

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "analyzer/trace/encode.h"
 #include "gpushim_trace.h"
 #include "gpushim_ring.h"
 #include "analyzer/trace/trace.h"

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "analyzer/trace/encode.h"
 #include "gpushim_trace.h"
 #include "analyzer/trace/trace.h"
 #include "analyzer/model/model.h"

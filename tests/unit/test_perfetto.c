@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analyzer/trace/encode.h"
 #include "gpushim_trace.h"
 #include "gpushim_ring.h"
 #include "analyzer/export/export.h"

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analyzer/trace/encode.h"
 #include "gpushim_ring.h"
 #include "analyzer/read/read.h"
 #include "shim/base/base.h"
