@@ -194,6 +194,11 @@ int gs_cmd_export(int argc, char **argv)
     gs_warnings_of(&l.info, &l.st, &l.r, &warnings);
     struct gs_report rep = {.path = path, .info = &l.info, .stats = &l.st, .replay = &l.r,
                             .sym = l.sym, .opt = &opt, .warnings = &warnings};
+    struct gs_found found = {0}; /* the judgements, once, for the formats that give them */
+    if (!strcmp(format, "json") || !strcmp(format, "html")) {
+        gs_report_find(&rep, &found);
+        rep.found = &found;
+    }
     char err[256];
     int built = 0;
     if (!strcmp(format, "json"))
@@ -208,6 +213,7 @@ int gs_cmd_export(int argc, char **argv)
     else
         gs_export_folded(out, &rep, metric);
     int failed = ferror(out) | (output ? fclose(out) : fflush(out));
+    gs_found_free(&found);
     gs_loaded_free(&l);
     if (built != 0) {
         fprintf(stderr, "gpushim export: %s\n", err);

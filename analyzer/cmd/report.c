@@ -116,12 +116,16 @@ int gs_cmd_report(int argc, char **argv)
     struct gs_warnings warnings;
     gs_warnings_of(&l.info, &l.st, &l.r, &warnings);
     rep.warnings = &warnings;
+    struct gs_found found; /* the judgements, once for the screen */
+    gs_report_find(&rep, &found);
+    rep.found = &found;
     if (json)
         gs_report_json(stdout, &rep);
     else
         gs_report_text(stdout, &rep);
     if (rep.whatif)
         gs_wi_answer_free(&whatif);
+    gs_found_free(&found);
     int rc = fflush(stdout) == 0 ? 0 : 1;
     if (nlimits) { /* after the report, which says what the lines are about */
         struct gs_gate_run g;

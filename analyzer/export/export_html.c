@@ -359,7 +359,8 @@ static void summary_text(FILE *out, const char *id, const char *name, const char
     fputs("</td></tr>\n", out);
 }
 
-static void summary(FILE *out, const struct gs_report *rep, uint64_t duration, size_t nsus)
+static void summary(FILE *out, const struct gs_report *rep, uint64_t duration,
+                    const struct gs_fit *fit)
 {
     const struct gs_replay *r = rep->replay;
     const struct gs_trace_info *info = rep->info;
@@ -400,9 +401,7 @@ static void summary(FILE *out, const struct gs_report *rep, uint64_t duration, s
     row_start(out, "s-leaks", "never freed");
     fprintf(out, " data-v=\"%" PRIu64 "\">%s in %" PRIu64 " allocation%s</td></tr>\n", leaked,
             gs_human_bytes(leaked, b, sizeof b), count, plural(count));
-    struct gs_fit fit;
-    gs_card_fit(r, nsus, &fit);
-    gs_fit_text(&fit, buf, sizeof buf);
+    gs_fit_text(fit, buf, sizeof buf);
     summary_text(out, "s-fits", "fits on", buf);
     fputs("</table>\n", out);
 }
@@ -517,9 +516,11 @@ void gs_export_html(FILE *out, const struct gs_report *rep)
     uint64_t duration = gs_trace_duration_ns(rep->stats, r->last_time_ns);
     const char *command = gs_shown_command(rep->info);
     gs_html_page_begin(out, command && command[0] ? command : rep->path, "gpushim report");
-    struct gs_suspect *sus = NULL;
-    size_t nsus = gs_growth_suspects(r, rep->sym, rep->opt->view, &sus);
-    summary(out, rep, duration, nsus);
+    struct gs_found local;
+    const struct gs_found *found = gs_report_found(rep, &local);
+    const struct gs_suspect *sus = found->suspects;
+    size_t nsus = found->nsuspects;
+    summary(out, rep, duration, &found->fit);
 
     struct devices_ctx *dc = calloc(1, sizeof *dc);
     size_t ndev = 0;
@@ -606,6 +607,7 @@ void gs_export_html(FILE *out, const struct gs_report *rep)
     }
     free(rows);
     free(fc);
-    free(sus);
+    if (found == &local)
+        gs_found_free(&local);
     gs_html_page_end(out);
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "analyzer/symbols/symbols.h"
+#include "analyzer/findings/findings.h" /* struct gs_fit, struct gs_suspect */
 
 struct gs_trace_info;
 struct gs_reader_stats;
@@ -40,7 +41,23 @@ struct gs_report {
     const struct gs_wi_answer *whatif;
     /* what the report lacks (findings/warnings.h); NULL: nothing said */
     const struct gs_warnings *warnings;
+    /* the judgements every screen gives (gs_report_find); NULL: each screen
+     * works them out for itself */
+    const struct gs_found *found;
 };
+
+/* ---- found.c: the judgements of a report, worked out once for every
+ * screen that shows them ---- */
+struct gs_found {
+    struct gs_suspect *suspects; /* leak suspects, fastest first */
+    size_t nsuspects;
+    struct gs_fit fit; /* the cards the run fits on, the suspects' rise counted */
+};
+void gs_report_find(const struct gs_report *rep, struct gs_found *f);
+void gs_found_free(struct gs_found *f);
+/* rep's, or, where it has none, *local worked out now (free it with
+ * gs_found_free when the result is local). */
+const struct gs_found *gs_report_found(const struct gs_report *rep, struct gs_found *local);
 
 void gs_report_text(FILE *out, const struct gs_report *rep);
 /* What became of the failed allocations, in a few words ("1 unrecovered;

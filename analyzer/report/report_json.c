@@ -221,11 +221,10 @@ static void timeline(struct gs_json *j, const struct gs_replay *r)
     gs_json_end_object(j);
 }
 
-static void capacity(struct gs_json *j, const struct gs_replay *r, size_t nsus)
+static void capacity(struct gs_json *j, const struct gs_replay *r, const struct gs_fit *found)
 {
     uint64_t peak = gs_largest_device_peak(r);
-    struct gs_fit fit;
-    gs_card_fit(r, nsus, &fit);
+    struct gs_fit fit = *found;
     char text[512];
     gs_fit_text(&fit, text, sizeof text);
     gs_json_begin_object(j, "capacity");
@@ -882,9 +881,11 @@ void gs_report_json(FILE *out, const struct gs_report *rep)
     gs_roles_json(&j, rep);
     devices(&j, r);
     timeline(&j, r);
-    struct gs_suspect *sus;
-    size_t nsus = gs_growth_suspects(r, rep->sym, rep->opt->view, &sus);
-    capacity(&j, r, nsus);
+    struct gs_found local;
+    const struct gs_found *found = gs_report_found(rep, &local);
+    const struct gs_suspect *sus = found->suspects;
+    size_t nsus = found->nsuspects;
+    capacity(&j, r, &found->fit);
     categories(&j, r);
     pools(&j, r);
     graphs(&j, rep);
@@ -896,7 +897,8 @@ void gs_report_json(FILE *out, const struct gs_report *rep)
     gs_json_end_object(&j);
     failures(&j, rep, sus, nsus);
     failure_outcomes(&j, r);
-    free(sus);
+    if (found == &local)
+        gs_found_free(&local);
     marks(&j, rep);
     gs_ranges_json(&j, rep);
     blocks(&j, rep);

@@ -362,7 +362,7 @@ static void timeline(const struct gs_replay *r, FILE *out)
     }
 }
 
-static void devices(const struct gs_report *rep, FILE *out, size_t nsus)
+static void devices(const struct gs_report *rep, FILE *out, const struct gs_fit *fit)
 {
     const struct gs_replay *r = rep->replay;
     char a[32], b[32];
@@ -378,11 +378,9 @@ static void devices(const struct gs_report *rep, FILE *out, size_t nsus)
                 seconds(u->peak_time_ns), gs_human_bytes(u->live_bytes, b, sizeof b));
     }
     timeline(r, out);
-    struct gs_fit fit;
-    gs_card_fit(r, nsus, &fit);
-    if (fit.need) {
+    if (fit->need) {
         char line[512];
-        gs_fit_text(&fit, line, sizeof line);
+        gs_fit_text(fit, line, sizeof line);
         fprintf(out, "  fits on   %s\n", line);
     }
     if (r->rounding_at_peak)
@@ -840,9 +838,11 @@ void gs_report_text(FILE *out, const struct gs_report *rep)
     header(rep, out);
     trace_state(rep, out);
     warning_lines(rep->warnings, out);
-    struct gs_suspect *sus;
-    size_t nsus = gs_growth_suspects(r, rep->sym, rep->opt->view, &sus);
-    devices(rep, out, nsus);
+    struct gs_found local;
+    const struct gs_found *found = gs_report_found(rep, &local);
+    const struct gs_suspect *sus = found->suspects;
+    size_t nsus = found->nsuspects;
+    devices(rep, out, &found->fit);
     suspects(rep, out, sus, nsus);
 
     fprintf(out, "\nPeak: %s of device memory at %.3f s", gs_human_bytes(r->peak_bytes, a, sizeof a),
@@ -867,7 +867,8 @@ void gs_report_text(FILE *out, const struct gs_report *rep)
         fprintf(out, "\nEverything allocated was freed.\n");
     }
     failures(rep, out, sus, nsus);
-    free(sus);
+    if (found == &local)
+        gs_found_free(&local);
     marks(rep, out);
     gs_ranges_text(out, rep);
     blocks(rep, out);
