@@ -18,6 +18,7 @@
 #include "analyzer/findings/warnings.h"
 #include "analyzer/report/report.h"
 #include "analyzer/report/load.h"
+#include "analyzer/report/whatif_report.h"
 #include "analyzer/export/export.h"
 #include "analyzer/cmd/cmd.h"
 
@@ -195,7 +196,10 @@ int gs_cmd_export(int argc, char **argv)
     struct gs_report rep = {.path = path, .info = &l.info, .stats = &l.st, .replay = &l.r,
                             .sym = l.sym, .opt = &opt, .warnings = &warnings};
     struct gs_found found = {0}; /* the judgements, once, for the formats that give them */
+    static struct gs_wi_answer whatif; /* large: not on the stack */
     if (!strcmp(format, "json") || !strcmp(format, "html")) {
+        if (gs_report_whatif(path, &l.info, &l.r, &whatif))
+            rep.whatif = &whatif; /* a failure's what-if verdict, as the report gives it */
         gs_report_find(&rep, &found);
         rep.found = &found;
     }
@@ -214,6 +218,8 @@ int gs_cmd_export(int argc, char **argv)
         gs_export_folded(out, &rep, metric);
     int failed = ferror(out) | (output ? fclose(out) : fflush(out));
     gs_found_free(&found);
+    if (rep.whatif)
+        gs_wi_answer_free(&whatif);
     gs_loaded_free(&l);
     if (built != 0) {
         fprintf(stderr, "gpushim export: %s\n", err);

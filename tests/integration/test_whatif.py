@@ -321,6 +321,10 @@ def test_verdict_names_the_setting_that_would_have_fitted():
     text = subprocess.run([E.gpushim, "report", trace], capture_output=True, text=True).stdout
     check("allocator: expandable_segments:True would have fitted: peak 100.00 MiB of 100.00 MiB, "
           "where default reserves 106.00 MiB with no limit" in text, text)
+    # export's JSON is the report's, the allocator's verdict with it (it once left it out)
+    p = subprocess.run([E.gpushim, "export", "--format=json", trace], capture_output=True,
+                       text=True)
+    eq(json.loads(p.stdout), d, "export --format=json: the report's JSON, verdicts included")
     w = whatif_json(trace)
     eq(w["source"], "blocks", "the blocks are the tensors")
     dev = w["devices"][0]
