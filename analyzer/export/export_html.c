@@ -31,6 +31,7 @@
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/findings/findings.h"
 #include "analyzer/findings/warnings.h"
+#include "analyzer/whatif/answer.h"
 #include "analyzer/report/report.h"
 #include "analyzer/export/export.h"
 #include "analyzer/export/html.h"
@@ -227,6 +228,7 @@ struct failures_ctx {
     size_t *rows; /* the failures listed, by index */
     char text[64];
     struct gs_oom_verdict v;
+    char verdict[512 + 16 + 400]; /* the verdict, and the allocator's (what-if) after it */
     struct frame_text ft;
 };
 
@@ -263,6 +265,11 @@ static void failure_cell(void *ctx, size_t row, size_t col, struct gs_html_cell 
         gs_oom_verdict(s->rep->replay, row, s->sus, s->nsus, s->rep->sym, s->rep->opt->view,
                        &s->v);
         c->text = s->v.sentence;
+        struct gs_wi_verdict wv; /* as the text report's "allocator:" line */
+        if (s->rep->whatif && gs_wi_verdict(s->rep->whatif, f->device, f->time_ns, &wv) == 0) {
+            snprintf(s->verdict, sizeof s->verdict, "%s Allocator: %s", s->v.sentence, wv.sentence);
+            c->text = s->verdict;
+        }
         return;
     default: c->text = frames_text(s->rep, f->stack_id, &s->ft); return;
     }

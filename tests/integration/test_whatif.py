@@ -325,6 +325,10 @@ def test_verdict_names_the_setting_that_would_have_fitted():
     p = subprocess.run([E.gpushim, "export", "--format=json", trace], capture_output=True,
                        text=True)
     eq(json.loads(p.stdout), d, "export --format=json: the report's JSON, verdicts included")
+    html = subprocess.run([E.gpushim, "export", "--format=html", trace], capture_output=True,
+                          text=True).stdout
+    check("Allocator: expandable_segments:True would have fitted: peak 100.00 MiB of 100.00 MiB, "
+          "where default reserves 106.00 MiB with no limit" in html, "the HTML's verdict too")
     w = whatif_json(trace)
     eq(w["source"], "blocks", "the blocks are the tensors")
     dev = w["devices"][0]
