@@ -125,6 +125,12 @@ void gs_export_whatif_html(FILE *out, const struct gs_wi_report *rep)
                 fputs("<p>Best: ", out);
                 gs_html_escape(out, best == SIZE_MAX ? "none fits this card"
                                                      : a->q.settings[best].name);
+                const char *cost = best == SIZE_MAX ? NULL
+                                                    : gs_wi_costs_text(a->q.settings[best].costs);
+                if (cost) {
+                    fputs("; ", out);
+                    gs_html_escape(out, cost);
+                }
                 fputs("</p>\n", out);
             }
             cc.card = c;
@@ -133,5 +139,20 @@ void gs_export_whatif_html(FILE *out, const struct gs_wi_report *rep)
                           a->q.nsettings, cell, &cc);
         }
     }
+    int any = 0; /* as the text's "what the settings cost besides memory" */
+    for (size_t s = 0; s < a->q.nsettings; s++) {
+        const char *cost = gs_wi_costs_text(a->q.settings[s].costs);
+        if (!cost)
+            continue;
+        if (!any++)
+            fputs("<h2>What the settings cost besides memory</h2>\n<ul>\n", out);
+        fputs("<li>", out);
+        gs_html_escape(out, a->q.settings[s].name);
+        fputs(": ", out);
+        gs_html_escape(out, cost);
+        fputs("</li>\n", out);
+    }
+    if (any)
+        fputs("</ul>\n", out);
     gs_html_page_end(out);
 }

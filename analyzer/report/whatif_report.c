@@ -66,20 +66,6 @@ void gs_wi_outcome_text(const struct gs_wi_report *rep, size_t c, const struct g
     }
 }
 
-static const char *costs_text(unsigned costs)
-{
-    if ((costs & GS_WI_IPC_HANDLES) && (costs & GS_WI_SLOWER_SPLIT))
-        return "CUDA IPC through exported handles (PyTorch 2.5 and later); large blocks "
-               "unsplit: more cudaMalloc calls";
-    if (costs & GS_WI_IPC_HANDLES)
-        return "tensors shared with other processes go through exported handles, not "
-               "cudaIpcGetMemHandle (PyTorch 2.5 and later, pytorch/pytorch#130890; before "
-               "it, sharing them fails)";
-    if (costs & GS_WI_SLOWER_SPLIT)
-        return "large blocks unsplit: more cudaMalloc calls (pytorch/pytorch#113481)";
-    return NULL;
-}
-
 /* Setting s maps pages (expandable segments): segment_allocs and
  * segment_frees count them, where PyTorch's num_device_alloc counts the
  * map_block calls. */
@@ -173,7 +159,7 @@ static void device_text(FILE *out, const struct gs_wi_report *rep, const struct 
             fprintf(out, "    best: none fits this card\n");
         } else {
             const struct gs_wi_outcome *o = gs_wi_outcome_of(a, d, c, best);
-            const char *cost = costs_text(a->q.settings[best].costs);
+            const char *cost = gs_wi_costs_text(a->q.settings[best].costs);
             fprintf(out, "    best: %s: peak %s of %s%s%s\n", a->q.settings[best].name,
                     bytes(o->device_peak, b1, sizeof b1),
                     o->capacity ? bytes(o->capacity, b2, sizeof b2) : "no limit",
@@ -206,7 +192,7 @@ void gs_whatif_text(FILE *out, const struct gs_wi_report *rep)
     }
     int any = 0;
     for (size_t s = 0; s < a->q.nsettings; s++) {
-        const char *cost = costs_text(a->q.settings[s].costs);
+        const char *cost = gs_wi_costs_text(a->q.settings[s].costs);
         if (cost) {
             fprintf(out, "%s  %s: %s\n", any++ ? "" : "\nwhat the settings cost besides memory:\n",
                     a->q.settings[s].name, cost);

@@ -480,3 +480,17 @@ const char *gs_wi_xla_name(void)
     return "XLA's BFC allocator as JAX builds it (xla/tsl/framework/bfc_allocator.cc, "
            "openxla/xla 00df9ee)";
 }
+
+const char *gs_wi_costs_text(unsigned costs)
+{
+    if ((costs & GS_WI_IPC_HANDLES) && (costs & GS_WI_SLOWER_SPLIT))
+        return "CUDA IPC through exported handles (PyTorch 2.5 and later); large blocks "
+               "unsplit: more cudaMalloc calls";
+    if (costs & GS_WI_IPC_HANDLES)
+        return "tensors shared with other processes go through exported handles, not "
+               "cudaIpcGetMemHandle (PyTorch 2.5 and later, pytorch/pytorch#130890; before "
+               "it, sharing them fails)";
+    if (costs & GS_WI_SLOWER_SPLIT)
+        return "large blocks unsplit: more cudaMalloc calls (pytorch/pytorch#113481)";
+    return NULL;
+}

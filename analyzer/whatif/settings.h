@@ -24,6 +24,8 @@
                                * and later (pytorch/pytorch#130890); before, sharing fails */
 #define GS_WI_SLOWER_SPLIT 2u /* max_split_size_mb: large blocks not split, so more
                                * cudaMalloc calls and OOM retries (pytorch/pytorch#113481) */
+/* What costs (GS_WI_*) mean, in a sentence every screen gives; NULL: none. */
+const char *gs_wi_costs_text(unsigned costs);
 
 /* The allocator a setting is of. */
 enum gs_wi_allocator {

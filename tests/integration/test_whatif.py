@@ -26,6 +26,7 @@ On a 300 MiB card: default needs a ninth keep segment at step 81 (138 + 9 x 20
 > 300; request 3 x 80 + 2 = 242); expandable segments last one step more
 (136.5 + 2 x 82 > 300 at step 82, request 245).
 """
+import html
 import json
 import os
 import subprocess
@@ -232,6 +233,15 @@ def test_whatif_html_and_text_agree_with_json():
     text = whatif(trace, "--card", "1G", "--context", "0", *settings_args()).stdout
     check("best: expandable_segments:True: peak 340.00 MiB of 1.00 GiB" in text, text)
     check("14000.00 MiB" in text or "13.67 GiB" in text, text)
+    # what the settings cost besides memory: each line of the text's, in the page too (it once
+    # dropped them)
+    costs = text.split("what the settings cost besides memory:\n")[1].split("\n\n")[0]
+    lines = [x.strip() for x in costs.splitlines() if x.strip()]
+    check(lines, f"the text says costs: {text}")
+    for line in lines:
+        name, cost = line.split(": ", 1)
+        check(f"<li>{html.escape(name, quote=False)}: {html.escape(cost, quote=False)}</li>"
+              in page, f"the page says {line}")
 
 
 def test_whatif_usage_errors():
