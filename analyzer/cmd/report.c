@@ -125,14 +125,14 @@ int gs_cmd_report(int argc, char **argv)
         gs_report_text(stdout, &rep);
     if (rep.whatif)
         gs_wi_answer_free(&whatif);
-    gs_found_free(&found);
     int rc = fflush(stdout) == 0 ? 0 : 1;
     if (nlimits) { /* after the report, which says what the lines are about */
         struct gs_gate_run g;
-        gs_gate_run_of(&l.info, &l.r, l.sym, opt.view, &g);
+        gs_gate_run_of(&l.info, &l.r, l.sym, opt.view, found.suspects, found.nsuspects, &g);
         if (gs_gate_check(stderr, "gpushim report", limits, nlimits, NULL, &g, NULL) && !rc)
             rc = 3;
     }
+    gs_found_free(&found);
     gs_loaded_free(&l);
     return rc;
 }

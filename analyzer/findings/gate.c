@@ -186,7 +186,8 @@ static void roles_of(const struct gs_trace_info *info, const struct gs_replay *r
 }
 
 void gs_gate_run_of(const struct gs_trace_info *info, const struct gs_replay *r,
-                    struct gs_symbolizer *sym, enum gs_stack_view view, struct gs_gate_run *g)
+                    struct gs_symbolizer *sym, enum gs_stack_view view,
+                    const struct gs_suspect *given, size_t ngiven, struct gs_gate_run *g)
 {
     memset(g, 0, sizeof *g);
     roles_of(info, r, sym, view, g);
@@ -204,8 +205,9 @@ void gs_gate_run_of(const struct gs_trace_info *info, const struct gs_replay *r,
         }
     /* The leak: the suspect growing fastest against the steps; none
      * growing is 0, steps marked or not. */
-    struct gs_suspect *sus = NULL;
-    size_t ns = gs_growth_suspects(r, sym, view, &sus);
+    struct gs_suspect *made = NULL;
+    size_t ns = given ? ngiven : gs_growth_suspects(r, sym, view, &made);
+    const struct gs_suspect *sus = given ? given : made;
     g->known[GS_GATE_LEAK] = 1;
     const struct gs_suspect *fastest = NULL;
     for (size_t i = 0; i < ns; i++) {
@@ -215,13 +217,13 @@ void gs_gate_run_of(const struct gs_trace_info *info, const struct gs_replay *r,
             fastest = &sus[i];
     }
     if (g->known[GS_GATE_LEAK] && fastest && fastest->bytes_per_step >= 1.0) {
-        g->v[GS_GATE_LEAK] = (uint64_t)llround(fastest->bytes_per_step);
+        g->v[GS_GATE_LEAK] = gs_whole_bytes(fastest->bytes_per_step);
         char where[200], b[32];
         gs_site_where(r, sym, view, fastest->stack_id, where, sizeof where);
         snprintf(g->site[GS_GATE_LEAK], sizeof g->site[0], "%s, %s a step", where,
                  gs_human_bytes(g->v[GS_GATE_LEAK], b, sizeof b));
     }
-    free(sus);
+    free(made);
 }
 
 /* A figure as the metric says it: bytes, or a count. */

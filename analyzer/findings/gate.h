@@ -64,8 +64,12 @@ struct gs_gate_run {
  * largest site, what is still live and its largest site, the leak suspect
  * growing fastest per step, the first unrecovered failure's site, and the
  * bytes of each role at the peak with the largest site of it. */
+/* The leak suspects given (sus, n: those the report shows) are used; with
+ * sus NULL they are worked out here. */
+struct gs_suspect;
 void gs_gate_run_of(const struct gs_trace_info *info, const struct gs_replay *r,
-                    struct gs_symbolizer *sym, enum gs_stack_view view, struct gs_gate_run *g);
+                    struct gs_symbolizer *sym, enum gs_stack_view view,
+                    const struct gs_suspect *sus, size_t n, struct gs_gate_run *g);
 
 /* Checks each limit against run b, or its change from a (NULL: one run;
  * a change is then refused, which gs_gate_parse's caller should have
