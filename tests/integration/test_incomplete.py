@@ -3,8 +3,8 @@ whole (analyzer/findings/warnings.c, analyzer/report/incomplete.c,
 docs/commands.md "Exit status"): each warning is said on stderr and in the
 JSON ("complete", "warnings"), the output is still written in full, and the
 command exits 4, or 0 with --partial. The analyzer out of memory is such a
-warning: under `ulimit -v` a trace of 2,097,152 allocations never freed once
-reported 1,048,576 leaks, "complete", exit 0, nothing said.
+warning: under `ulimit -v 250000` a trace of 2,097,152 allocations never
+freed once reported 1,048,576 leaks, "complete", exit 0, nothing said.
 """
 import json
 import os
@@ -36,11 +36,16 @@ def limited(kib):
 
 
 def test_the_analyzer_out_of_memory_says_so_and_exits_4():
+    # The issue's case was 2,097,152 allocations under `ulimit -v 250000`;
+    # here 524,288, under the highest of a descending row of limits at which
+    # the analyzer runs short (where that falls depends on the machine's
+    # libraries: found, not assumed), so that the test neither passes for
+    # want of a shortage nor takes long.
     if E.sanitized or E.wrapper:
         return "a sanitizer or valgrind reserves more address space than any limit here"
     tmp = tempfile.mkdtemp(prefix="gpushim-nomem-")
     trace = os.path.join(tmp, "many.trace")
-    n = 2_097_152
+    n = 524_288
     many_allocations(trace, n)
     p = subprocess.run([E.gpushim, "report", "--json", trace], capture_output=True, text=True,
                        timeout=300)
@@ -48,20 +53,27 @@ def test_the_analyzer_out_of_memory_says_so_and_exits_4():
     d = json.loads(p.stdout)
     eq((d["complete"], d["warnings"], d["leaks"]["count"], d["leaks"]["bytes"]),
        (True, [], n, 256 * n), "with memory enough: every allocation")
-    p = subprocess.run([E.gpushim, "report", "--json", trace], capture_output=True, text=True,
-                       timeout=300, preexec_fn=limited(250_000))
-    if p.returncode == 1:  # it could not even start the read: said in one line
+    kib = 200_000
+    while kib > 20_000:
+        p = subprocess.run([E.gpushim, "report", "--json", trace], capture_output=True,
+                           text=True, timeout=300, preexec_fn=limited(kib))
+        if p.returncode != 0:
+            break
+        d = json.loads(p.stdout)
+        eq((d["complete"], d["leaks"]["count"]), (True, n), f"{kib} KiB: enough, and all of it")
+        kib = kib * 85 // 100
+    if p.returncode == 1:  # too little to start before any shortage showed: said in one line
         check(p.stderr.count("\n") == 1, p.stderr)
-        return "250 MB was too little to read at all on this machine"
+        return f"no limit from 200 MB down ran short before {kib} KiB was too little to start"
     warned("report", p)
     d = json.loads(p.stdout)
     incomplete_as_said("report", p, d)
-    eq([w["kind"] for w in d["warnings"]], ["memory"], "out of memory, said")
+    eq([w["kind"] for w in d["warnings"]], ["memory"], f"{kib} KiB: out of memory, said")
     check(d["warnings"][0]["message"].startswith("out of memory: "), d["warnings"])
     check(d["leaks"]["count"] < n, f"{d['leaks']['count']} leaks: fewer, as it says")
-    # --partial: the same report, exit 0, the warning still said
+    # --partial: exit 0, the warning still said, and the text report says it too
     p = subprocess.run([E.gpushim, "report", "--partial", trace], capture_output=True, text=True,
-                       timeout=300, preexec_fn=limited(250_000))
+                       timeout=300, preexec_fn=limited(kib))
     eq(p.returncode, 0, p.stderr)
     check("gpushim report: warning: out of memory: " in p.stderr, p.stderr)
     check("  WARNING   out of memory: " in p.stdout, "the text report says it under the trace")
