@@ -129,30 +129,14 @@ int gs_write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
-/* A record into buf at *n (the caller sized buf for it). */
-static void put_record(uint8_t *buf, size_t *n, uint8_t type, const uint8_t *payload, size_t len)
+/* The arguments the trace keeps (GPUSHIM_COMMAND), from /proc/self/cmdline,
+ * each NUL-terminated, into args (size bytes); their length. */
+static size_t kept_args(char *args, size_t size)
 {
-    buf[(*n)++] = type;
-    *n += gs_put_varint(buf + *n, len);
-    memcpy(buf + *n, payload, len);
-    *n += len;
-}
-
-static size_t put_string(uint8_t *p, const char *s, size_t len)
-{
-    size_t n = gs_put_varint(p, len);
-    memcpy(p + n, s, len);
-    return n + len;
-}
-
-/* The command line from /proc/self/cmdline as a CMDLINE payload. */
-static size_t cmdline_payload(uint8_t *out, size_t max)
-{
-    static char args[8192]; /* not on the stack (gs_write_header) */
     ssize_t len = 0;
     int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
-        len = read(fd, args, sizeof args - 1); /* room for a NUL after argv[0] */
+        len = read(fd, args, size - 1); /* room for a NUL after argv[0] */
         close(fd);
     }
     if (len < 0)
@@ -169,18 +153,7 @@ static size_t cmdline_payload(uint8_t *out, size_t max)
         args[len] = '\0';
         len += len > 0 || end > 0; /* its NUL: one argument, even if empty */
     }
-    uint64_t argc = 0;
-    for (ssize_t i = 0; i < len; i++)
-        argc += args[i] == 0;
-    size_t n = gs_put_varint(out, argc);
-    for (ssize_t i = 0; i < len && n + 20 < max;) {
-        size_t alen = strnlen(args + i, (size_t)(len - i));
-        if (n + alen + 10 > max)
-            alen = max - n - 10;
-        n += put_string(out + n, args + i, alen);
-        i += (ssize_t)strnlen(args + i, (size_t)(len - i)) + 1;
-    }
-    return n;
+    return (size_t)len;
 }
 
 int gs_write_header(int fd, uint64_t start_ns, uint64_t realtime_ns, unsigned stack_depth,
@@ -189,67 +162,35 @@ int gs_write_header(int fd, uint64_t start_ns, uint64_t realtime_ns, unsigned st
     /* Not on the stack: the first event of a process opens the trace, on
      * whatever thread made it, which may have a stack of 16 KiB (a thread's
      * least); the caller holds the writer's lock. */
-    static uint8_t buf[32768]; /* every record below at its longest */
-    static uint8_t payload[9000];
-    size_t n = GS_PREAMBLE_LEN, p;
+    static uint8_t buf[GS_HEADER_MAX], scratch[GS_HEADER_SCRATCH];
+    static char args[8192];
     char host[256];
-
     if (gethostname(host, sizeof host) != 0)
         strcpy(host, "unknown-host");
     host[sizeof host - 1] = 0;
-    p = gs_put_varint(payload, (uint64_t)getpid());
-    p += gs_put_varint(payload + p, (uint64_t)getppid());
-    p += put_string(payload + p, host, strlen(host));
-    p += put_string(payload + p, GPUSHIM_VERSION_STRING, strlen(GPUSHIM_VERSION_STRING));
-    put_record(buf, &n, GS_REC_PROCESS, payload, p);
-
-    p = cmdline_payload(payload, sizeof payload);
-    put_record(buf, &n, GS_REC_CMDLINE, payload, p);
-
-    p = gs_put_varint(payload, start_ns);
-    p += gs_put_varint(payload + p, realtime_ns);
-    put_record(buf, &n, GS_REC_CLOCK, payload, p);
-
-    p = gs_put_varint(payload, stack_depth);
-    put_record(buf, &n, GS_REC_CONFIG, payload, p);
-
     /* the job: rank + 1, local rank + 1, world size (0: unknown) */
     static const char *const ranks[] = {GS_RANK_VARS, NULL};
     static const char *const local_ranks[] = {GS_LOCAL_RANK_VARS, NULL};
     static const char *const world_sizes[] = {GS_WORLD_SIZE_VARS, NULL};
     unsigned long long world = gs_env_number_plus1(world_sizes);
-    p = gs_put_varint(payload, gs_env_number_plus1(ranks));
-    p += gs_put_varint(payload + p, gs_env_number_plus1(local_ranks));
-    p += gs_put_varint(payload + p, world ? world - 1 : 0);
-    put_record(buf, &n, GS_REC_JOB, payload, p);
-
     static const char *const settings[] = {GS_ALLOCATOR_SETTINGS};
+    const char *names[sizeof settings / sizeof settings[0]];
+    const char *values[sizeof settings / sizeof settings[0]];
     size_t nset = 0;
-    p = 1; /* the count, filled in below: fewer than 128 fit in one byte */
-    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
-        const char *v = getenv(settings[i]);
-        if (!v)
-            continue;
-        p += put_string(payload + p, settings[i], strlen(settings[i]));
-        p += put_string(payload + p, v, strnlen(v, GS_MAX_SETTING));
-        nset++;
-    }
-    payload[0] = (uint8_t)nset;
-    if (nset)
-        put_record(buf, &n, GS_REC_SETTINGS, payload, p);
-
-    if (ring_name) {
-        size_t len = strnlen(ring_name, 4096);
-        p = gs_put_varint(payload, ring_id);
-        p += put_string(payload + p, ring_name, len);
-        put_record(buf, &n, GS_REC_RING, payload, p);
-    }
-
-    memcpy(buf, GS_TRACE_MAGIC, GS_TRACE_MAGIC_LEN);
-    gs_put_u32le(buf + 8, GS_TRACE_VERSION);
-    gs_put_u32le(buf + 12, (uint32_t)(n - GS_PREAMBLE_LEN));
-    gs_put_u32le(buf + n, (uint32_t)crc32(0, buf, (uInt)n));
-    return gs_write_all(fd, buf, n + 4);
+    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++)
+        if ((values[nset] = getenv(settings[i])) != NULL)
+            names[nset++] = settings[i];
+    struct gs_header_values v = {
+        .pid = (uint64_t)getpid(), .ppid = (uint64_t)getppid(), .host = host,
+        .version = GPUSHIM_VERSION_STRING, .args = args, .args_len = kept_args(args, sizeof args),
+        .start_ns = start_ns, .realtime_ns = realtime_ns, .stack_depth = stack_depth,
+        .rank_1 = gs_env_number_plus1(ranks), .local_rank_1 = gs_env_number_plus1(local_ranks),
+        .world_size = world ? world - 1 : 0, .setting_names = names, .setting_values = values,
+        .nsettings = nset, .ring_id = ring_id, .ring_name = ring_name};
+    size_t n = gs_encode_header(&v, buf, sizeof buf, scratch);
+    if (n == 0)
+        return errno = EOVERFLOW, -1;
+    return gs_write_all(fd, buf, n);
 }
 
 size_t gs_chunk_scratch_size(size_t raw_len)
