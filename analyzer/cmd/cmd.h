@@ -9,11 +9,18 @@
 #define GPUSHIM_CMD_CMD_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* ---- options.c ---- */
 /* A count option of cmd's (--top, --frames): 1 to 1000000, else said on
  * stderr ("gpushim CMD: OPT needs a number ...") and -1. */
 int gs_opt_count(const char *cmd, const char *opt, const char *s, unsigned *out);
+/* Where a command writes (-o): standard output for path NULL, else the file,
+ * made new with mode 0600 (util/output.h); NULL, said on stderr, when it
+ * cannot be opened. */
+FILE *gs_cmd_open_output(const char *cmd, const char *path);
+/* Flushes out, and closes it when it is path's: 0, or 1 said on stderr. */
+int gs_cmd_close_output(const char *cmd, FILE *out, const char *path);
 
 /* ---- run.c: gpushim run ---- */
 int gs_cmd_run(int argc, char **argv);
@@ -29,7 +36,7 @@ int gs_cmd_diff(int argc, char **argv);
 
 /* ---- ranks.c: gpushim report over the traces of a job's ranks ---- */
 /* Reads each trace and prints the table of ranks; the exit status. */
-int gs_report_ranks(char **paths, size_t n, int json);
+int gs_report_ranks(char **paths, size_t n, int json, FILE *out);
 
 /* ---- plan.c: gpushim plan ---- */
 int gs_cmd_plan(int argc, char **argv);

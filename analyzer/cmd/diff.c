@@ -54,6 +54,7 @@ static const char usage_diff[] =
     "                 'peak>20GiB' (B's own); the same for unfreed, leak (the\n"
     "                 fastest leak suspect's growth per marked step) and\n"
     "                 unrecovered (failed allocations); more than once\n"
+    "  -o, --output FILE  write there, not to standard output (a new file: mode 0600)\n"
     "  --partial      exit 0, not 4, when a trace read is incomplete (each\n"
     "                 warning is said on stderr all the same)\n"
     "  --redact       leave the host and the command line out (to share it)\n"
@@ -330,15 +331,18 @@ int gs_cmd_diff(int argc, char **argv)
                                              {"native", no_argument, NULL, 'n'},
                                              {"symbols", required_argument, NULL, 'S'},
                                              {"fail-if", required_argument, NULL, 'F'},
+                                             {"output", required_argument, NULL, 'o'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     struct diff d = {.view = GS_VIEW_MERGED, .frames = 6};
+    const char *output = NULL;
     struct gs_gate_limit limits[GS_GATE_LIMITS];
     size_t nlimits = 0;
     int json = 0, c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+ho:", longopts, NULL)) != -1) {
         switch (c) {
+        case 'o': output = optarg; break;
         case 'j': json = 1; break;
         case 't': if (gs_opt_count("diff", "--top", optarg, &d.top)) return 2; break;
         case 'f': if (gs_opt_count("diff", "--frames", optarg, &d.frames)) return 2; break;
@@ -374,11 +378,12 @@ int gs_cmd_diff(int argc, char **argv)
     } else {
         if (d.t.n)
             qsort(d.t.v, d.t.n, sizeof *d.t.v, by_growth);
-        if (json)
-            diff_json(stdout, &d);
-        else
-            diff_text(stdout, &d);
-        rc = fflush(stdout) == 0 ? 0 : 1;
+        FILE *out = gs_cmd_open_output("diff", output);
+        if (out && json)
+            diff_json(out, &d);
+        else if (out)
+            diff_text(out, &d);
+        rc = out ? gs_cmd_close_output("diff", out, output) : 1;
         if (nlimits && gate(&d, limits, nlimits) && !rc)
             rc = 3;
     }

@@ -67,6 +67,7 @@ static const char usage_plan[] =
     "                   runs with (default: PyTorch's defaults); the replay is made\n"
     "                   when the runs are tensor-level (gpushim run --per-tensor)\n"
     "  --json           print one JSON object (schema in docs/json.md) instead of text\n"
+    "  -o, --output FILE    write there, not to standard output (a new file: mode 0600)\n"
     "  --partial        exit 0, not 4, when a trace read is incomplete (each\n"
     "                   warning is said on stderr all the same)\n"
     "  --redact         leave the host and the command line out (to share it)\n"
@@ -595,15 +596,17 @@ int gs_cmd_plan(int argc, char **argv)
                                              {"context", required_argument, NULL, 'x'},
                                              {"setting", required_argument, NULL, 's'},
                                              {"json", no_argument, NULL, 'j'},
+                                             {"output", required_argument, NULL, 'o'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
+    const char *output = NULL;
     static struct plan p; /* large: not on the stack */
     memset(&p, 0, sizeof p);
     p.context = DEFAULT_CONTEXT;
     const char *setting = NULL;
     int json = 0, c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+ho:", longopts, NULL)) != -1) {
         switch (c) {
         case 'c':
             if (p.ncards == MAX_CARDS) {
@@ -633,6 +636,7 @@ int gs_cmd_plan(int argc, char **argv)
             setting = optarg;
             break;
         case 'j': json = 1; break;
+        case 'o': output = optarg; break;
         case 'h': fputs(usage_plan, stdout); return 0;
         default: fputs("Try 'gpushim plan --help'.\n", stderr); return 2;
         }
@@ -707,11 +711,12 @@ int gs_cmd_plan(int argc, char **argv)
     if (!rc)
         replay(&p);
     if (!rc) {
-        if (json)
-            plan_json(stdout, &p);
-        else
-            plan_text(stdout, &p);
-        rc = fflush(stdout) == 0 ? 0 : 1;
+        FILE *out = gs_cmd_open_output("plan", output);
+        if (out && json)
+            plan_json(out, &p);
+        else if (out)
+            plan_text(out, &p);
+        rc = out ? gs_cmd_close_output("plan", out, output) : 1;
     }
     for (size_t i = 0; p.runs && i < p.n; i++)
         free(p.runs[i].path);

@@ -41,6 +41,7 @@ static const char usage_report[] =
     "  --symbols DIR  where to find a module that is not at its recorded path, or\n"
     "                 is another build: a sysroot, a folder of copies, or\n"
     "                 DIR/.build-id/ (taken by build id; more than once)\n"
+    "  -o, --output FILE  write there, not to standard output (a new file: mode 0600)\n"
     "  --partial      exit 0, not 4, when the report is incomplete (below)\n"
     "  --redact       leave the host and the command line out (to share it)\n"
     "  -h, --help     this text\n"
@@ -70,15 +71,18 @@ int gs_cmd_report(int argc, char **argv)
                                              {"native", no_argument, NULL, 'n'},
                                              {"fail-if", required_argument, NULL, 'F'},
                                              {"symbols", required_argument, NULL, 'S'},
+                                             {"output", required_argument, NULL, 'o'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     struct gs_report_options opt = {.top = 0, .frames = 6};
+    const char *output = NULL;
     struct gs_gate_limit limits[GS_GATE_LIMITS];
     size_t nlimits = 0;
     int json = 0, c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+ho:", longopts, NULL)) != -1) {
         switch (c) {
+        case 'o': output = optarg; break;
         case 'j': json = 1; break;
         case 't': if (gs_opt_count("report", "--top", optarg, &opt.top)) return 2; break;
         case 'f': if (gs_opt_count("report", "--frames", optarg, &opt.frames)) return 2; break;
@@ -99,8 +103,14 @@ int gs_cmd_report(int argc, char **argv)
               stderr);
         return 2;
     }
-    if (argc - optind > 1)
-        return gs_report_ranks(argv + optind, (size_t)(argc - optind), json);
+    if (argc - optind > 1) {
+        FILE *out = gs_cmd_open_output("report", output);
+        if (!out)
+            return 1;
+        int rc = gs_report_ranks(argv + optind, (size_t)(argc - optind), json, out);
+        int failed = gs_cmd_close_output("report", out, output);
+        return rc ? rc : failed;
+    }
     if (!opt.top)
         opt.top = json ? UINT32_MAX : 10;
     const char *path = argv[optind];
@@ -119,13 +129,14 @@ int gs_cmd_report(int argc, char **argv)
     struct gs_found found; /* the judgements, once for the screen */
     gs_report_find(&rep, &found);
     rep.found = &found;
-    if (json)
-        gs_report_json(stdout, &rep);
-    else
-        gs_report_text(stdout, &rep);
+    FILE *out = gs_cmd_open_output("report", output);
+    if (out && json)
+        gs_report_json(out, &rep);
+    else if (out)
+        gs_report_text(out, &rep);
     if (rep.whatif)
         gs_wi_answer_free(&whatif);
-    int rc = fflush(stdout) == 0 ? 0 : 1;
+    int rc = out ? gs_cmd_close_output("report", out, output) : 1;
     if (nlimits) { /* after the report, which says what the lines are about */
         struct gs_gate_run g;
         gs_gate_run_of(&l.info, &l.r, l.sym, opt.view, found.suspects, found.nsuspects, &g);

@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         gs_cmd_plan(4, argv);
     } else {
         char *paths[] = {pa, pb};
-        gs_report_ranks(paths, 2, json);
+        gs_report_ranks(paths, 2, json, fuzz_null());
     }
     fflush(stdout);
     gs_incomplete_forget(); /* the traces' warnings: a command says them at its end */

@@ -102,7 +102,8 @@ def test_exports_are_the_owners_alone():
     # An export holds what the trace holds (the command line, the host), so a
     # new one is made 0600 as the trace is, whatever the umask; one already
     # there keeps its owner's mode. Each way of writing: the events as they
-    # are read (perfetto), the report's (json, html), and whatif's answer.
+    # are read (perfetto), the report's (json, html), whatif's answer, and
+    # report, the ranks' table and diff with -o, as every command takes it.
     trace = one_trace(run([E.prog("drv_schedule")]))
     tmp = tempfile.mkdtemp(prefix="gpushim-mode-")
     old = os.umask(0o022)
@@ -110,15 +111,21 @@ def test_exports_are_the_owners_alone():
         for name, cmd in [("p.json", ["export", "-f", "perfetto"]),
                           ("r.json", ["export", "-f", "json"]),
                           ("r.html", ["export", "-f", "html"]),
-                          ("w.txt", ["whatif", "--card", "1G"])]:
+                          ("w.txt", ["whatif", "--card", "1G"]),
+                          ("rep.txt", ["report"]), ("rep.json", ["report", "--json"]),
+                          ("ranks.txt", ["report", trace]), ("d.json", ["diff", "--json", trace])]:
             out = os.path.join(tmp, name)
-            p = subprocess.run([E.gpushim, *cmd, "-o", out, trace], capture_output=True,
-                               text=True, timeout=120)
+            p = subprocess.run([E.gpushim, cmd[0], "-o", out, *cmd[1:], trace],
+                               capture_output=True, text=True, timeout=120)
             eq(p.returncode, 0, f"{cmd}: {p.stderr}")
+            if cmd[0] in ("report", "diff"):  # -o: what standard output would have had
+                q = subprocess.run([E.gpushim, *cmd, trace], capture_output=True, text=True,
+                                   timeout=120)
+                eq((p.stdout, open(out).read()), ("", q.stdout), f"{cmd} -o: the same, there")
             eq(oct(os.stat(out).st_mode & 0o777), oct(0o600), f"the mode {cmd} made {name} with")
             os.chmod(out, 0o644)
-            p = subprocess.run([E.gpushim, *cmd, "-o", out, trace], capture_output=True,
-                               text=True, timeout=120)
+            p = subprocess.run([E.gpushim, cmd[0], "-o", out, *cmd[1:], trace],
+                               capture_output=True, text=True, timeout=120)
             eq((p.returncode, oct(os.stat(out).st_mode & 0o777)), (0, oct(0o644)),
                f"{name} written again keeps its owner's mode")
             check(os.path.getsize(out) > 0, f"{name} written")
