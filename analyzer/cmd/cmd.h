@@ -25,6 +25,16 @@ int gs_cmd_close_output(const char *cmd, FILE *out, const char *path);
 /* ---- run.c: gpushim run ---- */
 int gs_cmd_run(int argc, char **argv);
 
+/* ---- prepare.c ---- */
+struct gs_report;
+struct gs_found;
+/* Everything report and export work out once for the screens of rep (whose
+ * path, info, stats, replay, sym and opt are set), into f, rep pointing at
+ * it: with judgements, the failures' what-if replay (rep->whatif), then the
+ * suspects and the fit (rep->found); last, the warnings (rep->warnings),
+ * which count the analyzer's shortage of memory so far. gs_found_free. */
+void gs_report_prepare(struct gs_report *rep, struct gs_found *f, int judgements);
+
 /* ---- report.c: gpushim report ---- */
 int gs_cmd_report(int argc, char **argv);
 

@@ -5,20 +5,16 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analyzer/util/output.h"
 #include "analyzer/symbols/symbolize.h"
 #include "analyzer/symbols/symbols.h"
-#include "analyzer/findings/warnings.h"
 #include "analyzer/report/report.h"
 #include "analyzer/report/load.h"
-#include "analyzer/report/whatif_report.h"
 #include "analyzer/export/export.h"
 #include "analyzer/cmd/cmd.h"
 
@@ -75,25 +71,19 @@ static const char usage_export[] =
 static int export_events(const char *format, const char *path, const char *output,
                          enum gs_stack_view view, uint64_t max_entries)
 {
-    FILE *out = output ? gs_open_output(output) : stdout;
-    if (!out) {
-        fprintf(stderr, "gpushim export: cannot write %s: %s\n", output, strerror(errno));
+    FILE *out = gs_cmd_open_output("export", output);
+    if (!out)
         return 1;
-    }
     int rc = !strcmp(format, "perfetto") ? gs_export_perfetto(out, path)
                                          : gs_export_torch_snapshot(out, path, view, max_entries);
-    int failed = ferror(out) | (output ? fclose(out) : fflush(out));
-    if (rc != 0) {
-        struct stat sb; /* nothing half written left behind (a plain file: not /dev/null) */
-        if (output && lstat(output, &sb) == 0 && S_ISREG(sb.st_mode))
-            remove(output);
-        return 1;
-    }
-    if (failed) {
-        fprintf(stderr, "gpushim export: cannot write %s\n", output ? output : "the output");
-        return 1;
-    }
-    return 0;
+    if (rc == 0)
+        return gs_cmd_close_output("export", out, output);
+    if (output)
+        fclose(out);
+    struct stat sb; /* nothing half written left behind (a plain file: not /dev/null) */
+    if (output && lstat(output, &sb) == 0 && S_ISREG(sb.st_mode))
+        remove(output);
+    return 1;
 }
 
 int gs_cmd_export(int argc, char **argv)
@@ -185,24 +175,17 @@ int gs_cmd_export(int argc, char **argv)
     struct gs_loaded l;
     if (gs_load("export", path, &l) != 0)
         return 1;
-    FILE *out = output ? gs_open_output(output) : stdout;
+    FILE *out = gs_cmd_open_output("export", output);
     if (!out) {
-        fprintf(stderr, "gpushim export: cannot write %s: %s\n", output, strerror(errno));
         gs_loaded_free(&l);
         return 1;
     }
-    struct gs_warnings warnings;
-    gs_warnings_of(&l.info, &l.st, &l.r, &warnings);
     struct gs_report rep = {.path = path, .info = &l.info, .stats = &l.st, .replay = &l.r,
-                            .sym = l.sym, .opt = &opt, .warnings = &warnings};
-    struct gs_found found = {0}; /* the judgements, once, for the formats that give them */
-    static struct gs_wi_answer whatif; /* large: not on the stack */
-    if (!strcmp(format, "json") || !strcmp(format, "html")) {
-        if (gs_report_whatif(path, &l.info, &l.r, &whatif))
-            rep.whatif = &whatif; /* a failure's what-if verdict, as the report gives it */
-        gs_report_find(&rep, &found);
-        rep.found = &found;
-    }
+                            .sym = l.sym, .opt = &opt};
+    /* the warnings; and for the formats that give them, the judgements (a
+     * failure's what-if verdict too), as the report works them out */
+    struct gs_found found;
+    gs_report_prepare(&rep, &found, !strcmp(format, "json") || !strcmp(format, "html"));
     char err[256];
     int built = 0;
     if (!strcmp(format, "json"))
@@ -216,18 +199,13 @@ int gs_cmd_export(int argc, char **argv)
                                 err, sizeof err);
     else
         gs_export_folded(out, &rep, metric);
-    int failed = ferror(out) | (output ? fclose(out) : fflush(out));
     gs_found_free(&found);
-    if (rep.whatif)
-        gs_wi_answer_free(&whatif);
     gs_loaded_free(&l);
-    if (built != 0) {
+    if (built != 0) { /* said alone: nothing worth writing was written */
+        if (output)
+            fclose(out);
         fprintf(stderr, "gpushim export: %s\n", err);
         return 1;
     }
-    if (failed) {
-        fprintf(stderr, "gpushim export: cannot write %s\n", output ? output : "the output");
-        return 1;
-    }
-    return 0;
+    return gs_cmd_close_output("export", out, output);
 }

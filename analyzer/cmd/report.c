@@ -11,10 +11,8 @@
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/symbols/symbolize.h"
 #include "analyzer/findings/gate.h"
-#include "analyzer/findings/warnings.h"
 #include "analyzer/report/report.h"
 #include "analyzer/report/load.h"
-#include "analyzer/report/whatif_report.h"
 #include "analyzer/cmd/cmd.h"
 
 static const char usage_report[] =
@@ -120,22 +118,13 @@ int gs_cmd_report(int argc, char **argv)
         return 1;
     struct gs_report rep = {.path = path, .info = &l.info, .stats = &l.st, .replay = &l.r,
                             .sym = l.sym, .opt = &opt};
-    static struct gs_wi_answer whatif; /* large: not on the stack */
-    if (gs_report_whatif(path, &l.info, &l.r, &whatif))
-        rep.whatif = &whatif;
-    struct gs_warnings warnings;
-    gs_warnings_of(&l.info, &l.st, &l.r, &warnings);
-    rep.warnings = &warnings;
-    struct gs_found found; /* the judgements, once for the screen */
-    gs_report_find(&rep, &found);
-    rep.found = &found;
+    struct gs_found found; /* the judgements and warnings, once for the screen */
+    gs_report_prepare(&rep, &found, 1);
     FILE *out = gs_cmd_open_output("report", output);
     if (out && json)
         gs_report_json(out, &rep);
     else if (out)
         gs_report_text(out, &rep);
-    if (rep.whatif)
-        gs_wi_answer_free(&whatif);
     int rc = out ? gs_cmd_close_output("report", out, output) : 1;
     if (nlimits) { /* after the report, which says what the lines are about */
         struct gs_gate_run g;

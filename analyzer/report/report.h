@@ -14,6 +14,7 @@
 
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/findings/findings.h" /* struct gs_fit, struct gs_suspect */
+#include "analyzer/findings/warnings.h"
 
 struct gs_trace_info;
 struct gs_reader_stats;
@@ -52,8 +53,13 @@ struct gs_found {
     struct gs_suspect *suspects; /* leak suspects, fastest first */
     size_t nsuspects;
     struct gs_fit fit; /* the cards the run fits on, the suspects' rise counted */
+    struct gs_wi_answer *whatif; /* the what-if replay for the failures' verdicts, or NULL */
+    struct gs_warnings warnings; /* what the report lacks */
 };
+/* The suspects and the fit into f (its other fields left as they are);
+ * the rest is gs_report_prepare's (analyzer/cmd/cmd.h). */
 void gs_report_find(const struct gs_report *rep, struct gs_found *f);
+/* Frees what f holds (the suspects, the what-if replay). */
 void gs_found_free(struct gs_found *f);
 /* rep's, or, where it has none, *local worked out now (free it with
  * gs_found_free when the result is local). */
