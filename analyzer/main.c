@@ -49,16 +49,14 @@ static const char usage_main[] =
  * take --partial (incomplete.h) and --redact (load.h) alike. */
 static int take_flag(const char *flag, int argc, char **argv)
 {
-    int found = 0, to = 1, end = 0;
+    int to = 1, end = 0;
     for (int i = 1; i < argc; i++) {
         end |= !strcmp(argv[i], "--");
-        if (!end && !strcmp(argv[i], flag))
-            found = 1;
-        else
+        if (end || strcmp(argv[i], flag))
             argv[to++] = argv[i];
     }
     argv[to] = NULL;
-    return found ? argc - to : 0;
+    return argc - to;
 }
 
 int main(int argc, char **argv)

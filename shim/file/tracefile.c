@@ -198,19 +198,28 @@ size_t gs_chunk_scratch_size(size_t raw_len)
     return GS_CHUNK_HEADER_LEN + compressBound((uLong)raw_len);
 }
 
+/* raw[0..len) as one chunk (its head, zlib at level, the CRC-32) into out
+ * (outsz bytes): its size, 0 when it does not fit. */
+static size_t frame_chunk(const uint8_t *raw, size_t len, int level, uint8_t *out, size_t outsz)
+{
+    uLongf clen = (uLongf)(outsz - GS_CHUNK_HEADER_LEN);
+    if (compress2(out + GS_CHUNK_HEADER_LEN, &clen, raw, (uLong)len, level) != Z_OK)
+        return 0;
+    gs_put_u32le(out, GS_CHUNK_MAGIC);
+    gs_put_u32le(out + 4, (uint32_t)clen);
+    gs_put_u32le(out + 8, (uint32_t)len);
+    uLong crc = crc32(crc32(0, out, 12), out + GS_CHUNK_HEADER_LEN, (uInt)clen);
+    gs_put_u32le(out + 12, (uint32_t)crc);
+    return GS_CHUNK_HEADER_LEN + clen;
+}
+
 int gs_write_stopped(int fd, uint64_t at, const uint64_t fields[6])
 {
     uint8_t raw[GS_STOPPED_RAW_LEN], chunk[GS_STOPPED_CHUNK_LEN + 16];
     gs_encode_stopped(fields, raw);
-    uLongf clen = sizeof chunk - GS_CHUNK_HEADER_LEN; /* level 0: stored, its size fixed */
-    if (compress2(chunk + GS_CHUNK_HEADER_LEN, &clen, raw, sizeof raw, 0) != Z_OK ||
-        GS_CHUNK_HEADER_LEN + clen != GS_STOPPED_CHUNK_LEN)
+    /* level 0: stored, its size fixed */
+    if (frame_chunk(raw, sizeof raw, 0, chunk, sizeof chunk) != GS_STOPPED_CHUNK_LEN)
         return errno = EINVAL, -1;
-    gs_put_u32le(chunk, GS_CHUNK_MAGIC);
-    gs_put_u32le(chunk + 4, (uint32_t)clen);
-    gs_put_u32le(chunk + 8, sizeof raw);
-    uLong crc = crc32(crc32(0, chunk, 12), chunk + GS_CHUNK_HEADER_LEN, (uInt)clen);
-    gs_put_u32le(chunk + 12, (uint32_t)crc);
     if (!gs_fsize_room(at + GS_STOPPED_CHUNK_LEN))
         return -1;
     for (size_t done = 0; done < GS_STOPPED_CHUNK_LEN;) {
@@ -227,17 +236,8 @@ int gs_write_stopped(int fd, uint64_t at, const uint64_t fields[6])
 int gs_write_chunk(int fd, const uint8_t *raw, size_t len, uint8_t *scratch, size_t scratch_len,
                    size_t *written)
 {
-    uLongf clen = (uLongf)(scratch_len - GS_CHUNK_HEADER_LEN);
-    if (compress2(scratch + GS_CHUNK_HEADER_LEN, &clen, raw, (uLong)len, 1) != Z_OK) {
-        errno = ENOMEM;
-        return -1;
-    }
-    gs_put_u32le(scratch, GS_CHUNK_MAGIC);
-    gs_put_u32le(scratch + 4, (uint32_t)clen);
-    gs_put_u32le(scratch + 8, (uint32_t)len);
-    uLong crc = crc32(0, scratch, 12);
-    crc = crc32(crc, scratch + GS_CHUNK_HEADER_LEN, (uInt)clen);
-    gs_put_u32le(scratch + 12, (uint32_t)crc);
-    *written = GS_CHUNK_HEADER_LEN + clen;
+    *written = frame_chunk(raw, len, 1, scratch, scratch_len);
+    if (*written == 0)
+        return errno = ENOMEM, -1;
     return gs_write_all(fd, scratch, *written);
 }

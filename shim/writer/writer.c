@@ -457,8 +457,8 @@ int gs_emit(void *body, uint32_t len, int timed)
         if (state == FAILED) {
             /* The trace takes no more; a ring file keeps what it has room for. */
             int kept = w.ring.shared && push(body, len, timed, 1, &finished);
-            if (!w.ring.shared && w.ring.hdr && timed) /* counted for GS_REC_STOPPED */
-                __atomic_add_fetch(&w.ring.hdr->lost, 1, __ATOMIC_RELAXED);
+            if (!w.ring.shared && timed) /* counted for GS_REC_STOPPED */
+                gs_count_lost();
             errno = saved;
             return kept ? 0 : -1;
         }
