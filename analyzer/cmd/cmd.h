@@ -27,13 +27,19 @@ int gs_cmd_run(int argc, char **argv);
 
 /* ---- prepare.c ---- */
 struct gs_report;
-struct gs_found;
-/* Everything report and export work out once for the screens of rep (whose
- * path, info, stats, replay, sym and opt are set), into f, rep pointing at
- * it: with judgements, the failures' what-if replay (rep->whatif), then the
- * suspects and the fit (rep->found); last, the warnings (rep->warnings),
- * which count the analyzer's shortage of memory so far. gs_found_free. */
-void gs_report_prepare(struct gs_report *rep, struct gs_found *f, int judgements);
+struct gs_findings;
+struct gs_wi_answer;
+/* What report and export work out once for the screens of one trace. */
+struct gs_prepared {
+    struct gs_findings *found;  /* NULL: out of memory (said) */
+    struct gs_wi_answer *whatif; /* the failures' what-if replay, or NULL */
+};
+/* The findings of rep (whose path, info, stats, replay, sym and opt are
+ * set) into p, rep->found pointing at them; with whatif, the failures'
+ * what-if replay for their allocator verdicts first. 0, or -1 when out of
+ * memory (said on stderr as command cmd's). gs_prepared_free. */
+int gs_report_prepare(const char *cmd, struct gs_report *rep, struct gs_prepared *p, int whatif);
+void gs_prepared_free(struct gs_prepared *p);
 
 /* ---- report.c: gpushim report ---- */
 int gs_cmd_report(int argc, char **argv);

@@ -24,7 +24,7 @@
 #include "analyzer/read/read.h"
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/symbols/symbolize.h"
-#include "analyzer/findings/findings.h"
+#include "analyzer/findings/found.h"
 #include "analyzer/findings/gate.h"
 #include "analyzer/report/report.h"
 #include "analyzer/report/load.h"
@@ -113,17 +113,26 @@ static long find_or_add(struct table *t, char *key)
     return (long)t->n++;
 }
 
-static int add_run(struct table *t, int side, struct gs_loaded *l, enum gs_stack_view view)
+/* The sites of one run: allocated over the run (ranked here), at its peak
+ * and never freed (its findings'). */
+static int add_run(struct table *t, int side, struct gs_loaded *l, const struct gs_findings *f,
+                   enum gs_stack_view view)
 {
     static const enum gs_site_metric metrics[] = {GS_METRIC_ALLOCATED, GS_METRIC_PEAK,
                                                   GS_METRIC_LEAK};
     for (size_t m = 0; m < 3; m++) {
-        struct gs_report_site *sites;
-        size_t n = gs_rank_sites(&l->r, l->sym, view, metrics[m], &sites);
-        if (!sites)
+        struct gs_report_site *sites = NULL;
+        size_t n = metrics[m] == GS_METRIC_PEAK ? f->npeak_sites
+                   : metrics[m] == GS_METRIC_LEAK ? f->nleak_sites
+                                                  : gs_rank_sites(&l->r, l->sym, view, metrics[m],
+                                                                  &sites);
+        const struct gs_report_site *ranked = metrics[m] == GS_METRIC_PEAK ? f->peak_sites
+                                              : metrics[m] == GS_METRIC_LEAK ? f->leak_sites
+                                                                             : sites;
+        if (!ranked && metrics[m] == GS_METRIC_ALLOCATED)
             return -1;
         for (size_t i = 0; i < n; i++) {
-            char *key = gs_multi_site_key(&l->r, l->sym, view, sites[i].stack_id);
+            char *key = gs_multi_site_key(&l->r, l->sym, view, ranked[i].stack_id);
             long at = key ? find_or_add(t, key) : -1;
             if (at < 0) {
                 free(sites);
@@ -132,17 +141,17 @@ static int add_run(struct table *t, int side, struct gs_loaded *l, enum gs_stack
             struct side *s = &t->v[at].s[side];
             if (!s->in) {
                 s->in = 1;
-                s->stack_id = sites[i].stack_id;
+                s->stack_id = ranked[i].stack_id;
             }
             if (metrics[m] == GS_METRIC_ALLOCATED) {
-                s->allocated += sites[i].bytes;
-                s->allocs += sites[i].count;
+                s->allocated += ranked[i].bytes;
+                s->allocs += ranked[i].count;
             } else if (metrics[m] == GS_METRIC_PEAK) {
-                s->peak += sites[i].bytes;
-                s->peak_count += sites[i].count;
+                s->peak += ranked[i].bytes;
+                s->peak_count += ranked[i].count;
             } else {
-                s->unfreed += sites[i].bytes;
-                s->unfreed_count += sites[i].count;
+                s->unfreed += ranked[i].bytes;
+                s->unfreed_count += ranked[i].count;
             }
         }
         free(sites);
@@ -177,6 +186,7 @@ static const char *status(const struct dsite *d)
 struct diff {
     const char *path[2];
     struct gs_loaded l[2];
+    struct gs_findings found[2]; /* each run's (findings/found.h) */
     struct table t;
     enum gs_stack_view view;
     unsigned top, frames;
@@ -185,13 +195,14 @@ struct diff {
 static void run_json(struct gs_json *j, const char *key, const struct diff *d, int i)
 {
     const struct gs_loaded *l = &d->l[i];
+    const struct gs_findings *f = &d->found[i];
     gs_json_begin_object(j, key);
     gs_json_string(j, "path", d->path[i]);
     gs_json_uint(j, "pid", l->info.pid);
     gs_json_string(j, "host", gs_shown_host(&l->info));
-    gs_json_uint(j, "peak_bytes", l->r.peak_bytes);
-    gs_json_uint(j, "largest_device_peak_bytes", gs_largest_device_peak(&l->r));
-    gs_json_uint(j, "unfreed_bytes", l->r.live_bytes);
+    gs_json_uint(j, "peak_bytes", f->peak_bytes);
+    gs_json_uint(j, "largest_device_peak_bytes", f->largest_device_peak);
+    gs_json_uint(j, "unfreed_bytes", f->leak_bytes);
     gs_json_bool(j, "complete", gs_trace_complete(&l->st));
     gs_json_string(j, "ending", gs_trace_ending(&l->info, &l->st));
     gs_json_end_object(j);
@@ -215,7 +226,7 @@ static void diff_json(FILE *out, const struct diff *d)
     gs_json_begin_object(&j, NULL);
     run_json(&j, "a", d, 0);
     run_json(&j, "b", d, 1);
-    gs_json_int(&j, "peak_change_bytes", change(d->l[0].r.peak_bytes, d->l[1].r.peak_bytes));
+    gs_json_int(&j, "peak_change_bytes", change(d->found[0].peak_bytes, d->found[1].peak_bytes));
     gs_json_uint(&j, "sites_total", d->t.n);
     gs_json_begin_array(&j, "sites");
     for (size_t i = 0; i < d->t.n && i < d->top; i++) {
@@ -251,12 +262,12 @@ static void diff_text(FILE *out, const struct diff *d)
         const struct gs_loaded *l = &d->l[i];
         fprintf(out, "%s  %s  (pid %" PRIu64 " on %s): peak %s", i ? "B" : "A", d->path[i],
                 l->info.pid, gs_shown_host(&l->info) ? l->info.host : "(left out)",
-                gs_human_bytes(l->r.peak_bytes, b1, sizeof b1));
+                gs_human_bytes(d->found[i].peak_bytes, b1, sizeof b1));
         if (!gs_trace_complete(&l->st))
             fprintf(out, ", trace incomplete (%s)", gs_trace_ending(&l->info, &l->st));
         fputc('\n', out);
     }
-    uint64_t pa = d->l[0].r.peak_bytes, pb = d->l[1].r.peak_bytes;
+    uint64_t pa = d->found[0].peak_bytes, pb = d->found[1].peak_bytes;
     fprintf(out, "peak  %s, %s", two(pa, pb, b1, sizeof b1),
             gs_multi_signed_bytes(change(pa, pb), b2, sizeof b2));
     if (pa)
@@ -315,7 +326,7 @@ static size_t gate(const struct diff *d, const struct gs_gate_limit *limits, siz
     static struct gs_gate_run run[2];
     char peak[256], unfreed[256];
     for (int i = 0; i < 2; i++)
-        gs_gate_run_of(&d->l[i].info, &d->l[i].r, d->l[i].sym, d->view, NULL, 0, &run[i]);
+        gs_gate_run_of(&d->l[i].info, &d->l[i].r, d->l[i].sym, d->view, &d->found[i], &run[i]);
     grew_most(d, 0, peak, sizeof peak);
     grew_most(d, 1, unfreed, sizeof unfreed);
     const char *const grew[GS_GATE_METRICS] = {[GS_GATE_PEAK] = peak,
@@ -370,9 +381,12 @@ int gs_cmd_diff(int argc, char **argv)
         return 1;
     }
     int rc = 0;
+    for (int i = 0; i < 2; i++)
+        gs_findings_make(&d.found[i], &d.l[i].info, &d.l[i].st, &d.l[i].r, d.l[i].sym, d.view,
+                         NULL);
     d.t.by_hash = gs_idmap_new();
-    if (!d.t.by_hash || add_run(&d.t, 0, &d.l[0], d.view) != 0 ||
-        add_run(&d.t, 1, &d.l[1], d.view) != 0) {
+    if (!d.t.by_hash || add_run(&d.t, 0, &d.l[0], &d.found[0], d.view) != 0 ||
+        add_run(&d.t, 1, &d.l[1], &d.found[1], d.view) != 0) {
         fputs("gpushim diff: out of memory\n", stderr);
         rc = 1;
     } else {
@@ -391,6 +405,8 @@ int gs_cmd_diff(int argc, char **argv)
         free(d.t.v[i].key);
     free(d.t.v);
     gs_idmap_free(d.t.by_hash);
+    gs_findings_free(&d.found[0]);
+    gs_findings_free(&d.found[1]);
     gs_loaded_free(&d.l[0]);
     gs_loaded_free(&d.l[1]);
     return rc;

@@ -182,10 +182,14 @@ int gs_cmd_export(int argc, char **argv)
     }
     struct gs_report rep = {.path = path, .info = &l.info, .stats = &l.st, .replay = &l.r,
                             .sym = l.sym, .opt = &opt};
-    /* the warnings; and for the formats that give them, the judgements (a
-     * failure's what-if verdict too), as the report works them out */
-    struct gs_found found;
-    gs_report_prepare(&rep, &found, !strcmp(format, "json") || !strcmp(format, "html"));
+    /* the findings; and for the formats that give a failure's verdicts, the
+     * what-if replay for its allocator verdict, as the report works them out */
+    struct gs_prepared p;
+    if (gs_report_prepare("export", &rep, &p, !strcmp(format, "json") || !strcmp(format, "html"))) {
+        gs_cmd_close_output("export", out, output);
+        gs_loaded_free(&l);
+        return 1;
+    }
     char err[256];
     int built = 0;
     if (!strcmp(format, "json"))
@@ -199,7 +203,7 @@ int gs_cmd_export(int argc, char **argv)
                                 err, sizeof err);
     else
         gs_export_folded(out, &rep, metric);
-    gs_found_free(&found);
+    gs_prepared_free(&p);
     gs_loaded_free(&l);
     if (built != 0) { /* said alone: nothing worth writing was written */
         if (output)

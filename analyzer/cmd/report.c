@@ -118,8 +118,11 @@ int gs_cmd_report(int argc, char **argv)
         return 1;
     struct gs_report rep = {.path = path, .info = &l.info, .stats = &l.st, .replay = &l.r,
                             .sym = l.sym, .opt = &opt};
-    struct gs_found found; /* the judgements and warnings, once for the screen */
-    gs_report_prepare(&rep, &found, 1);
+    struct gs_prepared p; /* the findings, once for the screen and the gate */
+    if (gs_report_prepare("report", &rep, &p, 1) != 0) {
+        gs_loaded_free(&l);
+        return 1;
+    }
     FILE *out = gs_cmd_open_output("report", output);
     if (out && json)
         gs_report_json(out, &rep);
@@ -128,11 +131,11 @@ int gs_cmd_report(int argc, char **argv)
     int rc = out ? gs_cmd_close_output("report", out, output) : 1;
     if (nlimits) { /* after the report, which says what the lines are about */
         struct gs_gate_run g;
-        gs_gate_run_of(&l.info, &l.r, l.sym, opt.view, found.suspects, found.nsuspects, &g);
+        gs_gate_run_of(&l.info, &l.r, l.sym, opt.view, p.found, &g);
         if (gs_gate_check(stderr, "gpushim report", limits, nlimits, NULL, &g, NULL) && !rc)
             rc = 3;
     }
-    gs_found_free(&found);
+    gs_prepared_free(&p);
     gs_loaded_free(&l);
     return rc;
 }

@@ -56,17 +56,24 @@ static void collect(void *ctx, const struct gs_frame *f, unsigned index)
 
 void gs_export_folded(FILE *out, const struct gs_report *rep, enum gs_site_metric metric)
 {
-    struct gs_report_site *sites;
-    size_t n = gs_rank_sites(rep->replay, rep->sym, rep->opt->view, metric, &sites);
+    /* the findings' ranking at the peak or the end; all allocated (no
+     * finding of the report's) ranked here */
+    size_t n;
+    const struct gs_report_site *ranked = gs_found_sites(rep->found, 0, metric, &n);
+    struct gs_report_site *sites = NULL;
+    if (metric == GS_METRIC_ALLOCATED) {
+        n = gs_rank_sites(rep->replay, rep->sym, rep->opt->view, metric, &sites);
+        ranked = sites;
+    }
     for (size_t i = 0; i < n; i++) {
         struct frames fr = {0};
-        gs_site_frames(rep->replay, rep->sym, sites[i].stack_id, rep->opt->view, UINT32_MAX,
+        gs_site_frames(rep->replay, rep->sym, ranked[i].stack_id, rep->opt->view, UINT32_MAX,
                        collect, &fr);
         if (!fr.n)
             fputs("[unknown]", out);
         for (unsigned k = fr.n; k-- > 0;) /* outermost first */
             fprintf(out, "%s%s", fr.names[k], k ? ";" : "");
-        fprintf(out, " %" PRIu64 "\n", sites[i].bytes);
+        fprintf(out, " %" PRIu64 "\n", ranked[i].bytes);
         for (unsigned k = 0; k < fr.n; k++)
             free(fr.names[k]);
         free(fr.names);

@@ -167,16 +167,12 @@ static void sites_table(FILE *out, const struct gs_report *rep, enum gs_site_met
                         const char *id, const char *title)
 {
     struct sites_ctx *s = calloc(1, sizeof *s);
-    struct gs_report_site *sites = NULL;
-    size_t n = gs_rank_sites(rep->replay, rep->sym, rep->opt->view, metric, &sites);
-    if (!s) {
-        free(sites);
+    if (!s)
         return;
-    }
+    size_t n;
     s->rep = rep;
-    s->sites = sites;
+    s->sites = gs_found_sites(rep->found, 0, metric, &n);
     gs_html_table(out, id, title, site_cols, 4, n, site_cell, s);
-    free(sites);
     free(s);
 }
 
@@ -204,9 +200,7 @@ static void suspect_cell(void *ctx, size_t row, size_t col, struct gs_html_cell 
     case 1:
         rate = gs_suspect_rate_value(x);
         key_u(c, gs_whole_bytes(rate));
-        c->text = gs_suspect_rate(
-            x, gs_trace_duration_ns(s->rep->stats, s->rep->replay->last_time_ns), s->text,
-            sizeof s->text);
+        c->text = gs_suspect_rate(x, s->rep->found->duration_ns, s->text, sizeof s->text);
         return;
     case 2:
         key_u(c, x->first_seen_ns);
@@ -223,11 +217,8 @@ static void suspect_cell(void *ctx, size_t row, size_t col, struct gs_html_cell 
 
 struct failures_ctx {
     const struct gs_report *rep;
-    const struct gs_suspect *sus;
-    size_t nsus;
     size_t *rows; /* the failures listed, by index */
     char text[64];
-    struct gs_oom_verdict v;
     char verdict[512 + 16 + 400]; /* the verdict, and the allocator's (what-if) after it */
     struct frame_text ft;
 };
@@ -241,8 +232,8 @@ static const struct gs_html_col failure_cols[] = {
 static void failure_cell(void *ctx, size_t row, size_t col, struct gs_html_cell *c)
 {
     struct failures_ctx *s = ctx;
-    row = s->rows[row];
-    const struct gs_failure *f = &s->rep->replay->failures[row];
+    const struct gs_failure_found *x = &s->rep->found->failures[s->rows[row]];
+    const struct gs_failure *f = x->f;
     uint64_t v;
     switch (col) {
     case 0:
@@ -262,12 +253,10 @@ static void failure_cell(void *ctx, size_t row, size_t col, struct gs_html_cell 
     case 6: v = f->total_bytes; break;
     case 7: v = f->process_live_bytes; break;
     case 8:
-        gs_oom_verdict(s->rep->replay, row, s->sus, s->nsus, s->rep->sym, s->rep->opt->view,
-                       &s->v);
-        c->text = s->v.sentence;
-        struct gs_wi_verdict wv; /* as the text report's "allocator:" line */
-        if (s->rep->whatif && gs_wi_verdict(s->rep->whatif, f->device, f->time_ns, &wv) == 0) {
-            snprintf(s->verdict, sizeof s->verdict, "%s Allocator: %s", s->v.sentence, wv.sentence);
+        c->text = x->cause.sentence;
+        if (x->has_allocator) { /* as the text report's "allocator:" line */
+            snprintf(s->verdict, sizeof s->verdict, "%s Allocator: %s", x->cause.sentence,
+                     x->allocator.sentence);
             c->text = s->verdict;
         }
         return;
@@ -290,7 +279,7 @@ static const struct gs_html_col got_past_cols[] = {
 static void got_past_cell(void *ctx, size_t row, size_t col, struct gs_html_cell *c)
 {
     struct failures_ctx *s = ctx;
-    const struct gs_failure *f = &s->rep->replay->failures[s->rows[row]];
+    const struct gs_failure *f = s->rep->found->failures[s->rows[row]].f;
     if (col < 5) { /* as in the failures' table */
         failure_cell(ctx, row, col, c);
         return;
@@ -311,7 +300,7 @@ static void got_past_cell(void *ctx, size_t row, size_t col, struct gs_html_cell
 }
 
 struct devices_ctx {
-    const struct gs_replay *r;
+    const struct gs_findings *fd;
     int index[GS_MAX_DEVICES + 1];
     char text[64];
 };
@@ -326,7 +315,7 @@ static void device_cell(void *ctx, size_t row, size_t col, struct gs_html_cell *
 {
     struct devices_ctx *s = ctx;
     int d = s->index[row];
-    const struct gs_device_usage *u = &s->r->devices[d];
+    const struct gs_device_usage *u = &s->fd->devices[d];
     c->text = s->text;
     switch (col) {
     case 0:
@@ -366,13 +355,12 @@ static void summary_text(FILE *out, const char *id, const char *name, const char
     fputs("</td></tr>\n", out);
 }
 
-static void summary(FILE *out, const struct gs_report *rep, uint64_t duration,
-                    const struct gs_fit *fit)
+static void summary(FILE *out, const struct gs_report *rep)
 {
-    const struct gs_replay *r = rep->replay;
+    const struct gs_findings *fd = rep->found;
     const struct gs_trace_info *info = rep->info;
+    uint64_t duration = fd->duration_ns;
     char buf[512], a[32], b[32];
-    uint64_t count, leaked = gs_replay_leaks(r, &count);
     fputs("<table class=\"summary\">\n", out);
     const char *host = gs_shown_host(info), *command = gs_shown_command(info);
     snprintf(buf, sizeof buf, "%" PRIu64 " on %s", info->pid, host ? host : "(left out: --redact)");
@@ -386,30 +374,30 @@ static void summary(FILE *out, const struct gs_report *rep, uint64_t duration,
     row_start(out, "s-duration", "recorded");
     fprintf(out, " data-v=\"%" PRIu64 "\">%.3f s: %" PRIu64 " allocation%s, %" PRIu64
                  " free%s, %" PRIu64 " failed allocation%s",
-            duration, (double)duration / 1e9, r->allocations, plural(r->allocations), r->frees,
-            plural(r->frees), r->failed, plural(r->failed));
-    if (gs_report_outcomes(r, buf, sizeof buf)) {
+            duration, (double)duration / 1e9, fd->allocations, plural(fd->allocations), fd->frees,
+            plural(fd->frees), fd->failed, plural(fd->failed));
+    if (fd->outcomes[0]) {
         fputs(" (", out);
-        gs_html_escape(out, buf);
+        gs_html_escape(out, fd->outcomes);
         fputc(')', out);
     }
     fputs("</td></tr>\n", out);
     snprintf(buf, sizeof buf, "%s; the trace is %s", gs_trace_ending(info, rep->stats),
              gs_trace_complete(rep->stats) ? "complete" : "incomplete (gpushim report says why)");
     summary_text(out, "s-ending", "ending", buf);
-    for (size_t i = 0; rep->warnings && i < rep->warnings->n; i++)
-        summary_text(out, "s-warning", "warning", rep->warnings->w[i].text);
+    for (size_t i = 0; i < fd->warnings.n; i++)
+        summary_text(out, "s-warning", "warning", fd->warnings.w[i].text);
     row_start(out, "s-peak", "peak");
     fprintf(out, " data-v=\"%" PRIu64 "\">%s of device memory at %.3f s</td></tr>\n",
-            r->peak_bytes, gs_human_bytes(r->peak_bytes, a, sizeof a),
-            (double)r->peak_time_ns / 1e9);
+            fd->peak_bytes, gs_human_bytes(fd->peak_bytes, a, sizeof a),
+            (double)fd->peak_time_ns / 1e9);
     gs_roles_peak_text(rep, buf, sizeof buf);
     summary_text(out, "s-roles", "by role at the peak", buf);
     row_start(out, "s-leaks", "never freed");
-    fprintf(out, " data-v=\"%" PRIu64 "\">%s in %" PRIu64 " allocation%s</td></tr>\n", leaked,
-            gs_human_bytes(leaked, b, sizeof b), count, plural(count));
-    gs_fit_text(fit, buf, sizeof buf);
-    summary_text(out, "s-fits", "fits on", buf);
+    fprintf(out, " data-v=\"%" PRIu64 "\">%s in %" PRIu64 " allocation%s</td></tr>\n",
+            fd->leak_bytes, gs_human_bytes(fd->leak_bytes, b, sizeof b), fd->leak_count,
+            plural(fd->leak_count));
+    summary_text(out, "s-fits", "fits on", fd->fit_text);
     fputs("</table>\n", out);
 }
 
@@ -478,7 +466,7 @@ static void graph_pool_cell(void *ctx, size_t row, size_t col, struct gs_html_ce
 {
     struct devices_ctx *s = ctx;
     int d = s->index[row];
-    const struct gs_graph_pool *p = &s->r->graphs.pools[d];
+    const struct gs_graph_pool *p = &s->fd->graphs->pools[d];
     const uint64_t v[] = {0, p->reserved, p->peak_reserved, p->live, p->launches,
                           p->launches_failed};
     c->text = s->text;
@@ -497,9 +485,9 @@ static void graph_pools(FILE *out, struct devices_ctx *dc)
 {
     size_t n = 0;
     for (int d = 0; d <= GS_MAX_DEVICES; d++)
-        if (dc->r->graphs.pools[d].seen)
+        if (dc->fd->graphs->pools[d].seen)
             dc->index[n++] = d;
-    if (dc->r->graphs.seen)
+    if (dc->fd->graphs->seen)
         gs_html_table(out, "graph-pools", "CUDA graph pools (graph memory, counted as device memory)",
                       graph_pool_cols, 6, n, graph_pool_cell, dc);
 }
@@ -519,22 +507,18 @@ void gs_html_page_end(FILE *out) { fprintf(out, "<script>\n%s</script>\n</body>\
 
 void gs_export_html(FILE *out, const struct gs_report *rep)
 {
-    const struct gs_replay *r = rep->replay;
-    uint64_t duration = gs_trace_duration_ns(rep->stats, r->last_time_ns);
+    const struct gs_findings *fd = rep->found;
+    uint64_t duration = fd->duration_ns;
     const char *command = gs_shown_command(rep->info);
     gs_html_page_begin(out, command && command[0] ? command : rep->path, "gpushim report");
-    struct gs_found local;
-    const struct gs_found *found = gs_report_found(rep, &local);
-    const struct gs_suspect *sus = found->suspects;
-    size_t nsus = found->nsuspects;
-    summary(out, rep, duration, &found->fit);
+    summary(out, rep);
 
     struct devices_ctx *dc = calloc(1, sizeof *dc);
     size_t ndev = 0;
     if (dc) {
-        dc->r = r;
+        dc->fd = fd;
         for (int d = 0; d <= GS_MAX_DEVICES; d++)
-            if (r->devices[d].present)
+            if (fd->devices[d].present)
                 dc->index[ndev++] = d;
         gs_html_table(out, "devices", "Devices", device_cols, 5, ndev, device_cell, dc);
     }
@@ -544,9 +528,8 @@ void gs_export_html(FILE *out, const struct gs_report *rep)
           "its peak, dashed lines are the program's marks, red dots the failed allocations it did "
           "not get past (at what the process held then).</p>\n",
           out);
-    uint64_t width;
-    unsigned n;
-    gs_timeline_span(r, &width, &n);
+    uint64_t width = fd->timeline_width_ns;
+    unsigned n = fd->timeline_n;
     uint64_t end = (uint64_t)n * width > duration ? (uint64_t)n * width : duration;
     char a[32];
     for (size_t i = 0; dc && i < ndev; i++) {
@@ -557,9 +540,9 @@ void gs_export_html(FILE *out, const struct gs_report *rep)
         else
             fputs("unknown device", out);
         fprintf(out, ": peak %s at %.3f s</figcaption>\n",
-                gs_human_bytes(r->devices[d].peak_bytes, a, sizeof a),
-                (double)r->devices[d].peak_time_ns / 1e9);
-        gs_svg_device_chart(out, r, (unsigned)d, width, n, end);
+                gs_human_bytes(fd->devices[d].peak_bytes, a, sizeof a),
+                (double)fd->devices[d].peak_time_ns / 1e9);
+        gs_svg_device_chart(out, fd, (unsigned)d, width, n, end);
         fputs("</figure>\n", out);
     }
     if (!ndev)
@@ -581,9 +564,10 @@ void gs_export_html(FILE *out, const struct gs_report *rep)
     struct suspects_ctx *sc = calloc(1, sizeof *sc);
     if (sc) {
         sc->rep = rep;
-        sc->sus = sus;
+        sc->sus = fd->suspects;
         gs_html_table(out, "suspects", "Leak suspects: live memory that kept rising",
-                      suspect_cols, sizeof suspect_cols / sizeof *suspect_cols, nsus, suspect_cell, sc);
+                      suspect_cols, sizeof suspect_cols / sizeof *suspect_cols, fd->nsuspects,
+                      suspect_cell, sc);
         free(sc);
     }
     sites_table(out, rep, GS_METRIC_PEAK, "peak-sites", "Live at the peak, by call site");
@@ -591,21 +575,19 @@ void gs_export_html(FILE *out, const struct gs_report *rep)
     /* the failures that mattered, with their verdicts; then those the
      * program got past (outcome.c) */
     struct failures_ctx *fc = calloc(1, sizeof *fc);
-    size_t *rows = calloc(r->nfailures ? r->nfailures : 1, sizeof *rows);
+    size_t *rows = calloc(fd->nfailures ? fd->nfailures : 1, sizeof *rows);
     if (fc && rows) {
         fc->rep = rep;
-        fc->sus = sus;
-        fc->nsus = nsus;
         fc->rows = rows;
         size_t n = 0;
-        for (size_t i = 0; i < r->nfailures; i++)
-            if (r->failures[i].outcome == GS_OUTCOME_UNRECOVERED)
+        for (size_t i = 0; i < fd->nfailures; i++)
+            if (fd->failures[i].f->outcome == GS_OUTCOME_UNRECOVERED)
                 rows[n++] = i;
         gs_html_table(out, "failures", "Failed allocations the program did not get past",
                       failure_cols, 10, n, failure_cell, fc);
         n = 0;
-        for (size_t i = 0; i < r->nfailures; i++)
-            if (r->failures[i].outcome != GS_OUTCOME_UNRECOVERED)
+        for (size_t i = 0; i < fd->nfailures; i++)
+            if (fd->failures[i].f->outcome != GS_OUTCOME_UNRECOVERED)
                 rows[n++] = i;
         if (n)
             gs_html_table(out, "got-past",
@@ -614,7 +596,5 @@ void gs_export_html(FILE *out, const struct gs_report *rep)
     }
     free(rows);
     free(fc);
-    if (found == &local)
-        gs_found_free(&local);
     gs_html_page_end(out);
 }

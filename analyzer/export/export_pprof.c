@@ -325,16 +325,23 @@ static struct psample *sample_for(struct builder *b, uint64_t key, uint32_t stac
 static void add_sites(struct builder *b, const struct gs_report *rep, enum gs_site_metric metric,
                       unsigned v)
 {
-    struct gs_report_site *sites;
-    size_t n = gs_rank_sites(b->r, rep->sym, rep->opt->view, metric, &sites);
-    if (!sites)
-        b->failed = 1;
+    /* the findings' ranking at the peak or the end; all allocated (no
+     * finding of the report's) ranked here */
+    size_t n;
+    const struct gs_report_site *ranked = gs_found_sites(rep->found, 0, metric, &n);
+    struct gs_report_site *sites = NULL;
+    if (metric == GS_METRIC_ALLOCATED) {
+        n = gs_rank_sites(b->r, rep->sym, rep->opt->view, metric, &sites);
+        ranked = sites;
+        if (!sites)
+            b->failed = 1;
+    }
     for (size_t i = 0; i < n && !b->failed; i++) {
-        uint64_t key = gs_site_key(b->r, rep->sym, rep->opt->view, sites[i].stack_id);
-        struct psample *s = sample_for(b, key, sites[i].stack_id, sites[i].api);
+        uint64_t key = gs_site_key(b->r, rep->sym, rep->opt->view, ranked[i].stack_id);
+        struct psample *s = sample_for(b, key, ranked[i].stack_id, ranked[i].api);
         if (s) {
-            s->v[v] = sites[i].bytes;
-            s->v[v + 1] = sites[i].count;
+            s->v[v] = ranked[i].bytes;
+            s->v[v + 1] = ranked[i].count;
         }
     }
     free(sites);
@@ -443,7 +450,7 @@ static void write_profile(struct builder *b, struct gs_pb *pb, const struct gs_r
     if (inuse == GS_PPROF_INUSE_PEAK)
         snprintf(text, sizeof text,
                  "inuse: device memory live at the process's peak, %" PRIu64 " bytes at %.6f s",
-                 b->r->peak_bytes, (double)b->r->peak_time_ns / 1e9);
+                 rep->found->peak_bytes, (double)rep->found->peak_time_ns / 1e9);
     else
         snprintf(text, sizeof text, "inuse: device memory live at the end of the trace (never freed)");
     comments[nc++] = string_id(b, text);
@@ -455,7 +462,7 @@ static void write_profile(struct builder *b, struct gs_pb *pb, const struct gs_r
     for (size_t i = 0; i < b->nstrings; i++)
         gs_pb_string(pb, PROFILE_STRING_TABLE, b->strings[i]);
     gs_pb_int(pb, PROFILE_TIME_NANOS, clamp(in->realtime_ns));
-    gs_pb_int(pb, PROFILE_DURATION_NANOS, clamp(gs_trace_duration_ns(rep->stats, b->r->last_time_ns)));
+    gs_pb_int(pb, PROFILE_DURATION_NANOS, clamp(rep->found->duration_ns));
     write_value_type(pb, PROFILE_PERIOD_TYPE, space, bytes);
     gs_pb_int(pb, PROFILE_PERIOD, 1); /* every allocation is recorded: no sampling */
     size_t run = gs_pb_begin(pb, PROFILE_COMMENT);

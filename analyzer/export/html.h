@@ -38,10 +38,12 @@ void gs_html_table(FILE *out, const char *id, const char *title, const struct gs
                    size_t ncols, size_t nrows, gs_html_cell_fn cell, void *ctx);
 
 /* ---- svg.c: the HTML export's charts ---- */
-/* One device's memory over time (index as gs_replay.devices) as an <svg>:
- * its timeline aligned to width_ns and n buckets (gs_timeline_span), from
- * 0 to end_ns. */
-void gs_svg_device_chart(FILE *out, const struct gs_replay *r, unsigned device_index,
+/* One device's memory over time (index as gs_findings.devices) as an
+ * <svg>: its timeline aligned to width_ns and n buckets (the findings'
+ * timeline_width_ns and timeline_n), from 0 to end_ns, with its peak, the
+ * program's marks and the failures it did not get past. */
+struct gs_findings;
+void gs_svg_device_chart(FILE *out, const struct gs_findings *fd, unsigned device_index,
                          uint64_t width_ns, unsigned n, uint64_t end_ns);
 
 /* ---- svg_sites.c: the pictures of call sites ---- */

@@ -19,6 +19,7 @@
 #include "analyzer/util/names.h"
 #include "analyzer/trace/trace.h"
 #include "analyzer/model/model.h"
+#include "analyzer/findings/found.h"
 #include "analyzer/export/html.h"
 
 #define W 960
@@ -152,9 +153,8 @@ static void series(FILE *out, const struct scale *s, const struct gs_timeline *t
     fputs("\"/>\n", out);
 }
 
-static void marks(FILE *out, const struct scale *s, const struct gs_replay *r)
+static void marks(FILE *out, const struct scale *s, const struct gs_marks *m)
 {
-    const struct gs_marks *m = &r->marks;
     char when[64];
     for (uint64_t i = m->marks > GS_MARKS_KEPT ? m->marks - GS_MARKS_KEPT : 0;
          m->recent && i < m->marks; i++) {
@@ -171,14 +171,14 @@ static void marks(FILE *out, const struct scale *s, const struct gs_replay *r)
     }
 }
 
-static void failures(FILE *out, const struct scale *s, const struct gs_replay *r,
+static void failures(FILE *out, const struct scale *s, const struct gs_findings *fd,
                      int32_t device)
 {
     char a[32], b[32], text[160];
-    for (size_t i = 0; i < r->nfailures; i++) {
-        const struct gs_failure *f = &r->failures[i];
-        int32_t fd = f->device >= 0 && f->device < GS_MAX_DEVICES ? f->device : -1;
-        if (fd != device || f->outcome != GS_OUTCOME_UNRECOVERED)
+    for (size_t i = 0; i < fd->nfailures; i++) {
+        const struct gs_failure *f = fd->failures[i].f;
+        int32_t on = f->device >= 0 && f->device < GS_MAX_DEVICES ? f->device : -1;
+        if (on != device || f->outcome != GS_OUTCOME_UNRECOVERED)
             continue; /* those the program got past are no dots of its chart */
         fprintf(out, "<circle class=\"failure\" data-time-ns=\"%" PRIu64 "\" cx=\"%.2f\" "
                      "cy=\"%.2f\" r=\"5\"><title>",
@@ -205,15 +205,15 @@ static void peak(FILE *out, const struct scale *s, const struct gs_device_usage 
             gs_human_bytes(u->peak_bytes, a, sizeof a), (double)u->peak_time_ns / 1e9);
 }
 
-void gs_svg_device_chart(FILE *out, const struct gs_replay *r, unsigned device_index,
+void gs_svg_device_chart(FILE *out, const struct gs_findings *fd, unsigned device_index,
                          uint64_t width_ns, unsigned n, uint64_t end_ns)
 {
     if (device_index > GS_MAX_DEVICES)
         return;
-    const struct gs_device_usage *u = &r->devices[device_index];
+    const struct gs_device_usage *u = &fd->devices[device_index];
     int32_t device = device_index < GS_MAX_DEVICES ? (int32_t)device_index : -1;
     struct gs_timeline t;
-    gs_timeline_aligned(gs_device_timeline(r, device_index), width_ns, n, &t);
+    gs_timeline_aligned(fd->device_timeline[device_index], width_ns, n, &t);
     struct scale s;
     uint64_t top = u->peak_bytes;
     for (unsigned i = 0; i < t.n; i++)
@@ -238,8 +238,8 @@ void gs_svg_device_chart(FILE *out, const struct gs_replay *r, unsigned device_i
         fputs("<title>unknown device: memory over time</title>\n", out);
     axes(out, &s, ystep, yunit, tstep);
     series(out, &s, &t);
-    marks(out, &s, r);
-    failures(out, &s, r, device);
+    marks(out, &s, fd->marks);
+    failures(out, &s, fd, device);
     peak(out, &s, u);
     fputs("</svg>\n", out);
 }

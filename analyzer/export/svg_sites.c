@@ -56,8 +56,9 @@ static int by_most(const void *a, const void *b)
 static size_t merged_bands(const struct gs_report *rep, const struct gs_growth *g,
                            struct band **out)
 {
-    const struct gs_replay *r = rep->replay;
-    size_t nsites = r->nsites < g->nsites ? r->nsites : g->nsites, n = 0;
+    const struct gs_replay *r = rep->replay; /* for names */
+    const struct gs_findings *fd = rep->found;
+    size_t nsites = fd->nsites < g->nsites ? fd->nsites : g->nsites, n = 0;
     struct band *b = calloc(nsites ? nsites : 1, sizeof *b);
     struct gs_idmap *by_key = gs_idmap_new();
     *out = NULL;
@@ -67,7 +68,7 @@ static size_t merged_bands(const struct gs_report *rep, const struct gs_growth *
         return 0;
     }
     for (size_t s = 0; s < nsites; s++) {
-        const struct gs_site *site = &r->sites[s];
+        const struct gs_site *site = &fd->sites[s];
         if (site->kind != GS_KIND_DEVICE)
             continue;
         uint64_t key = gs_site_key(r, rep->sym, rep->opt->view, site->stack_id), at;
@@ -92,7 +93,7 @@ static size_t merged_bands(const struct gs_report *rep, const struct gs_growth *
 
 void gs_svg_site_bands(FILE *out, const struct gs_report *rep)
 {
-    const struct gs_growth *g = gs_growth_of(rep->replay);
+    const struct gs_growth *g = rep->found->growth;
     struct band *b = NULL;
     size_t n = g && g->n >= 2 ? merged_bands(rep, g, &b) : 0;
     if (!n || !b[0].most) {
@@ -289,13 +290,12 @@ static void draw(FILE *out, const struct flame *fl, size_t at, double x, double 
 void gs_svg_peak_flame(FILE *out, const struct gs_report *rep)
 {
     const struct gs_replay *r = rep->replay;
-    struct gs_report_site *sites;
-    size_t n = gs_rank_sites(r, rep->sym, rep->opt->view, GS_METRIC_PEAK, &sites);
+    size_t n;
+    const struct gs_report_site *sites = gs_found_sites(rep->found, 0, GS_METRIC_PEAK, &n);
     struct flame fl = {.cap = 64, .by_name = gs_idmap_new()};
     fl.v = calloc(fl.cap, sizeof *fl.v);
     if (!sites || !fl.v || !fl.by_name || !n) {
         fputs("<p class=\"none\">no device memory was live at the peak</p>\n", out);
-        free(sites);
         free(fl.v);
         gs_idmap_free(fl.by_name);
         return;
@@ -323,7 +323,6 @@ void gs_svg_peak_flame(FILE *out, const struct gs_report *rep)
             W, height, W, height);
     draw(out, &fl, 1, 0, W, 0, fl.v[0].bytes ? W / (double)fl.v[0].bytes : 0);
     fputs("</svg>\n", out);
-    free(sites);
     free(fl.v);
     gs_idmap_free(fl.by_name);
 }

@@ -13,6 +13,7 @@
 #include "analyzer/model/model.h"
 #include "analyzer/util/bytes.h"
 #include "analyzer/findings/findings.h"
+#include "analyzer/findings/found.h"
 #include "analyzer/findings/gate.h"
 #include "analyzer/findings/roles.h"
 
@@ -150,16 +151,13 @@ static void site_of(const struct gs_replay *r, struct gs_symbolizer *sym, enum g
         snprintf(out, sz, "%s", where);
 }
 
-/* The largest site by metric, into out ("" when none). */
+/* The first of the sites ranked, into out ("" when none). */
 static void top_site(const struct gs_replay *r, struct gs_symbolizer *sym, enum gs_stack_view view,
-                     enum gs_site_metric metric, char *out, size_t sz)
+                     const struct gs_report_site *sites, size_t n, char *out, size_t sz)
 {
-    struct gs_report_site *sites;
-    size_t n = gs_rank_sites(r, sym, view, metric, &sites);
     out[0] = 0;
-    if (sites && n && sites[0].bytes)
+    if (n && sites[0].bytes)
         site_of(r, sym, view, sites[0].stack_id, sites[0].bytes, out, sz);
-    free(sites);
 }
 
 /* Each role's bytes at the peak, and the site holding most of each then. */
@@ -187,34 +185,34 @@ static void roles_of(const struct gs_trace_info *info, const struct gs_replay *r
 
 void gs_gate_run_of(const struct gs_trace_info *info, const struct gs_replay *r,
                     struct gs_symbolizer *sym, enum gs_stack_view view,
-                    const struct gs_suspect *given, size_t ngiven, struct gs_gate_run *g)
+                    const struct gs_findings *f, struct gs_gate_run *g)
 {
     memset(g, 0, sizeof *g);
     roles_of(info, r, sym, view, g);
-    g->v[GS_GATE_PEAK] = r->peak_bytes;
-    g->v[GS_GATE_UNFREED] = r->live_bytes;
-    g->v[GS_GATE_UNRECOVERED] = r->outcomes.count[GS_OUTCOME_UNRECOVERED];
+    g->v[GS_GATE_PEAK] = f->peak_bytes;
+    g->v[GS_GATE_UNFREED] = f->leak_bytes;
+    g->v[GS_GATE_UNRECOVERED] = f->unrecovered;
     g->known[GS_GATE_PEAK] = g->known[GS_GATE_UNFREED] = g->known[GS_GATE_UNRECOVERED] = 1;
-    top_site(r, sym, view, GS_METRIC_PEAK, g->site[GS_GATE_PEAK], sizeof g->site[0]);
-    top_site(r, sym, view, GS_METRIC_LEAK, g->site[GS_GATE_UNFREED], sizeof g->site[0]);
-    for (size_t i = 0; i < r->nfailures; i++)
-        if (r->failures[i].outcome == GS_OUTCOME_UNRECOVERED) {
-            site_of(r, sym, view, r->failures[i].stack_id, 0, g->site[GS_GATE_UNRECOVERED],
+    top_site(r, sym, view, f->peak_sites, f->npeak_sites, g->site[GS_GATE_PEAK],
+             sizeof g->site[0]);
+    top_site(r, sym, view, f->leak_sites, f->nleak_sites, g->site[GS_GATE_UNFREED],
+             sizeof g->site[0]);
+    for (size_t i = 0; i < f->nfailures; i++)
+        if (f->failures[i].f->outcome == GS_OUTCOME_UNRECOVERED) {
+            site_of(r, sym, view, f->failures[i].f->stack_id, 0, g->site[GS_GATE_UNRECOVERED],
                     sizeof g->site[0]);
             break;
         }
     /* The leak: the suspect growing fastest against the steps; none
      * growing is 0, steps marked or not. */
-    struct gs_suspect *made = NULL;
-    size_t ns = given ? ngiven : gs_growth_suspects(r, sym, view, &made);
-    const struct gs_suspect *sus = given ? given : made;
     g->known[GS_GATE_LEAK] = 1;
     const struct gs_suspect *fastest = NULL;
-    for (size_t i = 0; i < ns; i++) {
-        if (sus[i].bytes_per_step < 0)
+    for (size_t i = 0; i < f->nsuspects; i++) {
+        const struct gs_suspect *s = &f->suspects[i];
+        if (s->bytes_per_step < 0)
             g->known[GS_GATE_LEAK] = 0; /* no steps marked */
-        else if (!fastest || sus[i].bytes_per_step > fastest->bytes_per_step)
-            fastest = &sus[i];
+        else if (!fastest || s->bytes_per_step > fastest->bytes_per_step)
+            fastest = s;
     }
     if (g->known[GS_GATE_LEAK] && fastest && fastest->bytes_per_step >= 1.0) {
         g->v[GS_GATE_LEAK] = gs_whole_bytes(fastest->bytes_per_step);
@@ -223,7 +221,6 @@ void gs_gate_run_of(const struct gs_trace_info *info, const struct gs_replay *r,
         snprintf(g->site[GS_GATE_LEAK], sizeof g->site[0], "%s, %s a step", where,
                  gs_human_bytes(g->v[GS_GATE_LEAK], b, sizeof b));
     }
-    free(made);
 }
 
 /* A figure as the metric says it: bytes, or a count. */

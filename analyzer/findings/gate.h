@@ -60,16 +60,15 @@ struct gs_gate_run {
     char site[GS_GATE_METRICS][256]; /* "" when none */
 };
 
-/* The figures of a replayed run (its last event in): the peak and its
- * largest site, what is still live and its largest site, the leak suspect
- * growing fastest per step, the first unrecovered failure's site, and the
- * bytes of each role at the peak with the largest site of it. */
-/* The leak suspects given (sus, n: those the report shows) are used; with
- * sus NULL they are worked out here. */
-struct gs_suspect;
+/* The figures of a replayed run, from its findings (found.h: made for r
+ * in view): the peak and its largest site, what is still live and its
+ * largest site, the leak suspect growing fastest per step, the first
+ * unrecovered failure's site, and the bytes of each role at the peak with
+ * the largest site of it. */
+struct gs_findings;
 void gs_gate_run_of(const struct gs_trace_info *info, const struct gs_replay *r,
                     struct gs_symbolizer *sym, enum gs_stack_view view,
-                    const struct gs_suspect *sus, size_t n, struct gs_gate_run *g);
+                    const struct gs_findings *f, struct gs_gate_run *g);
 
 /* Checks each limit against run b, or its change from a (NULL: one run;
  * a change is then refused, which gs_gate_parse's caller should have

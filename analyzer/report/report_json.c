@@ -92,9 +92,8 @@ static void threads(struct gs_json *j, const struct gs_report *rep, uint32_t sta
 static void ranked_sites(struct gs_json *j, const struct gs_report *rep, int blocks,
                          enum gs_site_metric metric)
 {
-    struct gs_report_site *s;
-    size_t n = blocks ? gs_rank_block_sites(rep->replay, rep->sym, rep->opt->view, metric, &s)
-                      : gs_rank_sites(rep->replay, rep->sym, rep->opt->view, metric, &s);
+    size_t n;
+    const struct gs_report_site *s = gs_found_sites(rep->found, blocks, metric, &n);
     gs_json_begin_array(j, "sites");
     for (size_t i = 0; i < n && i < rep->opt->top; i++) {
         gs_json_begin_object(j, NULL);
@@ -106,7 +105,6 @@ static void ranked_sites(struct gs_json *j, const struct gs_report *rep, int blo
         gs_json_end_object(j);
     }
     gs_json_end_array(j);
-    free(s);
 }
 
 static void sites(struct gs_json *j, const struct gs_report *rep, enum gs_site_metric metric)
@@ -130,14 +128,13 @@ static void process(struct gs_json *j, const struct gs_report *rep)
     gs_json_string(j, "host", gs_shown_host(rep->info));
     gs_json_string(j, "command", gs_shown_command(rep->info));
     gs_json_uint(j, "start_unix_ns", rep->info->realtime_ns);
-    gs_json_uint(j, "duration_ns", gs_trace_duration_ns(rep->stats, rep->replay->last_time_ns));
+    gs_json_uint(j, "duration_ns", rep->found->duration_ns);
     gs_json_end_object(j);
 }
 
 static void allocator(struct gs_json *j, const struct gs_report *rep)
 {
-    struct gs_alloc_mode m;
-    gs_allocator_mode(rep->info, rep->replay, &m);
+    const struct gs_alloc_mode *m = &rep->found->mode;
     gs_json_begin_object(j, "allocator");
     gs_json_begin_object(j, "settings");
     for (unsigned i = 0; i < rep->info->nsettings; i++)
@@ -146,25 +143,25 @@ static void allocator(struct gs_json *j, const struct gs_report *rep)
     gs_json_begin_array(j, "frameworks");
     static const char *const names[] = {"pytorch", "jax", "tensorflow"};
     for (unsigned f = 0; f < 3; f++)
-        if (m.frameworks & (1u << f))
+        if (m->frameworks & (1u << f))
             gs_json_string(j, NULL, names[f]);
     gs_json_end_array(j);
-    if (m.per_tensor < 0)
+    if (m->per_tensor < 0)
         gs_json_null(j, "per_tensor");
     else
-        gs_json_bool(j, "per_tensor", m.per_tensor);
-    gs_json_string(j, "note", m.note[0] ? m.note : NULL);
+        gs_json_bool(j, "per_tensor", m->per_tensor);
+    gs_json_string(j, "note", m->note[0] ? m->note : NULL);
     gs_json_end_object(j);
 }
 
-static void events(struct gs_json *j, const struct gs_replay *r)
+static void events(struct gs_json *j, const struct gs_findings *fd)
 {
     gs_json_begin_object(j, "events");
-    gs_json_uint(j, "allocations", r->allocations);
-    gs_json_uint(j, "frees", r->frees);
-    gs_json_uint(j, "failed", r->failed);
-    gs_json_uint(j, "frees_unknown", r->frees_unknown);
-    gs_json_uint(j, "references", r->refs);
+    gs_json_uint(j, "allocations", fd->allocations);
+    gs_json_uint(j, "frees", fd->frees);
+    gs_json_uint(j, "failed", fd->failed);
+    gs_json_uint(j, "frees_unknown", fd->frees_unknown);
+    gs_json_uint(j, "references", fd->refs);
     gs_json_end_object(j);
 }
 
@@ -179,40 +176,38 @@ static void buckets(struct gs_json *j, const struct gs_timeline *t)
 /* All devices together, as it always was; then each device on the same
  * time scale, with what a chart of it marks: its peak, its failures, and
  * the marks of the program. */
-static void timeline(struct gs_json *j, const struct gs_replay *r)
+static void timeline(struct gs_json *j, const struct gs_findings *fd)
 {
-    const struct gs_timeline *t = &r->timeline;
-    uint64_t width;
-    unsigned n;
-    gs_timeline_span(r, &width, &n);
+    const struct gs_timeline *t = fd->timeline;
+    uint64_t width = fd->timeline_width_ns;
     gs_json_begin_object(j, "timeline");
     gs_json_uint(j, "bucket_ns", t->width_ns);
     buckets(j, t);
     gs_json_uint(j, "device_bucket_ns", width);
     gs_json_begin_array(j, "devices");
     for (int d = 0; d <= GS_MAX_DEVICES; d++) {
-        const struct gs_device_usage *u = &r->devices[d];
+        const struct gs_device_usage *u = &fd->devices[d];
         if (!u->present)
             continue;
         int32_t dev = d < GS_MAX_DEVICES ? d : -1;
         struct gs_timeline dt;
-        gs_timeline_aligned(gs_device_timeline(r, (unsigned)d), width, n, &dt);
+        gs_timeline_aligned(fd->device_timeline[d], width, fd->timeline_n, &dt);
         gs_json_begin_object(j, NULL);
         gs_json_int(j, "device", dev);
         buckets(j, &dt);
         gs_json_uint(j, "peak_bytes", u->peak_bytes);
         gs_json_uint(j, "peak_time_ns", u->peak_time_ns);
         gs_json_begin_array(j, "failure_times_ns");
-        for (size_t i = 0; i < r->nfailures; i++) {
-            int32_t fd = r->failures[i].device;
-            if (fd == dev || (dev == -1 && (fd < 0 || fd >= GS_MAX_DEVICES)))
-                gs_json_uint(j, NULL, r->failures[i].time_ns);
+        for (size_t i = 0; i < fd->nfailures; i++) {
+            int32_t on = fd->failures[i].f->device;
+            if (on == dev || (dev == -1 && (on < 0 || on >= GS_MAX_DEVICES)))
+                gs_json_uint(j, NULL, fd->failures[i].f->time_ns);
         }
         gs_json_end_array(j);
         gs_json_end_object(j);
     }
     gs_json_end_array(j);
-    const struct gs_marks *m = &r->marks;
+    const struct gs_marks *m = fd->marks;
     gs_json_begin_array(j, "mark_times_ns");
     for (uint64_t i = m->marks > GS_MARKS_KEPT ? m->marks - GS_MARKS_KEPT : 0;
          m->recent && i < m->marks; i++)
@@ -221,12 +216,10 @@ static void timeline(struct gs_json *j, const struct gs_replay *r)
     gs_json_end_object(j);
 }
 
-static void capacity(struct gs_json *j, const struct gs_replay *r, const struct gs_fit *found)
+static void capacity(struct gs_json *j, const struct gs_findings *fd)
 {
-    uint64_t peak = gs_largest_device_peak(r);
-    struct gs_fit fit = *found;
-    char text[512];
-    gs_fit_text(&fit, text, sizeof text);
+    uint64_t peak = fd->largest_device_peak;
+    const struct gs_fit fit = fd->fit;
     gs_json_begin_object(j, "capacity");
     gs_json_uint(j, "peak_bytes", peak);
     gs_json_uint(j, "need_bytes", fit.need);
@@ -238,7 +231,7 @@ static void capacity(struct gs_json *j, const struct gs_replay *r, const struct 
         gs_json_null(j, "failed_asked_bytes");
     }
     gs_json_bool(j, "leak_grew", fit.growing);
-    gs_json_string(j, "fits_on", text);
+    gs_json_string(j, "fits_on", fd->fit_text);
     gs_json_begin_array(j, "cards");
     for (int c = 0; c < GS_NCARDS; c++) {
         uint64_t need = fit.need, card = gs_cards[c].bytes;
@@ -256,11 +249,11 @@ static void capacity(struct gs_json *j, const struct gs_replay *r, const struct 
     gs_json_end_object(j);
 }
 
-static void devices(struct gs_json *j, const struct gs_replay *r)
+static void devices(struct gs_json *j, const struct gs_findings *fd)
 {
     gs_json_begin_array(j, "devices");
     for (int d = 0; d <= GS_MAX_DEVICES; d++) {
-        const struct gs_device_usage *u = &r->devices[d];
+        const struct gs_device_usage *u = &fd->devices[d];
         if (!u->present)
             continue;
         gs_json_begin_object(j, NULL);
@@ -274,27 +267,27 @@ static void devices(struct gs_json *j, const struct gs_replay *r)
     gs_json_end_array(j);
 }
 
-static void categories(struct gs_json *j, const struct gs_replay *r)
+static void categories(struct gs_json *j, const struct gs_findings *fd)
 {
     gs_json_begin_object(j, "categories");
     for (int k = 0; k < GS_KIND_COUNT; k++) {
         gs_json_begin_object(j, gs_kind_name((uint32_t)k));
-        gs_json_uint(j, "peak_bytes", r->kinds[k].peak_bytes);
-        gs_json_uint(j, "live_bytes_at_end", r->kinds[k].live_bytes);
-        gs_json_uint(j, "allocations", r->kinds[k].allocs);
+        gs_json_uint(j, "peak_bytes", fd->kinds[k].peak_bytes);
+        gs_json_uint(j, "live_bytes_at_end", fd->kinds[k].live_bytes);
+        gs_json_uint(j, "allocations", fd->kinds[k].allocs);
         gs_json_end_object(j);
     }
     gs_json_end_object(j);
 }
 
-static void pools(struct gs_json *j, const struct gs_replay *r)
+static void pools(struct gs_json *j, const struct gs_findings *fd)
 {
     gs_json_begin_object(j, "pools");
-    gs_json_uint(j, "reserved_bytes_at_peak", r->peak_pool_reserved);
-    gs_json_uint(j, "used_bytes_at_peak", r->peak_pool_used);
+    gs_json_uint(j, "reserved_bytes_at_peak", fd->pool_reserved_at_peak);
+    gs_json_uint(j, "used_bytes_at_peak", fd->pool_used_at_peak);
     gs_json_begin_array(j, "pools");
-    for (size_t i = 0; i < r->npools; i++) {
-        const struct gs_pool_usage *p = &r->pools[i];
+    for (size_t i = 0; i < fd->npools; i++) {
+        const struct gs_pool_usage *p = &fd->pools[i];
         char id[32];
         snprintf(id, sizeof id, "0x%" PRIx64, p->pool);
         gs_json_begin_object(j, NULL);
@@ -316,7 +309,7 @@ static void pools(struct gs_json *j, const struct gs_replay *r)
  * nodes of the graphs, executables and captures alive at the end. */
 static void graphs(struct gs_json *j, const struct gs_report *rep)
 {
-    const struct gs_graphs *g = &rep->replay->graphs;
+    const struct gs_graphs *g = rep->found->graphs;
     static const char *const which[] = {"graph", "executable", "capture"};
     if (!g->seen) {
         gs_json_null(j, "graphs");
@@ -376,7 +369,7 @@ static void graphs(struct gs_json *j, const struct gs_report *rep)
 static void raw_site(struct gs_json *j, const struct gs_report *rep, uint32_t site,
                      uint64_t bytes, const uint64_t *count)
 {
-    const struct gs_site *s = &rep->replay->sites[site];
+    const struct gs_site *s = &rep->found->sites[site];
     gs_json_begin_object(j, NULL);
     gs_json_uint(j, "bytes", bytes);
     if (count)
@@ -390,41 +383,35 @@ static void raw_site(struct gs_json *j, const struct gs_report *rep, uint32_t si
     gs_json_end_object(j);
 }
 
-/* The verdict on an unrecovered failure (verdict.c); null for the others,
- * which the program got past. */
-static void verdict(struct gs_json *j, const struct gs_report *rep, size_t i,
-                    const struct gs_suspect *sus, size_t nsus)
+/* The verdict on an unrecovered failure (verdict.c), with the allocator's
+ * (answer.c); null for the others, which the program got past. */
+static void verdict(struct gs_json *j, const struct gs_failure_found *x)
 {
-    const struct gs_replay *r = rep->replay;
-    struct gs_oom_verdict v;
-    if (r->failures[i].outcome != GS_OUTCOME_UNRECOVERED) {
+    const struct gs_oom_verdict *v = &x->cause;
+    if (!x->judged) {
         gs_json_null(j, "verdict");
         return;
     }
-    gs_oom_verdict(r, i, sus, nsus, rep->sym, rep->opt->view, &v);
     gs_json_begin_object(j, "verdict");
-    gs_json_string(j, "cause", gs_oom_cause_name(v.cause));
-    gs_json_string(j, "sentence", v.sentence);
-    gs_json_uint(j, "shortfall_bytes", v.shortfall);
-    if (!v.known)
+    gs_json_string(j, "cause", gs_oom_cause_name(v->cause));
+    gs_json_string(j, "sentence", v->sentence);
+    gs_json_uint(j, "shortfall_bytes", v->shortfall);
+    if (!v->known)
         gs_json_null(j, "other_bytes");
     else
-        gs_json_int(j, "other_bytes", v.other_bytes);
-    gs_json_uint(j, "held_free_bytes", v.held_free);
-    gs_json_uint(j, "largest_held_free_bytes", v.largest_free);
-    gs_json_bool(j, "fits_in_held_free", v.held_free && r->failures[i].requested <= v.held_free);
-    gs_json_uint(j, "leak_growth_bytes", v.leak_growth);
-    struct gs_wi_verdict wv;
-    if (rep->whatif &&
-        gs_wi_verdict(rep->whatif, r->failures[i].device, r->failures[i].time_ns, &wv) == 0) {
+        gs_json_int(j, "other_bytes", v->other_bytes);
+    gs_json_uint(j, "held_free_bytes", v->held_free);
+    gs_json_uint(j, "largest_held_free_bytes", v->largest_free);
+    gs_json_bool(j, "fits_in_held_free", x->fits_in_held_free);
+    gs_json_uint(j, "leak_growth_bytes", v->leak_growth);
+    if (x->has_allocator) {
         gs_json_begin_object(j, "allocator");
-        gs_json_string(j, "setting", wv.setting == SIZE_MAX
-                                         ? NULL : rep->whatif->q.settings[wv.setting].name);
-        gs_json_uint(j, "peak_bytes", wv.peak);
-        gs_json_uint(j, "capacity_bytes", wv.capacity);
-        gs_json_string(j, "compared_to", rep->whatif->q.settings[0].name);
-        gs_json_uint(j, "compared_needs_bytes", wv.needs);
-        gs_json_string(j, "sentence", wv.sentence);
+        gs_json_string(j, "setting", x->allocator_setting);
+        gs_json_uint(j, "peak_bytes", x->allocator.peak);
+        gs_json_uint(j, "capacity_bytes", x->allocator.capacity);
+        gs_json_string(j, "compared_to", x->allocator_compared);
+        gs_json_uint(j, "compared_needs_bytes", x->allocator.needs);
+        gs_json_string(j, "sentence", x->allocator.sentence);
         gs_json_end_object(j);
     } else {
         gs_json_null(j, "allocator");
@@ -433,12 +420,11 @@ static void verdict(struct gs_json *j, const struct gs_report *rep, size_t i,
 }
 
 /* What a failure found, and the verdict (oom.c, verdict.c). */
-static void postmortem(struct gs_json *j, const struct gs_report *rep, size_t i,
-                       const struct gs_suspect *sus, size_t nsus)
+static void postmortem(struct gs_json *j, const struct gs_report *rep,
+                       const struct gs_failure_found *x)
 {
-    const struct gs_replay *r = rep->replay;
-    const struct gs_postmortem *pm = gs_failure_postmortem(r, i);
-    verdict(j, rep, i, sus, nsus);
+    const struct gs_postmortem *pm = x->pm;
+    verdict(j, x);
     if (!pm) {
         gs_json_null(j, "postmortem");
         return;
@@ -450,7 +436,7 @@ static void postmortem(struct gs_json *j, const struct gs_report *rep, size_t i,
         raw_site(j, rep, pm->held_site[k], pm->held_bytes[k], &pm->held_count[k]);
     gs_json_end_array(j);
     gs_json_begin_object(j, "grew");
-    if (pm->ngrew || gs_growth_of(r)->n) {
+    if (pm->ngrew || rep->found->growth->n) {
         gs_json_uint(j, "since_ns", pm->grew_from_ns);
         if (pm->grew_by_steps)
             gs_json_uint(j, "since_step", pm->grew_from_step);
@@ -465,13 +451,13 @@ static void postmortem(struct gs_json *j, const struct gs_report *rep, size_t i,
     gs_json_end_object(j);
 }
 
-static void failures(struct gs_json *j, const struct gs_report *rep, const struct gs_suspect *sus,
-                     size_t nsus)
+static void failures(struct gs_json *j, const struct gs_report *rep)
 {
-    const struct gs_replay *r = rep->replay;
+    const struct gs_findings *fd = rep->found;
     gs_json_begin_array(j, "failures");
-    for (size_t i = 0; i < r->nfailures; i++) {
-        const struct gs_failure *f = &r->failures[i];
+    for (size_t i = 0; i < fd->nfailures; i++) {
+        const struct gs_failure_found *x = &fd->failures[i];
+        const struct gs_failure *f = x->f;
         gs_json_begin_object(j, NULL);
         gs_json_uint(j, "time_ns", f->time_ns);
         gs_json_string(j, "api", gs_api_name(f->api));
@@ -483,7 +469,7 @@ static void failures(struct gs_json *j, const struct gs_report *rep, const struc
         bytes_or_null(j, "total_bytes", f->total_bytes);
         gs_json_uint(j, "process_bytes", f->process_live_bytes);
         frames(j, rep, f->stack_id);
-        gs_json_string(j, "thread", gs_replay_thread_name(r, f->thread));
+        gs_json_string(j, "thread", gs_replay_thread_name(rep->replay, f->thread));
         backward_of(j, rep, f->stack_id);
         gs_json_string(j, "outcome", gs_outcome_name(f->outcome));
         if (f->outcome == GS_OUTCOME_RECOVERED || f->outcome == GS_OUTCOME_PROBE) {
@@ -496,7 +482,7 @@ static void failures(struct gs_json *j, const struct gs_report *rep, const struc
         } else {
             gs_json_null(j, "recovery");
         }
-        postmortem(j, rep, i, sus, nsus);
+        postmortem(j, rep, x);
         char path[1024];
         gs_json_string(j, "range", gs_ranges_failure_path(rep, i, path, sizeof path) ? path : NULL);
         gs_roles_json_failure(j, rep, i);
@@ -507,11 +493,11 @@ static void failures(struct gs_json *j, const struct gs_report *rep, const struc
 
 /* How many failures of each outcome (outcome.c), what the recovered cost,
  * the probes held apart, and the results refused. */
-static void failure_outcomes(struct gs_json *j, const struct gs_replay *r)
+static void failure_outcomes(struct gs_json *j, const struct gs_findings *fd)
 {
-    const struct gs_outcomes *o = &r->outcomes;
+    const struct gs_outcomes *o = fd->outcome_counts;
     gs_json_begin_object(j, "failure_outcomes");
-    gs_json_uint(j, "unrecovered", gs_outcome_unrecovered(r));
+    gs_json_uint(j, "unrecovered", fd->unrecovered);
     gs_json_uint(j, "recovered", o->count[GS_OUTCOME_RECOVERED]);
     gs_json_uint(j, "probe", o->count[GS_OUTCOME_PROBE]);
     gs_json_uint(j, "refused", o->count[GS_OUTCOME_REFUSED]);
@@ -528,17 +514,18 @@ static void failure_outcomes(struct gs_json *j, const struct gs_replay *r)
     gs_json_uint(j, "largest_time_ns", o->probe_largest_ns);
     gs_json_end_object(j);
     gs_json_begin_array(j, "refused_results");
-    for (size_t i = 0; i < r->nfailures; i++) {
-        const struct gs_failure *f = &r->failures[i];
+    for (size_t i = 0; i < fd->nfailures; i++) {
+        const struct gs_failure *f = fd->failures[i].f;
         int first = f->outcome == GS_OUTCOME_REFUSED;
         for (size_t k = 0; first && k < i; k++)
-            first = !(r->failures[k].outcome == GS_OUTCOME_REFUSED &&
-                      r->failures[k].result == f->result);
+            first = !(fd->failures[k].f->outcome == GS_OUTCOME_REFUSED &&
+                      fd->failures[k].f->result == f->result);
         if (!first)
             continue;
         uint64_t n = 0;
-        for (size_t k = i; k < r->nfailures; k++)
-            n += r->failures[k].outcome == GS_OUTCOME_REFUSED && r->failures[k].result == f->result;
+        for (size_t k = i; k < fd->nfailures; k++)
+            n += fd->failures[k].f->outcome == GS_OUTCOME_REFUSED &&
+                 fd->failures[k].f->result == f->result;
         gs_json_begin_object(j, NULL);
         gs_json_uint(j, "result", f->result);
         gs_json_string(j, "result_name", gs_result_name(f->result));
@@ -558,7 +545,7 @@ static void label(struct gs_json *j, const struct gs_marks *m, uint32_t idx)
 
 static void marks(struct gs_json *j, const struct gs_report *rep)
 {
-    const struct gs_marks *m = &rep->replay->marks;
+    const struct gs_marks *m = rep->found->marks;
     uint64_t first_mark = m->marks > GS_MARKS_KEPT ? m->marks - GS_MARKS_KEPT : 0;
     uint64_t first_step = m->nsteps > GS_STEPS_KEPT ? m->nsteps - GS_STEPS_KEPT : 0;
     gs_json_begin_array(j, "marks");
@@ -625,7 +612,7 @@ static void marks(struct gs_json *j, const struct gs_report *rep)
 
 static void blocks(struct gs_json *j, const struct gs_report *rep)
 {
-    const struct gs_blocks *b = &rep->replay->blocks;
+    const struct gs_blocks *b = rep->found->blocks;
     if (!b->seen) {
         gs_json_null(j, "blocks");
         return;
@@ -647,36 +634,29 @@ static void blocks(struct gs_json *j, const struct gs_report *rep)
     gs_json_end_object(j);
 }
 
-static uint64_t frag_free(const struct gs_frag *f)
-{
-    return f->segment_bytes > f->block_bytes ? f->segment_bytes - f->block_bytes : 0;
-}
-
 static void frag_fields(struct gs_json *j, const struct gs_frag *f)
 {
-    uint64_t free_bytes = frag_free(f);
     gs_json_uint(j, "time_ns", f->time_ns);
     gs_json_int(j, "device", f->device);
     gs_json_uint(j, "segments", f->segments);
     gs_json_uint(j, "segment_bytes", f->segment_bytes);
     gs_json_uint(j, "block_bytes", f->block_bytes);
-    gs_json_uint(j, "free_bytes", free_bytes);
+    gs_json_uint(j, "free_bytes", gs_frag_free(f));
     gs_json_uint(j, "largest_free_bytes", f->largest_free);
-    gs_json_double(j, "fragmentation",
-                   free_bytes ? 1.0 - (double)f->largest_free / (double)free_bytes : 0.0);
+    gs_json_double(j, "fragmentation", gs_frag_ratio(f));
     gs_json_uint(j, "blocks_outside_segments_bytes", f->outside_bytes);
 }
 
 /* The two layers of memory held at each growth sample (growth.c). */
-static void over_time(struct gs_json *j, const struct gs_replay *r)
+static void over_time(struct gs_json *j, const struct gs_findings *fd)
 {
-    const struct gs_growth *g = gs_growth_of(r);
+    const struct gs_growth *g = fd->growth;
     gs_json_begin_array(j, "over_time");
     for (unsigned k = 0; k < g->n; k++) {
         const struct gs_layers *l = &g->layers[k];
         struct gs_frag f = {.segment_bytes = l->segment_bytes, .block_bytes = l->block_bytes,
                             .largest_free = l->largest_free};
-        uint64_t free_bytes = frag_free(&f);
+        uint64_t free_bytes = gs_frag_free(&f);
         gs_json_begin_object(j, NULL);
         gs_json_uint(j, "time_ns", g->time_ns[k]);
         if (g->by_steps)
@@ -687,8 +667,7 @@ static void over_time(struct gs_json *j, const struct gs_replay *r)
         gs_json_uint(j, "block_bytes", l->block_bytes);
         gs_json_uint(j, "free_bytes", free_bytes);
         gs_json_uint(j, "largest_free_bytes", l->largest_free);
-        gs_json_double(j, "fragmentation",
-                       free_bytes ? 1.0 - (double)l->largest_free / (double)free_bytes : 0.0);
+        gs_json_double(j, "fragmentation", gs_frag_ratio(&f));
         gs_json_uint(j, "pool_reserved_bytes", l->pool_reserved);
         gs_json_uint(j, "pool_used_bytes", l->pool_used);
         gs_json_end_object(j);
@@ -696,9 +675,9 @@ static void over_time(struct gs_json *j, const struct gs_replay *r)
     gs_json_end_array(j);
 }
 
-static void fragmentation(struct gs_json *j, const struct gs_replay *r)
+static void fragmentation(struct gs_json *j, const struct gs_findings *fd)
 {
-    const struct gs_blocks *b = &r->blocks;
+    const struct gs_blocks *b = fd->blocks;
     gs_json_begin_object(j, "fragmentation");
     if (b->at_peak.present) {
         gs_json_begin_object(j, "at_peak");
@@ -708,31 +687,30 @@ static void fragmentation(struct gs_json *j, const struct gs_replay *r)
         gs_json_null(j, "at_peak");
     }
     gs_json_begin_array(j, "at_failures");
-    for (size_t i = 0; b->seen && i < r->nfailures && i < b->at_failure_cap; i++) {
-        const struct gs_frag *f = &b->at_failure[i];
-        if (!f->present)
+    for (size_t i = 0; i < fd->nfailures; i++) {
+        const struct gs_failure_found *x = &fd->failures[i];
+        if (!x->frag)
             continue;
-        uint64_t want = r->failures[i].requested;
         gs_json_begin_object(j, NULL);
-        gs_json_uint(j, "failure", i);
-        gs_json_uint(j, "requested_bytes", want);
-        frag_fields(j, f);
-        gs_json_bool(j, "fits_in_free", want <= frag_free(f));
-        gs_json_bool(j, "fits_in_largest_free", want <= f->largest_free);
+        gs_json_uint(j, "failure", x->index);
+        gs_json_uint(j, "requested_bytes", x->f->requested);
+        frag_fields(j, x->frag);
+        gs_json_bool(j, "fits_in_free", x->fits_in_segments_free);
+        gs_json_bool(j, "fits_in_largest_free", x->fits_in_largest_gap);
         gs_json_end_object(j);
     }
     gs_json_end_array(j);
-    over_time(j, r);
+    over_time(j, fd);
     gs_json_begin_object(j, "pools_at_peak");
-    gs_json_uint(j, "reserved_bytes", r->peak_pool_reserved);
-    gs_json_uint(j, "used_bytes", r->peak_pool_used);
-    gs_json_uint(j, "free_bytes", r->peak_pool_reserved > r->peak_pool_used
-                                      ? r->peak_pool_reserved - r->peak_pool_used : 0);
+    gs_json_uint(j, "reserved_bytes", fd->pool_reserved_at_peak);
+    gs_json_uint(j, "used_bytes", fd->pool_used_at_peak);
+    gs_json_uint(j, "free_bytes", fd->pool_reserved_at_peak > fd->pool_used_at_peak
+                                      ? fd->pool_reserved_at_peak - fd->pool_used_at_peak : 0);
     gs_json_end_object(j);
     gs_json_begin_object(j, "rounding");
     gs_json_uint(j, "page_bytes", GS_DEVICE_PAGE);
-    gs_json_uint(j, "waste_bytes_at_peak", r->rounding_at_peak);
-    gs_json_uint(j, "waste_bytes_at_end", r->rounding_live);
+    gs_json_uint(j, "waste_bytes_at_peak", fd->rounding_at_peak);
+    gs_json_uint(j, "waste_bytes_at_end", fd->rounding_at_end);
     gs_json_end_object(j);
     gs_json_end_object(j);
 }
@@ -798,21 +776,20 @@ static void trace(struct gs_json *j, const struct gs_report *rep)
     } else {
         gs_json_null(j, "write_failed");
     }
-    checkpoint(j, &rep->replay->checkpoint);
+    checkpoint(j, rep->found->checkpoint);
     gs_json_end_object(j);
 }
 
 /* Leak suspects by growth (growth.c, suspects.c), most growth first. */
-static void suspects(struct gs_json *j, const struct gs_report *rep, const struct gs_suspect *sus,
-                     size_t nsus)
+static void suspects(struct gs_json *j, const struct gs_report *rep)
 {
-    const struct gs_growth *g = gs_growth_of(rep->replay);
-    const struct gs_marks *m = &rep->replay->marks;
+    const struct gs_findings *fd = rep->found;
+    const struct gs_growth *g = fd->growth;
+    const struct gs_suspect *sus = fd->suspects;
+    size_t nsus = fd->nsuspects;
     gs_json_begin_object(j, "growth");
     gs_json_string(j, "sampled_at", !g->n ? NULL : g->by_steps ? "steps" : "time");
-    gs_json_string(j, "step_label",
-                   g->n && g->by_steps && g->step_label < m->nlabels
-                       ? m->labels[g->step_label].label : NULL);
+    gs_json_string(j, "step_label", fd->growth_step_label);
     gs_json_uint(j, "samples", g->n);
     gs_json_end_object(j);
     gs_json_begin_array(j, "suspects");
@@ -827,15 +804,14 @@ static void suspects(struct gs_json *j, const struct gs_report *rep, const struc
         gs_json_double(j, "bytes_per_second", s->bytes_per_second);
         char rate[64];
         gs_json_string(j, "rate",
-                       gs_suspect_rate(s, gs_trace_duration_ns(rep->stats, rep->replay->last_time_ns),
-                                       rate, sizeof rate));
+                       gs_suspect_rate(s, fd->duration_ns, rate, sizeof rate));
         gs_json_uint(j, "first_seen_ns", s->first_seen_ns);
         gs_json_uint(j, "lowest_ns", s->from_ns);
         gs_json_uint(j, "rising_intervals", s->rising);
         gs_json_uint(j, "intervals", s->intervals);
         gs_json_uint(j, "bytes", s->live_bytes);
         gs_json_uint(j, "count", s->live_count);
-        gs_json_string(j, "api", gs_api_name(rep->replay->sites[s->site].api));
+        gs_json_string(j, "api", gs_api_name(fd->sites[s->site].api));
         frames(j, rep, s->stack_id);
         threads(j, rep, s->stack_id, &s->threads);
         gs_json_end_object(j);
@@ -865,46 +841,39 @@ static void unnamed_modules(struct gs_json *j, const struct gs_report *rep)
 
 void gs_report_json(FILE *out, const struct gs_report *rep)
 {
-    const struct gs_replay *r = rep->replay;
+    const struct gs_findings *fd = rep->found;
     struct gs_json j = {.out = out};
-    uint64_t count, leaked = gs_replay_leaks(r, &count);
 
     gs_json_begin_object(&j, NULL);
     process(&j, rep);
     allocator(&j, rep);
-    events(&j, r);
+    events(&j, fd);
     gs_json_begin_object(&j, "peak");
-    gs_json_uint(&j, "bytes", r->peak_bytes);
-    gs_json_uint(&j, "time_ns", r->peak_time_ns);
+    gs_json_uint(&j, "bytes", fd->peak_bytes);
+    gs_json_uint(&j, "time_ns", fd->peak_time_ns);
     sites(&j, rep, GS_METRIC_PEAK);
     gs_json_end_object(&j);
     gs_roles_json(&j, rep);
-    devices(&j, r);
-    timeline(&j, r);
-    struct gs_found local;
-    const struct gs_found *found = gs_report_found(rep, &local);
-    const struct gs_suspect *sus = found->suspects;
-    size_t nsus = found->nsuspects;
-    capacity(&j, r, &found->fit);
-    categories(&j, r);
-    pools(&j, r);
+    devices(&j, fd);
+    timeline(&j, fd);
+    capacity(&j, fd);
+    categories(&j, fd);
+    pools(&j, fd);
     graphs(&j, rep);
     gs_json_begin_object(&j, "leaks");
-    gs_json_uint(&j, "bytes", leaked);
-    gs_json_uint(&j, "count", count);
+    gs_json_uint(&j, "bytes", fd->leak_bytes);
+    gs_json_uint(&j, "count", fd->leak_count);
     sites(&j, rep, GS_METRIC_LEAK);
-    suspects(&j, rep, sus, nsus);
+    suspects(&j, rep);
     gs_json_end_object(&j);
-    failures(&j, rep, sus, nsus);
-    failure_outcomes(&j, r);
-    if (found == &local)
-        gs_found_free(&local);
+    failures(&j, rep);
+    failure_outcomes(&j, fd);
     marks(&j, rep);
     gs_ranges_json(&j, rep);
     blocks(&j, rep);
-    fragmentation(&j, r);
+    fragmentation(&j, fd);
     unnamed_modules(&j, rep); /* after every frame given */
     trace(&j, rep);
-    warnings(&j, rep->warnings);
+    warnings(&j, &fd->warnings);
     gs_json_end_object(&j);
 }

@@ -35,33 +35,6 @@
 #include "analyzer/report/report.h"
 #include "analyzer/util/text.h"
 
-int gs_report_outcomes(const struct gs_replay *r, char *buf, size_t sz)
-{
-    const struct gs_outcomes *o = &r->outcomes;
-    uint64_t unrecovered = gs_outcome_unrecovered(r);
-    if (unrecovered == r->failed) {
-        buf[0] = 0;
-        return 0;
-    }
-    size_t n = (size_t)snprintf(buf, sz, "%" PRIu64 " unrecovered", unrecovered);
-    static const struct {
-        enum gs_outcome o;
-        const char *one, *many;
-    } kinds[] = {{GS_OUTCOME_RECOVERED, "recovered", "recovered"},
-                 {GS_OUTCOME_PROBE, "probe", "probes"},
-                 {GS_OUTCOME_REFUSED, "refused", "refused"}};
-    const char *sep = "; ";
-    for (size_t k = 0; k < 3 && n < sz; k++) {
-        uint64_t c = o->count[kinds[k].o];
-        if (!c)
-            continue;
-        n += (size_t)snprintf(buf + n, sz - n, "%s%" PRIu64 " %s", sep, c,
-                              c == 1 ? kinds[k].one : kinds[k].many);
-        sep = ", ";
-    }
-    return 1;
-}
-
 static double seconds(uint64_t ns) { return (double)ns / 1e9; }
 
 static const char *plural(uint64_t n) { return n == 1 ? "" : "s"; }
@@ -205,9 +178,8 @@ static void print_stack(const struct gs_report *rep, FILE *out, uint32_t stack_i
 static void print_ranked(const struct gs_report *rep, FILE *out, int blocks,
                          enum gs_site_metric metric)
 {
-    struct gs_report_site *sites;
-    size_t n = blocks ? gs_rank_block_sites(rep->replay, rep->sym, rep->opt->view, metric, &sites)
-                      : gs_rank_sites(rep->replay, rep->sym, rep->opt->view, metric, &sites);
+    size_t n;
+    const struct gs_report_site *sites = gs_found_sites(rep->found, blocks, metric, &n);
     const char *what = blocks ? "block" : "allocation";
     char b[32];
     for (size_t i = 0; i < n && i < rep->opt->top; i++) {
@@ -218,7 +190,6 @@ static void print_ranked(const struct gs_report *rep, FILE *out, int blocks,
     }
     if (n > rep->opt->top)
         fprintf(out, "  ... and %zu more call sites (--top N shows more)\n", n - rep->opt->top);
-    free(sites);
 }
 
 static void print_sites(const struct gs_report *rep, FILE *out, enum gs_site_metric metric)
@@ -229,7 +200,7 @@ static void print_sites(const struct gs_report *rep, FILE *out, enum gs_site_met
 static void header(const struct gs_report *rep, FILE *out)
 {
     const struct gs_trace_info *in = rep->info;
-    const struct gs_replay *r = rep->replay;
+    const struct gs_findings *fd = rep->found;
     char when[64] = "";
     time_t t = (time_t)(in->realtime_ns / 1000000000u);
     struct tm tm;
@@ -243,22 +214,19 @@ static void header(const struct gs_report *rep, FILE *out)
             !command ? "(left out: --redact)" : command[0] ? command : "(not recorded)");
     fprintf(out, "  recorded  %.3f s: %" PRIu64 " allocation%s, %" PRIu64 " free%s, %" PRIu64
                  " failed allocation%s",
-            seconds(gs_trace_duration_ns(rep->stats, r->last_time_ns)), r->allocations, plural(r->allocations), r->frees,
-            plural(r->frees), r->failed, plural(r->failed));
-    char outcomes[160];
-    if (gs_report_outcomes(r, outcomes, sizeof outcomes))
-        fprintf(out, " (%s)", outcomes);
+            seconds(fd->duration_ns), fd->allocations, plural(fd->allocations), fd->frees,
+            plural(fd->frees), fd->failed, plural(fd->failed));
+    if (fd->outcomes[0])
+        fprintf(out, " (%s)", fd->outcomes);
     fputc('\n', out);
-    struct gs_alloc_mode m;
-    gs_allocator_mode(in, r, &m);
-    if (m.note[0])
-        fprintf(out, "  allocator %s\n", m.note);
+    if (fd->mode.note[0])
+        fprintf(out, "  allocator %s\n", fd->mode.note);
     for (unsigned i = 0; i < in->nsettings; i++)
         fprintf(out, "%s%s=%s\n", i ? "            " : "  settings  ", in->settings[i].name,
                 in->settings[i].value);
-    if (r->frees_unknown)
+    if (fd->frees_unknown)
         fprintf(out, "            %" PRIu64 " free%s of addresses not allocated while recording\n",
-                r->frees_unknown, plural(r->frees_unknown));
+                fd->frees_unknown, plural(fd->frees_unknown));
 }
 
 static void trace_state(const struct gs_report *rep, FILE *out)
@@ -283,7 +251,7 @@ static void trace_state(const struct gs_report *rep, FILE *out)
         fprintf(out, " (the process did not finish the trace: it was killed or crashed%s)",
                 ring && gs_trace_complete(st) ? "; nothing it recorded was lost" : "");
     fputc('\n', out);
-    const struct gs_checkpoint_state *c = &rep->replay->checkpoint;
+    const struct gs_checkpoint_state *c = rep->found->checkpoint;
     if (c->present)
         fprintf(out, "            history before %.3f s (%" PRIu64 " event%s) is summarized: peak, "
                      "leaks and sites are exact, event detail starts there\n",
@@ -336,24 +304,18 @@ static void sparkline(FILE *out, const char *lead, const struct gs_timeline *t)
 
 /* One line for the one device; with several, a line each, on the same
  * time scale. */
-static void timeline(const struct gs_replay *r, FILE *out)
+static void timeline(const struct gs_findings *fd, FILE *out)
 {
-    int present = 0;
-    for (int d = 0; d <= GS_MAX_DEVICES; d++)
-        present += r->devices[d].present;
-    if (present <= 1) {
-        sparkline(out, "  timeline  ", &r->timeline);
+    if (fd->ndevices <= 1) {
+        sparkline(out, "  timeline  ", fd->timeline);
         return;
     }
-    uint64_t width;
-    unsigned n;
-    gs_timeline_span(r, &width, &n);
     for (int d = 0; d <= GS_MAX_DEVICES; d++) {
-        if (!r->devices[d].present)
+        if (!fd->devices[d].present)
             continue;
         struct gs_timeline t;
         char lead[32];
-        gs_timeline_aligned(gs_device_timeline(r, (unsigned)d), width, n, &t);
+        gs_timeline_aligned(fd->device_timeline[d], fd->timeline_width_ns, fd->timeline_n, &t);
         if (d < GS_MAX_DEVICES)
             snprintf(lead, sizeof lead, "  timeline %-2d", d);
         else
@@ -362,12 +324,11 @@ static void timeline(const struct gs_replay *r, FILE *out)
     }
 }
 
-static void devices(const struct gs_report *rep, FILE *out, const struct gs_fit *fit)
+static void devices(const struct gs_findings *fd, FILE *out)
 {
-    const struct gs_replay *r = rep->replay;
     char a[32], b[32];
     for (int d = 0; d <= GS_MAX_DEVICES; d++) {
-        const struct gs_device_usage *u = &r->devices[d];
+        const struct gs_device_usage *u = &fd->devices[d];
         if (!u->present)
             continue;
         if (d < GS_MAX_DEVICES)
@@ -377,15 +338,12 @@ static void devices(const struct gs_report *rep, FILE *out, const struct gs_fit 
         fprintf(out, " peak %s at %.3f s, %s live at the end\n", gs_human_bytes(u->peak_bytes, a, sizeof a),
                 seconds(u->peak_time_ns), gs_human_bytes(u->live_bytes, b, sizeof b));
     }
-    timeline(r, out);
-    if (fit->need) {
-        char line[512];
-        gs_fit_text(fit, line, sizeof line);
-        fprintf(out, "  fits on   %s\n", line);
-    }
-    if (r->rounding_at_peak)
+    timeline(fd, out);
+    if (fd->fit.need)
+        fprintf(out, "  fits on   %s\n", fd->fit_text);
+    if (fd->rounding_at_peak)
         fprintf(out, "  pages     %s more at the peak: sizes rounded up to whole %s pages\n",
-                gs_human_bytes(r->rounding_at_peak, a, sizeof a),
+                gs_human_bytes(fd->rounding_at_peak, a, sizeof a),
                 gs_human_bytes(GS_DEVICE_PAGE, b, sizeof b));
     static const char *const labels[GS_KIND_COUNT] = {
         [GS_KIND_MANAGED] = "managed memory", [GS_KIND_HOST_PINNED] = "pinned host memory",
@@ -393,14 +351,14 @@ static void devices(const struct gs_report *rep, FILE *out, const struct gs_fit 
         [GS_KIND_ADDRESS_SPACE] = "reserved address space", [GS_KIND_MAPPED] = "mapped ranges",
         [GS_KIND_MULTICAST] = "multicast objects"};
     for (int k = GS_KIND_DEVICE + 1; k < GS_KIND_COUNT; k++) {
-        const struct gs_kind_usage *u = &r->kinds[k];
+        const struct gs_kind_usage *u = &fd->kinds[k];
         if (u->allocs)
             fprintf(out, "  %-29s peak %s, %s live at the end, %" PRIu64 " allocation%s\n",
                     labels[k], gs_human_bytes(u->peak_bytes, a, sizeof a),
                     gs_human_bytes(u->live_bytes, b, sizeof b), u->allocs, plural(u->allocs));
     }
-    for (size_t i = 0; i < r->npools; i++) {
-        const struct gs_pool_usage *p = &r->pools[i];
+    for (size_t i = 0; i < fd->npools; i++) {
+        const struct gs_pool_usage *p = &fd->pools[i];
         char c[32];
         fprintf(out, "  pool 0x%" PRIx64 " on device %d: reserved up to %s, used up to %s, "
                      "up to %s held beyond use\n",
@@ -408,7 +366,7 @@ static void devices(const struct gs_report *rep, FILE *out, const struct gs_fit 
                 gs_human_bytes(p->peak_used, b, sizeof b), gs_human_bytes(p->peak_unused, c, sizeof c));
     }
     for (int d = 0; d <= GS_MAX_DEVICES; d++) {
-        const struct gs_graph_pool *p = &r->graphs.pools[d];
+        const struct gs_graph_pool *p = &fd->graphs->pools[d];
         char c[32];
         if (!p->seen)
             continue;
@@ -416,7 +374,7 @@ static void devices(const struct gs_report *rep, FILE *out, const struct gs_fit 
                      "%" PRIu64 " graph%s instantiated, %" PRIu64 " launch%s",
                 d < GS_MAX_DEVICES ? d : GS_DEVICE_UNKNOWN, gs_human_bytes(p->reserved, a, sizeof a),
                 gs_human_bytes(p->peak_reserved, c, sizeof c), gs_human_bytes(p->live, b, sizeof b),
-                r->graphs.execs_made, plural(r->graphs.execs_made), p->launches,
+                fd->graphs->execs_made, plural(fd->graphs->execs_made), p->launches,
                 p->launches == 1 ? "" : "es");
         if (p->launches_failed)
             fprintf(out, " (%" PRIu64 " failed)", p->launches_failed);
@@ -428,7 +386,7 @@ static void devices(const struct gs_report *rep, FILE *out, const struct gs_fit 
  * memory they take each time they run. */
 static void graph_nodes(const struct gs_report *rep, FILE *out)
 {
-    const struct gs_graphs *g = &rep->replay->graphs;
+    const struct gs_graphs *g = rep->found->graphs;
     static const char *const which[] = {"graph", "executable", "capture (not ended)"};
     int said = 0;
     for (size_t i = 0; i < g->nobjs; i++) {
@@ -450,17 +408,6 @@ static void graph_nodes(const struct gs_report *rep, FILE *out)
     }
 }
 
-static uint64_t frag_free(const struct gs_frag *f)
-{
-    return f->segment_bytes > f->block_bytes ? f->segment_bytes - f->block_bytes : 0;
-}
-
-static double frag_ratio(const struct gs_frag *f)
-{
-    uint64_t free_bytes = frag_free(f);
-    return free_bytes ? 1.0 - (double)f->largest_free / (double)free_bytes : 0.0;
-}
-
 /* "3 segments of 24.00 MiB hold 18.00 MiB of blocks: 6.00 MiB free inside
  * them, the largest gap 4.00 MiB (fragmentation 0.33)" */
 static void print_frag(FILE *out, const struct gs_frag *f)
@@ -473,9 +420,9 @@ static void print_frag(FILE *out, const struct gs_frag *f)
                      "largest gap %s (fragmentation %.2f)",
                 f->segments, plural(f->segments), gs_human_bytes(f->segment_bytes, a, sizeof a),
                 f->segments == 1 ? "s" : "",
-                gs_human_bytes(f->block_bytes, b, sizeof b), gs_human_bytes(frag_free(f), c, sizeof c),
+                gs_human_bytes(f->block_bytes, b, sizeof b), gs_human_bytes(gs_frag_free(f), c, sizeof c),
                 f->segments == 1 ? "it" : "them", gs_human_bytes(f->largest_free, d, sizeof d),
-                frag_ratio(f));
+                gs_frag_ratio(f));
     }
     if (f->outside_bytes)
         fprintf(out, "; %s of blocks lie in no segment",
@@ -483,45 +430,38 @@ static void print_frag(FILE *out, const struct gs_frag *f)
 }
 
 /* Under a failure: would it have fit inside the segments the process held? */
-static void failure_frag(const struct gs_report *rep, FILE *out, size_t i)
+static void failure_frag(FILE *out, const struct gs_failure_found *x)
 {
-    const struct gs_blocks *b = &rep->replay->blocks;
-    if (i >= b->at_failure_cap || !b->at_failure[i].present)
+    if (!x->frag)
         return;
-    const struct gs_frag *f = &b->at_failure[i];
-    uint64_t want = rep->replay->failures[i].requested;
     fprintf(out, "             inside its segments: ");
-    print_frag(out, f);
+    print_frag(out, x->frag);
     fprintf(out, "\n             so the request would %s\n",
-            want <= f->largest_free  ? "have fit in one free gap of a segment already held"
-            : want <= frag_free(f) ? "have fit in the free space inside the segments held, but "
-                                     "in no one gap: fragmentation"
-                                   : "not have fit even in all the free space inside the "
-                                     "segments held");
+            x->gap == GS_GAP_ONE        ? "have fit in one free gap of a segment already held"
+            : x->gap == GS_GAP_ALL_FREE ? "have fit in the free space inside the segments held, "
+                                          "but in no one gap: fragmentation"
+                                        : "not have fit even in all the free space inside the "
+                                          "segments held");
 }
 
 /* Under a failure: the verdict, what the process held on the device, and
  * what grew before (oom.c, verdict.c). */
-static void failure_postmortem(const struct gs_report *rep, FILE *out, size_t i,
-                               const struct gs_suspect *sus, size_t nsus)
+static void failure_postmortem(const struct gs_report *rep, FILE *out,
+                               const struct gs_failure_found *x)
 {
-    const struct gs_replay *r = rep->replay;
-    struct gs_oom_verdict v;
+    const struct gs_site *sites = rep->found->sites;
     char a[32], where[256];
-    gs_oom_verdict(r, i, sus, nsus, rep->sym, rep->opt->view, &v);
-    fprintf(out, "             verdict: %s\n", v.sentence);
-    struct gs_wi_verdict wv;
-    if (rep->whatif &&
-        gs_wi_verdict(rep->whatif, r->failures[i].device, r->failures[i].time_ns, &wv) == 0)
-        fprintf(out, "           allocator: %s\n", wv.sentence);
-    const struct gs_postmortem *pm = gs_failure_postmortem(r, i);
+    fprintf(out, "             verdict: %s\n", x->cause.sentence);
+    if (x->has_allocator)
+        fprintf(out, "           allocator: %s\n", x->allocator.sentence);
+    const struct gs_postmortem *pm = x->pm;
     if (!pm)
         return;
     if (pm->nheld)
         fprintf(out, "             held then on its device, by call site:\n");
     for (unsigned k = 0; k < pm->nheld; k++) {
-        gs_site_where(r, rep->sym, rep->opt->view, r->sites[pm->held_site[k]].stack_id, where,
-                      sizeof where);
+        gs_site_where(rep->replay, rep->sym, rep->opt->view, sites[pm->held_site[k]].stack_id,
+                      where, sizeof where);
         fprintf(out, "             %12s in %6" PRIu64 "  %s\n",
                 gs_human_bytes(pm->held_bytes[k], a, sizeof a), pm->held_count[k], where);
     }
@@ -533,8 +473,8 @@ static void failure_postmortem(const struct gs_report *rep, FILE *out, size_t i,
     else
         fprintf(out, "             grew since %.3f s, by call site:\n", seconds(pm->grew_from_ns));
     for (unsigned k = 0; k < pm->ngrew; k++) {
-        gs_site_where(r, rep->sym, rep->opt->view, r->sites[pm->grew_site[k]].stack_id, where,
-                      sizeof where);
+        gs_site_where(rep->replay, rep->sym, rep->opt->view, sites[pm->grew_site[k]].stack_id,
+                      where, sizeof where);
         fprintf(out, "             %12s  %s\n", gs_human_bytes(pm->grew_bytes[k], a, sizeof a),
                 where);
     }
@@ -551,10 +491,10 @@ static void failure_line(FILE *out, const struct gs_failure *f)
 
 /* An unrecovered failure, in full: the memory then, the verdict, what was
  * held and grew, its stack. */
-static void failure_in_full(const struct gs_report *rep, FILE *out, size_t i,
-                            const struct gs_suspect *sus, size_t nsus)
+static void failure_in_full(const struct gs_report *rep, FILE *out,
+                            const struct gs_failure_found *x)
 {
-    const struct gs_failure *f = &rep->replay->failures[i];
+    const struct gs_failure *f = x->f;
     char b[32], c[32], d[32];
     failure_line(out, f);
     fputc('\n', out);
@@ -563,11 +503,11 @@ static void failure_in_full(const struct gs_report *rep, FILE *out, size_t i,
                 gs_human_bytes(f->free_bytes, b, sizeof b), gs_human_bytes(f->total_bytes, c, sizeof c),
                 gs_human_bytes(f->process_live_bytes, d, sizeof d));
     char path[1024];
-    if (gs_ranges_failure_path(rep, i, path, sizeof path))
+    if (gs_ranges_failure_path(rep, x->index, path, sizeof path))
         fprintf(out, "             inside NVTX range %s\n", path);
-    gs_roles_text_failure(out, rep, i, "             ");
-    failure_frag(rep, out, i);
-    failure_postmortem(rep, out, i, sus, nsus);
+    gs_roles_text_failure(out, rep, x->index, "             ");
+    failure_frag(out, x);
+    failure_postmortem(rep, out, x);
     fprintf(out, "             ");
     struct gs_thread_tally thread = {0};
     gs_tally_add(&thread, f->thread, 1);
@@ -578,11 +518,11 @@ static void failure_in_full(const struct gs_report *rep, FILE *out, size_t i,
  * --top) with what came of it, and where. */
 static void failures_got_past(const struct gs_report *rep, FILE *out, enum gs_outcome o)
 {
-    const struct gs_replay *r = rep->replay;
+    const struct gs_findings *fd = rep->found;
     char a[32], b[32], where[256];
     size_t shown = 0, more = 0;
-    for (size_t i = 0; i < r->nfailures; i++) {
-        const struct gs_failure *f = &r->failures[i];
+    for (size_t i = 0; i < fd->nfailures; i++) {
+        const struct gs_failure *f = fd->failures[i].f;
         if (f->outcome != o)
             continue;
         if (shown == rep->opt->top) {
@@ -601,26 +541,25 @@ static void failures_got_past(const struct gs_report *rep, FILE *out, enum gs_ou
                     seconds(f->retry_ns));
         else if (o == GS_OUTCOME_PROBE)
             fprintf(out, "; %s fit, freed at once", gs_human_bytes(f->retry_bytes, a, sizeof a));
-        gs_site_where(r, rep->sym, rep->opt->view, f->stack_id, where, sizeof where);
+        gs_site_where(rep->replay, rep->sym, rep->opt->view, f->stack_id, where, sizeof where);
         fprintf(out, "\n             at %s\n", where);
     }
     if (more)
         fprintf(out, "  ... and %zu more (--top N shows more)\n", more);
 }
 
-static void failures(const struct gs_report *rep, FILE *out, const struct gs_suspect *sus,
-                     size_t nsus)
+static void failures(const struct gs_report *rep, FILE *out)
 {
-    const struct gs_replay *r = rep->replay;
-    const struct gs_outcomes *o = &r->outcomes;
+    const struct gs_findings *fd = rep->found;
+    const struct gs_outcomes *o = fd->outcome_counts;
     char a[32], b[32];
-    if (!r->failed) {
+    if (!fd->failed) {
         fprintf(out, "\nNo failed allocations.\n");
         return;
     }
-    uint64_t unrecovered = gs_outcome_unrecovered(r);
-    fprintf(out, "\nFailed allocations: %" PRIu64, r->failed);
-    if (unrecovered == r->failed)
+    uint64_t unrecovered = fd->unrecovered;
+    fprintf(out, "\nFailed allocations: %" PRIu64, fd->failed);
+    if (unrecovered == fd->failed)
         fputc('\n', out);
     else if (unrecovered)
         fprintf(out, ", %" PRIu64 " unrecovered (the program did not get past %s):\n",
@@ -628,15 +567,15 @@ static void failures(const struct gs_report *rep, FILE *out, const struct gs_sus
     else
         fprintf(out, ", none unrecovered: the program got past each one\n");
     size_t listed = 0, more = 0;
-    for (size_t i = 0; i < r->nfailures; i++) {
-        if (r->failures[i].outcome != GS_OUTCOME_UNRECOVERED)
+    for (size_t i = 0; i < fd->nfailures; i++) {
+        if (fd->failures[i].f->outcome != GS_OUTCOME_UNRECOVERED)
             continue;
         if (listed == rep->opt->top) {
             more++;
             continue;
         }
         listed++;
-        failure_in_full(rep, out, i, sus, nsus);
+        failure_in_full(rep, out, &fd->failures[i]);
     }
     if (more)
         fprintf(out, "  ... and %zu more\n", more);
@@ -676,19 +615,19 @@ static void failures(const struct gs_report *rep, FILE *out, const struct gs_sus
 }
 
 /* The leak suspects (growth.c, suspects.c): what the report leads with. */
-static void suspects(const struct gs_report *rep, FILE *out, const struct gs_suspect *sus,
-                     size_t nsus)
+static void suspects(const struct gs_report *rep, FILE *out)
 {
-    const struct gs_replay *r = rep->replay;
-    const struct gs_growth *g = gs_growth_of(r);
+    const struct gs_findings *fd = rep->found;
+    const struct gs_growth *g = fd->growth;
+    const struct gs_suspect *sus = fd->suspects;
+    size_t nsus = fd->nsuspects;
     char a[32], b[32], c[32];
     if (!g->n)
         return;
     char how[320];
     if (g->by_steps)
         snprintf(how, sizeof how, "where \"%s\" steps begin or end, %u time%s",
-                 g->step_label < r->marks.nlabels ? r->marks.labels[g->step_label].label : "?",
-                 g->n, plural(g->n));
+                 fd->growth_step_label ? fd->growth_step_label : "?", g->n, plural(g->n));
     else
         snprintf(how, sizeof how, "at %u quiet moment%s", g->n, plural(g->n));
     if (!nsus) {
@@ -700,7 +639,7 @@ static void suspects(const struct gs_report *rep, FILE *out, const struct gs_sus
                  "at the end of the run):\n", nsus, plural(nsus), how);
     for (size_t i = 0; i < nsus && i < rep->opt->top; i++) {
         const struct gs_suspect *s = &sus[i];
-        gs_suspect_rate(s, gs_trace_duration_ns(rep->stats, r->last_time_ns), c, sizeof c);
+        gs_suspect_rate(s, fd->duration_ns, c, sizeof c);
         fprintf(out, "  +%11s since %.3f s, %s; %s live at the end  ",
                 gs_human_bytes(s->growth_bytes, a, sizeof a), seconds(s->from_ns), c,
                 gs_human_bytes(s->live_bytes, b, sizeof b));
@@ -727,7 +666,7 @@ static void signed_bytes(int64_t v, char *buf, size_t sz)
 /* The marks' labels with their steps, then the last steps. */
 static void marks(const struct gs_report *rep, FILE *out)
 {
-    const struct gs_marks *m = &rep->replay->marks;
+    const struct gs_marks *m = rep->found->marks;
     char a[32], b[32], c[32];
     if (!m->marks)
         return;
@@ -785,7 +724,7 @@ static void marks(const struct gs_report *rep, FILE *out)
 /* The program's own allocator's blocks, and fragmentation at the peak. */
 static void blocks(const struct gs_report *rep, FILE *out)
 {
-    const struct gs_blocks *b = &rep->replay->blocks;
+    const struct gs_blocks *b = rep->found->blocks;
     char a[32];
     if (!b->seen)
         return;
@@ -833,42 +772,35 @@ static void unnamed(const struct gs_report *rep, FILE *out)
 
 void gs_report_text(FILE *out, const struct gs_report *rep)
 {
-    const struct gs_replay *r = rep->replay;
+    const struct gs_findings *fd = rep->found;
     char a[32];
     header(rep, out);
     trace_state(rep, out);
-    warning_lines(rep->warnings, out);
-    struct gs_found local;
-    const struct gs_found *found = gs_report_found(rep, &local);
-    const struct gs_suspect *sus = found->suspects;
-    size_t nsus = found->nsuspects;
-    devices(rep, out, &found->fit);
-    suspects(rep, out, sus, nsus);
+    warning_lines(&fd->warnings, out);
+    devices(fd, out);
+    suspects(rep, out);
 
-    fprintf(out, "\nPeak: %s of device memory at %.3f s", gs_human_bytes(r->peak_bytes, a, sizeof a),
-            seconds(r->peak_time_ns));
-    if (r->outcomes.probes) {
+    fprintf(out, "\nPeak: %s of device memory at %.3f s", gs_human_bytes(fd->peak_bytes, a, sizeof a),
+            seconds(fd->peak_time_ns));
+    if (fd->outcome_counts->probes) {
         char b[32];
         fprintf(out, " (not counting %" PRIu64 " probe%s of up to %s, freed at once: see "
                      "Probes)",
-                r->outcomes.probes, plural(r->outcomes.probes),
-                gs_human_bytes(r->outcomes.probe_largest, b, sizeof b));
+                fd->outcome_counts->probes, plural(fd->outcome_counts->probes),
+                gs_human_bytes(fd->outcome_counts->probe_largest, b, sizeof b));
     }
     fprintf(out, ". Live then, by call site:\n");
     print_sites(rep, out, GS_METRIC_PEAK);
     gs_roles_text_peak(out, rep);
 
-    uint64_t count, leaked = gs_replay_leaks(r, &count);
-    if (count) {
+    if (fd->leak_count) {
         fprintf(out, "\nUnfreed at the end: %s in %" PRIu64 " allocation%s, by call site:\n",
-                gs_human_bytes(leaked, a, sizeof a), count, plural(count));
+                gs_human_bytes(fd->leak_bytes, a, sizeof a), fd->leak_count, plural(fd->leak_count));
         print_sites(rep, out, GS_METRIC_LEAK);
     } else {
         fprintf(out, "\nEverything allocated was freed.\n");
     }
-    failures(rep, out, sus, nsus);
-    if (found == &local)
-        gs_found_free(&local);
+    failures(rep, out);
     marks(rep, out);
     gs_ranges_text(out, rep);
     blocks(rep, out);

@@ -37,8 +37,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (gs_load("export", path, &l) != 0)
         return 0;
     struct gs_report_options opt = {.top = UINT32_MAX, .frames = UINT32_MAX, .view = view};
+    struct gs_findings found; /* as gs_report_prepare makes them, less the what-if replay */
+    gs_findings_make(&found, &l.info, &l.st, &l.r, l.sym, view, NULL);
     struct gs_report rep = {.path = path, .info = &l.info, .stats = &l.st, .replay = &l.r,
-                            .sym = l.sym, .opt = &opt};
+                            .sym = l.sym, .opt = &opt, .found = &found};
     char err[256];
     switch (format) {
     case JSON: gs_report_json(out, &rep); break;
@@ -49,6 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case PPROF_PEAK: gs_export_pprof(out, &rep, GS_PPROF_INUSE_PEAK, err, sizeof err); break;
     default: gs_export_html(out, &rep); break;
     }
+    gs_findings_free(&found);
     gs_loaded_free(&l);
     gs_incomplete_forget(); /* its warnings: a command says them at its end */
     return 0;

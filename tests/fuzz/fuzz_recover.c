@@ -24,9 +24,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (gs_load("report", path, &l) != 0)
         return 0;
     struct gs_report_options opt = {.top = UINT32_MAX, .frames = 6};
+    struct gs_findings found;
+    gs_findings_make(&found, &l.info, &l.st, &l.r, l.sym, opt.view, NULL);
     struct gs_report rep = {.path = path, .info = &l.info, .stats = &l.st, .replay = &l.r,
-                            .sym = l.sym, .opt = &opt};
+                            .sym = l.sym, .opt = &opt, .found = &found};
     gs_report_json(fuzz_null(), &rep);
+    gs_findings_free(&found);
     gs_loaded_free(&l);
     gs_incomplete_forget(); /* its warnings: a command says them at its end */
     return 0;

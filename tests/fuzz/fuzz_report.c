@@ -29,8 +29,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct gs_report_options json = {.top = UINT32_MAX, .frames = 6};
     if (size && (data[size - 1] & 1))
         text.view = json.view = GS_VIEW_NATIVE;
+    struct gs_findings found; /* as gs_report_prepare makes them, less the what-if replay */
+    gs_findings_make(&found, &l.info, &l.st, &l.r, l.sym, text.view, NULL);
     struct gs_report rep = {.path = path, .info = &l.info, .stats = &l.st, .replay = &l.r,
-                            .sym = l.sym, .opt = &text};
+                            .sym = l.sym, .opt = &text, .found = &found};
     gs_report_text(fuzz_null(), &rep);
     rep.opt = &json;
     gs_report_json(fuzz_null(), &rep);
@@ -50,6 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         gs_whatif_json(fuzz_null(), &wr);
         gs_wi_answer_free(&a);
     }
+    gs_findings_free(&found);
     gs_loaded_free(&l);
     gs_incomplete_forget(); /* its warnings: a command says them at its end */
     return 0;

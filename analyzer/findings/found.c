@@ -1,0 +1,183 @@
+/*
+ * found.c - a replayed trace's findings, made once (found.h, struct
+ * gs_findings): the sites ranked, the suspects, the fit, each failure's
+ * verdicts and fragmentation, the outcomes in words, the warnings. The
+ * judgements themselves are their own files' (sites.c, suspects.c,
+ * cards.c, verdict.c, oom.c, blocks.c, warnings.c); this file gathers
+ * them, and the screens format what it gathered.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer/trace/trace.h"
+#include "analyzer/read/read.h"
+#include "analyzer/model/model.h"
+#include "analyzer/findings/growth.h"
+#include "analyzer/findings/oom.h"
+#include "analyzer/findings/found.h"
+
+uint64_t gs_frag_free(const struct gs_frag *f)
+{
+    return f->segment_bytes > f->block_bytes ? f->segment_bytes - f->block_bytes : 0;
+}
+
+double gs_frag_ratio(const struct gs_frag *f)
+{
+    uint64_t free_bytes = gs_frag_free(f);
+    return free_bytes ? 1.0 - (double)f->largest_free / (double)free_bytes : 0.0;
+}
+
+const struct gs_report_site *gs_found_sites(const struct gs_findings *f, int blocks,
+                                            enum gs_site_metric metric, size_t *n)
+{
+    if (metric == GS_METRIC_PEAK) {
+        *n = blocks ? f->nblock_peak_sites : f->npeak_sites;
+        return blocks ? f->block_peak_sites : f->peak_sites;
+    }
+    if (metric == GS_METRIC_LEAK) {
+        *n = blocks ? f->nblock_leak_sites : f->nleak_sites;
+        return blocks ? f->block_leak_sites : f->leak_sites;
+    }
+    *n = 0;
+    return NULL;
+}
+
+/* What became of the failed allocations in a few words, when they were not
+ * all unrecovered; else "". */
+static void outcomes_text(const struct gs_replay *r, uint64_t unrecovered, char *buf, size_t sz)
+{
+    buf[0] = 0;
+    if (unrecovered == r->failed)
+        return;
+    size_t n = (size_t)snprintf(buf, sz, "%" PRIu64 " unrecovered", unrecovered);
+    static const struct {
+        enum gs_outcome o;
+        const char *one, *many;
+    } kinds[] = {{GS_OUTCOME_RECOVERED, "recovered", "recovered"},
+                 {GS_OUTCOME_PROBE, "probe", "probes"},
+                 {GS_OUTCOME_REFUSED, "refused", "refused"}};
+    const char *sep = "; ";
+    for (size_t k = 0; k < 3 && n < sz; k++) {
+        uint64_t c = r->outcomes.count[kinds[k].o];
+        if (!c)
+            continue;
+        n += (size_t)snprintf(buf + n, sz - n, "%s%" PRIu64 " %s", sep, c,
+                              c == 1 ? kinds[k].one : kinds[k].many);
+        sep = ", ";
+    }
+}
+
+static void judge_failure(struct gs_findings *fd, const struct gs_replay *r, size_t i,
+                          struct gs_symbolizer *sym, enum gs_stack_view view)
+{
+    struct gs_failure_found *x = &fd->failures[i];
+    const struct gs_failure *f = &r->failures[i];
+    x->f = f;
+    x->index = i;
+    x->pm = gs_failure_postmortem(r, i);
+    const struct gs_blocks *b = &r->blocks;
+    if (b->seen && i < b->at_failure_cap && b->at_failure[i].present) {
+        x->frag = &b->at_failure[i];
+        x->fits_in_largest_gap = f->requested <= x->frag->largest_free;
+        x->fits_in_segments_free = f->requested <= gs_frag_free(x->frag);
+        x->gap = x->fits_in_largest_gap     ? GS_GAP_ONE
+                 : x->fits_in_segments_free ? GS_GAP_ALL_FREE
+                                            : GS_GAP_NONE;
+    }
+    if (f->outcome != GS_OUTCOME_UNRECOVERED)
+        return;
+    x->judged = 1;
+    gs_oom_verdict(r, i, fd->suspects, fd->nsuspects, sym, view, &x->cause);
+    x->fits_in_held_free = x->cause.held_free && f->requested <= x->cause.held_free;
+    const struct gs_wi_answer *a = fd->whatif;
+    if (a && gs_wi_verdict(a, f->device, f->time_ns, &x->allocator) == 0) {
+        x->has_allocator = 1;
+        x->allocator_setting =
+            x->allocator.setting == SIZE_MAX ? NULL : a->q.settings[x->allocator.setting].name;
+        x->allocator_compared = a->q.settings[0].name;
+    }
+}
+
+void gs_findings_make(struct gs_findings *fd, const struct gs_trace_info *info,
+                      const struct gs_reader_stats *st, const struct gs_replay *r,
+                      struct gs_symbolizer *sym, enum gs_stack_view view,
+                      const struct gs_wi_answer *whatif)
+{
+    memset(fd, 0, sizeof *fd);
+    fd->whatif = whatif;
+    fd->duration_ns = gs_trace_duration_ns(st, r->last_time_ns);
+    fd->allocations = r->allocations;
+    fd->frees = r->frees;
+    fd->failed = r->failed;
+    fd->frees_unknown = r->frees_unknown;
+    fd->refs = r->refs;
+    fd->unrecovered = gs_outcome_unrecovered(r);
+    outcomes_text(r, fd->unrecovered, fd->outcomes, sizeof fd->outcomes);
+    gs_allocator_mode(info, r, &fd->mode);
+
+    fd->peak_bytes = r->peak_bytes;
+    fd->peak_time_ns = r->peak_time_ns;
+    fd->largest_device_peak = gs_largest_device_peak(r);
+    fd->rounding_at_peak = r->rounding_at_peak;
+    fd->rounding_at_end = r->rounding_live;
+    fd->pool_reserved_at_peak = r->peak_pool_reserved;
+    fd->pool_used_at_peak = r->peak_pool_used;
+    fd->npeak_sites = gs_rank_sites(r, sym, view, GS_METRIC_PEAK, &fd->peak_sites);
+    fd->leak_bytes = gs_replay_leaks(r, &fd->leak_count);
+    fd->nleak_sites = gs_rank_sites(r, sym, view, GS_METRIC_LEAK, &fd->leak_sites);
+
+    fd->nsuspects = gs_growth_suspects(r, sym, view, &fd->suspects);
+    fd->growth = gs_growth_of(r);
+    if (fd->growth->n && fd->growth->by_steps && fd->growth->step_label < r->marks.nlabels)
+        fd->growth_step_label = r->marks.labels[fd->growth->step_label].label;
+    gs_card_fit(r, fd->nsuspects, &fd->fit);
+    gs_fit_text(&fd->fit, fd->fit_text, sizeof fd->fit_text);
+
+    fd->outcome_counts = &r->outcomes;
+    if (r->nfailures) {
+        fd->failures = calloc(r->nfailures, sizeof *fd->failures);
+        if (fd->failures) /* (the shortage is a warning, below) */
+            fd->nfailures = r->nfailures;
+    }
+    for (size_t i = 0; i < fd->nfailures; i++)
+        judge_failure(fd, r, i, sym, view);
+
+    if (r->blocks.seen) {
+        fd->nblock_peak_sites =
+            gs_rank_block_sites(r, sym, view, GS_METRIC_PEAK, &fd->block_peak_sites);
+        fd->nblock_leak_sites =
+            gs_rank_block_sites(r, sym, view, GS_METRIC_LEAK, &fd->block_leak_sites);
+    }
+
+    fd->sites = r->sites;
+    fd->nsites = r->nsites;
+    fd->devices = r->devices;
+    fd->kinds = r->kinds;
+    fd->pools = r->pools;
+    fd->npools = r->npools;
+    fd->graphs = &r->graphs;
+    fd->marks = &r->marks;
+    fd->blocks = &r->blocks;
+    fd->checkpoint = &r->checkpoint;
+    fd->timeline = &r->timeline;
+    for (unsigned d = 0; d <= GS_MAX_DEVICES; d++) {
+        fd->device_timeline[d] = gs_device_timeline(r, d);
+        fd->ndevices += r->devices[d].present != 0;
+    }
+    gs_timeline_span(r, &fd->timeline_width_ns, &fd->timeline_n);
+
+    gs_warnings_of(info, st, r, &fd->warnings); /* last: it counts the shortages above */
+}
+
+void gs_findings_free(struct gs_findings *fd)
+{
+    free(fd->peak_sites);
+    free(fd->leak_sites);
+    free(fd->suspects);
+    free(fd->failures);
+    free(fd->block_peak_sites);
+    free(fd->block_leak_sites);
+    memset(fd, 0, sizeof *fd);
+}
