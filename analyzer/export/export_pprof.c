@@ -443,9 +443,12 @@ static void write_profile(struct builder *b, struct gs_pb *pb, const struct gs_r
     char text[4096 + 128];
     uint64_t comments[4];
     unsigned nc = 0;
-    snprintf(text, sizeof text, "command: %s", in->command);
+    const char *command = gs_shown_command(in), *host = gs_shown_host(in);
+    snprintf(text, sizeof text, "command: %s",
+             !command ? "(left out: --redact)" : command[0] ? command : "(not recorded)");
     comments[nc++] = string_id(b, text);
-    snprintf(text, sizeof text, "pid %" PRIu64 " on %s, trace %s", in->pid, in->host, rep->path);
+    snprintf(text, sizeof text, "pid %" PRIu64 " on %s, trace %s", in->pid,
+             host ? host : "(left out: --redact)", rep->path);
     comments[nc++] = string_id(b, text);
     if (inuse == GS_PPROF_INUSE_PEAK)
         snprintf(text, sizeof text,

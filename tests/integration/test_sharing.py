@@ -6,10 +6,12 @@ out of every screen of every command that reads traces.
 
 The program is drv_schedule, given an argument it does not read: a secret.
 """
+import gzip
 import json
 import os
 import socket
 import subprocess
+import tempfile
 
 from harness import E, check, eq, one_trace, run
 
@@ -75,3 +77,18 @@ def test_redact_leaves_the_host_and_command_out_of_every_screen():
     eq([r["host"] for r in ranks["ranks"]], [None, None], "the ranks' hosts")
     check(f" on {host}" in gpushim("report", trace), "without --redact, the host is shown")
     eq(json.loads(outs["export --format=perfetto"])["otherData"]["command"], None, "perfetto")
+    # the binary formats, written to a file: pprof's comments and the
+    # snapshot's pickle hold no command line either
+    for fmt in ("pprof", "torch-snapshot"):
+        got = {}
+        for redact in ([], ["--redact"]):
+            out = os.path.join(tempfile.mkdtemp(prefix="gpushim-share-"), f"shared.{fmt}")
+            p = subprocess.run([E.gpushim, "export", f"--format={fmt}", *redact, "-o", out, trace],
+                               capture_output=True, timeout=60)
+            eq(p.returncode, 0, p.stderr)
+            with open(out, "rb") as f:
+                data = f.read()
+            got[bool(redact)] = gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+        check(SECRET.encode() not in got[True], f"{fmt}: the command line left out")
+        if SECRET.encode() in got[False]:
+            check(b"(left out: --redact)" in got[True], f"{fmt}: says what it left out")
