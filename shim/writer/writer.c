@@ -524,6 +524,8 @@ static int finish_locked(int for_exec)
     pthread_mutex_unlock(&w.ring_lock);
     add_record(&end, sizeof end, w.chunk_pos);
     write_chunk();
+    if (w.state == FAILED) /* in this drain: without a ring, its stopped chunk says the end */
+        stopped_write(end.time_ns);
     gs_bound_finish(for_exec);
     if (w.state != FAILED)
         ring_remove(); /* the trace is whole without it */

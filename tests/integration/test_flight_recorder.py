@@ -123,6 +123,24 @@ def test_file_size_limit_below_the_ring_and_reached_by_the_trace():
     check("there was no ring file to keep later events" in text, text)
 
 
+def test_a_trace_that_reaches_the_limit_in_its_last_drain_still_finished():
+    # As above, but every chunk is written at exit: the writer thread sleeps
+    # 10 s between drains and the ring holds every event, so the file reaches
+    # the limit during the exit's drain. The stopped chunk was then written
+    # without the end's time, and a run that finished read as a death (seen
+    # when a loaded machine held the writer thread back).
+    r = run([E.prog("drv_longhaul"), "20000"], output="t.trace",
+            env={"GPUSHIM_FLUSH_MS": "10000", "GPUSHIM_BUFFER_MB": "256"},
+            preexec=file_size_limit(64 * KiB))
+    eq((r.rc, r.out), (0, "done\n"), "the program, unharmed: " + r.err)
+    d = report_json(one_trace(r))
+    t, e = d["trace"], d["events"]
+    eq((t["ending"], t["complete"], t["write_failed"]["error"]), ("finished", False, "File too large"),
+       "it finished; the trace stopped")
+    eq(e["allocations"] + e["frees"] + e["failed"] + t["lost_events"], 320_024,
+       "kept and lost add up to what the program did")
+
+
 def test_a_trace_stopped_without_a_ring_then_killed_is_a_death_with_its_losses():
     # As above, but killed while it runs on: the GS_REC_STOPPED chunk,
     # rewritten as events are lost (every 10 ms here), says where the trace
