@@ -326,7 +326,7 @@ static size_t gate(const struct diff *d, const struct gs_gate_limit *limits, siz
     static struct gs_gate_run run[2];
     char peak[256], unfreed[256];
     for (int i = 0; i < 2; i++)
-        gs_gate_run_of(&d->l[i].info, &d->l[i].r, d->l[i].sym, d->view, &d->found[i], &run[i]);
+        gs_gate_run_of(&d->l[i].r, d->l[i].sym, d->view, &d->found[i], &run[i]);
     grew_most(d, 0, peak, sizeof peak);
     grew_most(d, 1, unfreed, sizeof unfreed);
     const char *const grew[GS_GATE_METRICS] = {[GS_GATE_PEAK] = peak,

@@ -131,7 +131,7 @@ int gs_cmd_report(int argc, char **argv)
     int rc = out ? gs_cmd_close_output("report", out, output) : 1;
     if (nlimits) { /* after the report, which says what the lines are about */
         struct gs_gate_run g;
-        gs_gate_run_of(&l.info, &l.r, l.sym, opt.view, p.found, &g);
+        gs_gate_run_of(&l.r, l.sym, opt.view, p.found, &g);
         if (gs_gate_check(stderr, "gpushim report", limits, nlimits, NULL, &g, NULL) && !rc)
             rc = 3;
     }

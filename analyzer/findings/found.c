@@ -16,6 +16,8 @@
 #include "analyzer/model/model.h"
 #include "analyzer/findings/growth.h"
 #include "analyzer/findings/oom.h"
+#include "analyzer/findings/ranges.h"
+#include "analyzer/util/bytes.h"
 #include "analyzer/findings/found.h"
 
 uint64_t gs_frag_free(const struct gs_frag *f)
@@ -67,6 +69,52 @@ static void outcomes_text(const struct gs_replay *r, uint64_t unrecovered, char 
                               c == 1 ? kinds[k].one : kinds[k].many);
         sep = ", ";
     }
+}
+
+/* What the breakdown at the peak rests on and leaves open, in a sentence:
+ * roles told from lifetimes alone, and the largest site left unclassified
+ * and why; "" when neither. */
+static void roles_note(struct gs_findings *fd, const struct gs_replay *r,
+                       struct gs_symbolizer *sym, enum gs_stack_view view)
+{
+    char *buf = fd->roles_note;
+    size_t sz = sizeof fd->roles_note, len = 0;
+    buf[0] = 0;
+    if (fd->roles_basis == GS_BASIS_LIFETIMES) {
+        const char *why = NULL;
+        gs_role_told(r, GS_ROLE_ACTIVATIONS, &why);
+        len = (size_t)snprintf(buf, sz, "told from lifetimes alone: %s", why ? why : "");
+    }
+    size_t u = fd->roles_largest[GS_ROLE_UNCLASSIFIED];
+    if (u == SIZE_MAX || len >= sz)
+        return;
+    char where[200], a[32], b[32], part[48];
+    gs_site_where(r, sym, view, r->sites[u].stack_id, where, sizeof where);
+    uint64_t count, at = gs_site_peak_bytes(r, &r->sites[u], &count);
+    if (at == fd->roles_at_peak[GS_ROLE_UNCLASSIFIED])
+        snprintf(part, sizeof part, "all of it");
+    else
+        snprintf(part, sizeof part, "%s of it", gs_human_bytes(at, b, sizeof b));
+    snprintf(buf + len, sz - len, "%sunclassified %s, %s at %s: %s", len ? "; " : "",
+             gs_human_bytes(fd->roles_at_peak[GS_ROLE_UNCLASSIFIED], a, sizeof a), part, where,
+             gs_role_why_text(gs_site_role_why(r, sym, u)));
+}
+
+static void judge_roles(struct gs_findings *fd, const struct gs_trace_info *info,
+                        const struct gs_replay *r, struct gs_symbolizer *sym,
+                        enum gs_stack_view view)
+{
+    fd->roles_attached = gs_roles_of(r) != NULL;
+    fd->roles_not_told = gs_roles_not_told(info, r);
+    for (int k = 0; k < GS_ROLE_COUNT; k++)
+        fd->roles_largest[k] = SIZE_MAX;
+    if (fd->roles_not_told)
+        return;
+    gs_roles_at_peak(r, sym, fd->roles_at_peak, fd->roles_largest);
+    fd->roles_basis = gs_roles_basis(r);
+    roles_note(fd, r, sym, view);
+    for (size_t i = 0; i < fd->nfailures; i++)
+        fd->failures[i].has_roles = gs_roles_at_failure(r, sym, i, fd->failures[i].roles);
 }
 
 static void judge_failure(struct gs_findings *fd, const struct gs_replay *r, size_t i,
@@ -143,6 +191,9 @@ void gs_findings_make(struct gs_findings *fd, const struct gs_trace_info *info,
     }
     for (size_t i = 0; i < fd->nfailures; i++)
         judge_failure(fd, r, i, sym, view);
+
+    judge_roles(fd, info, r, sym, view);
+    fd->ranges = gs_ranges_of(r);
 
     if (r->blocks.seen) {
         fd->nblock_peak_sites =

@@ -25,6 +25,7 @@
 
 #include "analyzer/trace/trace.h" /* GS_MAX_DEVICES */
 #include "analyzer/findings/findings.h"
+#include "analyzer/findings/roles.h" /* GS_ROLE_COUNT */
 #include "analyzer/findings/warnings.h"
 #include "analyzer/whatif/answer.h"
 
@@ -46,6 +47,7 @@ struct gs_blocks;
 struct gs_checkpoint_state;
 struct gs_timeline;
 struct gs_site;
+struct gs_ranges;
 
 /* Where a failed request would have fit inside the segments of the
  * program's own allocator at that moment (blocks.c). */
@@ -70,6 +72,8 @@ struct gs_failure_found {
     const struct gs_frag *frag;     /* the program's segments then (blocks.c); NULL: none */
     enum gs_gap_fit gap;
     int fits_in_segments_free, fits_in_largest_gap; /* the two tests gap is made of */
+    int has_roles;                  /* memory by role then (roles.c, the first failures) */
+    uint64_t roles[GS_ROLE_COUNT];
     int fits_in_held_free;          /* it would have fit in the free bytes the process held */
 };
 
@@ -116,6 +120,19 @@ struct gs_findings {
      * the end, most first (none without blocks) */
     struct gs_report_site *block_peak_sites, *block_leak_sites;
     size_t nblock_peak_sites, nblock_leak_sites;
+
+    /* memory by role at the peak (roles.c) */
+    int roles_attached;         /* the analysis ran: a screen says why roles are not told */
+    const char *roles_not_told; /* why they are not (NULL: they are told) */
+    enum gs_roles_basis roles_basis;
+    uint64_t roles_at_peak[GS_ROLE_COUNT];
+    size_t roles_largest[GS_ROLE_COUNT]; /* the raw site holding most of each; SIZE_MAX */
+    char roles_note[1024]; /* what that rests on and leaves open: lifetimes alone, the
+                            * largest site unclassified and why; "" when neither */
+
+    /* memory by NVTX range (ranges.c): the ranges' tree and what the run
+     * was inside at its end and at the failures */
+    const struct gs_ranges *ranges;
 
     /* what the report lacks: said by every screen */
     struct gs_warnings warnings;

@@ -161,34 +161,32 @@ static void top_site(const struct gs_replay *r, struct gs_symbolizer *sym, enum 
 }
 
 /* Each role's bytes at the peak, and the site holding most of each then. */
-static void roles_of(const struct gs_trace_info *info, const struct gs_replay *r,
+static void roles_of(const struct gs_findings *f, const struct gs_replay *r,
                      struct gs_symbolizer *sym, enum gs_stack_view view, struct gs_gate_run *g)
 {
-    const char *none = gs_roles_not_told(info, r);
-    if (none) {
+    if (f->roles_not_told) {
         for (int k = 0; k < GS_ROLE_COUNT; k++)
-            g->unknown_why[GS_GATE_ROLE + k] = none;
+            g->unknown_why[GS_GATE_ROLE + k] = f->roles_not_told;
         return;
     }
-    size_t largest[GS_ROLE_COUNT];
-    gs_roles_at_peak(r, sym, &g->v[GS_GATE_ROLE], largest);
     for (int k = 0; k < GS_ROLE_COUNT; k++) {
+        g->v[GS_GATE_ROLE + k] = f->roles_at_peak[k];
         g->known[GS_GATE_ROLE + k] =
             gs_role_told(r, (enum gs_role)k, &g->unknown_why[GS_GATE_ROLE + k]);
-        if (largest[k] != SIZE_MAX) {
-            uint64_t count, most = gs_site_peak_bytes(r, &r->sites[largest[k]], &count);
-            site_of(r, sym, view, r->sites[largest[k]].stack_id, most,
-                    g->site[GS_GATE_ROLE + k], sizeof g->site[0]);
+        size_t u = f->roles_largest[k];
+        if (u != SIZE_MAX) {
+            uint64_t count, most = gs_site_peak_bytes(r, &f->sites[u], &count);
+            site_of(r, sym, view, f->sites[u].stack_id, most, g->site[GS_GATE_ROLE + k],
+                    sizeof g->site[0]);
         }
     }
 }
 
-void gs_gate_run_of(const struct gs_trace_info *info, const struct gs_replay *r,
-                    struct gs_symbolizer *sym, enum gs_stack_view view,
+void gs_gate_run_of(const struct gs_replay *r, struct gs_symbolizer *sym, enum gs_stack_view view,
                     const struct gs_findings *f, struct gs_gate_run *g)
 {
     memset(g, 0, sizeof *g);
-    roles_of(info, r, sym, view, g);
+    roles_of(f, r, sym, view, g);
     g->v[GS_GATE_PEAK] = f->peak_bytes;
     g->v[GS_GATE_UNFREED] = f->leak_bytes;
     g->v[GS_GATE_UNRECOVERED] = f->unrecovered;

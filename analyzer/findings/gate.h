@@ -66,9 +66,9 @@ struct gs_gate_run {
  * unrecovered failure's site, and the bytes of each role at the peak with
  * the largest site of it. */
 struct gs_findings;
-void gs_gate_run_of(const struct gs_trace_info *info, const struct gs_replay *r,
-                    struct gs_symbolizer *sym, enum gs_stack_view view,
-                    const struct gs_findings *f, struct gs_gate_run *g);
+void gs_gate_run_of(const struct gs_replay *r, struct gs_symbolizer *sym,
+                    enum gs_stack_view view, const struct gs_findings *f,
+                    struct gs_gate_run *g);
 
 /* Checks each limit against run b, or its change from a (NULL: one run;
  * a change is then refused, which gs_gate_parse's caller should have

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "analyzer/findings/ranges.h"
-#include "analyzer/model/model.h"
 #include "analyzer/report/report.h"
 #include "analyzer/report/ranges_report.h"
 #include "analyzer/util/bytes.h"
@@ -75,7 +74,7 @@ static void rows(FILE *out, const struct gs_ranges *g, uint32_t node, const unsi
 
 void gs_ranges_text(FILE *out, const struct gs_report *rep)
 {
-    const struct gs_ranges *g = gs_ranges_of(rep->replay);
+    const struct gs_ranges *g = rep->found->ranges;
     if (!g->pushes && !g->starts)
         return;
     fprintf(out, "\nNVTX ranges: %zu range%s, %" PRIu64 " ended; device memory inside each: "
@@ -130,7 +129,7 @@ void gs_ranges_text(FILE *out, const struct gs_report *rep)
 
 int gs_ranges_failure_path(const struct gs_report *rep, size_t idx, char *out, size_t outsz)
 {
-    const struct gs_ranges *g = gs_ranges_of(rep->replay);
+    const struct gs_ranges *g = rep->found->ranges;
     if (idx >= g->nfailure_nodes || g->failure_node[idx] == GS_RANGE_NONE)
         return 0;
     gs_range_path(g, g->failure_node[idx], out, outsz);
@@ -156,7 +155,7 @@ static void instance_json(struct gs_json *j, const struct gs_range_instance *x)
 
 void gs_ranges_json(struct gs_json *j, const struct gs_report *rep)
 {
-    const struct gs_ranges *g = gs_ranges_of(rep->replay);
+    const struct gs_ranges *g = rep->found->ranges;
     if (!g->pushes && !g->starts) {
         gs_json_null(j, "ranges");
         return;

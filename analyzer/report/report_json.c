@@ -485,7 +485,7 @@ static void failures(struct gs_json *j, const struct gs_report *rep)
         postmortem(j, rep, x);
         char path[1024];
         gs_json_string(j, "range", gs_ranges_failure_path(rep, i, path, sizeof path) ? path : NULL);
-        gs_roles_json_failure(j, rep, i);
+        gs_roles_json_failure(j, x);
         gs_json_end_object(j);
     }
     gs_json_end_array(j);
@@ -853,7 +853,7 @@ void gs_report_json(FILE *out, const struct gs_report *rep)
     gs_json_uint(&j, "time_ns", fd->peak_time_ns);
     sites(&j, rep, GS_METRIC_PEAK);
     gs_json_end_object(&j);
-    gs_roles_json(&j, rep);
+    gs_roles_json(&j, fd);
     devices(&j, fd);
     timeline(&j, fd);
     capacity(&j, fd);

@@ -505,7 +505,7 @@ static void failure_in_full(const struct gs_report *rep, FILE *out,
     char path[1024];
     if (gs_ranges_failure_path(rep, x->index, path, sizeof path))
         fprintf(out, "             inside NVTX range %s\n", path);
-    gs_roles_text_failure(out, rep, x->index, "             ");
+    gs_roles_text_failure(out, x, "             ");
     failure_frag(out, x);
     failure_postmortem(rep, out, x);
     fprintf(out, "             ");

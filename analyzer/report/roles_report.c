@@ -9,17 +9,10 @@
 #include <string.h>
 
 #include "analyzer/findings/roles.h"
-#include "analyzer/model/model.h"
-#include "analyzer/symbols/symbols.h"
 #include "analyzer/report/report.h"
 #include "analyzer/report/roles_report.h"
 #include "analyzer/util/bytes.h"
 #include "analyzer/util/json.h"
-
-static const char *why_not(const struct gs_report *rep)
-{
-    return gs_roles_not_told(rep->info, rep->replay);
-}
 
 /* "41 % activations 8.00 MiB, 30 % optimizer state 6.00 MiB, ..." largest first. */
 static void breakdown_text(const uint64_t by[GS_ROLE_COUNT], char *buf, size_t sz)
@@ -53,81 +46,40 @@ static void breakdown(FILE *out, const uint64_t by[GS_ROLE_COUNT])
     fputs(buf, out);
 }
 
-/* What the breakdown at the peak rests on and leaves open, in a sentence:
- * roles told from lifetimes alone, and the largest site left unclassified
- * and why; "" when neither. */
-static void peak_note(const struct gs_report *rep, const uint64_t by[GS_ROLE_COUNT],
-                      const size_t largest[GS_ROLE_COUNT], char *buf, size_t sz)
-{
-    const struct gs_replay *r = rep->replay;
-    size_t len = 0;
-    buf[0] = 0;
-    if (gs_roles_basis(r) == GS_BASIS_LIFETIMES) {
-        const char *why = NULL;
-        gs_role_told(r, GS_ROLE_ACTIVATIONS, &why);
-        len = (size_t)snprintf(buf, sz, "told from lifetimes alone: %s", why ? why : "");
-    }
-    size_t u = largest[GS_ROLE_UNCLASSIFIED];
-    if (u == SIZE_MAX || len >= sz)
-        return;
-    char where[200], a[32], b[32], part[48];
-    gs_site_where(r, rep->sym, rep->opt->view, r->sites[u].stack_id, where, sizeof where);
-    uint64_t count, at = gs_site_peak_bytes(r, &r->sites[u], &count);
-    if (at == by[GS_ROLE_UNCLASSIFIED])
-        snprintf(part, sizeof part, "all of it");
-    else
-        snprintf(part, sizeof part, "%s of it", gs_human_bytes(at, b, sizeof b));
-    snprintf(buf + len, sz - len, "%sunclassified %s, %s at %s: %s", len ? "; " : "",
-             gs_human_bytes(by[GS_ROLE_UNCLASSIFIED], a, sizeof a), part, where,
-             gs_role_why_text(gs_site_role_why(r, rep->sym, u)));
-}
-
 void gs_roles_peak_text(const struct gs_report *rep, char *buf, size_t sz)
 {
-    const char *why = why_not(rep);
-    if (why) {
-        snprintf(buf, sz, "not told: %s", why);
+    const struct gs_findings *fd = rep->found;
+    if (fd->roles_not_told) {
+        snprintf(buf, sz, "not told: %s", fd->roles_not_told);
         return;
     }
-    uint64_t by[GS_ROLE_COUNT];
-    size_t largest[GS_ROLE_COUNT];
-    gs_roles_at_peak(rep->replay, rep->sym, by, largest);
-    breakdown_text(by, buf, sz);
+    breakdown_text(fd->roles_at_peak, buf, sz);
     size_t len = strlen(buf);
-    if (len + 2 < sz) {
-        peak_note(rep, by, largest, buf + len + 2, sz - len - 2);
-        if (buf[len + 2])
-            memcpy(buf + len, "; ", 2);
-    }
+    if (fd->roles_note[0] && len + 2 < sz)
+        snprintf(buf + len, sz - len, "; %s", fd->roles_note);
 }
 
 void gs_roles_text_peak(FILE *out, const struct gs_report *rep)
 {
-    const char *why = why_not(rep);
-    if (why) {
-        if (gs_roles_of(rep->replay) && rep->replay->peak_bytes)
-            fprintf(out, "By role: not told: %s.\n", why);
+    const struct gs_findings *fd = rep->found;
+    if (fd->roles_not_told) {
+        if (fd->roles_attached && fd->peak_bytes)
+            fprintf(out, "By role: not told: %s.\n", fd->roles_not_told);
         return;
     }
-    uint64_t by[GS_ROLE_COUNT];
-    size_t largest[GS_ROLE_COUNT];
-    gs_roles_at_peak(rep->replay, rep->sym, by, largest);
     fprintf(out, "By role at the peak: ");
-    breakdown(out, by);
+    breakdown(out, fd->roles_at_peak);
     fputc('\n', out);
-    char note[1024];
-    peak_note(rep, by, largest, note, sizeof note);
-    if (note[0])
-        fprintf(out, "  (%s)\n", note);
+    if (fd->roles_note[0])
+        fprintf(out, "  (%s)\n", fd->roles_note);
 }
 
-void gs_roles_text_failure(FILE *out, const struct gs_report *rep, size_t idx, const char *lead)
+void gs_roles_text_failure(FILE *out, const struct gs_failure_found *x, const char *lead)
 {
-    uint64_t by[GS_ROLE_COUNT];
-    if (why_not(rep) || !gs_roles_at_failure(rep->replay, rep->sym, idx, by))
+    if (!x->has_roles)
         return;
     fprintf(out, "%sby role then: ", lead);
-    breakdown(out, by);
+    breakdown(out, x->roles);
     fputc('\n', out);
 }
 
@@ -139,34 +91,27 @@ static void roles_object(struct gs_json *j, const char *key, const uint64_t by[G
     gs_json_end_object(j);
 }
 
-void gs_roles_json(struct gs_json *j, const struct gs_report *rep)
+void gs_roles_json(struct gs_json *j, const struct gs_findings *fd)
 {
     static const char *const bases[] = {"phases", "lifetimes", "none"};
-    const char *why = why_not(rep);
     gs_json_begin_object(j, "roles");
-    gs_json_string(j, "not_told", why);
-    if (why) {
+    gs_json_string(j, "not_told", fd->roles_not_told);
+    if (fd->roles_not_told) {
         gs_json_null(j, "basis");
         gs_json_null(j, "at_peak");
         gs_json_null(j, "note");
     } else {
-        uint64_t by[GS_ROLE_COUNT];
-        size_t largest[GS_ROLE_COUNT];
-        gs_roles_at_peak(rep->replay, rep->sym, by, largest);
-        gs_json_string(j, "basis", bases[gs_roles_basis(rep->replay)]);
-        roles_object(j, "at_peak", by);
-        char note[1024];
-        peak_note(rep, by, largest, note, sizeof note);
-        gs_json_string(j, "note", note[0] ? note : NULL);
+        gs_json_string(j, "basis", bases[fd->roles_basis]);
+        roles_object(j, "at_peak", fd->roles_at_peak);
+        gs_json_string(j, "note", fd->roles_note[0] ? fd->roles_note : NULL);
     }
     gs_json_end_object(j);
 }
 
-void gs_roles_json_failure(struct gs_json *j, const struct gs_report *rep, size_t idx)
+void gs_roles_json_failure(struct gs_json *j, const struct gs_failure_found *x)
 {
-    uint64_t by[GS_ROLE_COUNT];
-    if (why_not(rep) || !gs_roles_at_failure(rep->replay, rep->sym, idx, by))
+    if (!x->has_roles)
         gs_json_null(j, "roles");
     else
-        roles_object(j, "roles", by);
+        roles_object(j, "roles", x->roles);
 }

@@ -12,16 +12,18 @@
 
 struct gs_report;
 struct gs_json;
+struct gs_findings;
+struct gs_failure_found;
 
 /* "By role at the peak: 41 % activations 8.00 MiB, ..." (or why not). */
 void gs_roles_text_peak(FILE *out, const struct gs_report *rep);
 /* The same words into buf ("not told: WHY" when roles are not told). */
 void gs_roles_peak_text(const struct gs_report *rep, char *buf, size_t sz);
-/* The same for failures[idx] when it is kept, after lead. */
-void gs_roles_text_failure(FILE *out, const struct gs_report *rep, size_t idx, const char *lead);
-/* "roles": {"not_told", "at_peak": {ROLE: bytes}} */
-void gs_roles_json(struct gs_json *j, const struct gs_report *rep);
+/* The same for a failure when its roles were kept, after lead. */
+void gs_roles_text_failure(FILE *out, const struct gs_failure_found *x, const char *lead);
+/* "roles": {"not_told", "basis", "at_peak": {ROLE: bytes}, "note"} */
+void gs_roles_json(struct gs_json *j, const struct gs_findings *fd);
 /* A failure's "roles": {ROLE: bytes}, or null. */
-void gs_roles_json_failure(struct gs_json *j, const struct gs_report *rep, size_t idx);
+void gs_roles_json_failure(struct gs_json *j, const struct gs_failure_found *x);
 
 #endif
