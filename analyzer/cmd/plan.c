@@ -36,7 +36,7 @@
 #include "analyzer/util/bytes.h"
 #include "analyzer/util/json.h"
 #include "analyzer/model/model.h"
-#include "analyzer/findings/findings.h"
+#include "analyzer/findings/found.h"
 #include "analyzer/report/load.h"
 #include "analyzer/cmd/cmd.h"
 #include "analyzer/cmd/across_runs.h"
@@ -155,14 +155,12 @@ static int batch_label(const char *label, uint64_t *out)
     return 1;
 }
 
-/* The run's figures from its trace: 0, or -1 after saying why. */
-static int take_run(struct run *run, const struct gs_loaded *l)
+/* The run's figures from its findings: 0, or -1 after saying why. */
+static int take_run(struct run *run, const struct gs_findings *f)
 {
-    const struct gs_marks *m = &l->r.marks;
-    struct gs_alloc_mode mode;
-    gs_allocator_mode(&l->info, &l->r, &mode);
-    run->jax = gs_alloc_mode_jax(&mode);
-    run->peak = gs_largest_device_peak(&l->r);
+    const struct gs_marks *m = f->marks;
+    run->jax = gs_alloc_mode_jax(&f->mode);
+    run->peak = f->largest_device_peak;
     if (!run->batch) {
         for (size_t i = 0; i < m->nlabels; i++) {
             uint64_t b;
@@ -696,7 +694,10 @@ int gs_cmd_plan(int argc, char **argv)
             rc = 1;
             break;
         }
-        rc = take_run(r, &l) != 0;
+        struct gs_findings f; /* its figures: the plan needs no names of them */
+        gs_findings_figures(&f, &l.info, &l.st, &l.r);
+        rc = take_run(r, &f) != 0;
+        gs_findings_free(&f);
         if (!rc && gs_pr_sites_close(p.sites[i], &l) != 0) {
             fputs("gpushim plan: out of memory\n", stderr);
             rc = 1;

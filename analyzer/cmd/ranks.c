@@ -26,8 +26,8 @@
 #include "analyzer/util/names.h"
 #include "analyzer/trace/trace.h"
 #include "analyzer/read/read.h"
-#include "analyzer/model/model.h"
-#include "analyzer/findings/findings.h"
+#include "analyzer/model/outcome.h"
+#include "analyzer/findings/found.h"
 #include "analyzer/report/load.h"
 #include "analyzer/cmd/cmd.h"
 
@@ -53,7 +53,8 @@ struct rank_row {
     const char *ending;
 };
 
-static void take(struct rank_row *row, const char *path, const struct gs_loaded *l)
+static void take(struct rank_row *row, const char *path, const struct gs_loaded *l,
+                 const struct gs_findings *f)
 {
     memset(row, 0, sizeof *row);
     row->path = path;
@@ -65,17 +66,17 @@ static void take(struct rank_row *row, const char *path, const struct gs_loaded 
     snprintf(row->host, sizeof row->host, "%s", row->host_left_out ? "(left out)" : l->info.host);
     row->pid = l->info.pid;
     for (int d = 0; d <= GS_MAX_DEVICES; d++) {
-        row->dev_present[d] = (uint8_t)l->r.devices[d].present;
-        row->dev_peak[d] = l->r.devices[d].peak_bytes;
+        row->dev_present[d] = (uint8_t)f->devices[d].present;
+        row->dev_peak[d] = f->devices[d].peak_bytes;
     }
-    row->peak = gs_largest_device_peak(&l->r);
-    row->failures = l->r.failed;
-    row->unrecovered = gs_outcome_unrecovered(&l->r);
-    for (size_t i = 0; i < l->r.nfailures && !row->failed; i++) {
-        if (l->r.failures[i].outcome != GS_OUTCOME_UNRECOVERED)
+    row->peak = f->largest_device_peak;
+    row->failures = f->failed;
+    row->unrecovered = f->unrecovered;
+    for (size_t i = 0; i < f->nfailures && !row->failed; i++) {
+        if (f->failures[i].f->outcome != GS_OUTCOME_UNRECOVERED)
             continue;
         row->failed = 1;
-        row->first = l->r.failures[i];
+        row->first = *f->failures[i].f;
         row->first_unix_ns = l->info.realtime_ns + row->first.time_ns;
     }
     row->complete = gs_trace_complete(&l->st);
@@ -307,7 +308,10 @@ int gs_report_ranks(char **paths, size_t n, int json, FILE *out)
             free(j.rows);
             return 1;
         }
-        take(&j.rows[i], paths[i], &l);
+        struct gs_findings f; /* its figures: a rank's row needs no names */
+        gs_findings_figures(&f, &l.info, &l.st, &l.r);
+        take(&j.rows[i], paths[i], &l, &f);
+        gs_findings_free(&f);
         gs_loaded_free(&l);
     }
     summarize(&j);

@@ -106,8 +106,6 @@ static void judge_roles(struct gs_findings *fd, const struct gs_trace_info *info
 {
     fd->roles_attached = gs_roles_of(r) != NULL;
     fd->roles_not_told = gs_roles_not_told(info, r);
-    for (int k = 0; k < GS_ROLE_COUNT; k++)
-        fd->roles_largest[k] = SIZE_MAX;
     if (fd->roles_not_told)
         return;
     gs_roles_at_peak(r, sym, fd->roles_at_peak, fd->roles_largest);
@@ -121,9 +119,7 @@ static void judge_failure(struct gs_findings *fd, const struct gs_replay *r, siz
                           struct gs_symbolizer *sym, enum gs_stack_view view)
 {
     struct gs_failure_found *x = &fd->failures[i];
-    const struct gs_failure *f = &r->failures[i];
-    x->f = f;
-    x->index = i;
+    const struct gs_failure *f = x->f;
     x->pm = gs_failure_postmortem(r, i);
     const struct gs_blocks *b = &r->blocks;
     if (b->seen && i < b->at_failure_cap && b->at_failure[i].present) {
@@ -148,13 +144,10 @@ static void judge_failure(struct gs_findings *fd, const struct gs_replay *r, siz
     }
 }
 
-void gs_findings_make(struct gs_findings *fd, const struct gs_trace_info *info,
-                      const struct gs_reader_stats *st, const struct gs_replay *r,
-                      struct gs_symbolizer *sym, enum gs_stack_view view,
-                      const struct gs_wi_answer *whatif)
+void gs_findings_figures(struct gs_findings *fd, const struct gs_trace_info *info,
+                         const struct gs_reader_stats *st, const struct gs_replay *r)
 {
     memset(fd, 0, sizeof *fd);
-    fd->whatif = whatif;
     fd->duration_ns = gs_trace_duration_ns(st, r->last_time_ns);
     fd->allocations = r->allocations;
     fd->frees = r->frees;
@@ -172,16 +165,10 @@ void gs_findings_make(struct gs_findings *fd, const struct gs_trace_info *info,
     fd->rounding_at_end = r->rounding_live;
     fd->pool_reserved_at_peak = r->peak_pool_reserved;
     fd->pool_used_at_peak = r->peak_pool_used;
-    fd->npeak_sites = gs_rank_sites(r, sym, view, GS_METRIC_PEAK, &fd->peak_sites);
     fd->leak_bytes = gs_replay_leaks(r, &fd->leak_count);
-    fd->nleak_sites = gs_rank_sites(r, sym, view, GS_METRIC_LEAK, &fd->leak_sites);
-
-    fd->nsuspects = gs_growth_suspects(r, sym, view, &fd->suspects);
     fd->growth = gs_growth_of(r);
     if (fd->growth->n && fd->growth->by_steps && fd->growth->step_label < r->marks.nlabels)
         fd->growth_step_label = r->marks.labels[fd->growth->step_label].label;
-    gs_card_fit(r, fd->nsuspects, &fd->fit);
-    gs_fit_text(&fd->fit, fd->fit_text, sizeof fd->fit_text);
 
     fd->outcome_counts = &r->outcomes;
     if (r->nfailures) {
@@ -189,18 +176,13 @@ void gs_findings_make(struct gs_findings *fd, const struct gs_trace_info *info,
         if (fd->failures) /* (the shortage is a warning, below) */
             fd->nfailures = r->nfailures;
     }
-    for (size_t i = 0; i < fd->nfailures; i++)
-        judge_failure(fd, r, i, sym, view);
-
-    judge_roles(fd, info, r, sym, view);
-    fd->ranges = gs_ranges_of(r);
-
-    if (r->blocks.seen) {
-        fd->nblock_peak_sites =
-            gs_rank_block_sites(r, sym, view, GS_METRIC_PEAK, &fd->block_peak_sites);
-        fd->nblock_leak_sites =
-            gs_rank_block_sites(r, sym, view, GS_METRIC_LEAK, &fd->block_leak_sites);
+    for (size_t i = 0; i < fd->nfailures; i++) {
+        fd->failures[i].f = &r->failures[i];
+        fd->failures[i].index = i;
     }
+    for (int k = 0; k < GS_ROLE_COUNT; k++)
+        fd->roles_largest[k] = SIZE_MAX;
+    fd->ranges = gs_ranges_of(r);
 
     fd->sites = r->sites;
     fd->nsites = r->nsites;
@@ -218,8 +200,32 @@ void gs_findings_make(struct gs_findings *fd, const struct gs_trace_info *info,
         fd->ndevices += r->devices[d].present != 0;
     }
     gs_timeline_span(r, &fd->timeline_width_ns, &fd->timeline_n);
+    gs_warnings_of(info, st, r, &fd->warnings);
+}
 
-    gs_warnings_of(info, st, r, &fd->warnings); /* last: it counts the shortages above */
+void gs_findings_make(struct gs_findings *fd, const struct gs_trace_info *info,
+                      const struct gs_reader_stats *st, const struct gs_replay *r,
+                      struct gs_symbolizer *sym, enum gs_stack_view view,
+                      const struct gs_wi_answer *whatif)
+{
+    gs_findings_figures(fd, info, st, r);
+    fd->judged = 1;
+    fd->whatif = whatif;
+    fd->npeak_sites = gs_rank_sites(r, sym, view, GS_METRIC_PEAK, &fd->peak_sites);
+    fd->nleak_sites = gs_rank_sites(r, sym, view, GS_METRIC_LEAK, &fd->leak_sites);
+    fd->nsuspects = gs_growth_suspects(r, sym, view, &fd->suspects);
+    gs_card_fit(r, fd->nsuspects, &fd->fit);
+    gs_fit_text(&fd->fit, fd->fit_text, sizeof fd->fit_text);
+    for (size_t i = 0; i < fd->nfailures; i++)
+        judge_failure(fd, r, i, sym, view);
+    judge_roles(fd, info, r, sym, view);
+    if (r->blocks.seen) {
+        fd->nblock_peak_sites =
+            gs_rank_block_sites(r, sym, view, GS_METRIC_PEAK, &fd->block_peak_sites);
+        fd->nblock_leak_sites =
+            gs_rank_block_sites(r, sym, view, GS_METRIC_LEAK, &fd->block_leak_sites);
+    }
+    gs_warnings_of(info, st, r, &fd->warnings); /* again: it counts the shortages above */
 }
 
 void gs_findings_free(struct gs_findings *fd)

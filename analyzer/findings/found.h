@@ -158,9 +158,15 @@ struct gs_findings {
     unsigned ndevices; /* devices present (with any device memory) */
 
     /* what they were made with */
+    int judged; /* gs_findings_make: the judgements are made; gs_findings_figures: 0 */
     const struct gs_wi_answer *whatif; /* NULL: no what-if replay */
 };
 
+/* The run's figures alone, with no judgement that needs names (no sites
+ * ranked, suspects, fit, verdicts or roles: judged 0): what a command
+ * over many traces reads (ranks, plan). Free with gs_findings_free. */
+void gs_findings_figures(struct gs_findings *f, const struct gs_trace_info *info,
+                         const struct gs_reader_stats *st, const struct gs_replay *r);
 /* The findings of r, its last event in (gs_replay_finish), read from info
  * and st, with sym for names in view, and the what-if replay for the
  * failures' allocator verdicts (NULL: none). The warnings are worked out
