@@ -47,6 +47,7 @@
 #include "analyzer/util/text.h"
 #include "analyzer/trace/trace.h"
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/report/load.h"
 #include "analyzer/export/export.h"
 

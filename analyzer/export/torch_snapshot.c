@@ -53,6 +53,7 @@
 #include "analyzer/util/reserve.h"
 #include "analyzer/trace/trace.h"
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/symbols/symbolize.h"
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/report/load.h"

@@ -15,6 +15,7 @@
 
 #include "analyzer/read/read.h"
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/findings/findings.h"
 #include "analyzer/util/text.h"
 

@@ -14,6 +14,7 @@
 #include "analyzer/trace/trace.h"
 #include "analyzer/util/bytes.h"
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/findings/findings.h"
 
 const struct gs_card gs_cards[GS_NCARDS] = {

@@ -14,6 +14,7 @@
 #include "analyzer/trace/trace.h"
 #include "analyzer/read/read.h"
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/findings/growth.h"
 #include "analyzer/findings/oom.h"
 #include "analyzer/findings/ranges.h"

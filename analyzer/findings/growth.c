@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/findings/growth.h"
 
 static void growth_reset(void *ctx, struct gs_replay *r)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/findings/growth.h"
 #include "analyzer/findings/oom.h"
 

@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/findings/ranges.h"
 #include "analyzer/util/idmap.h"
 #include "analyzer/util/text.h"

@@ -50,6 +50,7 @@
 #include <string.h>
 
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/findings/findings.h"
 #include "analyzer/findings/ranges.h"
 #include "analyzer/findings/roles.h"

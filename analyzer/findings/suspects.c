@@ -20,6 +20,7 @@
 #include "analyzer/util/bytes.h"
 #include "analyzer/util/idmap.h"
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/findings/growth.h"
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/findings/findings.h"

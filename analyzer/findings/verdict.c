@@ -20,6 +20,7 @@
 
 #include "analyzer/util/bytes.h"
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/findings/growth.h"
 #include "analyzer/findings/oom.h"
 #include "analyzer/symbols/symbols.h"

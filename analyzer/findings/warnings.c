@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/read/read.h"
 #include "analyzer/util/bytes.h"
 #include "analyzer/util/nomem.h"

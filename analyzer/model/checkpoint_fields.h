@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 
 /* The totals GS_REC_CKPT_BEGIN carries, in its order: one list for the
  * writer and the loader, so that they cannot disagree. */

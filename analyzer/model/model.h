@@ -3,9 +3,13 @@
  * that keeps the live set, sites, devices, kinds, pools, failures and their
  * outcomes, marks and steps, the program's blocks and fragmentation,
  * memory over time and CUDA graphs (struct gs_replay), and the hooks
- * analyses attach to it (struct gs_replay_hook). Its parts' structs are in
- * the headers it includes (outcome.h, graphs.h, marks.h, blocks.h,
- * timeline.h, checkpoint.h, hooks.h); what its files share is model_int.h.
+ * analyses attach to it (struct gs_replay_hook): the model's face, its
+ * calls and the structs of its parts (here and in the headers it includes:
+ * outcome.h, graphs.h, marks.h, blocks.h, timeline.h, checkpoint.h,
+ * hooks.h). struct gs_replay itself, its fields, is replay.h's: for the
+ * model, the analyses that follow events, and the loaders; the screens
+ * read the findings (analyzer/findings/found.h) and never include it
+ * (make layering). What the model's files share is model_int.h.
  *
  * Included by: the shim's bounded trace (shim/bound, the one seam on the
  * shim's side), the model's own files (through model_int.h), and every
@@ -28,6 +32,7 @@
 #include "analyzer/model/hooks.h"
 
 struct gs_idmap;
+struct gs_replay; /* its fields: analyzer/model/replay.h */
 
 /* GS_MAX_DEVICES: analyzer/trace/trace.h */
 #define GS_SITE_CACHE 256   /* sites by (stack, kind) kept in front of their map */
@@ -144,82 +149,6 @@ struct gs_implausible {
     uint64_t first_value; /* its time or size */
 };
 
-struct gs_replay {
-    /* what the trace defines (modules, stacks, code objects, threads' names):
-     * kept across gs_replay_reset, which clears everything from last_tid to
-     * hook, what a replay builds */
-    struct gs_module *modules;
-    size_t nmodules, modules_cap;
-    struct gs_idmap *modules_by_id; /* id -> index in modules */
-    struct gs_idmap *stacks_by_id; /* id -> index in stacks */
-    struct gs_stack *stacks;
-    size_t nstacks, stacks_cap;
-    struct gs_idmap *pycodes_by_id; /* id -> index in pycodes */
-    struct gs_pycode *pycodes;
-    size_t npycodes, pycodes_cap;
-    char **thread_names;            /* each distinct name once, in the order first seen */
-    size_t nthread_names, thread_names_cap;
-    struct gs_idmap *thread_names_by_hash; /* a name's hash -> index in thread_names */
-    struct gs_thread *threads;      /* every thread named, by its latest name */
-    size_t nthreads, threads_cap;
-    struct gs_idmap *threads_by_tid; /* tid -> index in threads */
-    uint32_t last_tid, last_tid_name; /* the replay's latest lookup, while no name changes */
-    int last_tid_valid;
-
-    /* the live set and the sites */
-    struct gs_idmap *live[GS_SPACE_COUNT]; /* address (handle, ...) -> index in allocs */
-    struct gs_live_alloc *allocs;
-    size_t nallocs, allocs_cap, free_slot;
-    struct gs_idmap *sites_by_key;
-    /* the sites looked up lately, by (stack, kind) (live.c); key + 1, 0: none */
-    struct {
-        uint64_t key_1;
-        size_t idx;
-    } site_cache[GS_SITE_CACHE];
-    struct gs_site *sites;
-    size_t nsites, sites_cap;
-    struct gs_recent_free *recent; /* for FREE_FAILED */
-    size_t recent_next;
-
-    /* totals */
-    uint64_t allocations, frees, failed, frees_unknown, frees_undone, refs;
-    uint64_t last_time_ns;
-    uint64_t live_bytes, peak_bytes, peak_time_ns, peak_epoch;
-    uint64_t rounding_live, rounding_at_peak; /* device bytes lost to the page size (below) */
-    uint64_t nthreads_hint;
-    struct gs_device_usage devices[GS_MAX_DEVICES + 1]; /* [GS_MAX_DEVICES]: unknown */
-    struct gs_kind_usage kinds[GS_KIND_COUNT];
-    struct gs_idmap *pools_by_id;
-    struct gs_pool_usage *pools;
-    size_t npools, pools_cap;
-    uint64_t pool_reserved, pool_used;           /* all pools, at their last samples */
-    uint64_t peak_pool_reserved, peak_pool_used; /* the same at the device peak */
-    struct gs_failure *failures;
-    size_t nfailures, failures_cap;
-    uint64_t failures_dropped;
-    struct gs_chain *chains; /* outcome.c: the chains open, one per thread at most */
-    size_t nchains, chains_cap;
-    struct gs_outcomes outcomes;
-    uint64_t events; /* events replayed, with those a checkpoint summarizes */
-    uint64_t allocated_bytes; /* the sizes of every allocation replayed, summed */
-    struct gs_implausible implausible; /* events not replayed: see GS_PLAUSIBLE_NS */
-    uint32_t event_tid; /* the thread of the event being replayed (a hook's free's) */
-    struct gs_checkpoint_state checkpoint;
-    struct gs_marks marks;   /* marks.c */
-    struct gs_blocks blocks; /* blocks.c */
-    struct gs_timeline timeline; /* timeline.c: device memory over time */
-    /* the same per device, made on its first change; read with gs_device_timeline,
-     * since the one device of a run that has used one alone has none of its own:
-     * timeline_alone is its index + 1 (0 before any change, UINT32_MAX after) */
-    struct gs_timeline *device_timelines[GS_MAX_DEVICES + 1];
-    uint32_t timeline_alone;
-    struct gs_graphs graphs; /* graphs.c: CUDA graphs */
-    /* the analyses attached (gs_replay_attach): kept across gs_replay_reset */
-    const struct gs_replay_hook *hook[GS_REPLAY_HOOKS];
-    void *hook_ctx[GS_REPLAY_HOOKS];
-    unsigned nhooks;
-    struct gs_replay_hook_lists with; /* by callback: what GS_REPLAY_HOOKS_CALL calls */
-};
 
 /* Attaches an analysis: h's callbacks are called from now on with a context
  * of ctx_size bytes, zeroed, made here, handed to h->free at the end (for
@@ -265,17 +194,6 @@ const struct gs_pycode *gs_replay_pycode(const struct gs_replay *r, uint32_t id)
 const char *gs_replay_thread_name(const struct gs_replay *r, uint32_t name);
 /* The name of thread tid now (0: the trace never named it). */
 uint32_t gs_replay_thread_of(const struct gs_replay *r, uint32_t tid);
-/* The name of thread tid, for the replay's events, which come in runs from
- * one thread: the last lookup kept until the tid (or a name) changes. */
-static inline uint32_t gs_replay_thread_of_event(struct gs_replay *r, uint32_t tid)
-{
-    if (!r->last_tid_valid || r->last_tid != tid) {
-        r->last_tid = tid;
-        r->last_tid_name = gs_replay_thread_of(r, tid);
-        r->last_tid_valid = 1;
-    }
-    return r->last_tid_name;
-}
 /* The name text (at most GS_MAX_THREAD_NAME bytes are kept), made if new: 0
  * when memory ran out. */
 uint32_t gs_replay_thread_intern(struct gs_replay *r, const char *text);

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/util/idmap.h"
 #include "analyzer/util/ordmap.h"
 #include "analyzer/util/reserve.h"

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/util/cursor.h"
 #include "analyzer/util/idmap.h"
 #include "analyzer/util/reserve.h"

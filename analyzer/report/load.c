@@ -15,6 +15,7 @@
 #include "analyzer/trace/trace.h"
 #include "analyzer/read/read.h"
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/findings/ranges.h"
 #include "analyzer/findings/roles.h"
 #include "analyzer/findings/growth.h"

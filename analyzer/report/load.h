@@ -9,7 +9,8 @@
 #ifndef GPUSHIM_REPORT_LOAD_H
 #define GPUSHIM_REPORT_LOAD_H
 
-#include "analyzer/model/model.h" /* struct gs_replay */
+#include "analyzer/model/model.h"
+#include "analyzer/model/replay.h" /* struct gs_replay */
 #include "analyzer/read/read.h"
 
 struct gs_symbolizer;

@@ -12,6 +12,7 @@
 #include "analyzer/util/bytes.h"
 #include "analyzer/util/json.h"
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/read/read.h"
 #include "analyzer/findings/findings.h"
 #include "analyzer/report/report.h"

@@ -30,6 +30,7 @@
 #include "gpushim_trace.h"
 #include "analyzer/util/idmap.h"
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/symbols/symbolize.h"
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/symbols/symbols_int.h"

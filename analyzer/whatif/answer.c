@@ -13,6 +13,7 @@
 
 #include "analyzer/util/bytes.h"
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/read/read.h"
 #include "analyzer/whatif/answer.h"
 

@@ -41,6 +41,7 @@
 
 #include "analyzer/trace/encode.h"
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "shim/base/base.h"
 #include "shim/file/file.h"
 #include "shim/bound/bound.h"

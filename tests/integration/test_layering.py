@@ -183,6 +183,20 @@ def test_layering_includes_only_the_compiler_sees():
         "analyzer/model/marks.c is built from analyzer/findings/growth.h"])
 
 
+def test_layering_a_screen_built_from_the_model_struct():
+    # a screen of the findings formats struct gs_findings: one that the
+    # model's struct reaches, even through a header, is reported
+    files = dict(CLEAN)
+    files["analyzer/model/replay.h"] = header("replay.h")
+    files["analyzer/report/roles_report.h"] = header("roles_report.h") + \
+        '#include "analyzer/model/replay.h"\n'
+    files["analyzer/report/report_text.c"] = ('#include "analyzer/report/roles_report.h"\n'
+                                              + CLEAN["analyzer/report/report_text.c"])
+    files["analyzer/report/load.c"] = '#include "analyzer/model/replay.h"\n'
+    reported_built(files, IN_SHIM, [
+        "analyzer/report/report_text.c is built from analyzer/model/replay.h"])
+
+
 def test_layering_two_files_calling_each_other():
     files = dict(CLEAN)
     files["analyzer/util/ordmap.c"] = ("int gs_idmap_put(void);\n"

@@ -11,7 +11,9 @@ and reports, one line each:
   - in each link unit, a file of the project that the compiler read for an
     object (its -MMD dependency file) from a layer the object's may not use:
     includes the regex cannot see (<...>, through a macro) and those of the
-    headers included, all the way down;
+    headers included, all the way down; and a screen of the findings
+    (SCREENS) built from the model's struct (MODEL_STRUCT): a screen formats
+    struct gs_findings, it never reads the replay;
   - a project header longer than MAX_HEADER_LINES (but ALLOW_LONG), or one
     outside include/ whose first comment does not say "Included by:";
   - in each link unit (UNITS), a call between objects (nm: a U symbol
@@ -66,6 +68,15 @@ LAYERS = [
 ]
 # Of one side, only these layers may use this shared layer.
 SEAMS = {"analyzer/model": {"shim": {"shim/bound"}}}
+# The screens of the findings: they format struct gs_findings
+# (analyzer/findings/found.h) and may not be built from MODEL_STRUCT, so
+# that the compiler refuses a screen that reads the replay's fields.
+SCREENS = ["analyzer/report/report_text.c", "analyzer/report/report_json.c",
+           "analyzer/report/roles_report.c", "analyzer/report/ranges_report.c",
+           "analyzer/export/export_html.c", "analyzer/export/svg.c", "analyzer/export/svg_sites.c",
+           "analyzer/export/export.c", "analyzer/export/export_pprof.c",
+           "analyzer/findings/gate.c"]
+MODEL_STRUCT = "analyzer/model/replay.h"
 # Link units: (objects under build/obj/VARIANT, the sources they are built from).
 UNITS = {
     "libgpushim.so": ("pic", ["shim/", "analyzer/"]),
@@ -321,6 +332,10 @@ def check_dependencies(root, build):
                 b = layer_of(h)
                 if b and not may_use(a, b):
                     problem(f"{src} is built from {h} ({why_not(a, b)}; {unit}'s dependency "
+                            f"file {os.path.relpath(d, build)})")
+                elif src in SCREENS and h == MODEL_STRUCT:
+                    problem(f"{src} is built from {h} (a screen of the findings reads "
+                            f"struct gs_findings, not the replay's; {unit}'s dependency "
                             f"file {os.path.relpath(d, build)})")
 
 

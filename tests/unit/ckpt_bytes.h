@@ -16,6 +16,7 @@
 #include "analyzer/trace/encode.h"
 #include "gpushim_ring.h" /* GS_MAX_RECORD */
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/read/checkpoint_load.h"
 
 /* ---- a checkpoint into memory, and back ---- */

@@ -22,6 +22,7 @@
 #include "analyzer/util/idmap.h"
 #include "analyzer/trace/trace.h"
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/read/checkpoint_load.h"
 #include "ckpt_bytes.h"
 #include "gpushim_ring.h"

@@ -11,6 +11,7 @@
 #include "gpushim_trace.h"
 #include "analyzer/findings/findings.h"
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/trace/trace.h"
 
 #define GiB (1024ull * 1024 * 1024)

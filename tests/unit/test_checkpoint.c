@@ -39,6 +39,7 @@
 #include "analyzer/trace/trace.h"
 #include "analyzer/read/read.h"
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/read/checkpoint_load.h"
 #include "shim/base/base.h"
 #include "shim/file/file.h"

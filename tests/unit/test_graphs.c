@@ -18,6 +18,7 @@
 #include "gpushim_trace.h"
 #include "analyzer/trace/trace.h"
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "ckpt_bytes.h"
 #include "gpushim_cuda.h"
 #include "gpushim_ring.h"

@@ -19,6 +19,7 @@
 #include "gpushim_trace.h"
 #include "analyzer/trace/trace.h"
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/findings/growth.h"
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/findings/findings.h"

@@ -17,6 +17,7 @@
 #include "gpushim_trace.h"
 #include "analyzer/trace/trace.h"
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/findings/growth.h"
 #include "analyzer/findings/oom.h"
 #include "analyzer/read/checkpoint_load.h"

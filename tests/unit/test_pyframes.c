@@ -12,6 +12,7 @@
 #include "gpushim_trace.h"
 #include "analyzer/trace/trace.h"
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/read/checkpoint_load.h"
 #include "analyzer/symbols/symbolize.h"
 #include "analyzer/symbols/symbols.h"

@@ -19,6 +19,7 @@
 #include "gpushim_trace.h"
 #include "analyzer/findings/ranges.h"
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/trace/trace.h"
 
 #define MiB (1024ull * 1024)

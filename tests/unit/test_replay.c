@@ -23,6 +23,7 @@
 #include "analyzer/util/names.h"
 #include "analyzer/trace/trace.h"
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 
 /* ---- events ---- */
 

@@ -20,6 +20,7 @@
 #include "analyzer/findings/ranges.h"
 #include "analyzer/findings/roles.h"
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/trace/trace.h"
 
 #define MiB (1024ull * 1024)

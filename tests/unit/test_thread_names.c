@@ -20,6 +20,7 @@
 #include "analyzer/util/cursor.h"
 #include "analyzer/trace/trace.h"
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/read/checkpoint_load.h"
 #include "ckpt_bytes.h"
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "analyzer/model/model.h"
+#include "analyzer/model/replay.h"
 #include "analyzer/model/model_int.h"
 
 #define MS 1000000ull
