@@ -64,10 +64,12 @@ int gs_opt_fail_if(void *to, const char *cmd, const char *arg);
 int gs_opt_symbols(void *to, const char *cmd, const char *arg);
 /* --native (no argument; to: an enum gs_stack_view): GS_VIEW_NATIVE. */
 int gs_opt_native(void *to, const char *cmd, const char *arg);
+/* --json where --format chooses (to: the format): *(const char **)to = "json". */
+int gs_opt_json_format(void *to, const char *cmd, const char *arg);
 
 /* The options commands share, each spelled and explained alike in all:
- * -o, --output FILE; --json, of a command whose output is text or JSON;
- * --symbols DIR. The parser adds the others
+ * -o, --output FILE; --json, of a command whose output is text or JSON, or
+ * of one whose --format chooses; --symbols DIR. The parser adds the others
  * (struct gs_command). */
 #define GS_OPT_OUTPUT(path)                                                                   \
     {.name = "output", .letter = 'o', .arg = "FILE", .kind = GS_OPT_STRING, .to = (path),     \
@@ -75,6 +77,9 @@ int gs_opt_native(void *to, const char *cmd, const char *arg);
 #define GS_OPT_JSON(flag)                                                                     \
     {.name = "json", .kind = GS_OPT_FLAG, .to = (flag),                                       \
      .help = "print one JSON object (schema in docs/json.md), not text"}
+#define GS_OPT_JSON_FORMAT(format)                                                            \
+    {.name = "json", .kind = GS_OPT_CALL, .to = (format), .fn = gs_opt_json_format,           \
+     .help = "the same as --format json"}
 #define GS_OPT_SYMBOLS                                                                        \
     {.name = "symbols", .arg = "DIR", .kind = GS_OPT_CALL, .fn = gs_opt_symbols,              \
      .help = "where to find a module that is not at its recorded path, or is another build: " \

@@ -3,8 +3,8 @@
  * options read by getopt_long, each option's action taken, the command's
  * --help written from the table, and the options it adds (--partial and
  * --redact of a command that reads traces, every command's -h, --help); the
- * options several commands share (--fail-if, --symbols, --native); where a
- * command writes (-o).
+ * options several commands share (--fail-if, --symbols, --native, --json for
+ * --format json); where a command writes (-o).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -53,6 +53,14 @@ int gs_opt_native(void *to, const char *cmd, const char *arg)
     (void)cmd;
     (void)arg;
     *(enum gs_stack_view *)to = GS_VIEW_NATIVE;
+    return 0;
+}
+
+int gs_opt_json_format(void *to, const char *cmd, const char *arg)
+{
+    (void)cmd;
+    (void)arg;
+    *(const char **)to = "json";
     return 0;
 }
 

@@ -239,19 +239,24 @@ Test(options, shared_options)
     enum gs_stack_view view = GS_VIEW_MERGED;
     const struct gs_opt opts[] = {
         {.name = "format", .arg = "FMT", .kind = GS_OPT_STRING, .to = &format, .help = "a format"},
+        GS_OPT_JSON_FORMAT(&format),
         {.name = "fail-if", .arg = "LIMIT", .kind = GS_OPT_CALL, .to = &gates,
          .fn = gs_opt_fail_if, .help = "a limit"},
         GS_OPT_SYMBOLS,
         {.name = "native", .kind = GS_OPT_CALL, .to = &view, .fn = gs_opt_native,
          .help = "native frames"},
     };
-    char *argv[] = {"t", "--format", "html", "--fail-if", "peak>1GiB", "--fail-if", "unfreed>0",
-                    "--native", NULL};
-    cr_assert_eq(gs_opt_parse(&in_order, opts, N(opts), 8, argv), GS_OPT_GO);
-    cr_assert_str_eq(format, "html");
+    char *argv[] = {"t", "--format", "html", "--json", "--fail-if", "peak>1GiB",
+                    "--fail-if", "unfreed>0", "--native", NULL};
+    cr_assert_eq(gs_opt_parse(&in_order, opts, N(opts), 9, argv), GS_OPT_GO);
+    cr_assert_str_eq(format, "json");
     cr_assert_eq(view, GS_VIEW_NATIVE);
     cr_assert_eq(gates.n, 2);
     cr_assert_str_eq(limits[1].text, "unfreed>0");
+    char *again[] = {"t", "--json", "--format", "html", NULL};
+    cr_assert_eq(gs_opt_parse(&in_order, opts, N(opts), 4, again), GS_OPT_GO);
+    cr_assert_str_eq(format, "html", "the last one given counts");
+
     char *change[] = {"t", "--fail-if", "peak>+5%", NULL};
     catch(2);
     cr_assert_eq(gs_opt_parse(&in_order, opts, N(opts), 3, change), 2);
