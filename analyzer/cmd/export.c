@@ -116,7 +116,8 @@ int gs_cmd_export(int argc, char **argv)
     struct gs_report_options opt = {.top = UINT32_MAX, .frames = UINT32_MAX};
     const struct gs_opt opts[] = {
         {.name = "format", .letter = 'f', .arg = "FMT", .kind = GS_OPT_STRING, .to = &format,
-         .help = "one of the formats above (required)"},
+         .help = "one of the formats above (this or --json is required)"},
+        GS_OPT_JSON_FORMAT(&format),
         GS_OPT_OUTPUT(&output),
         {.name = "metric", .arg = "M", .kind = GS_OPT_CALL, .to = &metric, .fn = take_metric,
          .help = "folded: peak (device memory live at the peak, default), leaked (never "
