@@ -12,7 +12,7 @@
  * or gone (from A).
  */
 #include <errno.h>
-#include <getopt.h>
+#include <getopt.h> /* optind */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +23,6 @@
 #include "analyzer/util/reserve.h"
 #include "analyzer/read/read.h"
 #include "analyzer/symbols/symbols.h"
-#include "analyzer/symbols/symbolize.h"
 #include "analyzer/findings/found.h"
 #include "analyzer/findings/gate.h"
 #include "analyzer/report/report.h"
@@ -40,29 +39,15 @@ static const char usage_diff[] =
     "B, and the change. Sites are matched by their source frames (function,\n"
     "file, line), not by address, and listed by the growth of their bytes at\n"
     "the peak, largest first; a site in one run only is new (B) or gone (A).\n"
-    "\n"
-    "options:\n"
-    "  --json         print one JSON object (schema in docs/json.md) instead of text\n"
-    "  --top N        call sites listed (default 10 for text, all for JSON)\n"
-    "  --frames N     stack frames shown per call site in text (default 6)\n"
-    "  --native       native stacks alone: sites matched by their native frames\n"
-    "  --symbols DIR  where to find a module not at its recorded path, or another\n"
-    "                 build (see gpushim report --help)\n"
-    "  --fail-if LIMIT  exit 3, one line on stderr per limit broken, naming the\n"
-    "                 call site that grew most: 'peak>+5%' (B's peak over A's by\n"
-    "                 more than 5%), 'peak>+1GiB' (by more than 1 GiB),\n"
-    "                 'peak>20GiB' (B's own); the same for unfreed, leak (the\n"
-    "                 fastest leak suspect's growth per marked step) and\n"
-    "                 unrecovered (failed allocations); more than once\n"
-    "  -o, --output FILE  write there, not to standard output (a new file: mode 0600)\n"
-    "  --partial      exit 0, not 4, when a trace read is incomplete (each\n"
-    "                 warning is said on stderr all the same)\n"
-    "  --redact       leave the host and the command line out (to share it)\n"
-    "  -h, --help     this text\n"
-    "\n"
+    "\n";
+
+static const char closing_diff[] =
     "Exit status: 0 when both traces were read, 1 when one could not be, 2\n"
     "for a usage error, 3 when a --fail-if limit was broken, 4 when a trace\n"
     "is incomplete.\n";
+
+static const struct gs_command command = {.name = "diff", .usage = usage_diff,
+                                          .closing = closing_diff, .reads_traces = 1};
 
 struct side {
     int in;            /* the site is in this run */
@@ -336,34 +321,32 @@ static size_t gate(const struct diff *d, const struct gs_gate_limit *limits, siz
 
 int gs_cmd_diff(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
-                                             {"top", required_argument, NULL, 't'},
-                                             {"frames", required_argument, NULL, 'f'},
-                                             {"native", no_argument, NULL, 'n'},
-                                             {"symbols", required_argument, NULL, 'S'},
-                                             {"fail-if", required_argument, NULL, 'F'},
-                                             {"output", required_argument, NULL, 'o'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
     struct diff d = {.view = GS_VIEW_MERGED, .frames = 6};
     const char *output = NULL;
     struct gs_gate_limit limits[GS_GATE_LIMITS];
-    size_t nlimits = 0;
-    int json = 0, c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "+ho:", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'o': output = optarg; break;
-        case 'j': json = 1; break;
-        case 't': if (gs_opt_count("diff", "--top", optarg, &d.top)) return 2; break;
-        case 'f': if (gs_opt_count("diff", "--frames", optarg, &d.frames)) return 2; break;
-        case 'n': d.view = GS_VIEW_NATIVE; break;
-        case 'S': if (gs_sym_search_option("diff", optarg)) return 2; break;
-        case 'F': if (gs_gate_add("diff", optarg, 1, limits, &nlimits)) return 2; break;
-        case 'h': fputs(usage_diff, stdout); return 0;
-        default: fputs("Try 'gpushim diff --help'.\n", stderr); return 2;
-        }
-    }
+    struct gs_opt_limits gates = {.v = limits, .two_runs = 1};
+    int json = 0;
+    const struct gs_opt opts[] = {
+        GS_OPT_JSON(&json),
+        {.name = "top", .arg = "N", .kind = GS_OPT_COUNT, .to = &d.top,
+         .help = "call sites listed (default 10 for text, all for JSON)"},
+        {.name = "frames", .arg = "N", .kind = GS_OPT_COUNT, .to = &d.frames,
+         .help = "stack frames shown per call site in text (default 6)"},
+        {.name = "native", .kind = GS_OPT_CALL, .to = &d.view, .fn = gs_opt_native,
+         .help = "native stacks alone: sites matched by their native frames"},
+        GS_OPT_SYMBOLS,
+        {.name = "fail-if", .arg = "LIMIT", .kind = GS_OPT_CALL, .to = &gates,
+         .fn = gs_opt_fail_if,
+         .help = "exit 3, one line on stderr per limit broken, naming the call site that grew "
+                 "most: 'peak>+5%' (B's peak over A's by more than 5%), 'peak>+1GiB' (by more "
+                 "than 1 GiB), 'peak>20GiB' (B's own); the same for unfreed, leak (the fastest "
+                 "leak suspect's growth per marked step) and unrecovered (failed allocations); "
+                 "more than once"},
+        GS_OPT_OUTPUT(&output),
+    };
+    int rc = gs_opt_parse(&command, opts, sizeof opts / sizeof opts[0], argc, argv);
+    if (rc != GS_OPT_GO)
+        return rc;
     if (argc - optind != 2) {
         fprintf(stderr, "gpushim diff: %s\nTry 'gpushim diff --help'.\n",
                 argc - optind < 2 ? "two traces to compare (gpushim diff A.trace B.trace)"
@@ -380,7 +363,7 @@ int gs_cmd_diff(int argc, char **argv)
         gs_loaded_free(&d.l[0]);
         return 1;
     }
-    int rc = 0;
+    rc = 0;
     for (int i = 0; i < 2; i++)
         gs_findings_make(&d.found[i], &d.l[i].info, &d.l[i].st, &d.l[i].r, d.l[i].sym, d.view,
                          NULL);
@@ -398,7 +381,7 @@ int gs_cmd_diff(int argc, char **argv)
         else if (out)
             diff_text(out, &d);
         rc = out ? gs_cmd_close_output("diff", out, output) : 1;
-        if (nlimits && gate(&d, limits, nlimits) && !rc)
+        if (gates.n && gate(&d, limits, gates.n) && !rc)
             rc = 3;
     }
     for (size_t i = 0; i < d.t.n; i++)

@@ -4,14 +4,13 @@
  * made new with mode 0600 (-o).
  */
 #include <errno.h>
-#include <getopt.h>
+#include <getopt.h> /* optind */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analyzer/symbols/symbolize.h"
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/report/report.h"
 #include "analyzer/report/load.h"
@@ -31,7 +30,8 @@ static const char usage_export[] =
     "  pprof     a gzipped pprof profile (go tool pprof, speedscope): a\n"
     "            sample per call site with inuse_space, inuse_objects\n"
     "            (never freed, or at the peak with --metric=peak),\n"
-    "            alloc_space and alloc_objects (all the run allocated)\n"
+    "            alloc_space and alloc_objects (all the run allocated);\n"
+    "            binary: never written to a terminal\n"
     "  html      one self-contained page for a browser (nothing loaded from\n"
     "            the network): the summary, a chart of memory over time per\n"
     "            device, sortable tables of the sites at the peak, the sites\n"
@@ -43,28 +43,14 @@ static const char usage_export[] =
     "            PyTorch's memory snapshot (a pickle) for\n"
     "            pytorch.org/memory_viz: segments and blocks at the end,\n"
     "            each device's allocations and frees in order\n"
-    "\n"
-    "options:\n"
-    "  -f, --format FMT    one of the formats above (required)\n"
-    "  -o, --output FILE   write there instead of standard output (pprof is\n"
-    "                      binary: never written to a terminal)\n"
-    "  --metric M          folded: peak (device memory live at the peak,\n"
-    "                      default), leaked (never freed), or allocated (all\n"
-    "                      bytes allocated over the run); pprof: what inuse_*\n"
-    "                      count, leaked (live at the end, default) or peak\n"
-    "  --max-entries N     torch-snapshot: each device's last N events, as\n"
-    "                      PyTorch's recorder keeps its last max_entries\n"
-    "                      (default 100000; 0: all of them)\n"
-    "  --native            native stacks alone (no Python frames)\n"
-    "  --symbols DIR       where to find a module not at its recorded path, or\n"
-    "                      another build (see gpushim report --help)\n"
-    "  --partial           exit 0, not 4, when a trace read is incomplete (each\n"
-    "                      warning is said on stderr all the same)\n"
-    "  --redact            leave the host and the command line out (to share it)\n"
-    "  -h, --help          this text\n"
-    "\n"
+    "\n";
+
+static const char closing_export[] =
     "Exit status: 0 when written, 1 when the trace could not be read or the\n"
     "output not written, 2 for a usage error, 4 when the trace is incomplete.\n";
+
+static const struct gs_command command = {.name = "export", .usage = usage_export,
+                                          .closing = closing_export, .reads_traces = 1};
 
 /* The formats of the events over time: written as the trace is read, so
  * the output is opened first (and removed when the trace cannot be read). */
@@ -86,57 +72,68 @@ static int export_events(const char *format, const char *path, const char *outpu
     return 1;
 }
 
+/* --metric M: what it counts, and that it was given (to: a struct metric). */
+struct metric {
+    enum gs_site_metric m;
+    int given;
+};
+
+static int take_metric(void *to, const char *cmd, const char *arg)
+{
+    struct metric *metric = to;
+    metric->given = 1;
+    if (!strcmp(arg, "peak"))
+        metric->m = GS_METRIC_PEAK;
+    else if (!strcmp(arg, "leaked"))
+        metric->m = GS_METRIC_LEAK;
+    else if (!strcmp(arg, "allocated"))
+        metric->m = GS_METRIC_ALLOCATED;
+    else {
+        fprintf(stderr, "gpushim %s: --metric is peak, leaked or allocated, not '%s'\n", cmd, arg);
+        return -1;
+    }
+    return 0;
+}
+
+/* --max-entries N (to: a uint64_t): 0 and up. */
+static int take_max_entries(void *to, const char *cmd, const char *arg)
+{
+    char *end;
+    errno = 0;
+    *(uint64_t *)to = strtoull(arg, &end, 10);
+    if (errno || end == arg || *end || arg[0] == '-') {
+        fprintf(stderr, "gpushim %s: --max-entries is a count, not '%s'\n", cmd, arg);
+        return -1;
+    }
+    return 0;
+}
+
 int gs_cmd_export(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"format", required_argument, NULL, 'f'},
-                                             {"output", required_argument, NULL, 'o'},
-                                             {"metric", required_argument, NULL, 'm'},
-                                             {"native", no_argument, NULL, 'n'},
-                                             {"symbols", required_argument, NULL, 'S'},
-                                             {"max-entries", required_argument, NULL, 'x'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
     const char *format = NULL, *output = NULL;
-    enum gs_site_metric metric = GS_METRIC_PEAK;
-    int metric_given = 0;
+    struct metric metric = {.m = GS_METRIC_PEAK};
     uint64_t max_entries = GS_TORCH_MAX_ENTRIES;
     struct gs_report_options opt = {.top = UINT32_MAX, .frames = UINT32_MAX};
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "+f:o:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'f': format = optarg; break;
-        case 'o': output = optarg; break;
-        case 'm':
-            metric_given = 1;
-            if (!strcmp(optarg, "peak"))
-                metric = GS_METRIC_PEAK;
-            else if (!strcmp(optarg, "leaked"))
-                metric = GS_METRIC_LEAK;
-            else if (!strcmp(optarg, "allocated"))
-                metric = GS_METRIC_ALLOCATED;
-            else {
-                fprintf(stderr, "gpushim export: --metric is peak, leaked or allocated, not '%s'\n",
-                        optarg);
-                return 2;
-            }
-            break;
-        case 'n': opt.view = GS_VIEW_NATIVE; break;
-        case 'S': if (gs_sym_search_option("export", optarg)) return 2; break;
-        case 'x': {
-            char *end;
-            errno = 0;
-            max_entries = strtoull(optarg, &end, 10);
-            if (errno || end == optarg || *end || optarg[0] == '-') {
-                fprintf(stderr, "gpushim export: --max-entries is a count, not '%s'\n", optarg);
-                return 2;
-            }
-            break;
-        }
-        case 'h': fputs(usage_export, stdout); return 0;
-        default: fputs("Try 'gpushim export --help'.\n", stderr); return 2;
-        }
-    }
+    const struct gs_opt opts[] = {
+        {.name = "format", .letter = 'f', .arg = "FMT", .kind = GS_OPT_STRING, .to = &format,
+         .help = "one of the formats above (this or --json is required)"},
+        GS_OPT_JSON_FORMAT(&format),
+        GS_OPT_OUTPUT(&output),
+        {.name = "metric", .arg = "M", .kind = GS_OPT_CALL, .to = &metric, .fn = take_metric,
+         .help = "folded: peak (device memory live at the peak, default), leaked (never "
+                 "freed), or allocated (all bytes allocated over the run); pprof: what "
+                 "inuse_* count, leaked (live at the end, default) or peak"},
+        {.name = "max-entries", .arg = "N", .kind = GS_OPT_CALL, .to = &max_entries,
+         .fn = take_max_entries,
+         .help = "torch-snapshot: each device's last N events, as PyTorch's recorder keeps its "
+                 "last max_entries (default 100000; 0: all of them)"},
+        {.name = "native", .kind = GS_OPT_CALL, .to = &opt.view, .fn = gs_opt_native,
+         .help = "native stacks alone (no Python frames)"},
+        GS_OPT_SYMBOLS,
+    };
+    int rc = gs_opt_parse(&command, opts, sizeof opts / sizeof opts[0], argc, argv);
+    if (rc != GS_OPT_GO)
+        return rc;
     static const char *const formats[] = {"json", "folded", "pprof", "html", "perfetto",
                                           "torch-snapshot"};
     static const char names[] = "json, folded, pprof, html, perfetto or torch-snapshot";
@@ -152,7 +149,7 @@ int gs_cmd_export(int argc, char **argv)
         return 2;
     }
     int pprof = !strcmp(format, "pprof");
-    if (pprof && metric_given && metric == GS_METRIC_ALLOCATED) {
+    if (pprof && metric.given && metric.m == GS_METRIC_ALLOCATED) {
         fputs("gpushim export: --metric for pprof is leaked or peak (what inuse_* count; "
               "alloc_* are always there)\n",
               stderr);
@@ -198,11 +195,11 @@ int gs_cmd_export(int argc, char **argv)
         gs_export_html(out, &rep);
     else if (pprof)
         built = gs_export_pprof(out, &rep,
-                                metric_given && metric == GS_METRIC_PEAK ? GS_PPROF_INUSE_PEAK
+                                metric.given && metric.m == GS_METRIC_PEAK ? GS_PPROF_INUSE_PEAK
                                                                          : GS_PPROF_INUSE_END,
                                 err, sizeof err);
     else
-        gs_export_folded(out, &rep, metric);
+        gs_export_folded(out, &rep, metric.m);
     gs_prepared_free(&p);
     gs_loaded_free(&l);
     if (built != 0) { /* said alone: nothing worth writing was written */

@@ -26,7 +26,7 @@
  * fragmentation, and is set beside the straight line's.
  */
 #include <errno.h>
-#include <getopt.h>
+#include <getopt.h> /* optind */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -56,26 +56,15 @@ static const char usage_plan[] =
     "\n"
     "A run's batch size is given after its trace (run.trace:64), or read from\n"
     "its marks: a mark labelled batch=N or batch_size=N (gpushim_mark).\n"
-    "\n"
-    "options:\n"
-    "  --card SIZE      a card to fit: 80GB (a card as sold: what it reports to\n"
-    "                   CUDA), or bytes with K, M, G, T (powers of 1024); may be\n"
-    "                   given more than once (default: 24, 40, 48, 80, 96, 141 GB)\n"
-    "  --context SIZE   memory kept for the CUDA context on each card (default\n"
-    "                   512M; 0 for none)\n"
-    "  --setting CONF   the PYTORCH_CUDA_ALLOC_CONF value the replay's allocator\n"
-    "                   runs with (default: PyTorch's defaults); the replay is made\n"
-    "                   when the runs are tensor-level (gpushim run --per-tensor)\n"
-    "  --json           print one JSON object (schema in docs/json.md) instead of text\n"
-    "  -o, --output FILE    write there, not to standard output (a new file: mode 0600)\n"
-    "  --partial        exit 0, not 4, when a trace read is incomplete (each\n"
-    "                   warning is said on stderr all the same)\n"
-    "  --redact         leave the host and the command line out (to share it)\n"
-    "  -h, --help       this text\n"
-    "\n"
+    "\n";
+
+static const char closing_plan[] =
     "Exit status: 0 when planned, 1 when a trace could not be read or the runs\n"
     "cannot give a plan (no batch size, fewer than two batch sizes), 2 for a\n"
     "usage error, 4 when a trace is incomplete.\n";
+
+static const struct gs_command command = {.name = "plan", .usage = usage_plan,
+                                          .closing = closing_plan, .reads_traces = 1};
 
 struct run {
     char *path;
@@ -588,57 +577,61 @@ static void plan_text(FILE *out, const struct plan *p)
     }
 }
 
+/* --card SIZE (to: the plan): one more card. */
+static int take_card(void *to, const char *cmd, const char *arg)
+{
+    struct plan *p = to;
+    if (p->ncards == MAX_CARDS) {
+        fprintf(stderr, "gpushim %s: at most %d cards\n", cmd, MAX_CARDS);
+        return -1;
+    }
+    if (gs_multi_parse_size(arg, &p->cards[p->ncards].bytes) != 0 || !p->cards[p->ncards].bytes) {
+        fprintf(stderr, "gpushim %s: --card needs a size (80GB, 81920M, bytes), not '%s'\n", cmd,
+                arg);
+        return -1;
+    }
+    p->cards[p->ncards++].name = arg;
+    return 0;
+}
+
+/* --context SIZE (to: a uint64_t). */
+static int take_context(void *to, const char *cmd, const char *arg)
+{
+    if (gs_multi_parse_size(arg, to) == 0)
+        return 0;
+    fprintf(stderr, "gpushim %s: --context needs a size (512M, bytes), not '%s'\n", cmd, arg);
+    return -1;
+}
+
 int gs_cmd_plan(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"card", required_argument, NULL, 'c'},
-                                             {"context", required_argument, NULL, 'x'},
-                                             {"setting", required_argument, NULL, 's'},
-                                             {"json", no_argument, NULL, 'j'},
-                                             {"output", required_argument, NULL, 'o'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
     const char *output = NULL;
     static struct plan p; /* large: not on the stack */
     memset(&p, 0, sizeof p);
     p.context = DEFAULT_CONTEXT;
-    const char *setting = NULL;
-    int json = 0, c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "+ho:", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'c':
-            if (p.ncards == MAX_CARDS) {
-                fprintf(stderr, "gpushim plan: at most %d cards\n", MAX_CARDS);
-                return 2;
-            }
-            if (gs_multi_parse_size(optarg, &p.cards[p.ncards].bytes) != 0 ||
-                !p.cards[p.ncards].bytes) {
-                fprintf(stderr, "gpushim plan: --card needs a size (80GB, 81920M, bytes), not "
-                                "'%s'\n", optarg);
-                return 2;
-            }
-            p.cards[p.ncards++].name = optarg;
-            break;
-        case 'x':
-            if (gs_multi_parse_size(optarg, &p.context) != 0) {
-                fprintf(stderr, "gpushim plan: --context needs a size (512M, bytes), not '%s'\n",
-                        optarg);
-                return 2;
-            }
-            break;
-        case 's':
-            if (setting) {
-                fputs("gpushim plan: one --setting at a time\n", stderr);
-                return 2;
-            }
-            setting = optarg;
-            break;
-        case 'j': json = 1; break;
-        case 'o': output = optarg; break;
-        case 'h': fputs(usage_plan, stdout); return 0;
-        default: fputs("Try 'gpushim plan --help'.\n", stderr); return 2;
-        }
-    }
+    const char *settings[1];
+    size_t nsettings = 0;
+    int json = 0;
+    const struct gs_opt opts[] = {
+        {.name = "card", .arg = "SIZE", .kind = GS_OPT_CALL, .to = &p, .fn = take_card,
+         .help = "a card to fit: 80GB (a card as sold: what it reports to CUDA), or bytes with "
+                 "K, M, G, T (powers of 1024); may be given more than once (default: 24, 40, "
+                 "48, 80, 96, 141 GB)"},
+        {.name = "context", .arg = "SIZE", .kind = GS_OPT_CALL, .to = &p.context,
+         .fn = take_context,
+         .help = "memory kept for the CUDA context on each card (default 512M; 0 for none)"},
+        {.name = "setting", .arg = "CONF", .kind = GS_OPT_LIST, .to = settings,
+         .n = &nsettings, .max = 1, .full = "one --setting at a time",
+         .help = "the PYTORCH_CUDA_ALLOC_CONF value the replay's allocator runs with "
+                 "(default: PyTorch's defaults); the replay is made when the runs are "
+                 "tensor-level (gpushim run --per-tensor)"},
+        GS_OPT_JSON(&json),
+        GS_OPT_OUTPUT(&output),
+    };
+    int rc = gs_opt_parse(&command, opts, sizeof opts / sizeof opts[0], argc, argv);
+    if (rc != GS_OPT_GO)
+        return rc;
+    const char *setting = nsettings ? settings[0] : NULL;
     if (argc - optind > MAX_RUNS) {
         fprintf(stderr, "gpushim plan: at most %d runs\n", MAX_RUNS);
         return 2;
@@ -665,7 +658,7 @@ int gs_cmd_plan(int argc, char **argv)
     p.n = (size_t)(argc - optind);
     p.runs = calloc(p.n, sizeof *p.runs);
     p.sites = calloc(p.n, sizeof *p.sites);
-    int rc = p.runs && p.sites ? 0 : 1;
+    rc = p.runs && p.sites ? 0 : 1;
     if (rc)
         fputs("gpushim plan: out of memory\n", stderr);
     for (size_t i = 0; i < p.n && !rc; i++) {

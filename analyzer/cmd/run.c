@@ -9,7 +9,7 @@
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
-#include <getopt.h>
+#include <getopt.h> /* optind */
 #include <glob.h>
 #include <limits.h>
 #include <signal.h>
@@ -32,28 +32,9 @@ static const char usage_run[] =
     "allocation and free it makes through the CUDA driver is recorded, with its\n"
     "call stack. Exits with CMD's exit status (128+N if a signal N ended it).\n"
     "SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to gpushim are passed on to CMD.\n"
-    "\n"
-    "options:\n"
-    "  -o, --output FILE     where the trace goes (default ./gpushim.%p.trace);\n"
-    "                        %p is the process id, %h the host name, %r the rank\n"
-    "                        (RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK),\n"
-    "                        %l the local rank (LOCAL_RANK, ...), %t the start\n"
-    "                        time (UTC, 20261202-153000), %% a percent sign;\n"
-    "                        missing directories are created\n"
-    "  --stack-depth N       frames recorded per stack, 1-256 (default 64)\n"
-    "  --per-tensor          make each tensor (buffer) a driver allocation, so the\n"
-    "                        report shows tensors, not a caching allocator's\n"
-    "                        segments: PyTorch gets backend:cudaMallocAsync in\n"
-    "                        PYTORCH_CUDA_ALLOC_CONF and PYTORCH_ALLOC_CONF (merged\n"
-    "                        with what is set there), JAX\n"
-    "                        XLA_PYTHON_CLIENT_ALLOCATOR=platform and\n"
-    "                        XLA_PYTHON_CLIENT_PREALLOCATE=false, TensorFlow\n"
-    "                        TF_GPU_ALLOCATOR=cuda_malloc_async\n"
-    "  --max-size SIZE       keep each trace under SIZE bytes (K, M, G, T suffixes;\n"
-    "                        at least 4M): full detail for the most recent events,\n"
-    "                        an exact summary of the rest (default: no bound)\n"
-    "  -h, --help            this text\n"
-    "\n"
+    "\n";
+
+static const char closing_run[] =
     "Environment read by the recorder (set them yourself when you use LD_PRELOAD):\n"
     "  GPUSHIM_OUTPUT        as --output\n"
     "  GPUSHIM_STACK_DEPTH   as --stack-depth\n"
@@ -74,6 +55,9 @@ static const char usage_run[] =
     "added (gpushim.123-1.trace). Until a trace is finished, the events not yet\n"
     "in it wait in TRACE.ring: if the process dies, keep that file next to the\n"
     "trace, and 'gpushim report' reads both.\n";
+
+static const struct gs_command command = {.name = "run", .usage = usage_run,
+                                          .closing = closing_run};
 
 /* --per-tensor: PyTorch's allocator options as the user set them (the newer
  * name first), any backend option replaced by backend:cudaMallocAsync. */
@@ -283,46 +267,61 @@ static void forward_signals(void)
         sigaction(sigs[i], &sa, NULL);
 }
 
+/* --stack-depth N: GPUSHIM_STACK_DEPTH for the command. */
+static int take_stack_depth(void *to, const char *cmd, const char *arg)
+{
+    char *end;
+    long d = strtol(arg, &end, 10);
+    (void)to;
+    if (*end || d < 1 || d > GS_MAX_FRAMES) {
+        fprintf(stderr, "gpushim %s: --stack-depth needs 1 to %d, not '%s'\n", cmd, GS_MAX_FRAMES,
+                arg);
+        return -1;
+    }
+    setenv("GPUSHIM_STACK_DEPTH", arg, 1);
+    return 0;
+}
+
+/* --max-size SIZE: GPUSHIM_MAX_BYTES for the command. */
+static int take_max_size(void *to, const char *cmd, const char *arg)
+{
+    uint64_t v;
+    (void)to;
+    if (gs_parse_size(arg, &v) != 0 || v < (4ull << 20)) {
+        fprintf(stderr, "gpushim %s: --max-size needs a size of at least 4M, not '%s'\n", cmd, arg);
+        return -1;
+    }
+    setenv("GPUSHIM_MAX_BYTES", arg, 1);
+    return 0;
+}
+
 int gs_cmd_run(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"output", required_argument, NULL, 'o'},
-                                             {"stack-depth", required_argument, NULL, 'd'},
-                                             {"max-size", required_argument, NULL, 'm'},
-                                             {"per-tensor", no_argument, NULL, 't'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
     const char *output = NULL;
-    int c, want_per_tensor = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'o': output = optarg; break;
-        case 'd': {
-            char *end;
-            long d = strtol(optarg, &end, 10);
-            if (*end || d < 1 || d > GS_MAX_FRAMES) {
-                fprintf(stderr, "gpushim run: --stack-depth needs 1 to %d, not '%s'\n",
-                        GS_MAX_FRAMES, optarg);
-                return 2;
-            }
-            setenv("GPUSHIM_STACK_DEPTH", optarg, 1);
-            break;
-        }
-        case 'm': {
-            uint64_t v;
-            if (gs_parse_size(optarg, &v) != 0 || v < (4ull << 20)) {
-                fprintf(stderr, "gpushim run: --max-size needs a size of at least 4M, not '%s'\n",
-                        optarg);
-                return 2;
-            }
-            setenv("GPUSHIM_MAX_BYTES", optarg, 1);
-            break;
-        }
-        case 't': want_per_tensor = 1; break;
-        case 'h': fputs(usage_run, stdout); return 0;
-        default: fputs("Try 'gpushim run --help'.\n", stderr); return 2;
-        }
-    }
+    int want_per_tensor = 0;
+    const struct gs_opt opts[] = {
+        {.name = "output", .letter = 'o', .arg = "FILE", .kind = GS_OPT_STRING, .to = &output,
+         .help = "where the trace goes (default ./gpushim.%p.trace); %p is the process id, %h "
+                 "the host name, %r the rank (RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, "
+                 "PMI_RANK), %l the local rank (LOCAL_RANK, ...), %t the start time (UTC, "
+                 "20261202-153000), %% a percent sign; missing directories are created"},
+        {.name = "stack-depth", .arg = "N", .kind = GS_OPT_CALL, .fn = take_stack_depth,
+         .help = "frames recorded per stack, 1-256 (default 64)"},
+        {.name = "per-tensor", .kind = GS_OPT_FLAG, .to = &want_per_tensor,
+         .help = "make each tensor (buffer) a driver allocation, so the report shows tensors, "
+                 "not a caching allocator's segments: PyTorch gets backend:cudaMallocAsync in "
+                 "PYTORCH_CUDA_ALLOC_CONF and PYTORCH_ALLOC_CONF (merged with what is set "
+                 "there), JAX XLA_PYTHON_CLIENT_ALLOCATOR=platform and "
+                 "XLA_PYTHON_CLIENT_PREALLOCATE=false, TensorFlow "
+                 "TF_GPU_ALLOCATOR=cuda_malloc_async"},
+        {.name = "max-size", .arg = "SIZE", .kind = GS_OPT_CALL, .fn = take_max_size,
+         .help = "keep each trace under SIZE bytes (K, M, G, T suffixes; at least 4M): full "
+                 "detail for the most recent events, an exact summary of the rest (default: "
+                 "no bound)"},
+    };
+    int rc = gs_opt_parse(&command, opts, sizeof opts / sizeof opts[0], argc, argv);
+    if (rc != GS_OPT_GO)
+        return rc;
     if (optind >= argc) {
         fputs("gpushim run: which command? (gpushim run -- CMD [ARGS...])\n", stderr);
         return 2;

@@ -4,13 +4,12 @@
  * a second pass only for the run's own card, which its failures tell at the
  * end; the answer in text, JSON or HTML.
  */
-#include <getopt.h>
+#include <getopt.h> /* optind */
 #include <stdio.h>
 #include <string.h>
 
 #include "analyzer/util/bytes.h"
 #include "analyzer/util/output.h"
-#include "analyzer/symbols/symbolize.h"
 #include "analyzer/findings/findings.h"
 #include "analyzer/report/load.h"
 #include "analyzer/report/whatif_report.h"
@@ -37,62 +36,16 @@ static const char usage_whatif[] =
     "PYTORCH_NO_CUDA_MEMORY_CACHING=1 or XLA_PYTHON_CLIENT_ALLOCATOR=platform, by a\n"
     "program without a caching allocator, or by one that reports its blocks\n"
     "(gpushim_block_alloc).\n"
-    "\n"
-    "options:\n"
-    "  --allocator A    torch or xla (default: xla for a JAX run, else torch)\n"
-    "  --setting CONF   a PYTORCH_CUDA_ALLOC_CONF value to compare, e.g.\n"
-    "                   'expandable_segments:True,max_split_size_mb:256' (more than\n"
-    "                   once; memory_fraction:F stands for\n"
-    "                   torch.cuda.set_per_process_memory_fraction(F), from 2.10\n"
-    "                   also per_process_memory_fraction:F). Default: the\n"
-    "                   run's own, default, expandable_segments:True,\n"
-    "                   max_split_size_mb:512, roundup_power2_divisions:4,\n"
-    "                   garbage_collection_threshold:0.8 under\n"
-    "                   per_process_memory_fraction:0.99 (before 2.10:\n"
-    "                   memory_fraction:1.0) and\n"
-    "                   expandable_segments:True,max_split_size_mb:512. For xla,\n"
-    "                   JAX's NAME=VALUE: XLA_PYTHON_CLIENT_MEM_FRACTION=.9,\n"
-    "                   XLA_PYTHON_CLIENT_PREALLOCATE=false (default: the run's\n"
-    "                   fraction, default, .9, .95, and no preallocation)\n"
-    "  --card SIZE      a card: 24GB (a card as sold), or bytes with K, M, G, T\n"
-    "                   (more than once, at most 4). Default: the run's own, the\n"
-    "                   memory the process had when an allocation failed\n"
-    "  --context SIZE   of each --card, memory the process cannot have (the CUDA\n"
-    "                   context and others; default 512M): allocations fail past the\n"
-    "                   card less it. The fractions (memory_fraction and\n"
-    "                   garbage_collection_threshold, XLA_PYTHON_CLIENT_MEM_FRACTION)\n"
-    "                   are of the whole card, as the allocators take them\n"
-    "  --torch VERSION  the allocator's rules: 2.12 (the default, the newest\n"
-    "                   modelled), pr193400 (2.12 with pytorch/pytorch#193400), or\n"
-    "                   another 2.x, whose options and memory fraction apply (the\n"
-    "                   allocator read as 2.12's). Where versions differ:\n"
-    "                   2.10 and later: max_split_size_mb and\n"
-    "                     max_non_split_rounding_mb from 20 (before: over 20);\n"
-    "                     per_process_memory_fraction; a memory fraction of 1 is\n"
-    "                     no limit, so garbage_collection_threshold needs one\n"
-    "                     below 1; pinned_reserve_segment_size_mb\n"
-    "                   2.9: graph_capture_record_stream_reuse\n"
-    "                   2.6: max_non_split_rounding_mb,\n"
-    "                     pinned_use_background_threads\n"
-    "                   2.5: expandable segments shared by CUDA IPC\n"
-    "                   2.2: release_lock_on_cudamalloc, pinned_use_cuda_host_register,\n"
-    "                     pinned_num_register_threads\n"
-    "                   2.1: expandable_segments\n"
-    "                   An option a version lacks is refused\n"
-    "  --format FMT     text (the default), json (schema in docs/json.md), html\n"
-    "  --json           the same as --format json\n"
-    "  --native         call sites as native frames only\n"
-    "  --symbols DIR    where to find a module not at its recorded path, or\n"
-    "                   another build (see gpushim report --help)\n"
-    "  -o FILE          write to FILE instead of standard output\n"
-    "  --partial        exit 0, not 4, when a trace read is incomplete (each\n"
-    "                   warning is said on stderr all the same)\n"
-    "  --redact         leave the host and the command line out (to share it)\n"
-    "  -h, --help       this text\n"
-    "\n"
+    "\n";
+
+static const char closing_whatif[] =
     "Exit status: 0 when replayed, 1 when the trace could not be read or has no\n"
     "tensor-level allocations, 2 for a usage error, 4 when the trace is\n"
     "incomplete.\n";
+
+static const struct gs_command command = {.name = "whatif", .usage = usage_whatif,
+                                          .closing = closing_whatif, .permute = 1,
+                                          .reads_traces = 1};
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -131,59 +84,105 @@ static void on_event(void *ctx, struct gs_loaded *l, const struct gs_revent *e)
         gs_wi_answer_event(p->a, e);
 }
 
+/* --setting CONF: the settings given. */
+struct confs {
+    const char *v[GS_WI_SETTINGS];
+    size_t n;
+};
+
+static int take_setting(void *to, const char *cmd, const char *arg)
+{
+    struct confs *c = to;
+    (void)cmd;
+    if (c->n == GS_WI_SETTINGS)
+        return usage_error("at most %s settings", "16");
+    c->v[c->n++] = arg;
+    return 0;
+}
+
+/* --card SIZE (to: the question): one more card. */
+static int take_card(void *to, const char *cmd, const char *arg)
+{
+    struct gs_wi_question *q = to;
+    (void)cmd;
+    if (q->ncards == GS_WI_CARDS)
+        return usage_error("at most %s cards", "4");
+    if (gs_multi_parse_size(arg, &q->cards[q->ncards].bytes) != 0 || !q->cards[q->ncards].bytes)
+        return usage_error("--card needs a size (80GB, 81920M, bytes), not '%s'", arg);
+    snprintf(q->cards[q->ncards].name, sizeof q->cards[q->ncards].name, "%s", arg);
+    q->ncards++;
+    return 0;
+}
+
+/* --context SIZE (to: a uint64_t). */
+static int take_context(void *to, const char *cmd, const char *arg)
+{
+    (void)cmd;
+    if (gs_multi_parse_size(arg, to) != 0)
+        return usage_error("--context needs a size (512M, bytes), not '%s'", arg);
+    return 0;
+}
+
 int gs_cmd_whatif(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"allocator", required_argument, NULL, 'a'},
-                                             {"setting", required_argument, NULL, 's'},
-                                             {"card", required_argument, NULL, 'c'},
-                                             {"context", required_argument, NULL, 'x'},
-                                             {"torch", required_argument, NULL, 't'},
-                                             {"format", required_argument, NULL, 'f'},
-                                             {"json", no_argument, NULL, 'j'},
-                                             {"native", no_argument, NULL, 'n'},
-                                             {"symbols", required_argument, NULL, 'S'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
     static struct gs_wi_question q; /* large: not on the stack */
-    const char *confs[GS_WI_SETTINGS], *format = "text", *output = NULL, *torch = NULL;
+    const char *format = "text", *output = NULL, *torch = NULL;
     const char *allocator = NULL;
-    size_t nconfs = 0;
+    struct confs confs = {.n = 0};
     enum gs_stack_view view = GS_VIEW_MERGED;
-    int c;
     memset(&q, 0, sizeof q);
     q.context = DEFAULT_CONTEXT;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
-        switch (c) {
-        case 's':
-            if (nconfs == GS_WI_SETTINGS)
-                return usage_error("at most %s settings", "16");
-            confs[nconfs++] = optarg;
-            break;
-        case 'c':
-            if (q.ncards == GS_WI_CARDS)
-                return usage_error("at most %s cards", "4");
-            if (gs_multi_parse_size(optarg, &q.cards[q.ncards].bytes) != 0 ||
-                !q.cards[q.ncards].bytes)
-                return usage_error("--card needs a size (80GB, 81920M, bytes), not '%s'", optarg);
-            snprintf(q.cards[q.ncards].name, sizeof q.cards[q.ncards].name, "%s", optarg);
-            q.ncards++;
-            break;
-        case 'x':
-            if (gs_multi_parse_size(optarg, &q.context) != 0)
-                return usage_error("--context needs a size (512M, bytes), not '%s'", optarg);
-            break;
-        case 't': torch = optarg; break;
-        case 'a': allocator = optarg; break;
-        case 'f': format = optarg; break;
-        case 'j': format = "json"; break;
-        case 'n': view = GS_VIEW_NATIVE; break;
-        case 'S': if (gs_sym_search_option("whatif", optarg)) return 2; break;
-        case 'o': output = optarg; break;
-        case 'h': fputs(usage_whatif, stdout); return 0;
-        default: fputs("Try 'gpushim whatif --help'.\n", stderr); return 2;
-        }
-    }
+    const struct gs_opt opts[] = {
+        {.name = "allocator", .arg = "A", .kind = GS_OPT_STRING, .to = &allocator,
+         .help = "torch or xla (default: xla for a JAX run, else torch)"},
+        {.name = "setting", .arg = "CONF", .kind = GS_OPT_CALL, .to = &confs, .fn = take_setting,
+         .help = "a PYTORCH_CUDA_ALLOC_CONF value to compare, e.g. "
+                 "'expandable_segments:True,max_split_size_mb:256' (more than once; "
+                 "memory_fraction:F stands for torch.cuda.set_per_process_memory_fraction(F), "
+                 "from 2.10 also per_process_memory_fraction:F). Default: the run's own, "
+                 "default, expandable_segments:True, max_split_size_mb:512, "
+                 "roundup_power2_divisions:4, garbage_collection_threshold:0.8 under "
+                 "per_process_memory_fraction:0.99 (before 2.10: memory_fraction:1.0) and "
+                 "expandable_segments:True,max_split_size_mb:512. For xla, JAX's NAME=VALUE: "
+                 "XLA_PYTHON_CLIENT_MEM_FRACTION=.9, XLA_PYTHON_CLIENT_PREALLOCATE=false "
+                 "(default: the run's fraction, default, .9, .95, and no preallocation)"},
+        {.name = "card", .arg = "SIZE", .kind = GS_OPT_CALL, .to = &q, .fn = take_card,
+         .help = "a card: 24GB (a card as sold), or bytes with K, M, G, T (more than once, at "
+                 "most 4). Default: the run's own, the memory the process had when an "
+                 "allocation failed"},
+        {.name = "context", .arg = "SIZE", .kind = GS_OPT_CALL, .to = &q.context,
+         .fn = take_context,
+         .help = "of each --card, memory the process cannot have (the CUDA context and others; "
+                 "default 512M): allocations fail past the card less it. The fractions "
+                 "(memory_fraction and garbage_collection_threshold, "
+                 "XLA_PYTHON_CLIENT_MEM_FRACTION) are of the whole card, as the allocators "
+                 "take them"},
+        {.name = "torch", .arg = "VERSION", .kind = GS_OPT_STRING, .to = &torch,
+         .help = "the allocator's rules: 2.12 (the default, the newest modelled), pr193400 "
+                 "(2.12 with pytorch/pytorch#193400), or another 2.x, whose options and memory "
+                 "fraction apply (the allocator read as 2.12's). Where versions differ:"
+                 "\n2.10 and later: max_split_size_mb and max_non_split_rounding_mb from 20 "
+                 "(before: over 20); per_process_memory_fraction; a memory fraction of 1 is no "
+                 "limit, so garbage_collection_threshold needs one below 1; "
+                 "pinned_reserve_segment_size_mb"
+                 "\n2.9: graph_capture_record_stream_reuse"
+                 "\n2.6: max_non_split_rounding_mb, pinned_use_background_threads"
+                 "\n2.5: expandable segments shared by CUDA IPC"
+                 "\n2.2: release_lock_on_cudamalloc, pinned_use_cuda_host_register, "
+                 "pinned_num_register_threads"
+                 "\n2.1: expandable_segments"
+                 "\nAn option a version lacks is refused"},
+        {.name = "format", .arg = "FMT", .kind = GS_OPT_STRING, .to = &format,
+         .help = "text (the default), json (schema in docs/json.md), html"},
+        GS_OPT_JSON_FORMAT(&format),
+        {.name = "native", .kind = GS_OPT_CALL, .to = &view, .fn = gs_opt_native,
+         .help = "call sites as native frames only"},
+        GS_OPT_SYMBOLS,
+        GS_OPT_OUTPUT(&output),
+    };
+    int rc = gs_opt_parse(&command, opts, sizeof opts / sizeof opts[0], argc, argv);
+    if (rc != GS_OPT_GO)
+        return rc;
     if (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "html"))
         return usage_error("--format is text, json or html, not '%s'", format);
     if (argc - optind != 1)
@@ -196,30 +195,30 @@ int gs_cmd_whatif(int argc, char **argv)
     q.torch_before_2_5 = gs_tc_torch_minor(q.torch) < 5;
     if (allocator && strcmp(allocator, "torch") && strcmp(allocator, "xla"))
         return usage_error("--allocator is torch or xla, not '%s'", allocator);
-    if (q.ncards * (nconfs ? nconfs : 7) + (nconfs ? nconfs : 7) > GS_WI_CASES)
+    if (q.ncards * (confs.n ? confs.n : 7) + (confs.n ? confs.n : 7) > GS_WI_CASES)
         return usage_error("%s", "too many settings and cards at once (at most 64 pairs)");
 
     /* The settings' words say their allocator (JAX's are NAME=VALUE); read
      * them now, so that a mistake is told before the trace is. */
     if (allocator)
         q.allocator = !strcmp(allocator, "xla") ? GS_WI_XLA : GS_WI_TORCH;
-    else if (nconfs)
-        q.allocator = gs_wi_allocator_of(confs[0]);
-    for (size_t i = 0; i < nconfs; i++) {
+    else if (confs.n)
+        q.allocator = gs_wi_allocator_of(confs.v[0]);
+    for (size_t i = 0; i < confs.n; i++) {
         char err[512];
-        if (gs_wi_parse(confs[i], q.allocator, q.torch, &q.settings[i], err, sizeof err) != 0) {
-            fprintf(stderr, "gpushim whatif: --setting '%s': %s\n", confs[i], err);
+        if (gs_wi_parse(confs.v[i], q.allocator, q.torch, &q.settings[i], err, sizeof err) != 0) {
+            fprintf(stderr, "gpushim whatif: --setting '%s': %s\n", confs.v[i], err);
             return 2;
         }
     }
-    q.nsettings = nconfs;
+    q.nsettings = confs.n;
 
     /* One pass: the replay watches the trace being read, made at its first
      * event (the header and the modules loaded by then say the framework);
      * the run's own card, known only at the end, takes a second. */
     const char *path = argv[optind];
     static struct gs_wi_answer a;
-    struct pass p = {.q = &q, .a = &a, .auto_allocator = !allocator && !nconfs};
+    struct pass p = {.q = &q, .a = &a, .auto_allocator = !allocator && !confs.n};
     struct gs_event_watch watch = {.ctx = &p, .after = on_event};
     struct gs_loaded l;
     if (gs_load_watch("whatif", path, &l, &watch) != 0) {
@@ -227,7 +226,7 @@ int gs_cmd_whatif(int argc, char **argv)
         return 1;
     }
     char err[512];
-    int rc = 0;
+    rc = 0;
     if (!p.begun)
         begin(&p, &l);
     if (!p.failed && gs_wi_answer_finish(&a, path, &l.r, err, sizeof err) != 0) {

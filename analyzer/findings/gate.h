@@ -6,7 +6,8 @@
  * from the command line, checked against one run or against the change
  * from one run to another, one line per limit broken.
  *
- * Included by: analyzer/main.c, analyzer/cmd/diff.c, tests/unit/test_gate.c.
+ * Included by: analyzer/cmd/report.c, diff.c and options.c; tests/unit/test_gate.c and
+ * test_options.c.
  */
 #ifndef GPUSHIM_FINDINGS_GATE_H
 #define GPUSHIM_FINDINGS_GATE_H
