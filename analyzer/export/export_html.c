@@ -2,15 +2,19 @@
  * export_html.c - gpushim export --format=html: a recorded run as one
  * self-contained HTML file (no network: inline CSS, inline SVG, a small
  * inline script), for people to open in a browser: the summary, a chart of
- * memory over time per device (svg.c), and sortable tables of the sites at
- * the peak, the sites never freed and the failed allocations: those the
- * program did not get past with their verdicts, then the others (outcome.c).
+ * memory over time per device (svg.c), the pictures of call sites
+ * (svg_sites.c), and sortable tables of the sites at the peak, the sites
+ * never freed and the failed allocations: those the program did not get
+ * past with their verdicts, then the others (outcome.c); then what the
+ * program told and the other memory (html_program.c). Every figure and
+ * sentence is the findings' (findings/found.h), as the text says it.
  *
  * Every string from the trace (command line, host, function and file names,
  * labels) is untrusted and goes through gs_html_escape. Tables are made by
- * gs_html_table from columns and a function that gives each cell: a
- * numeric cell carries its exact figure in data-v, which the script sorts
- * by (as a BigInt) and a reader of the file can check against the JSON.
+ * gs_html_table (html_page.c) from columns and a function that gives each
+ * cell: a numeric cell carries its exact figure in data-v, which the script
+ * sorts by (as a BigInt) and a reader of the file can check against the
+ * JSON.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -19,6 +23,7 @@
 #include <time.h>
 
 #include "analyzer/report/roles_report.h"
+#include "analyzer/report/ranges_report.h"
 #include "analyzer/util/bytes.h"
 #include "analyzer/util/escape.h"
 #include "analyzer/util/names.h"
@@ -37,55 +42,8 @@
 #include "analyzer/export/html.h"
 #include "analyzer/util/text.h"
 
-#define HTML_ROWS 1000   /* the most rows a table lists */
 #define HTML_FRAMES 6    /* frames shown per call site */
 
-void gs_html_table(FILE *out, const char *id, const char *title, const struct gs_html_col *cols,
-                   size_t ncols, size_t nrows, gs_html_cell_fn cell, void *ctx)
-{
-    fprintf(out, "<h2>");
-    gs_html_escape(out, title);
-    fprintf(out, "</h2>\n");
-    if (!nrows) {
-        fputs("<p class=\"none\">none</p>\n", out);
-        return;
-    }
-    fputs("<table class=\"sortable\" id=\"", out);
-    gs_html_escape(out, id);
-    fputs("\">\n<thead><tr>", out);
-    for (size_t c = 0; c < ncols; c++) {
-        fprintf(out, "<th%s title=\"click to sort\">", cols[c].numeric ? " class=\"num\"" : "");
-        gs_html_escape(out, cols[c].name);
-        fputs("</th>", out);
-    }
-    fputs("</tr></thead>\n<tbody>\n", out);
-    size_t shown = nrows < HTML_ROWS ? nrows : HTML_ROWS;
-    for (size_t r = 0; r < shown; r++) {
-        fputs("<tr>", out);
-        for (size_t c = 0; c < ncols; c++) {
-            struct gs_html_cell v = {0};
-            cell(ctx, r, c, &v);
-            fputs("<td", out);
-            if (cols[c].numeric)
-                fputs(" class=\"num\"", out);
-            else if (cols[c].cls)
-                fprintf(out, " class=\"%s\"", cols[c].cls);
-            if (cols[c].numeric && v.key[0]) {
-                fputs(" data-v=\"", out);
-                gs_html_escape(out, v.key);
-                fputc('"', out);
-            }
-            fputc('>', out);
-            gs_html_escape(out, v.text);
-            fputs("</td>", out);
-        }
-        fputs("</tr>\n", out);
-    }
-    fputs("</tbody></table>\n", out);
-    if (shown < nrows)
-        fprintf(out, "<p class=\"more\">%zu more not listed (gpushim report --json lists all)</p>\n",
-                nrows - shown);
-}
 
 /* ---- frames: a site's innermost frames, one a line ---- */
 
@@ -125,21 +83,12 @@ static const char *frames_text(const struct gs_report *rep, uint32_t stack_id,
     return ft->buf;
 }
 
-static void key_u(struct gs_html_cell *c, uint64_t v)
-{
-    snprintf(c->key, sizeof c->key, "%" PRIu64, v);
-}
-
-static void key_i(struct gs_html_cell *c, int64_t v)
-{
-    snprintf(c->key, sizeof c->key, "%" PRId64, v);
-}
-
 /* ---- the tables ---- */
 
 struct sites_ctx {
     const struct gs_report *rep;
     const struct gs_report_site *sites;
+    int blocks; /* the program's own blocks' sites */
     char text[64];
     struct frame_text ft;
 };
@@ -152,26 +101,28 @@ static void site_cell(void *ctx, size_t row, size_t col, struct gs_html_cell *c)
     struct sites_ctx *s = ctx;
     const struct gs_report_site *site = &s->sites[row];
     switch (col) {
-    case 0: key_u(c, site->bytes); c->text = gs_human_bytes(site->bytes, s->text, sizeof s->text); break;
+    case 0: gs_html_key_u(c, site->bytes); c->text = gs_human_bytes(site->bytes, s->text, sizeof s->text); break;
     case 1:
-        key_u(c, site->count);
+        gs_html_key_u(c, site->count);
         snprintf(s->text, sizeof s->text, "%" PRIu64, site->count);
         c->text = s->text;
         break;
-    case 2: c->text = gs_api_name(site->api); break;
+    case 2: c->text = s->blocks ? "gpushim_block_alloc" : gs_api_name(site->api); break;
     default: c->text = frames_text(s->rep, site->stack_id, &s->ft); break;
     }
 }
 
-static void sites_table(FILE *out, const struct gs_report *rep, enum gs_site_metric metric,
-                        const char *id, const char *title)
+/* The device allocations' sites, or the program's blocks' (blocks set). */
+static void sites_table(FILE *out, const struct gs_report *rep, int blocks,
+                        enum gs_site_metric metric, const char *id, const char *title)
 {
     struct sites_ctx *s = calloc(1, sizeof *s);
     if (!s)
         return;
     size_t n;
     s->rep = rep;
-    s->sites = gs_found_sites(rep->found, 0, metric, &n);
+    s->sites = gs_found_sites(rep->found, blocks, metric, &n);
+    s->blocks = blocks;
     gs_html_table(out, id, title, site_cols, 4, n, site_cell, s);
     free(s);
 }
@@ -194,21 +145,21 @@ static void suspect_cell(void *ctx, size_t row, size_t col, struct gs_html_cell 
     double rate;
     switch (col) {
     case 0:
-        key_u(c, x->growth_bytes);
+        gs_html_key_u(c, x->growth_bytes);
         c->text = gs_human_bytes(x->growth_bytes, s->text, sizeof s->text);
         return;
     case 1:
         rate = gs_suspect_rate_value(x);
-        key_u(c, gs_whole_bytes(rate));
+        gs_html_key_u(c, gs_whole_bytes(rate));
         c->text = gs_suspect_rate(x, s->rep->found->duration_ns, s->text, sizeof s->text);
         return;
     case 2:
-        key_u(c, x->first_seen_ns);
+        gs_html_key_u(c, x->first_seen_ns);
         snprintf(s->text, sizeof s->text, "%.6f s", (double)x->first_seen_ns / 1e9);
         c->text = s->text;
         return;
     case 3:
-        key_u(c, x->live_bytes);
+        gs_html_key_u(c, x->live_bytes);
         c->text = gs_human_bytes(x->live_bytes, s->text, sizeof s->text);
         return;
     default: c->text = frames_text(s->rep, x->stack_id, &s->ft); return;
@@ -227,7 +178,7 @@ static const struct gs_html_col failure_cols[] = {
     {"time", 1, NULL},        {"API", 0, NULL},        {"device", 1, NULL},
     {"requested", 1, NULL},   {"result", 0, NULL},     {"device free", 1, NULL},
     {"device total", 1, NULL}, {"held by the process", 1, NULL}, {"verdict", 0, "verdict"},
-    {"call site", 0, "frames"}};
+    {"inside NVTX range", 0, NULL}, {"by role then", 0, NULL}, {"call site", 0, "frames"}};
 
 static void failure_cell(void *ctx, size_t row, size_t col, struct gs_html_cell *c)
 {
@@ -237,13 +188,13 @@ static void failure_cell(void *ctx, size_t row, size_t col, struct gs_html_cell 
     uint64_t v;
     switch (col) {
     case 0:
-        key_u(c, f->time_ns);
+        gs_html_key_u(c, f->time_ns);
         snprintf(s->text, sizeof s->text, "%.6f s", (double)f->time_ns / 1e9);
         c->text = s->text;
         return;
     case 1: c->text = gs_api_name(f->api); return;
     case 2:
-        key_i(c, f->device);
+        gs_html_key_i(c, f->device);
         snprintf(s->text, sizeof s->text, "%" PRId32, f->device);
         c->text = f->device >= 0 ? s->text : "?";
         return;
@@ -260,13 +211,21 @@ static void failure_cell(void *ctx, size_t row, size_t col, struct gs_html_cell 
             c->text = s->verdict;
         }
         return;
+    case 9:
+        if (gs_ranges_failure_path(s->rep, x->index, s->verdict, sizeof s->verdict))
+            c->text = s->verdict;
+        return;
+    case 10:
+        if (x->has_roles)
+            c->text = gs_roles_breakdown_text(x->roles, s->verdict, sizeof s->verdict);
+        return;
     default: c->text = frames_text(s->rep, f->stack_id, &s->ft); return;
     }
     if (v == UINT64_MAX && (col == 5 || col == 6)) {
         c->text = "unknown";
         return;
     }
-    key_u(c, v);
+    gs_html_key_u(c, v);
     c->text = gs_human_bytes(v, s->text, sizeof s->text);
 }
 
@@ -291,7 +250,7 @@ static void got_past_cell(void *ctx, size_t row, size_t col, struct gs_html_cell
     case 7:
         if (!got)
             return;
-        key_u(c, col == 6 ? f->retry_bytes : f->freed_bytes);
+        gs_html_key_u(c, col == 6 ? f->retry_bytes : f->freed_bytes);
         c->text = gs_human_bytes(col == 6 ? f->retry_bytes : f->freed_bytes, s->text,
                                  sizeof s->text);
         return;
@@ -319,20 +278,20 @@ static void device_cell(void *ctx, size_t row, size_t col, struct gs_html_cell *
     c->text = s->text;
     switch (col) {
     case 0:
-        key_i(c, d < GS_MAX_DEVICES ? d : -1);
+        gs_html_key_i(c, d < GS_MAX_DEVICES ? d : -1);
         if (d < GS_MAX_DEVICES)
             snprintf(s->text, sizeof s->text, "%d", d);
         else
             c->text = "?";
         break;
-    case 1: key_u(c, u->peak_bytes); gs_human_bytes(u->peak_bytes, s->text, sizeof s->text); break;
+    case 1: gs_html_key_u(c, u->peak_bytes); gs_human_bytes(u->peak_bytes, s->text, sizeof s->text); break;
     case 2:
-        key_u(c, u->peak_time_ns);
+        gs_html_key_u(c, u->peak_time_ns);
         snprintf(s->text, sizeof s->text, "%.6f s", (double)u->peak_time_ns / 1e9);
         break;
-    case 3: key_u(c, u->live_bytes); gs_human_bytes(u->live_bytes, s->text, sizeof s->text); break;
+    case 3: gs_html_key_u(c, u->live_bytes); gs_human_bytes(u->live_bytes, s->text, sizeof s->text); break;
     default:
-        key_u(c, u->allocs);
+        gs_html_key_u(c, u->allocs);
         snprintf(s->text, sizeof s->text, "%" PRIu64, u->allocs);
         break;
     }
@@ -398,61 +357,15 @@ static void summary(FILE *out, const struct gs_report *rep)
             fd->leak_bytes, gs_human_bytes(fd->leak_bytes, b, sizeof b), fd->leak_count,
             plural(fd->leak_count));
     summary_text(out, "s-fits", "fits on", fd->fit_text);
+    if (fd->rounding_at_peak) { /* as the text report's "pages" line */
+        snprintf(buf, sizeof buf, "%s more at the peak: sizes rounded up to whole %s pages",
+                 gs_human_bytes(fd->rounding_at_peak, a, sizeof a),
+                 gs_human_bytes(GS_DEVICE_PAGE, b, sizeof b));
+        summary_text(out, "s-pages", "pages", buf);
+    }
     fputs("</table>\n", out);
 }
 
-static const char style[] =
-    "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}\n"
-    "h1{font-size:22px;margin:0 0 12px}h2{font-size:17px;margin:28px 0 8px}\n"
-    "table{border-collapse:collapse;margin:4px 0}\n"
-    "th,td{padding:3px 10px;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}\n"
-    "table.summary th{color:#555;font-weight:normal;padding-left:0}\n"
-    "table.sortable th{cursor:pointer;background:#f2f4f7;user-select:none}\n"
-    "table.sortable th[aria-sort=ascending]::after{content:' \\25B2'}\n"
-    "table.sortable th[aria-sort=descending]::after{content:' \\25BC'}\n"
-    "td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\n"
-    "td.frames{white-space:pre-line;font:12px/1.35 ui-monospace,monospace}\n"
-    "td.verdict{max-width:28em;font-size:13px}\n"
-    "figure{margin:8px 0 18px}figcaption{color:#444;margin-bottom:2px}\n"
-    "svg.chart{display:block;max-width:100%;height:auto}\n"
-    "svg .area{fill:#cfe0f5}svg .line{fill:none;stroke:#2b6cb0;stroke-width:1.5}\n"
-    "svg .grid{stroke:#e6e6e6}svg .frame,svg .tick{stroke:#888}\n"
-    "svg text{font:11px system-ui,sans-serif;fill:#555}svg .ylabel{text-anchor:end}\n"
-    "svg .xlabel{text-anchor:middle}svg .peak{fill:#2b6cb0;stroke:#fff}\n"
-    "svg .peaklabel{fill:#1a365d;font-weight:600}\n"
-    "svg .mark{stroke:#888;stroke-width:1;stroke-dasharray:3 3}\n"
-    "svg .failure{fill:#d00;stroke:#fff}\n"
-    "svg.bands,svg.flame{display:block;max-width:100%;height:auto}\n"
-    "svg.flame text{fill:#222}\n"
-    ".bands-legend{list-style:none;padding-left:0;margin:4px 0;font-size:13px}\n"
-    ".swatch{display:inline-block;width:10px;height:10px;margin-right:6px}\n"
-    ".none,.more,.legend{color:#777}\n";
-
-/* Click a header to sort by it; again to reverse. Numbers by data-v. */
-static const char script[] =
-    "document.querySelectorAll('table.sortable').forEach(function (t) {\n"
-    "  var ths = t.tHead.rows[0].cells;\n"
-    "  Array.prototype.forEach.call(ths, function (th, i) {\n"
-    "    th.addEventListener('click', function () {\n"
-    "      var asc = th.getAttribute('aria-sort') !== 'ascending';\n"
-    "      Array.prototype.forEach.call(ths, function (o) { o.removeAttribute('aria-sort'); });\n"
-    "      var num = th.classList.contains('num'), body = t.tBodies[0];\n"
-    "      var rows = Array.prototype.slice.call(body.rows);\n"
-    "      rows.sort(function (a, b) {\n"
-    "        var x = a.cells[i], y = b.cells[i], r;\n"
-    "        if (num) {\n"
-    "          var p = BigInt(x.dataset.v || '-1'), q = BigInt(y.dataset.v || '-1');\n"
-    "          r = p < q ? -1 : p > q ? 1 : 0;\n"
-    "        } else {\n"
-    "          r = x.textContent.localeCompare(y.textContent);\n"
-    "        }\n"
-    "        return asc ? r : -r;\n"
-    "      });\n"
-    "      rows.forEach(function (row) { body.appendChild(row); });\n"
-    "      th.setAttribute('aria-sort', asc ? 'ascending' : 'descending');\n"
-    "    });\n"
-    "  });\n"
-    "});\n";
 
 /* Each device's CUDA graph pool (graphs.c), for a trace with graphs. */
 static const struct gs_html_col graph_pool_cols[] = {{"device", 1, NULL},
@@ -473,10 +386,10 @@ static void graph_pool_cell(void *ctx, size_t row, size_t col, struct gs_html_ce
     if (col == 0) {
         device_cell(ctx, row, col, c);
     } else if (col <= 3) {
-        key_u(c, v[col]);
+        gs_html_key_u(c, v[col]);
         gs_human_bytes(v[col], s->text, sizeof s->text);
     } else {
-        key_u(c, v[col]);
+        gs_html_key_u(c, v[col]);
         snprintf(s->text, sizeof s->text, "%" PRIu64, v[col]);
     }
 }
@@ -492,18 +405,38 @@ static void graph_pools(FILE *out, struct devices_ctx *dc)
                       graph_pool_cols, 6, n, graph_pool_cell, dc);
 }
 
-void gs_html_page_begin(FILE *out, const char *title, const char *heading)
+/* The program's own allocator's blocks: what it gave and took back, their
+ * peak, and their call sites then and at the end, as the text says them. */
+static void blocks(FILE *out, const struct gs_report *rep)
 {
-    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n", out);
-    fputs("<meta name=\"generator\" content=\"gpushim\">\n", out);
-    fputs("<title>gpushim: ", out);
-    gs_html_escape(out, title);
-    fprintf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<h1>", style);
-    gs_html_escape(out, heading);
-    fputs("</h1>\n", out);
+    const struct gs_blocks *b = rep->found->blocks;
+    char line[256], a[32], c[32];
+    if (!b->seen)
+        return;
+    fputs("<h2>Blocks of the program's own allocator</h2>\n<p id=\"blocks\">", out);
+    int n = snprintf(line, sizeof line, "%" PRIu64 " given, %" PRIu64 " taken back", b->allocs,
+                     b->frees);
+    if (b->frees_unknown && n > 0 && (size_t)n < sizeof line)
+        snprintf(line + n, sizeof line - (size_t)n, ", %" PRIu64 " taken back that %s never given",
+                 b->frees_unknown, b->frees_unknown == 1 ? "was" : "were");
+    gs_html_escape(out, line);
+    snprintf(line, sizeof line, ". Block peak: %s at %.3f s. %s",
+             gs_human_bytes(b->peak_bytes, a, sizeof a), (double)b->peak_time_ns / 1e9,
+             b->live_count ? "" : "Every block was taken back.");
+    gs_html_escape(out, line);
+    if (b->live_count) {
+        snprintf(line, sizeof line, "Blocks never taken back: %s in %" PRIu64 " block%s.",
+                 gs_human_bytes(b->live_bytes, c, sizeof c), b->live_count,
+                 plural(b->live_count));
+        gs_html_escape(out, line);
+    }
+    fputs("</p>\n", out);
+    sites_table(out, rep, 1, GS_METRIC_PEAK, "block-peak-sites",
+                "Blocks live at their peak, by call site");
+    sites_table(out, rep, 1, GS_METRIC_LEAK, "block-leak-sites",
+                "Blocks never taken back, by call site");
 }
 
-void gs_html_page_end(FILE *out) { fprintf(out, "<script>\n%s</script>\n</body>\n</html>\n", script); }
 
 void gs_export_html(FILE *out, const struct gs_report *rep)
 {
@@ -570,8 +503,8 @@ void gs_export_html(FILE *out, const struct gs_report *rep)
                       suspect_cell, sc);
         free(sc);
     }
-    sites_table(out, rep, GS_METRIC_PEAK, "peak-sites", "Live at the peak, by call site");
-    sites_table(out, rep, GS_METRIC_LEAK, "leak-sites", "Never freed, by call site");
+    sites_table(out, rep, 0, GS_METRIC_PEAK, "peak-sites", "Live at the peak, by call site");
+    sites_table(out, rep, 0, GS_METRIC_LEAK, "leak-sites", "Never freed, by call site");
     /* the failures that mattered, with their verdicts; then those the
      * program got past (outcome.c) */
     struct failures_ctx *fc = calloc(1, sizeof *fc);
@@ -584,7 +517,7 @@ void gs_export_html(FILE *out, const struct gs_report *rep)
             if (fd->failures[i].f->outcome == GS_OUTCOME_UNRECOVERED)
                 rows[n++] = i;
         gs_html_table(out, "failures", "Failed allocations the program did not get past",
-                      failure_cols, 10, n, failure_cell, fc);
+                      failure_cols, 12, n, failure_cell, fc);
         n = 0;
         for (size_t i = 0; i < fd->nfailures; i++)
             if (fd->failures[i].f->outcome != GS_OUTCOME_UNRECOVERED)
@@ -596,5 +529,10 @@ void gs_export_html(FILE *out, const struct gs_report *rep)
     }
     free(rows);
     free(fc);
+    gs_html_fragmentation(out, fd);
+    blocks(out, rep);
+    gs_html_steps(out, fd);
+    gs_html_ranges(out, fd);
+    gs_html_other_memory(out, fd);
     gs_html_page_end(out);
 }

@@ -1,10 +1,11 @@
 /*
- * html.h - what the HTML export's files share: the page's sortable tables
- * (export_html.c), its charts (svg.c) and its pictures of call sites
+ * html.h - what the HTML export's files share: the page and its sortable
+ * tables (html_page.c), the tables of what the program told
+ * (html_program.c), its charts (svg.c) and its pictures of call sites
  * (svg_sites.c).
  *
- * Included by: analyzer/export/export_html.c, analyzer/export/svg.c,
- * analyzer/export/svg_sites.c, analyzer/export/whatif_html.c.
+ * Included by: the files of analyzer/export that write HTML (export_html.c,
+ * html_page.c, html_program.c, svg.c, svg_sites.c, whatif_html.c).
  */
 #ifndef GPUSHIM_EXPORT_HTML_H
 #define GPUSHIM_EXPORT_HTML_H
@@ -15,7 +16,7 @@
 
 struct gs_replay;
 
-/* ---- export_html.c: the page and its tables ---- */
+/* ---- html_page.c: the page and its tables ---- */
 /* A page's head (its style, title and heading) and end (the script that
  * sorts its tables). */
 void gs_html_page_begin(FILE *out, const char *title, const char *heading);
@@ -34,8 +35,29 @@ struct gs_html_cell {
     char key[32];     /* numeric columns: the figure it sorts by ("" for none) */
 };
 typedef void (*gs_html_cell_fn)(void *ctx, size_t row, size_t col, struct gs_html_cell *out);
+/* A numeric cell's key. */
+static inline void gs_html_key_u(struct gs_html_cell *c, uint64_t v)
+{
+    snprintf(c->key, sizeof c->key, "%llu", (unsigned long long)v);
+}
+static inline void gs_html_key_i(struct gs_html_cell *c, int64_t v)
+{
+    snprintf(c->key, sizeof c->key, "%lld", (long long)v);
+}
 void gs_html_table(FILE *out, const char *id, const char *title, const struct gs_html_col *cols,
                    size_t ncols, size_t nrows, gs_html_cell_fn cell, void *ctx);
+
+/* ---- html_program.c: what the program told, on the page ---- */
+struct gs_findings;
+struct gs_report;
+/* Its steps by label and its last steps (marks.c). */
+void gs_html_steps(FILE *out, const struct gs_findings *fd);
+/* Its NVTX ranges (ranges.c), a row each. */
+void gs_html_ranges(FILE *out, const struct gs_findings *fd);
+/* Fragmentation at the device peak and at each failure (blocks.c). */
+void gs_html_fragmentation(FILE *out, const struct gs_findings *fd);
+/* Memory of the other kinds, and the stream-ordered pools. */
+void gs_html_other_memory(FILE *out, const struct gs_findings *fd);
 
 /* ---- svg.c: the HTML export's charts ---- */
 /* One device's memory over time (index as gs_findings.devices) as an

@@ -47,6 +47,57 @@ const struct gs_report_site *gs_found_sites(const struct gs_findings *f, int blo
     return NULL;
 }
 
+const char *gs_frag_text(const struct gs_frag *f, char *buf, size_t sz)
+{
+    char a[32], b[32], c[32], d[32];
+    int n;
+    if (!f->segments)
+        n = snprintf(buf, sz, "no segment holds a block");
+    else
+        n = snprintf(buf, sz,
+                     "%" PRIu64 " segment%s of %s hold%s %s of blocks: %s free inside %s, the "
+                     "largest gap %s (fragmentation %.2f)",
+                     f->segments, f->segments == 1 ? "" : "s",
+                     gs_human_bytes(f->segment_bytes, a, sizeof a), f->segments == 1 ? "s" : "",
+                     gs_human_bytes(f->block_bytes, b, sizeof b),
+                     gs_human_bytes(gs_frag_free(f), c, sizeof c),
+                     f->segments == 1 ? "it" : "them", gs_human_bytes(f->largest_free, d, sizeof d),
+                     gs_frag_ratio(f));
+    if (f->outside_bytes && n >= 0 && (size_t)n < sz)
+        snprintf(buf + n, sz - (size_t)n, "; %s of blocks lie in no segment",
+                 gs_human_bytes(f->outside_bytes, a, sizeof a));
+    return buf;
+}
+
+const char *gs_mark_label_text(const struct gs_marks *m, uint32_t idx)
+{
+    if (idx >= m->nlabels)
+        return "(other)";
+    return m->labels[idx].label[0] ? m->labels[idx].label : "(empty)";
+}
+
+int gs_label_step_growth(const struct gs_mark_label *l, int64_t *avg)
+{
+    /* steps from a checkpoint may be past INT64_MAX: never INT64_MIN / -1 */
+    uint64_t whole = l->steps - (l->cut != 0);
+    if (!whole)
+        return 0;
+    *avg = whole > INT64_MAX ? 0 : l->growth / (int64_t)whole;
+    return 1;
+}
+
+const char *gs_gap_text(enum gs_gap_fit gap)
+{
+    switch (gap) {
+    case GS_GAP_ONE: return "have fit in one free gap of a segment already held";
+    case GS_GAP_ALL_FREE:
+        return "have fit in the free space inside the segments held, but in no one gap: "
+               "fragmentation";
+    case GS_GAP_NONE: return "not have fit even in all the free space inside the segments held";
+    default: return "";
+    }
+}
+
 /* What became of the failed allocations in a few words, when they were not
  * all unrecovered; else "". */
 static void outcomes_text(const struct gs_replay *r, uint64_t unrecovered, char *buf, size_t sz)

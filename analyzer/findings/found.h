@@ -185,6 +185,22 @@ void gs_findings_free(struct gs_findings *f);
 const struct gs_report_site *gs_found_sites(const struct gs_findings *f, int blocks,
                                             enum gs_site_metric metric, size_t *n);
 
+/* A fragmentation sample as every screen says it, into buf: "3 segments of
+ * 24.00 MiB hold 18.00 MiB of blocks: 6.00 MiB free inside them, the
+ * largest gap 4.00 MiB (fragmentation 0.33)", and the bytes of blocks in no
+ * segment. Returns buf. */
+const char *gs_frag_text(const struct gs_frag *f, char *buf, size_t sz);
+/* Where a failed request would have fit, after "so the request would ". */
+const char *gs_gap_text(enum gs_gap_fit gap);
+
+/* A mark's label as the screens name it: its text, "(empty)", or
+ * "(other)" for one past the labels followed. */
+struct gs_mark_label;
+const char *gs_mark_label_text(const struct gs_marks *m, uint32_t idx);
+/* A label's change of device memory a step, on average over its steps
+ * that the end of the run did not cut: 1 with *avg, or 0 (no such step). */
+int gs_label_step_growth(const struct gs_mark_label *l, int64_t *avg);
+
 /* Free bytes inside the segments of a fragmentation sample, and how broken
  * up they are: 1 - largest gap / free (0 with nothing free). */
 uint64_t gs_frag_free(const struct gs_frag *f);

@@ -2,7 +2,8 @@
  * ranges_report.h - memory by NVTX range in the report, text and JSON
  * (ranges_report.c).
  *
- * Included by: analyzer/report (report_text.c, report_json.c).
+ * Included by: analyzer/report (report_text.c, report_json.c),
+ * analyzer/export/export_html.c.
  */
 #ifndef GPUSHIM_REPORT_RANGES_REPORT_H
 #define GPUSHIM_REPORT_RANGES_REPORT_H

@@ -345,16 +345,11 @@ static void devices(const struct gs_findings *fd, FILE *out)
         fprintf(out, "  pages     %s more at the peak: sizes rounded up to whole %s pages\n",
                 gs_human_bytes(fd->rounding_at_peak, a, sizeof a),
                 gs_human_bytes(GS_DEVICE_PAGE, b, sizeof b));
-    static const char *const labels[GS_KIND_COUNT] = {
-        [GS_KIND_MANAGED] = "managed memory", [GS_KIND_HOST_PINNED] = "pinned host memory",
-        [GS_KIND_ARRAY] = "CUDA arrays", [GS_KIND_IMPORTED] = "imported from other processes",
-        [GS_KIND_ADDRESS_SPACE] = "reserved address space", [GS_KIND_MAPPED] = "mapped ranges",
-        [GS_KIND_MULTICAST] = "multicast objects"};
     for (int k = GS_KIND_DEVICE + 1; k < GS_KIND_COUNT; k++) {
         const struct gs_kind_usage *u = &fd->kinds[k];
         if (u->allocs)
             fprintf(out, "  %-29s peak %s, %s live at the end, %" PRIu64 " allocation%s\n",
-                    labels[k], gs_human_bytes(u->peak_bytes, a, sizeof a),
+                    gs_kind_label((uint32_t)k), gs_human_bytes(u->peak_bytes, a, sizeof a),
                     gs_human_bytes(u->live_bytes, b, sizeof b), u->allocs, plural(u->allocs));
     }
     for (size_t i = 0; i < fd->npools; i++) {
@@ -408,25 +403,10 @@ static void graph_nodes(const struct gs_report *rep, FILE *out)
     }
 }
 
-/* "3 segments of 24.00 MiB hold 18.00 MiB of blocks: 6.00 MiB free inside
- * them, the largest gap 4.00 MiB (fragmentation 0.33)" */
 static void print_frag(FILE *out, const struct gs_frag *f)
 {
-    char a[32], b[32], c[32], d[32];
-    if (!f->segments) {
-        fprintf(out, "no segment holds a block");
-    } else {
-        fprintf(out, "%" PRIu64 " segment%s of %s hold%s %s of blocks: %s free inside %s, the "
-                     "largest gap %s (fragmentation %.2f)",
-                f->segments, plural(f->segments), gs_human_bytes(f->segment_bytes, a, sizeof a),
-                f->segments == 1 ? "s" : "",
-                gs_human_bytes(f->block_bytes, b, sizeof b), gs_human_bytes(gs_frag_free(f), c, sizeof c),
-                f->segments == 1 ? "it" : "them", gs_human_bytes(f->largest_free, d, sizeof d),
-                gs_frag_ratio(f));
-    }
-    if (f->outside_bytes)
-        fprintf(out, "; %s of blocks lie in no segment",
-                gs_human_bytes(f->outside_bytes, a, sizeof a));
+    char line[512];
+    fputs(gs_frag_text(f, line, sizeof line), out);
 }
 
 /* Under a failure: would it have fit inside the segments the process held? */
@@ -436,12 +416,7 @@ static void failure_frag(FILE *out, const struct gs_failure_found *x)
         return;
     fprintf(out, "             inside its segments: ");
     print_frag(out, x->frag);
-    fprintf(out, "\n             so the request would %s\n",
-            x->gap == GS_GAP_ONE        ? "have fit in one free gap of a segment already held"
-            : x->gap == GS_GAP_ALL_FREE ? "have fit in the free space inside the segments held, "
-                                          "but in no one gap: fragmentation"
-                                        : "not have fit even in all the free space inside the "
-                                          "segments held");
+    fprintf(out, "\n             so the request would %s\n", gs_gap_text(x->gap));
 }
 
 /* Under a failure: the verdict, what the process held on the device, and
@@ -649,19 +624,6 @@ static void suspects(const struct gs_report *rep, FILE *out)
         fprintf(out, "  ... and %zu more (--top N shows more)\n", nsus - rep->opt->top);
 }
 
-static const char *label_of(const struct gs_marks *m, uint32_t idx)
-{
-    if (idx >= m->nlabels)
-        return "(other)";
-    return m->labels[idx].label[0] ? m->labels[idx].label : "(empty)";
-}
-
-static void signed_bytes(int64_t v, char *buf, size_t sz)
-{
-    char b[32];
-    snprintf(buf, sz, "%s%s", v < 0 ? "-" : "+",
-             gs_human_bytes(v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v, b, sizeof b));
-}
 
 /* The marks' labels with their steps, then the last steps. */
 static void marks(const struct gs_report *rep, FILE *out)
@@ -676,18 +638,16 @@ static void marks(const struct gs_report *rep, FILE *out)
             m->marks, plural(m->marks), m->nlabels, plural(m->nlabels));
     for (size_t i = 0; i < m->nlabels && i < rep->opt->top; i++) {
         const struct gs_mark_label *l = &m->labels[i];
-        fprintf(out, "  %-12s %" PRIu64 " mark%s, %" PRIu64 " step%s%s", label_of(m, (uint32_t)i),
+        fprintf(out, "  %-12s %" PRIu64 " mark%s, %" PRIu64 " step%s%s", gs_mark_label_text(m, (uint32_t)i),
                 l->marks, plural(l->marks), l->steps, plural(l->steps),
                 l->cut ? " (the last to the end of the run)" : "");
         if (l->steps) {
             fprintf(out, ": peak %s (the step ending at %.3f s)",
                     gs_human_bytes(l->max_peak, c, sizeof c), seconds(l->max_peak_end_ns));
-            /* the growth of the steps before one the run cut; steps from a
-             * checkpoint may be past INT64_MAX: never INT64_MIN / -1 */
-            uint64_t whole = l->steps - (l->cut != 0);
-            if (whole) {
-                signed_bytes(whole > INT64_MAX ? 0 : l->growth / (int64_t)whole, a, sizeof a);
-                signed_bytes(l->max_growth, b, sizeof b);
+            int64_t avg; /* the growth of the steps before one the run cut */
+            if (gs_label_step_growth(l, &avg)) {
+                gs_signed_bytes(avg, a, sizeof a);
+                gs_signed_bytes(l->max_growth, b, sizeof b);
                 fprintf(out, "; device memory %s a step on average%s, at most %s; %" PRIu64
                              " step%s grew",
                         a, l->cut ? " before the last" : "", b, l->growing, plural(l->growing));
@@ -711,9 +671,9 @@ static void marks(const struct gs_report *rep, FILE *out)
     for (uint64_t k = m->nsteps - shown; k < m->nsteps; k++) {
         const struct gs_step *st = &m->steps[k % GS_STEPS_KEPT];
         char d[32];
-        signed_bytes(st->growth_bytes, d, sizeof d);
+        gs_signed_bytes(st->growth_bytes, d, sizeof d);
         fprintf(out, "    %-12s %9.3f s to %9.3f s  peak %10s  allocated %10s  freed %10s  %s%s\n",
-                label_of(m, st->label), seconds(st->start_ns), seconds(st->end_ns),
+                gs_mark_label_text(m, st->label), seconds(st->start_ns), seconds(st->end_ns),
                 gs_human_bytes(st->peak_bytes, a, sizeof a),
                 gs_human_bytes(st->allocated_bytes, b, sizeof b),
                 gs_human_bytes(st->freed_bytes, c, sizeof c), d,

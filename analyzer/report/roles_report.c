@@ -14,8 +14,7 @@
 #include "analyzer/util/bytes.h"
 #include "analyzer/util/json.h"
 
-/* "41 % activations 8.00 MiB, 30 % optimizer state 6.00 MiB, ..." largest first. */
-static void breakdown_text(const uint64_t by[GS_ROLE_COUNT], char *buf, size_t sz)
+const char *gs_roles_breakdown_text(const uint64_t by[], char *buf, size_t sz)
 {
     uint64_t all = 0;
     int done[GS_ROLE_COUNT] = {0};
@@ -37,12 +36,13 @@ static void breakdown_text(const uint64_t by[GS_ROLE_COUNT], char *buf, size_t s
                          gs_role_name((enum gs_role)best), gs_human_bytes(by[best], b, sizeof b));
         len = w < 0 ? sz : len + (size_t)w;
     }
+    return buf;
 }
 
 static void breakdown(FILE *out, const uint64_t by[GS_ROLE_COUNT])
 {
     char buf[512];
-    breakdown_text(by, buf, sizeof buf);
+    gs_roles_breakdown_text(by, buf, sizeof buf);
     fputs(buf, out);
 }
 
@@ -53,7 +53,7 @@ void gs_roles_peak_text(const struct gs_report *rep, char *buf, size_t sz)
         snprintf(buf, sz, "not told: %s", fd->roles_not_told);
         return;
     }
-    breakdown_text(fd->roles_at_peak, buf, sz);
+    gs_roles_breakdown_text(fd->roles_at_peak, buf, sz);
     size_t len = strlen(buf);
     if (fd->roles_note[0] && len + 2 < sz)
         snprintf(buf + len, sz - len, "; %s", fd->roles_note);

@@ -15,6 +15,9 @@ struct gs_json;
 struct gs_findings;
 struct gs_failure_found;
 
+/* "41 % activations 8.00 MiB, 30 % optimizer state 6.00 MiB, ...", largest
+ * first, into buf; returns buf. */
+const char *gs_roles_breakdown_text(const uint64_t by[], char *buf, size_t sz);
 /* "By role at the peak: 41 % activations 8.00 MiB, ..." (or why not). */
 void gs_roles_text_peak(FILE *out, const struct gs_report *rep);
 /* The same words into buf ("not told: WHY" when roles are not told). */

@@ -23,3 +23,11 @@ const char *gs_human_bytes(uint64_t b, char *buf, size_t sz)
         snprintf(buf, sz, "%.2f %s", v, units[u]);
     return buf;
 }
+
+const char *gs_signed_bytes(int64_t v, char *buf, size_t sz)
+{
+    char b[32];
+    snprintf(buf, sz, "%s%s", v < 0 ? "-" : "+",
+             gs_human_bytes(v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v, b, sizeof b));
+    return buf;
+}

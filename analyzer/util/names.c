@@ -92,6 +92,19 @@ static const char *const kind_names[GS_KIND_COUNT] = {
 
 const char *gs_kind_name(uint32_t kind) { return kind < GS_KIND_COUNT ? kind_names[kind] : "?"; }
 
+static const char *const kind_labels[GS_KIND_COUNT] = {
+    [GS_KIND_DEVICE] = "device memory",
+    [GS_KIND_MANAGED] = "managed memory",
+    [GS_KIND_HOST_PINNED] = "pinned host memory",
+    [GS_KIND_ARRAY] = "CUDA arrays",
+    [GS_KIND_IMPORTED] = "imported from other processes",
+    [GS_KIND_ADDRESS_SPACE] = "reserved address space",
+    [GS_KIND_MAPPED] = "mapped ranges",
+    [GS_KIND_MULTICAST] = "multicast objects",
+};
+
+const char *gs_kind_label(uint32_t kind) { return kind < GS_KIND_COUNT ? kind_labels[kind] : "?"; }
+
 const char *gs_api_name(uint32_t api) { return api < GS_API_COUNT ? api_names[api] : "unknown"; }
 
 /* Every CUresult of cuda.h by its name (include/gpushim_cuda.h); a value

@@ -226,11 +226,12 @@ def test_html_failures_and_their_dots():
     self_contained(page, text)
     eq(page.tables["failures"]["head"],
        ["time", "API", "device", "requested", "result", "device free", "device total",
-        "held by the process", "verdict", "call site"], "the failure columns")
+        "held by the process", "verdict", "inside NVTX range", "by role then", "call site"],
+       "the failure columns")
     eq([r[8][0] for r in rows(page, "failures")], [f["verdict"]["sentence"] for f in d["failures"]],
        "the verdicts, as in the JSON")
     got = [(num(r[0]), r[1][0], num(r[2]), num(r[3]), r[4][0], num(r[5]), num(r[6]), num(r[7]),
-            r[9][0].split("\n")[0].split("  ")[0]) for r in rows(page, "failures")]
+            r[11][0].split("\n")[0].split("  ")[0]) for r in rows(page, "failures")]
     eq(got, [(f["time_ns"], f["api"], f["device"], f["requested_bytes"], f["result_name"],
               f["free_bytes"], f["total_bytes"], f["process_bytes"], f["frames"][0]["function"])
              for f in d["failures"]], "the failures, as in the JSON")
