@@ -432,7 +432,7 @@ static void write_profile(struct builder *b, struct gs_pb *pb, const struct gs_r
     }
 
     /* Comments: what was profiled, and what inuse means here. */
-    const struct gs_trace_info *in = rep->info;
+    const struct gs_header_info *in = &rep->info->header;
     char text[4096 + 128];
     uint64_t comments[4];
     unsigned nc = 0;

@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "analyzer/trace/encode.h"
+#include "analyzer/trace/meta.h"
 #include "gpushim_naming.h"
 #include "shim/base/base.h"
 #include "shim/file/file.h"

@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "analyzer/trace/encode.h"
+#include "analyzer/trace/meta.h"
 #include "shim/base/base.h"
 #include "shim/file/file.h"
 #include "shim/bound/bound.h"
