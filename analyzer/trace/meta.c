@@ -3,7 +3,8 @@
  * program did (include/gpushim_trace.h): the header's, both ways, from the
  * values the shim gathered (shim/file/tracefile.c) and back for the
  * analyzer's reader (analyzer/read/reader.c); and the writer's own in its
- * chunks, encoded (decode.c reads them).
+ * chunks, which decode.c hands on to what reading a trace counts: the ring
+ * position and the stop both ways, the resumption encoded.
  *
  * Each header record has its encoder beside its decoder, and one table
  * (records) ties its type to both and gives the order the header holds
@@ -11,6 +12,7 @@
  * when it is read: every field is read through a cursor that stops at the
  * payload's end.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <zlib.h>
@@ -250,15 +252,46 @@ size_t gs_encode_ring_pos(uint64_t pos, uint8_t *out)
     return one_varint(GS_REC_RING_POS, pos, out);
 }
 
+int gs_decode_ring_pos(const uint8_t *payload, size_t len, uint64_t *pos)
+{
+    struct gs_cursor c = {payload, payload + len, 0};
+    *pos = u(&c);
+    return c.bad ? -1 : 0;
+}
+
 size_t gs_encode_resumed(uint64_t time_ns, uint8_t *out)
 {
     return one_varint(GS_REC_RESUMED, time_ns, out);
 }
 
-void gs_encode_stopped(const uint64_t fields[6], uint8_t *out)
+/* STOPPED's fields, in their order in the record: each a varint, padded to
+ * 10 bytes by the writer so that the record's size never changes. */
+static const size_t stopped_fields[] = {
+    offsetof(struct gs_stopped, err),    offsetof(struct gs_stopped, offset),
+    offsetof(struct gs_stopped, time_ns), offsetof(struct gs_stopped, events),
+    offsetof(struct gs_stopped, lost),   offsetof(struct gs_stopped, end_ns),
+};
+#define NSTOPPED (sizeof stopped_fields / sizeof stopped_fields[0])
+_Static_assert(GS_STOPPED_RAW_LEN == 2 + 10 * NSTOPPED, "a STOPPED record of its fields");
+_Static_assert(sizeof(struct gs_stopped) == 8 * NSTOPPED, "every field of struct gs_stopped");
+
+void gs_encode_stopped(const struct gs_stopped *s, uint8_t *out)
 {
     out[0] = GS_REC_STOPPED;
     out[1] = GS_STOPPED_RAW_LEN - 2;
-    for (int i = 0; i < 6; i++)
-        gs_put_varint10(out + 2 + 10 * i, fields[i]);
+    for (size_t i = 0; i < NSTOPPED; i++) {
+        uint64_t v;
+        memcpy(&v, (const uint8_t *)s + stopped_fields[i], sizeof v);
+        gs_put_varint10(out + 2 + 10 * i, v);
+    }
+}
+
+int gs_decode_stopped(const uint8_t *payload, size_t len, struct gs_stopped *s)
+{
+    struct gs_cursor c = {payload, payload + len, 0};
+    for (size_t i = 0; i < NSTOPPED; i++) {
+        uint64_t v = u(&c);
+        memcpy((uint8_t *)s + stopped_fields[i], &v, sizeof v);
+    }
+    return c.bad || s->err > INT32_MAX ? -1 : 0;
 }

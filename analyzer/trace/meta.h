@@ -3,12 +3,12 @@
  * what the program did (meta.c): the header's (include/gpushim_trace.h:
  * PROCESS, CMDLINE, CLOCK, CONFIG, JOB, SETTINGS, RING), each encoded and
  * decoded over one layout, and the writer's own in its chunks (RING_POS,
- * RESUMED, STOPPED), encoded.
+ * STOPPED both ways; RESUMED encoded).
  *
- * Included by: meta.c, the shim's trace file, writer and bound trace
- * (shim/file/tracefile.c, shim/writer/writer.c, shim/bound/bound.c), the
- * analyzer's reader (analyzer/read/read.h: a header's records), their unit
- * tests.
+ * Included by: meta.c and decode.c (the writer's records in a chunk), the
+ * shim's trace file, writer and bound trace (shim/file/tracefile.c,
+ * shim/writer/writer.c, shim/bound/bound.c), the analyzer's reader
+ * (analyzer/read/read.h: a header's records), their unit tests.
  */
 #ifndef GPUSHIM_TRACE_META_H
 #define GPUSHIM_TRACE_META_H
@@ -93,10 +93,27 @@ int gs_decode_header_record(uint8_t type, const uint8_t *payload, size_t len,
 
 /* A GS_REC_RING_POS record of pos into out (room: 12 bytes); its length. */
 size_t gs_encode_ring_pos(uint64_t pos, uint8_t *out);
+/* A GS_REC_RING_POS record's payload (len bytes) into *pos: 0, or -1 when
+ * it does not parse. */
+int gs_decode_ring_pos(const uint8_t *payload, size_t len, uint64_t *pos);
 /* A GS_REC_RESUMED record of time_ns into out (room: 12 bytes); its length. */
 size_t gs_encode_resumed(uint64_t time_ns, uint8_t *out);
-/* The GS_REC_STOPPED record of its six fields (errno, offset, time, events,
- * lost, end time), GS_STOPPED_RAW_LEN bytes whatever their values. */
-void gs_encode_stopped(const uint64_t fields[6], uint8_t *out);
+
+/* What a GS_REC_STOPPED record says: the trace could not be written past
+ * offset (a shim without a ring file). */
+struct gs_stopped {
+    uint64_t err;     /* the errno of the write that failed (at most INT32_MAX) */
+    uint64_t offset;  /* where the trace stops */
+    uint64_t time_ns; /* when it stopped, since the start */
+    uint64_t events;  /* the events the program made */
+    uint64_t lost;    /* those not in the file */
+    uint64_t end_ns;  /* when the process finished, since the start; 0: it has not */
+};
+/* The GS_REC_STOPPED record of s into out: GS_STOPPED_RAW_LEN bytes,
+ * whatever the values. */
+void gs_encode_stopped(const struct gs_stopped *s, uint8_t *out);
+/* A GS_REC_STOPPED record's payload (len bytes) into s: 0, or -1 when it
+ * does not parse or its errno is past INT32_MAX. */
+int gs_decode_stopped(const uint8_t *payload, size_t len, struct gs_stopped *s);
 
 #endif

@@ -3,9 +3,11 @@
  * shim's values (gs_encode_header) and each of its records decoded back
  * (gs_decode_header_record), field by field, at ordinary and extreme
  * values; the records a header leaves out; strings cut to what a writer
- * records and a reader keeps; and every record cut short, or forged, is
- * refused without a read past its payload (each payload is decoded from a
- * copy of exactly its length, so the sanitizers see any such read).
+ * records and a reader keeps; the writer's ring position and STOPPED
+ * records the same way, and into what reading a trace counts
+ * (gs_decode_chunk). Every record cut short, or forged, is refused
+ * without a read past its payload (each payload is decoded from a copy of
+ * exactly its length, so the sanitizers see any such read).
  */
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -15,6 +17,7 @@
 
 #include "gpushim_trace.h"
 #include "analyzer/trace/meta.h"
+#include "analyzer/trace/trace.h"
 
 /* ---- a header's records, framed ---- */
 
@@ -322,4 +325,118 @@ Test(meta, a_record_of_no_header_type_leaves_the_header_alone)
     r.type = 200; /* a newer writer's */
     cr_assert_eq(decode_cut(&r, sizeof payload, &h), 0);
     cr_assert_eq(memcmp(&h, &before, sizeof h), 0);
+}
+
+/* ---- the writer's own records ---- */
+
+/* A record's framing as gs_decode_chunk reads it: its type, then its
+ * payload's length (one byte, for these); the payload's length. */
+static size_t framed(const uint8_t *rec, size_t len, uint8_t type)
+{
+    cr_assert_geq(len, 2);
+    cr_assert_eq(rec[0], type);
+    cr_assert_eq(rec[1], len - 2);
+    return len - 2;
+}
+
+static const uint64_t extremes[] = {0, 1, 127, 128, 16383, 16384, UINT32_MAX, UINT64_MAX - 1,
+                                    UINT64_MAX};
+
+Test(meta, ring_positions_round_trip)
+{
+    for (size_t i = 0; i < sizeof extremes / sizeof extremes[0]; i++) {
+        uint8_t rec[12];
+        size_t len = framed(rec, gs_encode_ring_pos(extremes[i], rec), GS_REC_RING_POS);
+        for (size_t cut = 0; cut <= len; cut++) {
+            uint8_t *copy = malloc(cut ? cut : 1);
+            memcpy(copy, rec + 2, cut);
+            uint64_t pos = 7;
+            int rc = gs_decode_ring_pos(copy, cut, &pos);
+            free(copy);
+            if (cut < len) {
+                cr_assert_eq(rc, -1, "%#llx cut at %zu", (unsigned long long)extremes[i], cut);
+            } else {
+                cr_assert_eq(rc, 0);
+                cr_assert_eq(pos, extremes[i]);
+            }
+        }
+    }
+}
+
+/* The STOPPED payload's first len bytes decoded from a copy of exactly
+ * that many. */
+static int stopped_cut(const uint8_t *payload, size_t len, struct gs_stopped *s)
+{
+    uint8_t *copy = malloc(len ? len : 1);
+    cr_assert_not_null(copy);
+    memcpy(copy, payload, len);
+    int rc = gs_decode_stopped(copy, len, s);
+    free(copy);
+    return rc;
+}
+
+static void same_stopped(const struct gs_stopped *got, const struct gs_stopped *want)
+{
+    cr_assert_eq(got->err, want->err);
+    cr_assert_eq(got->offset, want->offset);
+    cr_assert_eq(got->time_ns, want->time_ns);
+    cr_assert_eq(got->events, want->events);
+    cr_assert_eq(got->lost, want->lost);
+    cr_assert_eq(got->end_ns, want->end_ns);
+}
+
+Test(meta, stopped_records_round_trip_field_by_field)
+{
+    const struct gs_stopped cases[] = {
+        {.err = 28, .offset = 65536, .time_ns = 1234567, .events = 320024, .lost = 17, .end_ns = 0},
+        {.err = 0, .offset = 0, .time_ns = 0, .events = 0, .lost = 0, .end_ns = 0},
+        {.err = INT32_MAX, .offset = UINT64_MAX, .time_ns = UINT64_MAX, .events = UINT64_MAX,
+         .lost = UINT64_MAX, .end_ns = UINT64_MAX},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint8_t rec[GS_STOPPED_RAW_LEN];
+        gs_encode_stopped(&cases[i], rec);
+        size_t len = framed(rec, sizeof rec, GS_REC_STOPPED);
+        struct gs_stopped s;
+        memset(&s, 0x5a, sizeof s);
+        cr_assert_eq(stopped_cut(rec + 2, len, &s), 0);
+        same_stopped(&s, &cases[i]);
+        for (size_t cut = 0; cut < len; cut++)
+            cr_assert_eq(stopped_cut(rec + 2, cut, &s), -1, "case %zu cut at %zu", i, cut);
+    }
+}
+
+Test(meta, a_stopped_record_whose_errno_is_no_errno_is_refused)
+{
+    struct gs_stopped s = {.err = (uint64_t)INT32_MAX + 1, .offset = 1};
+    uint8_t rec[GS_STOPPED_RAW_LEN];
+    gs_encode_stopped(&s, rec);
+    cr_assert_eq(stopped_cut(rec + 2, rec[1], &s), -1);
+}
+
+/* In a chunk, through gs_decode_chunk: the largest ring position, and what
+ * the last STOPPED record says; one that does not parse is damaged. */
+Test(meta, the_writers_records_reach_what_reading_counts)
+{
+    uint8_t raw[4 * GS_STOPPED_RAW_LEN];
+    size_t n = gs_encode_ring_pos(900, raw);
+    n += gs_encode_ring_pos(300, raw + n);
+    struct gs_stopped s = {.err = 27, .offset = 4096, .time_ns = 55, .events = 9, .lost = 4,
+                           .end_ns = 77};
+    gs_encode_stopped(&s, raw + n);
+    n += GS_STOPPED_RAW_LEN;
+    struct gs_stopped bad = {.err = (uint64_t)INT32_MAX + 1};
+    gs_encode_stopped(&bad, raw + n);
+    n += GS_STOPPED_RAW_LEN;
+    struct gs_reader_ops ops = {0};
+    struct gs_reader_stats st = {0};
+    cr_assert_eq(gs_decode_chunk(raw, n, &ops, NULL, &st), 4);
+    cr_assert_eq(st.ring_pos, 900);
+    cr_assert_eq(st.damaged_records, 1);
+    cr_assert_eq(st.write_failed, 1);
+    cr_assert_eq(st.end_seen, 1);
+    struct gs_stopped got = {.err = (uint64_t)st.fail_errno, .offset = st.fail_offset,
+                             .time_ns = st.fail_time_ns, .events = st.end_events,
+                             .lost = st.end_lost, .end_ns = st.end_time_ns};
+    same_stopped(&got, &s);
 }
