@@ -344,10 +344,15 @@ uint64_t gs_decode_chunk(const uint8_t *raw, size_t len, const struct gs_reader_
         case GS_REC_THREAD:
             bad = thread(&c, ops, ctx);
             break;
-        case GS_REC_RESUMED: /* an exec failed after finishing the trace: it goes on */
-            st->end_seen = 0;
-            st->end_events = st->end_lost = st->end_time_ns = 0;
+        case GS_REC_RESUMED: { /* an exec failed after finishing the trace: it goes on */
+            uint64_t since; /* when: not needed */
+            bad = gs_decode_resumed(c.p, plen, &since) != 0;
+            if (!bad) {
+                st->end_seen = 0;
+                st->end_events = st->end_lost = st->end_time_ns = 0;
+            }
             break;
+        }
         case GS_REC_RING_POS: {
             uint64_t pos;
             bad = gs_decode_ring_pos(c.p, plen, &pos) != 0;

@@ -3,8 +3,8 @@
  * program did (include/gpushim_trace.h): the header's, both ways, from the
  * values the shim gathered (shim/file/tracefile.c) and back for the
  * analyzer's reader (analyzer/read/reader.c); and the writer's own in its
- * chunks, which decode.c hands on to what reading a trace counts: the ring
- * position and the stop both ways, the resumption encoded.
+ * chunks (ring position, resumed, stopped), both ways too, which decode.c
+ * hands on to what reading a trace counts.
  *
  * Each header record has its encoder beside its decoder, and one table
  * (records) ties its type to both and gives the order the header holds
@@ -239,12 +239,19 @@ int gs_decode_header_record(uint8_t type, const uint8_t *payload, size_t len,
 
 /* ---- the writer's own records ---- */
 
-/* A record of one varint. */
+/* A record of one varint, and its payload read back. */
 static size_t one_varint(uint8_t type, uint64_t v, uint8_t *out)
 {
     out[0] = type;
     out[1] = (uint8_t)gs_put_varint(out + 2, v);
     return 2u + out[1];
+}
+
+static int one_varint_get(const uint8_t *payload, size_t len, uint64_t *v)
+{
+    struct gs_cursor c = {payload, payload + len, 0};
+    *v = u(&c);
+    return c.bad ? -1 : 0;
 }
 
 size_t gs_encode_ring_pos(uint64_t pos, uint8_t *out)
@@ -254,14 +261,17 @@ size_t gs_encode_ring_pos(uint64_t pos, uint8_t *out)
 
 int gs_decode_ring_pos(const uint8_t *payload, size_t len, uint64_t *pos)
 {
-    struct gs_cursor c = {payload, payload + len, 0};
-    *pos = u(&c);
-    return c.bad ? -1 : 0;
+    return one_varint_get(payload, len, pos);
 }
 
 size_t gs_encode_resumed(uint64_t time_ns, uint8_t *out)
 {
     return one_varint(GS_REC_RESUMED, time_ns, out);
+}
+
+int gs_decode_resumed(const uint8_t *payload, size_t len, uint64_t *time_ns)
+{
+    return one_varint_get(payload, len, time_ns);
 }
 
 /* STOPPED's fields, in their order in the record: each a varint, padded to

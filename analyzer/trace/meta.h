@@ -3,7 +3,7 @@
  * what the program did (meta.c): the header's (include/gpushim_trace.h:
  * PROCESS, CMDLINE, CLOCK, CONFIG, JOB, SETTINGS, RING), each encoded and
  * decoded over one layout, and the writer's own in its chunks (RING_POS,
- * STOPPED both ways; RESUMED encoded).
+ * RESUMED, STOPPED), both ways too.
  *
  * Included by: meta.c and decode.c (the writer's records in a chunk), the
  * shim's trace file, writer and bound trace (shim/file/tracefile.c,
@@ -98,6 +98,9 @@ size_t gs_encode_ring_pos(uint64_t pos, uint8_t *out);
 int gs_decode_ring_pos(const uint8_t *payload, size_t len, uint64_t *pos);
 /* A GS_REC_RESUMED record of time_ns into out (room: 12 bytes); its length. */
 size_t gs_encode_resumed(uint64_t time_ns, uint8_t *out);
+/* A GS_REC_RESUMED record's payload (len bytes) into *time_ns: 0, or -1
+ * when it does not parse. */
+int gs_decode_resumed(const uint8_t *payload, size_t len, uint64_t *time_ns);
 
 /* What a GS_REC_STOPPED record says: the trace could not be written past
  * offset (a shim without a ring file). */

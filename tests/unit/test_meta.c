@@ -3,8 +3,8 @@
  * shim's values (gs_encode_header) and each of its records decoded back
  * (gs_decode_header_record), field by field, at ordinary and extreme
  * values; the records a header leaves out; strings cut to what a writer
- * records and a reader keeps; the writer's ring position and STOPPED
- * records the same way, and into what reading a trace counts
+ * records and a reader keeps; the writer's ring position, RESUMED and
+ * STOPPED records the same way, and into what reading a trace counts
  * (gs_decode_chunk). Every record cut short, or forged, is refused
  * without a read past its payload (each payload is decoded from a copy of
  * exactly its length, so the sanitizers see any such read).
@@ -16,6 +16,7 @@
 #include <zlib.h>
 
 #include "gpushim_trace.h"
+#include "analyzer/trace/encode.h"
 #include "analyzer/trace/meta.h"
 #include "analyzer/trace/trace.h"
 
@@ -342,22 +343,35 @@ static size_t framed(const uint8_t *rec, size_t len, uint8_t type)
 static const uint64_t extremes[] = {0, 1, 127, 128, 16383, 16384, UINT32_MAX, UINT64_MAX - 1,
                                     UINT64_MAX};
 
-Test(meta, ring_positions_round_trip)
+/* The records of one varint: ring position and resumed. */
+static const struct {
+    uint8_t type;
+    size_t (*encode)(uint64_t v, uint8_t *out);
+    int (*decode)(const uint8_t *payload, size_t len, uint64_t *v);
+} one_varint[] = {
+    {GS_REC_RING_POS, gs_encode_ring_pos, gs_decode_ring_pos},
+    {GS_REC_RESUMED, gs_encode_resumed, gs_decode_resumed},
+};
+
+Test(meta, ring_positions_and_resumptions_round_trip)
 {
-    for (size_t i = 0; i < sizeof extremes / sizeof extremes[0]; i++) {
-        uint8_t rec[12];
-        size_t len = framed(rec, gs_encode_ring_pos(extremes[i], rec), GS_REC_RING_POS);
-        for (size_t cut = 0; cut <= len; cut++) {
-            uint8_t *copy = malloc(cut ? cut : 1);
-            memcpy(copy, rec + 2, cut);
-            uint64_t pos = 7;
-            int rc = gs_decode_ring_pos(copy, cut, &pos);
-            free(copy);
-            if (cut < len) {
-                cr_assert_eq(rc, -1, "%#llx cut at %zu", (unsigned long long)extremes[i], cut);
-            } else {
-                cr_assert_eq(rc, 0);
-                cr_assert_eq(pos, extremes[i]);
+    for (size_t k = 0; k < sizeof one_varint / sizeof one_varint[0]; k++) {
+        for (size_t i = 0; i < sizeof extremes / sizeof extremes[0]; i++) {
+            uint8_t rec[12];
+            size_t len = framed(rec, one_varint[k].encode(extremes[i], rec), one_varint[k].type);
+            for (size_t cut = 0; cut <= len; cut++) {
+                uint8_t *copy = malloc(cut ? cut : 1);
+                memcpy(copy, rec + 2, cut);
+                uint64_t v = 7;
+                int rc = one_varint[k].decode(copy, cut, &v);
+                free(copy);
+                if (cut < len) {
+                    cr_assert_eq(rc, -1, "record %u of %#llx cut at %zu", one_varint[k].type,
+                                 (unsigned long long)extremes[i], cut);
+                } else {
+                    cr_assert_eq(rc, 0);
+                    cr_assert_eq(v, extremes[i]);
+                }
             }
         }
     }
@@ -439,4 +453,30 @@ Test(meta, the_writers_records_reach_what_reading_counts)
                              .time_ns = st.fail_time_ns, .events = st.end_events,
                              .lost = st.end_lost, .end_ns = st.end_time_ns};
     same_stopped(&got, &s);
+}
+
+/* A RESUMED record undoes the END before it; one whose time does not parse
+ * is damaged, and the END stands. */
+Test(meta, a_resumed_record_undoes_the_end_before_it)
+{
+    struct gs_end_body end = {.type = GS_REC_END, .events = 3, .time_ns = 10};
+    uint8_t raw[3 * GS_MAX_RECORD];
+    struct gs_encoder e;
+    gs_encoder_reset(&e);
+    size_t n = gs_encode(&e, &end, sizeof end, raw);
+    size_t cut_at = n;
+    n += gs_encode_resumed(11, raw + n);
+    struct gs_reader_ops ops = {0};
+    struct gs_reader_stats st = {0};
+    cr_assert_eq(gs_decode_chunk(raw, n, &ops, NULL, &st), 2);
+    cr_assert_eq(st.damaged_records, 0);
+    cr_assert_eq(st.end_seen, 0, "it goes on");
+    cr_assert_eq(st.end_time_ns, 0);
+    const uint8_t cut[] = {GS_REC_RESUMED, 1, 0x80}; /* its varint cut short */
+    memcpy(raw + cut_at, cut, sizeof cut);
+    memset(&st, 0, sizeof st);
+    cr_assert_eq(gs_decode_chunk(raw, cut_at + sizeof cut, &ops, NULL, &st), 2);
+    cr_assert_eq(st.damaged_records, 1);
+    cr_assert_eq(st.end_seen, 1, "the END stands");
+    cr_assert_eq(st.end_time_ns, 10);
 }
