@@ -183,7 +183,7 @@ static void run_json(struct gs_json *j, const char *key, const struct diff *d, i
     const struct gs_findings *f = &d->found[i];
     gs_json_begin_object(j, key);
     gs_json_string(j, "path", d->path[i]);
-    gs_json_uint(j, "pid", l->info.pid);
+    gs_json_uint(j, "pid", l->info.header.pid);
     gs_json_string(j, "host", gs_shown_host(&l->info));
     gs_json_uint(j, "peak_bytes", f->peak_bytes);
     gs_json_uint(j, "largest_device_peak_bytes", f->largest_device_peak);
@@ -246,7 +246,7 @@ static void diff_text(FILE *out, const struct diff *d)
     for (int i = 0; i < 2; i++) {
         const struct gs_loaded *l = &d->l[i];
         fprintf(out, "%s  %s  (pid %" PRIu64 " on %s): peak %s", i ? "B" : "A", d->path[i],
-                l->info.pid, gs_shown_host(&l->info) ? l->info.host : "(left out)",
+                l->info.header.pid, gs_shown_host(&l->info) ? l->info.header.host : "(left out)",
                 gs_human_bytes(d->found[i].peak_bytes, b1, sizeof b1));
         if (!gs_trace_complete(&l->st))
             fprintf(out, ", trace incomplete (%s)", gs_trace_ending(&l->info, &l->st));

@@ -56,15 +56,16 @@ struct rank_row {
 static void take(struct rank_row *row, const char *path, const struct gs_loaded *l,
                  const struct gs_findings *f)
 {
+    const struct gs_header_info *h = &l->info.header;
     memset(row, 0, sizeof *row);
     row->path = path;
-    row->recorded_rank = l->info.job_seen ? l->info.rank : -1;
-    row->local_rank = l->info.job_seen ? l->info.local_rank : -1;
-    row->world_size = l->info.job_seen ? l->info.world_size : 0;
-    row->job_seen = l->info.job_seen;
+    row->recorded_rank = h->job_seen ? h->rank : -1;
+    row->local_rank = h->job_seen ? h->local_rank : -1;
+    row->world_size = h->job_seen ? h->world_size : 0;
+    row->job_seen = h->job_seen;
     row->host_left_out = gs_shown_host(&l->info) == NULL;
-    snprintf(row->host, sizeof row->host, "%s", row->host_left_out ? "(left out)" : l->info.host);
-    row->pid = l->info.pid;
+    snprintf(row->host, sizeof row->host, "%s", row->host_left_out ? "(left out)" : h->host);
+    row->pid = h->pid;
     for (int d = 0; d <= GS_MAX_DEVICES; d++) {
         row->dev_present[d] = (uint8_t)f->devices[d].present;
         row->dev_peak[d] = f->devices[d].peak_bytes;
@@ -77,7 +78,7 @@ static void take(struct rank_row *row, const char *path, const struct gs_loaded 
             continue;
         row->failed = 1;
         row->first = *f->failures[i].f;
-        row->first_unix_ns = l->info.realtime_ns + row->first.time_ns;
+        row->first_unix_ns = l->info.header.realtime_ns + row->first.time_ns;
     }
     row->complete = gs_trace_complete(&l->st);
     row->ending = gs_trace_ending(&l->info, &l->st); /* a string literal */

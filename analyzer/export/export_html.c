@@ -322,11 +322,12 @@ static void summary(FILE *out, const struct gs_report *rep)
     char buf[512], a[32], b[32];
     fputs("<table class=\"summary\">\n", out);
     const char *host = gs_shown_host(info), *command = gs_shown_command(info);
-    snprintf(buf, sizeof buf, "%" PRIu64 " on %s", info->pid, host ? host : "(left out: --redact)");
+    snprintf(buf, sizeof buf, "%" PRIu64 " on %s", info->header.pid,
+             host ? host : "(left out: --redact)");
     summary_text(out, "s-process", "process", buf);
     summary_text(out, "s-command", "command",
                  !command ? "(left out: --redact)" : command[0] ? command : "(not recorded)");
-    time_t start = (time_t)(info->realtime_ns / 1000000000u);
+    time_t start = (time_t)(info->header.realtime_ns / 1000000000u);
     struct tm tm;
     if (gmtime_r(&start, &tm) && strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm))
         summary_text(out, "s-started", "started", buf);

@@ -439,11 +439,11 @@ static void write_profile(struct builder *b, struct gs_pb *pb, const struct gs_r
     }
 
     /* Comments: what was profiled, and what inuse means here. */
-    const struct gs_trace_info *in = rep->info;
+    const struct gs_header_info *in = &rep->info->header;
     char text[4096 + 128];
     uint64_t comments[4];
     unsigned nc = 0;
-    const char *command = gs_shown_command(in), *host = gs_shown_host(in);
+    const char *command = gs_shown_command(rep->info), *host = gs_shown_host(rep->info);
     snprintf(text, sizeof text, "command: %s",
              !command ? "(left out: --redact)" : command[0] ? command : "(not recorded)");
     comments[nc++] = string_id(b, text);

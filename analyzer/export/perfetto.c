@@ -187,7 +187,7 @@ static void before(void *ctx, struct gs_loaded *l, const struct gs_revent *e)
 {
     struct perfetto *p = ctx;
     (void)e;
-    p->pid = l->info.pid; /* the header is read before any event */
+    p->pid = l->info.header.pid; /* the header is read before any event */
     note_devices(p, &l->r, l->r.last_time_ns);
     p->nfailures = l->r.nfailures;
 }
@@ -299,7 +299,7 @@ int gs_export_perfetto(FILE *out, const char *path)
         free(p);
         return -1;
     }
-    p->pid = l.info.pid;
+    p->pid = l.info.header.pid;
     flush_all(p);
     failures_decided(p, &l.r); /* the end decided those still waiting */
     begin_event(p);
@@ -316,7 +316,7 @@ int gs_export_perfetto(FILE *out, const char *path)
         gs_json_quoted(out, command);
     else
         fputs("null", out);
-    fprintf(out, ",\"pid\":%" PRIu64 ",\"trace\":", l.info.pid);
+    fprintf(out, ",\"pid\":%" PRIu64 ",\"trace\":", l.info.header.pid);
     gs_json_quoted(out, path);
     fputs(",\"counters\":\"live device bytes of the process, per device; changes within one "
           "microsecond are coalesced: the last, after the highest if higher than before and "

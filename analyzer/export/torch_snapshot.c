@@ -487,7 +487,7 @@ static void before(void *ctx, struct gs_loaded *l, const struct gs_revent *e)
     struct snap *s = ctx;
     (void)e;
     if (!s->synced) {
-        s->start_us = l->info.realtime_ns / 1000;
+        s->start_us = l->info.header.realtime_ns / 1000;
         sync(s, l);
     }
     s->nfailures = l->r.nfailures;
@@ -669,9 +669,9 @@ static void write_snapshot(struct snap *s, struct gs_loaded *l, FILE *out)
     gs_pickle_end(&pk);
     gs_pickle_str(&pk, "allocator_settings");
     gs_pickle_dict(&pk);
-    for (unsigned i = 0; i < l->info.nsettings && i < 8; i++) {
-        gs_pickle_str(&pk, l->info.settings[i].name);
-        gs_pickle_str(&pk, l->info.settings[i].value);
+    for (unsigned i = 0; i < l->info.header.nsettings && i < 8; i++) {
+        gs_pickle_str(&pk, l->info.header.settings[i].name);
+        gs_pickle_str(&pk, l->info.header.settings[i].value);
     }
     gs_pickle_end(&pk);
     gs_pickle_finish(&pk);
@@ -697,7 +697,7 @@ int gs_export_torch_snapshot(FILE *out, const char *path, enum gs_stack_view vie
     if (gs_load_watch("export", path, &l, &w) != 0)
         goto done;
     if (!s->synced) { /* no event: what a checkpoint loaded, if any */
-        s->start_us = l.info.realtime_ns / 1000;
+        s->start_us = l.info.header.realtime_ns / 1000;
         sync(s, &l);
     }
     if (!s->failed)

@@ -21,9 +21,9 @@
 
 static const char *setting(const struct gs_trace_info *info, const char *name)
 {
-    for (unsigned i = 0; i < info->nsettings; i++)
-        if (!strcmp(info->settings[i].name, name))
-            return info->settings[i].value;
+    for (unsigned i = 0; i < info->header.nsettings; i++)
+        if (!strcmp(info->header.settings[i].name, name))
+            return info->header.settings[i].value;
     return NULL;
 }
 

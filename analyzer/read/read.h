@@ -14,38 +14,26 @@
 
 #include "gpushim_ring.h"
 #include "analyzer/trace/trace.h"
+#include "analyzer/trace/meta.h"
 
-/* What the trace's header records say of the process. */
+/* A trace's header as read: what its records say of the process, as the
+ * codec decodes them (analyzer/trace/meta.h), and its preamble's format
+ * version; and whether the screens show its host and command line. */
 struct gs_trace_info {
-    uint64_t pid, ppid;
-    char host[256];
-    char shim_version[64];
-    char command[4096]; /* argv joined by spaces */
-    uint64_t start_ns, realtime_ns;
-    uint64_t stack_depth;
+    struct gs_header_info header;
     uint32_t version;
-    uint64_t ring_id;    /* GS_REC_RING: the ring file that goes with the trace, or 0 */
-    unsigned nsettings;  /* GS_REC_SETTINGS: the allocator settings the process ran with */
-    struct {
-        char name[64], value[256];
-    } settings[8];
-    char ring_name[256];
-    /* GS_REC_JOB: where the process stood in a distributed job */
-    int job_seen;                /* the record was there (traces from before it: 0) */
-    int64_t rank, local_rank;    /* -1: unknown */
-    uint64_t world_size;         /* 0: unknown */
-    int redacted;                /* --redact: the host and command left out of every screen */
+    int redacted; /* --redact: the host and command left out of every screen */
 };
 
 /* The host and the command line as every screen shows them: NULL where
  * --redact left them out (report/load.c), or "" where the trace has none. */
 static inline const char *gs_shown_host(const struct gs_trace_info *i)
 {
-    return i->redacted ? NULL : i->host;
+    return i->redacted ? NULL : i->header.host;
 }
 static inline const char *gs_shown_command(const struct gs_trace_info *i)
 {
-    return i->redacted ? NULL : i->command;
+    return i->redacted ? NULL : i->header.command;
 }
 
 /* ---- reader.c ---- */

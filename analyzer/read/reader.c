@@ -1,7 +1,9 @@
 /*
- * reader.c - reads a trace file (include/gpushim_trace.h): its header, then
- * its chunks, checked and inflated, whose records decode.c hands in order
- * to callbacks; and what the stats it gathers say of the trace.
+ * reader.c - reads a trace file (include/gpushim_trace.h): its header, its
+ * records framed and checked here and each one's payload decoded by the
+ * codec (analyzer/trace/meta.c), then its chunks, checked and inflated,
+ * whose records decode.c hands in order to callbacks; and what the stats it
+ * gathers say of the trace.
  *
  * Every trace is untrusted input: every length is checked against what is
  * left and against the format's limits before anything is allocated or
@@ -23,12 +25,9 @@
 #include <unistd.h>
 
 #include "gpushim_trace.h"
-#include "analyzer/util/cursor.h"
 #include "analyzer/trace/trace.h"
 #include "analyzer/read/read.h"
 #include "analyzer/read/tape.h"
-
-static uint64_t u(struct gs_cursor *c) { return gs_cursor_u(c); }
 
 /* ---- what the stats say ---- */
 
@@ -48,15 +47,16 @@ const char *gs_trace_ending(const struct gs_trace_info *info, const struct gs_re
 
 int gs_trace_live(const struct gs_trace_info *info, const struct gs_reader_stats *st)
 {
+    const struct gs_header_info *h = &info->header;
     char host[256];
-    if (st->end_seen || !info->pid || info->pid > INT32_MAX || gethostname(host, sizeof host) != 0)
+    if (st->end_seen || !h->pid || h->pid > INT32_MAX || gethostname(host, sizeof host) != 0)
         return 0;
     host[sizeof host - 1] = 0;
-    if (strcmp(host, info->host) != 0 || (kill((pid_t)info->pid, 0) != 0 && errno != EPERM))
+    if (strcmp(host, h->host) != 0 || (kill((pid_t)h->pid, 0) != 0 && errno != EPERM))
         return 0;
     /* The same process, not a later one given its pid: started before the trace. */
     char path[64], stat[1024];
-    snprintf(path, sizeof path, "/proc/%llu/stat", (unsigned long long)info->pid);
+    snprintf(path, sizeof path, "/proc/%llu/stat", (unsigned long long)h->pid);
     FILE *f = fopen(path, "r");
     if (!f)
         return 0;
@@ -69,7 +69,7 @@ int gs_trace_live(const struct gs_trace_info *info, const struct gs_reader_stats
                             "%*d %*d %llu", &start_ticks) != 1)
         return 0;
     double started = (double)start_ticks / (double)sysconf(_SC_CLK_TCK);
-    return started <= (double)info->start_ns / 1e9 + 1.0;
+    return started <= (double)h->start_ns / 1e9 + 1.0;
 }
 
 uint64_t gs_trace_duration_ns(const struct gs_reader_stats *st, uint64_t last_event_ns)
@@ -116,64 +116,6 @@ static int read_at(struct file *f, uint64_t off, void *buf, size_t len)
     return 0;
 }
 
-static void header_record(uint8_t type, struct gs_cursor *c, struct gs_trace_info *info)
-{
-    switch (type) {
-    case GS_REC_PROCESS:
-        info->pid = u(c);
-        info->ppid = u(c);
-        gs_cursor_text(c, info->host, sizeof info->host);
-        gs_cursor_text(c, info->shim_version, sizeof info->shim_version);
-        break;
-    case GS_REC_CMDLINE: {
-        uint64_t argc = u(c);
-        size_t n = 0;
-        for (uint64_t i = 0; i < argc && !c->bad && n + 2 < sizeof info->command; i++) {
-            char arg[4096];
-            gs_cursor_text(c, arg, sizeof arg);
-            n += (size_t)snprintf(info->command + n, sizeof info->command - n, "%s%s",
-                                  i ? " " : "", arg);
-            if (n >= sizeof info->command)
-                n = sizeof info->command - 1;
-        }
-        break;
-    }
-    case GS_REC_CLOCK:
-        info->start_ns = u(c);
-        info->realtime_ns = u(c);
-        break;
-    case GS_REC_CONFIG:
-        info->stack_depth = u(c);
-        break;
-    case GS_REC_SETTINGS: {
-        uint64_t n = u(c);
-        for (uint64_t i = 0; i < n && !c->bad && info->nsettings < 8; i++) {
-            gs_cursor_text(c, info->settings[info->nsettings].name, sizeof info->settings[0].name);
-            gs_cursor_text(c, info->settings[info->nsettings].value, sizeof info->settings[0].value);
-            if (!c->bad)
-                info->nsettings++;
-        }
-        break;
-    }
-    case GS_REC_JOB: {
-        uint64_t rank = u(c), local_rank = u(c), world = u(c);
-        if (c->bad)
-            break;
-        info->job_seen = 1;
-        info->rank = rank && rank <= UINT32_MAX ? (int64_t)rank - 1 : -1;
-        info->local_rank = local_rank && local_rank <= UINT32_MAX ? (int64_t)local_rank - 1 : -1;
-        info->world_size = world <= UINT32_MAX ? world : 0;
-        break;
-    }
-    case GS_REC_RING:
-        info->ring_id = u(c);
-        gs_cursor_text(c, info->ring_name, sizeof info->ring_name);
-        break;
-    default:
-        break;
-    }
-}
-
 static int read_header(struct file *f, struct gs_trace_info *info, uint64_t *body_start)
 {
     uint8_t pre[GS_PREAMBLE_LEN];
@@ -213,8 +155,8 @@ static int read_header(struct file *f, struct gs_trace_info *info, uint64_t *bod
             free(h);
             return fail(f, at, "malformed header record");
         }
-        struct gs_cursor c = {p, p + plen, 0};
-        header_record(type, &c, info);
+        /* a record whose payload does not parse gives what of it does */
+        gs_decode_header_record(type, p, plen, &info->header);
         p += plen;
     }
     free(h);
@@ -552,7 +494,7 @@ int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
 {
     struct file f = {.path = path, .err = err, .errsz = errsz};
     memset(info, 0, sizeof *info);
-    info->rank = info->local_rank = -1;
+    gs_header_info_init(&info->header);
     memset(st, 0, sizeof *st);
     /* not blocking: a FIFO named as the trace would wait for a writer
      * forever before the check below could refuse it */
@@ -573,7 +515,7 @@ int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
     }
     /* The ring first: what the writer takes from it after this is in chunks
      * that are in the file by the time they are read below. */
-    struct gs_ring_snapshot *snap = info->ring_id ? malloc(sizeof *snap) : NULL;
+    struct gs_ring_snapshot *snap = info->header.ring_id ? malloc(sizeof *snap) : NULL;
     if (snap)
         gs_ring_snapshot_take(path, info, snap);
     read_chunks(&f, off, ops, ctx, st);

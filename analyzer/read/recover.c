@@ -80,7 +80,7 @@ static const char *open_checked(const char *path, const struct gs_trace_info *in
                       h->cap > GS_RING_MAX_CAP || (h->cap & (h->cap - 1)) ||
                       (uint64_t)sb.st_size != GS_RING_HEADER_SIZE + h->cap
                   ? "its size does not match its header"
-              : h->trace_id != info->ring_id ? "it belongs to another trace"
+              : h->trace_id != info->header.ring_id ? "it belongs to another trace"
                                              : NULL;
     if (bad) {
         close(fd);
@@ -104,9 +104,10 @@ static int open_ring(const char *trace_path, const struct gs_trace_info *info,
     const char *slash = strrchr(trace_path, '/');
     int dirlen = slash ? (int)(slash - trace_path) + 1 : 0;
     char other[sizeof snap->path];
-    snprintf(other, sizeof other, "%.*s%s", dirlen, trace_path, info->ring_name);
-    if (info->ring_name[0] && !strchr(info->ring_name, '/') && strcmp(info->ring_name, ".") &&
-        strcmp(info->ring_name, "..") && strcmp(other, snap->path)) {
+    const char *name = info->header.ring_name;
+    snprintf(other, sizeof other, "%.*s%s", dirlen, trace_path, name);
+    if (name[0] && !strchr(name, '/') && strcmp(name, ".") && strcmp(name, "..") &&
+        strcmp(other, snap->path)) {
         const char *why2 = open_checked(other, info, &fd, h);
         if (!why2) {
             snprintf(snap->path, sizeof snap->path, "%s", other);

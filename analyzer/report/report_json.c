@@ -123,11 +123,11 @@ static void bytes_or_null(struct gs_json *j, const char *key, uint64_t v)
 static void process(struct gs_json *j, const struct gs_report *rep)
 {
     gs_json_begin_object(j, "process");
-    gs_json_uint(j, "pid", rep->info->pid);
-    gs_json_uint(j, "ppid", rep->info->ppid);
+    gs_json_uint(j, "pid", rep->info->header.pid);
+    gs_json_uint(j, "ppid", rep->info->header.ppid);
     gs_json_string(j, "host", gs_shown_host(rep->info));
     gs_json_string(j, "command", gs_shown_command(rep->info));
-    gs_json_uint(j, "start_unix_ns", rep->info->realtime_ns);
+    gs_json_uint(j, "start_unix_ns", rep->info->header.realtime_ns);
     gs_json_uint(j, "duration_ns", rep->found->duration_ns);
     gs_json_end_object(j);
 }
@@ -137,8 +137,8 @@ static void allocator(struct gs_json *j, const struct gs_report *rep)
     const struct gs_alloc_mode *m = &rep->found->mode;
     gs_json_begin_object(j, "allocator");
     gs_json_begin_object(j, "settings");
-    for (unsigned i = 0; i < rep->info->nsettings; i++)
-        gs_json_string(j, rep->info->settings[i].name, rep->info->settings[i].value);
+    for (unsigned i = 0; i < rep->info->header.nsettings; i++)
+        gs_json_string(j, rep->info->header.settings[i].name, rep->info->header.settings[i].value);
     gs_json_end_object(j);
     gs_json_begin_array(j, "frameworks");
     static const char *const names[] = {"pytorch", "jax", "tensorflow"};

@@ -108,8 +108,8 @@ static void print_threads(const struct gs_report *rep, FILE *out, uint32_t stack
         return;
     char op[128];
     int backward = gs_site_backward_of(r, rep->sym, stack_id, op, sizeof op);
-    uint32_t main_name = rep->info->pid <= UINT32_MAX
-                             ? gs_replay_thread_of(r, (uint32_t)rep->info->pid)
+    uint32_t main_name = rep->info->header.pid <= UINT32_MAX
+                             ? gs_replay_thread_of(r, (uint32_t)rep->info->header.pid)
                              : 0;
     int named = t && t->other;
     for (unsigned i = 0; t && i < t->n; i++)
@@ -202,13 +202,13 @@ static void header(const struct gs_report *rep, FILE *out)
     const struct gs_trace_info *in = rep->info;
     const struct gs_findings *fd = rep->found;
     char when[64] = "";
-    time_t t = (time_t)(in->realtime_ns / 1000000000u);
+    time_t t = (time_t)(in->header.realtime_ns / 1000000000u);
     struct tm tm;
-    if (in->realtime_ns && localtime_r(&t, &tm))
+    if (in->header.realtime_ns && localtime_r(&t, &tm))
         strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
     fprintf(out, "gpushim report for %s\n\n", rep->path);
     const char *host = gs_shown_host(in), *command = gs_shown_command(in);
-    fprintf(out, "  process   %" PRIu64 " on %s, started %s\n", in->pid,
+    fprintf(out, "  process   %" PRIu64 " on %s, started %s\n", in->header.pid,
             host ? host : "(left out: --redact)", when);
     fprintf(out, "  command   %s\n",
             !command ? "(left out: --redact)" : command[0] ? command : "(not recorded)");
@@ -221,9 +221,9 @@ static void header(const struct gs_report *rep, FILE *out)
     fputc('\n', out);
     if (fd->mode.note[0])
         fprintf(out, "  allocator %s\n", fd->mode.note);
-    for (unsigned i = 0; i < in->nsettings; i++)
-        fprintf(out, "%s%s=%s\n", i ? "            " : "  settings  ", in->settings[i].name,
-                in->settings[i].value);
+    for (unsigned i = 0; i < in->header.nsettings; i++)
+        fprintf(out, "%s%s=%s\n", i ? "            " : "  settings  ", in->header.settings[i].name,
+                in->header.settings[i].value);
     if (fd->frees_unknown)
         fprintf(out, "            %" PRIu64 " free%s of addresses not allocated while recording\n",
                 fd->frees_unknown, plural(fd->frees_unknown));

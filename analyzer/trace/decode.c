@@ -18,6 +18,7 @@
 #include "analyzer/util/cursor.h"
 #include "analyzer/trace/trace.h"
 #include "analyzer/trace/columns.h"
+#include "analyzer/trace/meta.h"
 
 /* ---- fields of a record payload ---- */
 
@@ -223,20 +224,19 @@ static int thread(struct gs_cursor *c, const struct gs_reader_ops *ops, void *ct
 
 /* The trace took no more (a shim without a ring file): where, why, what
  * was lost, and the end, if the process got there. */
-static int stopped_record(struct gs_cursor *c, struct gs_reader_stats *st)
+static int stopped_record(const uint8_t *payload, size_t len, struct gs_reader_stats *st)
 {
-    uint64_t err = u(c), offset = u(c), time_ns = u(c), events = u(c), lost = u(c),
-             end_ns = u(c);
-    if (c->bad || err > INT32_MAX)
+    struct gs_stopped s;
+    if (gs_decode_stopped(payload, len, &s) != 0)
         return -1;
     st->write_failed = 1;
-    st->fail_errno = (int)err;
-    st->fail_offset = offset;
-    st->fail_time_ns = time_ns;
-    st->end_events = events;
-    st->end_lost = lost;
-    st->end_seen = end_ns != 0;
-    st->end_time_ns = end_ns;
+    st->fail_errno = (int)s.err;
+    st->fail_offset = s.offset;
+    st->fail_time_ns = s.time_ns;
+    st->end_events = s.events;
+    st->end_lost = s.lost;
+    st->end_seen = s.end_ns != 0;
+    st->end_time_ns = s.end_ns;
     return 0;
 }
 
@@ -339,18 +339,23 @@ uint64_t gs_decode_chunk(const uint8_t *raw, size_t len, const struct gs_reader_
             bad = end_record(&c, st);
             break;
         case GS_REC_STOPPED:
-            bad = stopped_record(&c, st);
+            bad = stopped_record(c.p, plen, st);
             break;
         case GS_REC_THREAD:
             bad = thread(&c, ops, ctx);
             break;
-        case GS_REC_RESUMED: /* an exec failed after finishing the trace: it goes on */
-            st->end_seen = 0;
-            st->end_events = st->end_lost = st->end_time_ns = 0;
+        case GS_REC_RESUMED: { /* an exec failed after finishing the trace: it goes on */
+            uint64_t since; /* when: not needed */
+            bad = gs_decode_resumed(c.p, plen, &since) != 0;
+            if (!bad) {
+                st->end_seen = 0;
+                st->end_events = st->end_lost = st->end_time_ns = 0;
+            }
             break;
+        }
         case GS_REC_RING_POS: {
-            uint64_t pos = u(&c);
-            bad = c.bad;
+            uint64_t pos;
+            bad = gs_decode_ring_pos(c.p, plen, &pos) != 0;
             if (!bad && pos > st->ring_pos)
                 st->ring_pos = pos;
             break;

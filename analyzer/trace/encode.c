@@ -2,7 +2,8 @@
  * encode.c - ring bodies to trace records (include/gpushim_trace.h): the
  * trace codec's encoding half (decode.c is the other). The shim's writer
  * encodes with it, and the analyzer (analyzer/read/recover.c) turns a dead
- * process's ring entries into records with it.
+ * process's ring entries into records with it. The header's records and
+ * the writer's own (ring position, resumed, stopped) are meta.c's.
  *
  * Runs on the writer's side, off the program's threads: the hooks copy a
  * fixed-size struct into the ring, and the varint and delta coding happens
@@ -12,7 +13,6 @@
  * (columns.c); recovery's records stay whole.
  */
 #include <string.h>
-#include <zlib.h>
 
 #include "analyzer/trace/encode.h"
 #include "gpushim_ring.h"
@@ -281,115 +281,4 @@ size_t gs_encode(struct gs_encoder *e, const void *body, uint32_t len, uint8_t *
     p = varint(p, plen);
     memcpy(p, payload, plen);
     return (size_t)(p - out) + plen;
-}
-
-/* A record of one varint. */
-static size_t one_varint(uint8_t type, uint64_t v, uint8_t *out)
-{
-    out[0] = type;
-    out[1] = (uint8_t)gs_put_varint(out + 2, v);
-    return 2u + out[1];
-}
-
-size_t gs_encode_ring_pos(uint64_t pos, uint8_t *out)
-{
-    return one_varint(GS_REC_RING_POS, pos, out);
-}
-
-size_t gs_encode_resumed(uint64_t time_ns, uint8_t *out)
-{
-    return one_varint(GS_REC_RESUMED, time_ns, out);
-}
-
-void gs_encode_stopped(const uint64_t fields[6], uint8_t *out)
-{
-    out[0] = GS_REC_STOPPED;
-    out[1] = GS_STOPPED_RAW_LEN - 2;
-    for (int i = 0; i < 6; i++)
-        gs_put_varint10(out + 2 + 10 * i, fields[i]);
-}
-
-/* ---- the header ---- */
-
-static size_t put_string(uint8_t *p, const char *s, size_t len)
-{
-    size_t n = gs_put_varint(p, len);
-    memcpy(p + n, s, len);
-    return n + len;
-}
-
-/* A record of payload[0..len) at out + *n, if it fits in out_len. */
-static int put_record(uint8_t *out, size_t out_len, size_t *n, uint8_t type,
-                      const uint8_t *payload, size_t len)
-{
-    if (*n + 1 + 10 + len + 4 > out_len)
-        return -1;
-    out[(*n)++] = type;
-    *n += gs_put_varint(out + *n, len);
-    memcpy(out + *n, payload, len);
-    *n += len;
-    return 0;
-}
-
-/* The CMDLINE payload: argc, then each argument (clipped to what room there is). */
-static size_t cmdline(const struct gs_header_values *v, uint8_t *out, size_t max)
-{
-    uint64_t argc = 0;
-    for (size_t i = 0; i < v->args_len; i++)
-        argc += v->args[i] == 0;
-    size_t n = gs_put_varint(out, argc);
-    for (size_t i = 0; i < v->args_len && n + 20 < max;) {
-        size_t whole = strnlen(v->args + i, v->args_len - i), alen = whole;
-        if (n + alen + 10 > max)
-            alen = max - n - 10;
-        n += put_string(out + n, v->args + i, alen);
-        i += whole + 1;
-    }
-    return n;
-}
-
-size_t gs_encode_header(const struct gs_header_values *v, uint8_t *out, size_t out_len,
-                        uint8_t *scratch)
-{
-    size_t n = GS_PREAMBLE_LEN, p;
-    size_t host = strnlen(v->host, 255), version = strnlen(v->version, 63);
-    int bad = out_len < GS_PREAMBLE_LEN + 4;
-    p = gs_put_varint(scratch, v->pid);
-    p += gs_put_varint(scratch + p, v->ppid);
-    p += put_string(scratch + p, v->host, host);
-    p += put_string(scratch + p, v->version, version);
-    bad = bad || put_record(out, out_len, &n, GS_REC_PROCESS, scratch, p);
-    p = cmdline(v, scratch, GS_HEADER_SCRATCH);
-    bad = bad || put_record(out, out_len, &n, GS_REC_CMDLINE, scratch, p);
-    p = gs_put_varint(scratch, v->start_ns);
-    p += gs_put_varint(scratch + p, v->realtime_ns);
-    bad = bad || put_record(out, out_len, &n, GS_REC_CLOCK, scratch, p);
-    p = gs_put_varint(scratch, v->stack_depth);
-    bad = bad || put_record(out, out_len, &n, GS_REC_CONFIG, scratch, p);
-    p = gs_put_varint(scratch, v->rank_1);
-    p += gs_put_varint(scratch + p, v->local_rank_1);
-    p += gs_put_varint(scratch + p, v->world_size);
-    bad = bad || put_record(out, out_len, &n, GS_REC_JOB, scratch, p);
-    if (v->nsettings) {
-        p = gs_put_varint(scratch, v->nsettings);
-        for (size_t i = 0; i < v->nsettings && p + 2 * (10 + GS_MAX_SETTING) < GS_HEADER_SCRATCH;
-             i++) {
-            p += put_string(scratch + p, v->setting_names[i], strnlen(v->setting_names[i], 64));
-            p += put_string(scratch + p, v->setting_values[i],
-                            strnlen(v->setting_values[i], GS_MAX_SETTING));
-        }
-        bad = bad || put_record(out, out_len, &n, GS_REC_SETTINGS, scratch, p);
-    }
-    if (v->ring_name) {
-        p = gs_put_varint(scratch, v->ring_id);
-        p += put_string(scratch + p, v->ring_name, strnlen(v->ring_name, 4096));
-        bad = bad || put_record(out, out_len, &n, GS_REC_RING, scratch, p);
-    }
-    if (bad)
-        return 0;
-    memcpy(out, GS_TRACE_MAGIC, GS_TRACE_MAGIC_LEN);
-    gs_put_u32le(out + 8, GS_TRACE_VERSION);
-    gs_put_u32le(out + 12, (uint32_t)(n - GS_PREAMBLE_LEN));
-    gs_put_u32le(out + n, (uint32_t)crc32(0, out, (uInt)n));
-    return n + 4;
 }

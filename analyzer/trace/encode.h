@@ -1,13 +1,13 @@
 /*
  * encode.h - the trace codec's encoding half (encode.c): ring bodies
- * (include/gpushim_ring.h) to trace records (include/gpushim_trace.h), the
- * header from the values the shim gathered, and the records the writer adds
- * of its own (ring position, resumed, stopped).
+ * (include/gpushim_ring.h) to trace records (include/gpushim_trace.h). The
+ * header's records and the writer's own are meta.h's.
  *
- * Included by: the shim's writer, bound and trace file (shim/writer/writer.c,
- * shim/bound/bound.c, shim/file/tracefile.c), analyzer/read/recover.c (a dead
- * process's ring entries into records), analyzer/trace's own files, their
- * unit tests.
+ * Included by: the shim's writer and bound trace (shim/writer/writer.c,
+ * shim/bound/bound.c: GS_COLUMNS_OVERHEAD), the model's
+ * checkpoint writer (analyzer/model/checkpoint.c: GS_MAX_RECORD),
+ * analyzer/read/recover.c (a dead process's ring entries into records),
+ * analyzer/trace's own files (encode.c, columns.h), their unit tests.
  */
 #ifndef GPUSHIM_TRACE_ENCODE_H
 #define GPUSHIM_TRACE_ENCODE_H
@@ -51,34 +51,5 @@ size_t gs_encode_columns(const struct gs_encoder *e, uint8_t *out);
  * adds to the columns, at most. */
 #define GS_COLUMNS_OVERHEAD (1 + 10 * (GS_COLUMNS + 2))
 #define GS_COLUMN_EVENT_MAX (10 * GS_COLUMNS)
-/* What the trace's header says (include/gpushim_trace.h: PROCESS, CMDLINE,
- * CLOCK, CONFIG, JOB, SETTINGS, RING), as the shim gathered it. */
-struct gs_header_values {
-    uint64_t pid, ppid;
-    const char *host, *version;
-    const char *args; /* the arguments kept, each NUL-terminated (/proc/self/cmdline) */
-    size_t args_len;
-    uint64_t start_ns, realtime_ns;
-    unsigned stack_depth;
-    uint64_t rank_1, local_rank_1, world_size; /* rank + 1, local rank + 1 (0: unknown) */
-    const char *const *setting_names, *const *setting_values;
-    size_t nsettings;
-    uint64_t ring_id;
-    const char *ring_name; /* NULL: no ring file */
-};
-/* The whole header (preamble, records, CRC-32) of v into out (out_len bytes;
- * GS_HEADER_MAX hold any), building each record's payload in scratch
- * (GS_HEADER_SCRATCH bytes); its length, 0 if it would not fit. */
-#define GS_HEADER_MAX 32768u
-#define GS_HEADER_SCRATCH 9000u
-size_t gs_encode_header(const struct gs_header_values *v, uint8_t *out, size_t out_len,
-                        uint8_t *scratch);
-/* A GS_REC_RING_POS record of pos into out (room: 12 bytes); its length. */
-size_t gs_encode_ring_pos(uint64_t pos, uint8_t *out);
-/* A GS_REC_RESUMED record of time_ns into out (room: 12 bytes); its length. */
-size_t gs_encode_resumed(uint64_t time_ns, uint8_t *out);
-/* The GS_REC_STOPPED record of its six fields (errno, offset, time, events,
- * lost, end time), GS_STOPPED_RAW_LEN bytes whatever their values. */
-void gs_encode_stopped(const uint64_t fields[6], uint8_t *out);
 
 #endif

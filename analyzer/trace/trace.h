@@ -158,8 +158,8 @@ struct gs_reader_stats {
 };
 
 /* Decodes one inflated chunk's records, in order, into ops; counts in st
- * the damaged records, END, RESUMED and the largest RING_POS. Returns the
- * records framed. */
+ * the damaged records, END, RESUMED, STOPPED and the largest RING_POS.
+ * Returns the records framed. */
 uint64_t gs_decode_chunk(const uint8_t *raw, size_t len, const struct gs_reader_ops *ops,
                          void *ctx, struct gs_reader_stats *st);
 

@@ -19,9 +19,9 @@
 
 const char *gs_wi_run_setting(const struct gs_trace_info *info, const char *name)
 {
-    for (unsigned i = 0; i < info->nsettings; i++)
-        if (!strcmp(info->settings[i].name, name))
-            return info->settings[i].value;
+    for (unsigned i = 0; i < info->header.nsettings; i++)
+        if (!strcmp(info->header.settings[i].name, name))
+            return info->header.settings[i].value;
     return NULL;
 }
 

@@ -40,6 +40,7 @@
 #include <zlib.h>
 
 #include "analyzer/trace/encode.h"
+#include "analyzer/trace/meta.h"
 #include "analyzer/model/model.h"
 #include "analyzer/model/replay.h"
 #include "shim/base/base.h"

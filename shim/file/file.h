@@ -79,11 +79,11 @@ int gs_write_header(int fd, uint64_t start_ns, uint64_t realtime_ns, unsigned st
 int gs_write_chunk(int fd, const uint8_t *raw, size_t len, uint8_t *scratch, size_t scratch_len,
                    size_t *written);
 size_t gs_chunk_scratch_size(size_t raw_len);
-/* The GS_REC_STOPPED chunk (include/gpushim_trace.h) written at offset at:
- * fields errno, offset, time, events, lost, end time. GS_STOPPED_CHUNK_LEN
- * bytes whatever the values, so that a later call rewrites it in place.
- * 0 or -1 with errno. */
-int gs_write_stopped(int fd, uint64_t at, const uint64_t fields[6]);
+/* The GS_REC_STOPPED chunk (include/gpushim_trace.h) of s written at offset
+ * at. GS_STOPPED_CHUNK_LEN bytes whatever the values, so that a later call
+ * rewrites it in place. 0 or -1 with errno. */
+struct gs_stopped; /* analyzer/trace/meta.h */
+int gs_write_stopped(int fd, uint64_t at, const struct gs_stopped *s);
 /* The raw bytes of a chunk the writer makes, at most: its records and
  * columns (writer.c), and the columns' record head (GS_COLUMNS_OVERHEAD). */
 #define GS_WRITER_CHUNK_RAW (1u << 20)

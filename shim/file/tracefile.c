@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "analyzer/trace/encode.h"
+#include "analyzer/trace/meta.h"
 #include "gpushim_naming.h"
 #include "shim/base/base.h"
 #include "shim/file/file.h"
@@ -213,10 +213,10 @@ static size_t frame_chunk(const uint8_t *raw, size_t len, int level, uint8_t *ou
     return GS_CHUNK_HEADER_LEN + clen;
 }
 
-int gs_write_stopped(int fd, uint64_t at, const uint64_t fields[6])
+int gs_write_stopped(int fd, uint64_t at, const struct gs_stopped *s)
 {
     uint8_t raw[GS_STOPPED_RAW_LEN], chunk[GS_STOPPED_CHUNK_LEN + 16];
-    gs_encode_stopped(fields, raw);
+    gs_encode_stopped(s, raw);
     /* level 0: stored, its size fixed */
     if (frame_chunk(raw, sizeof raw, 0, chunk, sizeof chunk) != GS_STOPPED_CHUNK_LEN)
         return errno = EINVAL, -1;

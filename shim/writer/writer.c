@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "analyzer/trace/encode.h"
+#include "analyzer/trace/meta.h"
 #include "shim/base/base.h"
 #include "shim/file/file.h"
 #include "shim/bound/bound.h"
@@ -116,8 +117,10 @@ static void stopped_write(uint64_t end_ns)
     uint64_t lost = made - w.events_written;
     if ((lost == w.stopped_lost && !end_ns) || !still_ours())
         return;
-    uint64_t f[6] = {w.stopped_errno, w.stopped_at, w.stopped_time_ns, made, lost, end_ns};
-    if (gs_write_stopped(w.tf.fd, w.stopped_at, f) == 0)
+    struct gs_stopped s = {.err = w.stopped_errno, .offset = w.stopped_at,
+                           .time_ns = w.stopped_time_ns, .events = made, .lost = lost,
+                           .end_ns = end_ns};
+    if (gs_write_stopped(w.tf.fd, w.stopped_at, &s) == 0)
         w.stopped_lost = lost;
     else
         w.stopped = 2; /* no room even for it: the trace ends as a death would */

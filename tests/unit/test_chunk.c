@@ -26,6 +26,7 @@
 #include <zlib.h>
 
 #include "analyzer/trace/encode.h"
+#include "analyzer/trace/meta.h"
 #include "gpushim_trace.h"
 #include "gpushim_ring.h"
 #include "analyzer/trace/trace.h"
@@ -246,16 +247,16 @@ Test(chunk, whole_trace_reads_back_complete)
     cr_assert_eq(st.end_lost, 3);
     cr_assert_eq(st.bytes, w.end, "file size");
     cr_assert_eq(info.version, GS_TRACE_VERSION);
-    cr_assert_eq(info.pid, (uint64_t)getpid());
-    cr_assert_eq(info.ppid, (uint64_t)getppid());
-    cr_assert_eq(info.start_ns, 111);
-    cr_assert_eq(info.realtime_ns, 222);
-    cr_assert_eq(info.stack_depth, 48);
-    cr_assert_str_eq(info.shim_version, "0.1.0");
+    cr_assert_eq(info.header.pid, (uint64_t)getpid());
+    cr_assert_eq(info.header.ppid, (uint64_t)getppid());
+    cr_assert_eq(info.header.start_ns, 111);
+    cr_assert_eq(info.header.realtime_ns, 222);
+    cr_assert_eq(info.header.stack_depth, 48);
+    cr_assert_str_eq(info.header.shim_version, "0.1.0");
     char host[256];
     cr_assert_eq(gethostname(host, sizeof host), 0);
-    cr_assert_str_eq(info.host, host);
-    cr_assert_neq(info.command[0], 0, "command line recorded");
+    cr_assert_str_eq(info.header.host, host);
+    cr_assert_neq(info.header.command[0], 0, "command line recorded");
     free(s);
 }
 
@@ -337,22 +338,22 @@ Test(chunk, an_encoded_header_reads_back_field_by_field)
     struct gs_trace_info info;
     struct gs_reader_stats st;
     free(read_back(path, &info, &st));
-    cr_assert_eq(info.pid, 4242);
-    cr_assert_eq(info.ppid, 7);
-    cr_assert_str_eq(info.host, "node-3");
-    cr_assert_str_eq(info.shim_version, "9.9.9");
-    cr_assert_str_eq(info.command, "python3 train.py --lr=0.1");
-    cr_assert_eq(info.start_ns, 123456789);
-    cr_assert_eq(info.realtime_ns, 1700000000000000000ull);
-    cr_assert_eq(info.stack_depth, 48);
-    cr_assert_eq(info.rank, 3);
-    cr_assert_eq(info.local_rank, 1);
-    cr_assert_eq(info.world_size, 16);
-    cr_assert_eq(info.nsettings, 2);
-    cr_assert_str_eq(info.settings[1].name, "TF_GPU_ALLOCATOR");
-    cr_assert_str_eq(info.settings[0].value, "expandable_segments:True");
-    cr_assert_eq(info.ring_id, 0xabcdef);
-    cr_assert_str_eq(info.ring_name, "t.trace.ring");
+    cr_assert_eq(info.header.pid, 4242);
+    cr_assert_eq(info.header.ppid, 7);
+    cr_assert_str_eq(info.header.host, "node-3");
+    cr_assert_str_eq(info.header.shim_version, "9.9.9");
+    cr_assert_str_eq(info.header.command, "python3 train.py --lr=0.1");
+    cr_assert_eq(info.header.start_ns, 123456789);
+    cr_assert_eq(info.header.realtime_ns, 1700000000000000000ull);
+    cr_assert_eq(info.header.stack_depth, 48);
+    cr_assert_eq(info.header.rank, 3);
+    cr_assert_eq(info.header.local_rank, 1);
+    cr_assert_eq(info.header.world_size, 16);
+    cr_assert_eq(info.header.nsettings, 2);
+    cr_assert_str_eq(info.header.settings[1].name, "TF_GPU_ALLOCATOR");
+    cr_assert_str_eq(info.header.settings[0].value, "expandable_segments:True");
+    cr_assert_eq(info.header.ring_id, 0xabcdef);
+    cr_assert_str_eq(info.header.ring_name, "t.trace.ring");
 }
 
 Test(chunk, flipped_payload_byte_loses_only_that_chunk)

@@ -74,7 +74,7 @@ static struct gs_ring make_ring(unsigned n, unsigned after, uint64_t *pos)
 static void recover_as(uint64_t id, uint64_t ring_pos, struct seen *s,
                        struct gs_reader_stats *st)
 {
-    struct gs_trace_info info = {.ring_id = id};
+    struct gs_trace_info info = {.header.ring_id = id};
     struct gs_ring_snapshot snap;
     memset(st, 0, sizeof *st);
     memset(s, 0, sizeof *s);
@@ -175,9 +175,9 @@ Test(recover, falls_back_to_the_name_the_trace_recorded)
     snprintf(other, sizeof other, "%s.1", ring);
     cr_assert_eq(rename(ring, other), 0);
     cr_assert_eq(symlink("/dev/null", ring) == 0 || errno == EEXIST, 1);
-    struct gs_trace_info info = {.ring_id = ID};
+    struct gs_trace_info info = {.header.ring_id = ID};
     const char *slash = strrchr(other, '/');
-    snprintf(info.ring_name, sizeof info.ring_name, "%s", slash + 1);
+    snprintf(info.header.ring_name, sizeof info.header.ring_name, "%s", slash + 1);
     struct gs_ring_snapshot snap;
     struct seen s = {0};
     struct gs_reader_stats st = {0};
