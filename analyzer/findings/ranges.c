@@ -292,8 +292,10 @@ static ptrdiff_t made_in(const struct gs_ranges *g, uint64_t seq)
     return (ptrdiff_t)lo - 1;
 }
 
-static void ranges_on_device(void *ctx, struct gs_replay *r, struct gs_live_alloc *a, int how)
+static void ranges_on_device(void *ctx, struct gs_replay *r, const struct gs_live_alloc *a,
+                             size_t idx, int how)
 {
+    (void)idx;
     struct gs_ranges *g = &((struct ranges_ctx *)ctx)->g;
     if (!g->nopen)
         return;

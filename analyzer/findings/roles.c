@@ -66,15 +66,20 @@ struct failure_sites {
     uint64_t *bytes;
 };
 
-/* What the roles note on an allocation (gs_live_alloc.tag): TAGGED, the
- * phase it was made in, and the low bits of the serial of the range its
- * thread had pushed innermost then (0: none). */
+/* What the roles note on a live device allocation (in their own array, by
+ * the allocation's slot in gs_replay.allocs): TAGGED, the phase it was made
+ * in, and the low bits of the serial of the range its thread had pushed
+ * innermost then (0: none; the whole note 0: nothing noted). */
 #define TAGGED 0x80000000u
 #define SERIAL_SHIFT 2
 #define SERIAL_MASK 0x1fffffffu /* 29 bits: an instance open is matched by them */
 
 struct gs_roles {
     const struct gs_ranges *ranges; /* the ranges analysis's, looked up once */
+    /* what is noted on each live device allocation, by its slot (a note not
+     * kept for want of memory is counted by util/nomem.c: the report warns) */
+    uint32_t *notes;
+    size_t nnotes;
     struct gs_role_site *sites;
     size_t nsites;
     uint32_t name;      /* the thread name last looked at, and whether it is autograd's */
@@ -85,7 +90,7 @@ struct gs_roles {
     size_t nfailures;
     struct { /* what the last frees counted, to be taken back when refused */
         uint64_t seq;
-        uint32_t site;
+        uint32_t site, note;
         uint8_t in_range, in_backward, backward_in_backward, in_step, unlabelled;
     } recent[RECENT];
     unsigned next_recent;
@@ -133,6 +138,8 @@ enum gs_phase gs_label_phase(const char *label)
 static void clear(struct gs_roles *g)
 {
     const struct gs_ranges *ranges = g->ranges;
+    uint32_t *notes = g->notes;
+    size_t nnotes = g->nnotes;
     free(g->sites);
     for (size_t i = 0; i < g->nfailures; i++) {
         free(g->failures[i].site);
@@ -140,16 +147,26 @@ static void clear(struct gs_roles *g)
     }
     memset(g, 0, sizeof *g);
     g->ranges = ranges;
+    g->notes = notes;
+    g->nnotes = nnotes;
     g->step_label = GS_MARK_OTHER;
 }
 
 static void roles_reset(void *ctx, struct gs_replay *r)
 {
     (void)r; /* a checkpoint: what came before it is summarized without phases */
-    clear(ctx);
+    struct gs_roles *g = ctx;
+    clear(g);
+    if (g->notes)
+        memset(g->notes, 0, g->nnotes * sizeof *g->notes);
 }
 
-static void roles_free(void *ctx) { clear(ctx); }
+static void roles_free(void *ctx)
+{
+    struct gs_roles *g = ctx;
+    clear(g);
+    free(g->notes);
+}
 
 /* Room for site's figures in g->sites: 0, or -1 on no memory. */
 static __attribute__((noinline)) int grow_sites(struct gs_roles *g, size_t site)
@@ -253,11 +270,31 @@ static inline const struct gs_mark_label *open_step(const struct gs_roles *g,
 }
 
 /* on_new and on_gone out of line: each saves only the registers it uses. */
-static __attribute__((noinline)) void on_new(struct gs_roles *g, struct gs_replay *r,
-                                             struct gs_live_alloc *a)
+/* Room for slot idx's note: the note's place, or NULL on no memory. */
+static uint32_t *note_at(struct gs_roles *g, size_t idx)
 {
+    if (idx < g->nnotes)
+        return &g->notes[idx];
+    size_t n = g->nnotes ? g->nnotes : 1024;
+    while (n <= idx)
+        n *= 2;
+    uint32_t *notes = realloc(g->notes, n * sizeof *notes);
+    if (!notes)
+        return NULL;
+    memset(notes + g->nnotes, 0, (n - g->nnotes) * sizeof *notes);
+    g->notes = notes;
+    g->nnotes = n;
+    return &notes[idx];
+}
+
+static __attribute__((noinline)) void on_new(struct gs_roles *g, struct gs_replay *r,
+                                             const struct gs_live_alloc *a, size_t idx)
+{
+    uint32_t *at = note_at(g, idx);
+    if (at)
+        *at = 0; /* the slot's last allocation's note is gone with it */
     struct gs_role_site *s = site_stats(g, a->site);
-    if (!s || !a->seq)
+    if (!s || !a->seq || !at)
         return;
     enum gs_phase phase = thread_phase(g, r, a->tid);
     if (phase == GS_PHASE_NONE) {
@@ -269,7 +306,7 @@ static __attribute__((noinline)) void on_new(struct gs_roles *g, struct gs_repla
     const struct gs_ranges *ranges = g->ranges;
     if (ranges->nopen)
         gs_ranges_of_thread(ranges, a->tid, NULL, &serial, 1);
-    a->tag = TAGGED | (uint32_t)(serial & SERIAL_MASK) << SERIAL_SHIFT | (uint32_t)phase;
+    *at = TAGGED | (uint32_t)(serial & SERIAL_MASK) << SERIAL_SHIFT | (uint32_t)phase;
     s->made[phase]++;
     s->made_in_step += open_step(g, r) != NULL;
     s->made_unlabelled += g->step_label == GS_MARK_OTHER;
@@ -281,13 +318,18 @@ static __attribute__((noinline)) void on_new(struct gs_roles *g, struct gs_repla
 }
 
 static __attribute__((noinline)) void on_gone(struct gs_roles *g, struct gs_replay *r,
-                                              const struct gs_live_alloc *a)
+                                              const struct gs_live_alloc *a, size_t idx)
 {
-    if (!(a->tag & TAGGED) || a->site >= g->nsites)
+    uint32_t note = 0;
+    if (idx < g->nnotes) {
+        note = g->notes[idx];
+        g->notes[idx] = 0;
+    }
+    if (!(note & TAGGED) || a->site >= g->nsites)
         return; /* made before the analysis began (a checkpoint) */
     struct gs_role_site *s = &g->sites[a->site];
-    enum gs_phase made = (enum gs_phase)(a->tag & 3), now = thread_phase(g, r, r->event_tid);
-    uint64_t serial = (a->tag >> SERIAL_SHIFT) & SERIAL_MASK;
+    enum gs_phase made = (enum gs_phase)(note & 3), now = thread_phase(g, r, r->event_tid);
+    uint64_t serial = (note >> SERIAL_SHIFT) & SERIAL_MASK;
     int in_range = serial && gs_ranges_serial_open(g->ranges, serial, SERIAL_MASK);
     int in_backward = now == GS_PHASE_BACKWARD && made != GS_PHASE_BACKWARD;
     int backward_in_backward = now == GS_PHASE_BACKWARD && made == GS_PHASE_BACKWARD;
@@ -307,13 +349,13 @@ static __attribute__((noinline)) void on_gone(struct gs_roles *g, struct gs_repl
     if (r->last_time_ns < s->first_free_ns)
         s->first_free_ns = r->last_time_ns;
     g->recent[g->next_recent++ % RECENT] = (typeof(g->recent[0])){
-        a->seq, a->site, (uint8_t)in_range, (uint8_t)in_backward,
+        a->seq, a->site, (uint32_t)note, (uint8_t)in_range, (uint8_t)in_backward,
         (uint8_t)backward_in_backward, (uint8_t)in_step, (uint8_t)unlabelled};
 }
 
-/* A free the driver refused: what it counted is taken back (the allocation
- * comes back with its tag). */
-static void on_back(struct gs_roles *g, const struct gs_live_alloc *a)
+/* A free the driver refused: what it counted is taken back, and the
+ * allocation comes back with its note. */
+static void on_back(struct gs_roles *g, const struct gs_live_alloc *a, size_t idx)
 {
     for (unsigned k = 0; k < RECENT; k++) {
         typeof(g->recent[0]) *f = &g->recent[k];
@@ -326,20 +368,24 @@ static void on_back(struct gs_roles *g, const struct gs_live_alloc *a)
         s->freed_as_temporary -= f->in_range || f->backward_in_backward;
         s->freed_in_step -= f->in_step;
         s->freed_unlabelled -= f->unlabelled;
+        uint32_t *at = note_at(g, idx);
+        if (at)
+            *at = f->note;
         f->seq = 0;
         return;
     }
 }
 
-static void roles_on_device(void *ctx, struct gs_replay *r, struct gs_live_alloc *a, int how)
+static void roles_on_device(void *ctx, struct gs_replay *r, const struct gs_live_alloc *a,
+                            size_t idx, int how)
 {
     struct gs_roles *g = ctx;
     if (how == GS_DEVICE_NEW)
-        on_new(g, r, a);
+        on_new(g, r, a, idx);
     else if (how == GS_DEVICE_GONE)
-        on_gone(g, r, a);
+        on_gone(g, r, a, idx);
     else
-        on_back(g, a);
+        on_back(g, a, idx);
 }
 
 static void roles_on_mark(void *ctx, struct gs_replay *r, uint32_t label, uint64_t time_ns)

@@ -19,8 +19,9 @@ struct gs_revent;
  * analyzer's growth and oom attach theirs, analyzer/findings/; the shim's
  * bounded model attaches none). Each callback may be NULL; ctx is the
  * context gs_replay_attach made for it. Called in the order attached. A
- * hook reads the replay's state and changes none of it but what it is
- * given to (a's tag): the live set is the replay's alone. */
+ * hook reads the replay's state and changes none of it: what an analysis
+ * keeps on an allocation it keeps in its own context, by the allocation's
+ * slot (roles.c's notes). */
 struct gs_replay_hook {
     /* before and after each event the replay applies (a probe's held apart too) */
     void (*before_event)(void *ctx, struct gs_replay *r, uint64_t time_ns);
@@ -33,9 +34,12 @@ struct gs_replay_hook {
     void (*on_range)(void *ctx, struct gs_replay *r, const struct gs_revent *e);
     /* device memory a (GS_KIND_DEVICE) became live or stopped being live
      * (how: enum gs_device_change); r->live_bytes already counts the change.
-     * For GS_DEVICE_NEW, a is the record as stored, whose tag the hook may set
-     * (one analysis owns it); for the others, a copy with the tag it had */
-    void (*on_device)(void *ctx, struct gs_replay *r, struct gs_live_alloc *a, int how);
+     * idx: its slot in r->allocs (GS_DEVICE_GONE: the slot it left, free
+     * now), by which an analysis keeps what it notes on an allocation. A
+     * refused free gives an allocation back in a slot of its own, its seq
+     * the same */
+    void (*on_device)(void *ctx, struct gs_replay *r, const struct gs_live_alloc *a, size_t idx,
+                      int how);
     /* failures[idx] was added (its outcome and fragmentation taken) */
     void (*on_failure)(void *ctx, struct gs_replay *r, size_t idx);
     /* failures[idx] was decided recovered or a probe: what was kept for it may go */

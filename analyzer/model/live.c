@@ -129,10 +129,11 @@ static void add_live(struct gs_replay *r, struct gs_live_alloc *a, uint64_t now,
     gs_timelines_note(r, (unsigned)(d - r->devices), now, d->live_bytes);
     gs_marks_device_added(r, a->size);
     gs_blocks_after_add(r, a);
-    GS_REPLAY_HOOKS_CALL(r, on_device, a, how);
+    GS_REPLAY_HOOKS_CALL(r, on_device, a, (size_t)(a - r->allocs), how);
 }
 
-static void remove_live(struct gs_replay *r, struct gs_live_alloc *a)
+/* a: the allocation that was at allocs[idx] (a copy: the slot is free). */
+static void remove_live(struct gs_replay *r, struct gs_live_alloc *a, size_t idx)
 {
     struct gs_site *s = &r->sites[a->site];
     gs_blocks_before_remove(r, a);
@@ -152,7 +153,7 @@ static void remove_live(struct gs_replay *r, struct gs_live_alloc *a)
     gs_timelines_note(r, (unsigned)(d - r->devices), r->last_time_ns, d->live_bytes);
     gs_marks_device_removed(r, a->size);
     gs_blocks_after_remove(r, a);
-    GS_REPLAY_HOOKS_CALL(r, on_device, a, GS_DEVICE_GONE);
+    GS_REPLAY_HOOKS_CALL(r, on_device, a, idx, GS_DEVICE_GONE);
 }
 
 /* As gs_replay_insert, at slot: where the live set's map keeps a->addr's
@@ -200,20 +201,24 @@ static void unlink_found(struct gs_replay *r, uint32_t space, uint64_t *found)
 }
 
 /* As unlink_found, the record copied into *out first. */
-static void take_found(struct gs_replay *r, uint32_t space, uint64_t *found,
-                       struct gs_live_alloc *out)
+static size_t take_found(struct gs_replay *r, uint32_t space, uint64_t *found,
+                         struct gs_live_alloc *out)
 {
-    *out = r->allocs[*found];
+    size_t idx = (size_t)*found;
+    *out = r->allocs[idx];
     unlink_found(r, space, found);
+    return idx;
 }
 
-/* Takes the allocation at addr out of the live set into *out; -1 if none. */
-static int take(struct gs_replay *r, uint32_t space, uint64_t addr, struct gs_live_alloc *out)
+/* Takes the allocation at addr out of the live set into *out, its slot
+ * into *idx; -1 if none. */
+static int take(struct gs_replay *r, uint32_t space, uint64_t addr, struct gs_live_alloc *out,
+                size_t *idx)
 {
     uint64_t *found = gs_idmap_find(r->live[space], addr);
     if (!found)
         return -1;
-    take_found(r, space, found, out);
+    *idx = take_found(r, space, found, out);
     return 0;
 }
 
@@ -228,8 +233,8 @@ void gs_replay_apply_alloc(struct gs_replay *r, const struct gs_revent *e)
     uint64_t *slot = gs_idmap_add(r->live[e->space], e->addr, &added);
     if (slot && !added) { /* its free was lost with a damaged chunk */
         struct gs_live_alloc old;
-        take_found(r, e->space, slot, &old);
-        remove_live(r, &old);
+        size_t idx = take_found(r, e->space, slot, &old);
+        remove_live(r, &old, idx);
         slot = NULL;
     }
     struct gs_site *s = gs_replay_site(r, e->stack_id, e->kind, 1);
@@ -267,7 +272,7 @@ void gs_replay_apply_alloc(struct gs_replay *r, const struct gs_revent *e)
         GS_REPLAY_HOOKS_CALL(r, on_alloc, a.site, e->time_ns);
     }
     struct gs_live_alloc *stored = slot ? insert_at(r, &a, slot) : insert(r, &a);
-    if (stored) /* the record as stored: an analysis may tag it (on_device) */
+    if (stored)
         add_live(r, stored, e->time_ns, GS_DEVICE_NEW);
 }
 
@@ -300,8 +305,9 @@ static int drop(struct gs_replay *r, uint32_t space, uint64_t addr, uint32_t tid
     }
     /* the ring's copy is the one the rest reads: one copy, not two */
     struct gs_live_alloc *a = &remember_free(r, live, tid, 1)->a;
+    size_t idx = (size_t)*found;
     unlink_found(r, space, found);
-    remove_live(r, a);
+    remove_live(r, a, idx);
     r->frees++;
     uint64_t parent = a->parent;
     if (parent)
@@ -434,8 +440,9 @@ void gs_replay_set_held(struct gs_replay *r, uint32_t space, uint64_t addr, uint
                         uint32_t site, int32_t device, uint64_t now)
 {
     struct gs_live_alloc old;
-    if (take(r, space, addr, &old) == 0)
-        remove_live(r, &old);
+    size_t idx;
+    if (take(r, space, addr, &old, &idx) == 0)
+        remove_live(r, &old, idx);
     struct gs_live_alloc a = {.addr = addr,
                               .size = size,
                               .time_ns = now,

@@ -116,8 +116,6 @@ struct gs_live_alloc {
     uint32_t tid;
     uint32_t refs;   /* a FREE drops one; the allocation ends at 0 */
     uint64_t seq;    /* its number among the run's allocations, from 1 (0: from a checkpoint) */
-    uint32_t tag;    /* an analysis's note on it, set in on_device (GS_DEVICE_NEW): the
-                      * roles' (analyzer/findings/roles.c); 0 until then */
     uint64_t parent; /* a mapping's physical memory (a handle), which it holds a reference to */
 };
 

@@ -844,9 +844,10 @@ static void h_range(void *c, struct gs_replay *r, const struct gs_revent *e)
 {
     (void)r, (void)e, seen(c, 'g');
 }
-static void h_device(void *c, struct gs_replay *r, struct gs_live_alloc *a, int how)
+static void h_device(void *c, struct gs_replay *r, const struct gs_live_alloc *a, size_t idx,
+                     int how)
 {
-    (void)r, (void)a, seen(c, how == GS_DEVICE_NEW ? 'd' : 'D');
+    (void)r, (void)a, (void)idx, seen(c, how == GS_DEVICE_NEW ? 'd' : 'D');
 }
 static void h_failure(void *c, struct gs_replay *r, size_t idx) { (void)r, (void)idx, seen(c, 'f'); }
 static void h_finish(void *c, struct gs_replay *r) { (void)r, seen(c, 'e'); }
