@@ -54,17 +54,22 @@ static void collect(void *ctx, const struct gs_frame *f, unsigned index)
         fr->names[fr->n++] = name;
 }
 
+const struct gs_report_site *gs_export_sites(const struct gs_report *rep,
+                                             enum gs_site_metric metric, size_t *n,
+                                             struct gs_report_site **made)
+{
+    *made = NULL;
+    if (metric != GS_METRIC_ALLOCATED)
+        return gs_found_sites(rep->found, 0, metric, n);
+    *n = gs_rank_sites(rep->replay, rep->sym, rep->opt->view, metric, made);
+    return *made;
+}
+
 void gs_export_folded(FILE *out, const struct gs_report *rep, enum gs_site_metric metric)
 {
-    /* the findings' ranking at the peak or the end; all allocated (no
-     * finding of the report's) ranked here */
     size_t n;
-    const struct gs_report_site *ranked = gs_found_sites(rep->found, 0, metric, &n);
-    struct gs_report_site *sites = NULL;
-    if (metric == GS_METRIC_ALLOCATED) {
-        n = gs_rank_sites(rep->replay, rep->sym, rep->opt->view, metric, &sites);
-        ranked = sites;
-    }
+    struct gs_report_site *sites;
+    const struct gs_report_site *ranked = gs_export_sites(rep, metric, &n, &sites);
     for (size_t i = 0; i < n; i++) {
         struct frames fr = {0};
         gs_site_frames(rep->replay, rep->sym, ranked[i].stack_id, rep->opt->view, UINT32_MAX,

@@ -18,6 +18,12 @@
 struct gs_report;
 
 /* ---- export.c: gpushim export ---- */
+/* The device sites ranked by metric: the findings' at the peak and the
+ * end; all allocated (no finding of the report's) ranked here, into *made
+ * (the caller frees it; NULL otherwise). Their count in *n. */
+const struct gs_report_site *gs_export_sites(const struct gs_report *rep,
+                                             enum gs_site_metric metric, size_t *n,
+                                             struct gs_report_site **made);
 /* Folded stacks (flamegraph.pl, inferno, speedscope): one line a site,
  * "outermost;...;innermost bytes". */
 void gs_export_folded(FILE *out, const struct gs_report *rep, enum gs_site_metric metric);

@@ -325,17 +325,11 @@ static struct psample *sample_for(struct builder *b, uint64_t key, uint32_t stac
 static void add_sites(struct builder *b, const struct gs_report *rep, enum gs_site_metric metric,
                       unsigned v)
 {
-    /* the findings' ranking at the peak or the end; all allocated (no
-     * finding of the report's) ranked here */
     size_t n;
-    const struct gs_report_site *ranked = gs_found_sites(rep->found, 0, metric, &n);
-    struct gs_report_site *sites = NULL;
-    if (metric == GS_METRIC_ALLOCATED) {
-        n = gs_rank_sites(b->r, rep->sym, rep->opt->view, metric, &sites);
-        ranked = sites;
-        if (!sites)
-            b->failed = 1;
-    }
+    struct gs_report_site *sites;
+    const struct gs_report_site *ranked = gs_export_sites(rep, metric, &n, &sites);
+    if (!ranked && metric == GS_METRIC_ALLOCATED)
+        b->failed = 1;
     for (size_t i = 0; i < n && !b->failed; i++) {
         uint64_t key = gs_site_key(b->r, rep->sym, rep->opt->view, ranked[i].stack_id);
         struct psample *s = sample_for(b, key, ranked[i].stack_id, ranked[i].api);
