@@ -11,7 +11,6 @@
 #include "analyzer/report/load.h"
 #include "analyzer/cmd/cmd.h"
 #include "analyzer/report/incomplete.h"
-#include "analyzer/report/load.h"
 
 #define GPUSHIM_VERSION "0.1.0"
 

@@ -11,7 +11,6 @@
  * than at A's, largest growth first; a site of one run only is new (in B)
  * or gone (from A).
  */
-#include <errno.h>
 #include <getopt.h> /* optind */
 #include <inttypes.h>
 #include <stdlib.h>

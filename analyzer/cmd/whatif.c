@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "analyzer/util/bytes.h"
-#include "analyzer/util/output.h"
 #include "analyzer/findings/findings.h"
 #include "analyzer/report/load.h"
 #include "analyzer/report/whatif_report.h"
@@ -239,9 +238,8 @@ int gs_cmd_whatif(int argc, char **argv)
         gs_loaded_free(&l);
         return 1;
     }
-    FILE *out = output ? gs_open_output(output) : stdout;
+    FILE *out = gs_cmd_open_output("whatif", output);
     if (!out) {
-        fprintf(stderr, "gpushim whatif: cannot write %s: %m\n", output);
         rc = 1;
     } else {
         struct gs_wi_report rep = {.path = path, .a = &a, .r = &l.r, .sym = l.sym, .view = view,
@@ -252,10 +250,7 @@ int gs_cmd_whatif(int argc, char **argv)
             gs_export_whatif_html(out, &rep);
         else
             gs_whatif_text(out, &rep);
-        if ((out == stdout ? fflush(out) : fclose(out)) != 0) {
-            fprintf(stderr, "gpushim whatif: cannot write %s\n", output ? output : "the answer");
-            rc = 1;
-        }
+        rc = gs_cmd_close_output("whatif", out, output);
         if (!rc && a.source == GS_WI_SRC_NONE) {
             fprintf(stderr, "gpushim whatif: %s has no tensor-level allocation to replay\n",
                     path);

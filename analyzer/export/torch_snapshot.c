@@ -669,7 +669,7 @@ static void write_snapshot(struct snap *s, struct gs_loaded *l, FILE *out)
     gs_pickle_end(&pk);
     gs_pickle_str(&pk, "allocator_settings");
     gs_pickle_dict(&pk);
-    for (unsigned i = 0; i < l->info.header.nsettings && i < 8; i++) {
+    for (unsigned i = 0; i < l->info.header.nsettings && i < GS_HEADER_SETTINGS; i++) {
         gs_pickle_str(&pk, l->info.header.settings[i].name);
         gs_pickle_str(&pk, l->info.header.settings[i].value);
     }

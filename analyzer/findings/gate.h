@@ -1,10 +1,10 @@
 /*
  * gate.h - the regression gate of `gpushim report --fail-if` and `gpushim
- * diff --fail-if` (gate.c): limits on what a run's events say (its peak,
- * what it never freed, its leak per step, its unrecovered failures), read
- * and its memory by role at the peak) read
- * from the command line, checked against one run or against the change
- * from one run to another, one line per limit broken.
+ * diff --fail-if` (gate.c): limits on a run's findings (its peak, what it
+ * never freed, its leak per step, its unrecovered failures, its memory by
+ * role at the peak), read from the command line, checked against one run
+ * or against the change from one run to another, one line per limit
+ * broken.
  *
  * Included by: analyzer/cmd/report.c, diff.c and options.c; tests/unit/test_gate.c and
  * test_options.c.

@@ -91,7 +91,9 @@ int gs_decode_header_record(uint8_t type, const uint8_t *payload, size_t len,
 
 /* ---- the writer's own records, in its chunks ---- */
 
-/* A GS_REC_RING_POS record of pos into out (room: 12 bytes); its length. */
+/* A GS_REC_RING_POS record of pos into out (room: GS_RING_POS_MAX bytes);
+ * its length. */
+#define GS_RING_POS_MAX (2 + 10)
 size_t gs_encode_ring_pos(uint64_t pos, uint8_t *out);
 /* A GS_REC_RING_POS record's payload (len bytes) into *pos: 0, or -1 when
  * it does not parse. */

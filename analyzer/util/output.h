@@ -1,7 +1,7 @@
 /*
  * output.h - the files the analyzer writes for the user (output.c).
  *
- * Included by: the commands that take -o FILE (export, whatif).
+ * Included by: analyzer/cmd/options.c (every command's -o FILE).
  */
 #ifndef GPUSHIM_UTIL_OUTPUT_H
 #define GPUSHIM_UTIL_OUTPUT_H

@@ -168,7 +168,7 @@ static int take_checkpoint(const struct gs_trace_file *tf, uint64_t ring_pos)
     if (size < 0)
         return -1;
     b.next_size = (uint64_t)size;
-    uint8_t pos[2 + 10];
+    uint8_t pos[GS_RING_POS_MAX];
     size_t pos_len = gs_encode_ring_pos(ring_pos, pos);
     errno = 0;
     if (gs_checkpoint_write(&b.model, put, NULL) != 0 ||
