@@ -4,15 +4,17 @@
  * JSON, the HTML and the other exports, the gate (--fail-if), diff, plan
  * and ranks read this structure and only format it: the figures of the run,
  * the peak and the call sites that held it, what was never freed and where,
- * the leak suspects, the cards the run fits on, each failed allocation with
- * its outcome and both verdicts (its cause, and the allocator's what-if),
- * the fragmentation at the peak and at each failure, the warnings; and,
- * read-only, the parts of the replay they rest on (devices, kinds, pools,
- * graphs, marks and steps, blocks, growth samples).
+ * the leak suspects, the cards the run fits on, memory by role, each
+ * failed allocation with its outcome and both verdicts (its cause, and the
+ * allocator's what-if), the fragmentation at the peak and at each failure,
+ * the NVTX ranges, the warnings; and, read-only, the parts of the replay
+ * they rest on (devices, kinds, pools, graphs, marks and steps, blocks,
+ * growth samples, timelines).
  *
  * The findings depend on the stack view (--native merges no Python frames
  * into stacks, so sites and verdicts name other frames): they are made for
- * one view. docs/architecture.md "Findings" says what each field is for.
+ * one view. Each field is commented below; docs/architecture.md "Findings"
+ * says how the screens use them.
  *
  * Included by: analyzer/findings/found.c, gate.c; the analyzer's layers
  * above findings (report, export, cmd).
