@@ -29,8 +29,8 @@ static const char *setting(const struct gs_trace_info *info, const char *name)
 
 static int has_module(const struct gs_replay *r, const char *const *prefixes)
 {
-    for (size_t i = 0; i < r->nmodules; i++) {
-        const char *base = gs_basename(r->modules[i].path);
+    for (size_t i = 0; i < r->trace.nmodules; i++) {
+        const char *base = gs_basename(r->trace.modules[i].path);
         for (const char *const *p = prefixes; *p; p++)
             if (!strncmp(base, *p, strlen(*p)))
                 return 1;

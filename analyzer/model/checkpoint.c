@@ -117,8 +117,8 @@ static void emit(struct out *o, uint8_t type)
 
 static void write_modules(struct out *o, const struct gs_replay *r)
 {
-    for (size_t i = 0; i < r->nmodules && !o->failed; i++) {
-        const struct gs_module *m = &r->modules[i];
+    for (size_t i = 0; i < r->trace.nmodules && !o->failed; i++) {
+        const struct gs_module *m = &r->trace.modules[i];
         if (!m->id)
             continue; /* not a valid id: a reader would refuse it */
         begin(o);
@@ -134,8 +134,8 @@ static void write_modules(struct out *o, const struct gs_replay *r)
 
 static void write_pycodes(struct out *o, const struct gs_replay *r)
 {
-    for (size_t i = 0; i < r->npycodes && !o->failed; i++) {
-        const struct gs_pycode *c = &r->pycodes[i];
+    for (size_t i = 0; i < r->trace.npycodes && !o->failed; i++) {
+        const struct gs_pycode *c = &r->trace.pycodes[i];
         if (!c->id || c->id > GS_PY_MAX_CODE)
             continue; /* not a valid id: a reader would refuse it */
         begin(o);
@@ -149,8 +149,8 @@ static void write_pycodes(struct out *o, const struct gs_replay *r)
 
 static void write_stacks(struct out *o, const struct gs_replay *r)
 {
-    for (size_t i = 0; i < r->nstacks && !o->failed; i++) {
-        const struct gs_stack *st = &r->stacks[i];
+    for (size_t i = 0; i < r->trace.nstacks && !o->failed; i++) {
+        const struct gs_stack *st = &r->trace.stacks[i];
         unsigned n = st->n < GS_MAX_FRAMES ? st->n : GS_MAX_FRAMES;
         uint64_t prev = 0;
         if (!st->id)
@@ -170,12 +170,13 @@ static void write_stacks(struct out *o, const struct gs_replay *r)
  * as before it: a thread is named once, before its first event. */
 static void write_threads(struct out *o, const struct gs_replay *r)
 {
-    for (size_t i = 0; i < r->nthreads && !o->failed; i++) {
-        const char *name = gs_replay_thread_name(r, r->threads[i].name);
+    const struct gs_replay_trace *t = &r->trace;
+    for (size_t i = 0; i < t->nthreads && !o->failed; i++) {
+        const char *name = gs_replay_thread_name(r, t->threads[i].name);
         if (!name)
             continue;
         begin(o);
-        put_u(o, r->threads[i].tid);
+        put_u(o, t->threads[i].tid);
         put_bytes(o, name, strlen(name));
         emit(o, GS_REC_THREAD);
     }

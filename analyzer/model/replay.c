@@ -70,37 +70,39 @@ static void free_state(struct gs_replay *r)
 
 void gs_replay_init(struct gs_replay *r)
 {
+    struct gs_replay_trace *t = &r->trace;
     memset(r, 0, sizeof *r);
-    r->modules_by_id = gs_idmap_new();
-    r->stacks_by_id = gs_idmap_new();
-    r->pycodes_by_id = gs_idmap_new();
-    r->thread_names_by_hash = gs_idmap_new();
-    r->threads_by_tid = gs_idmap_new();
+    t->modules_by_id = gs_idmap_new();
+    t->stacks_by_id = gs_idmap_new();
+    t->pycodes_by_id = gs_idmap_new();
+    t->thread_names_by_hash = gs_idmap_new();
+    t->threads_by_tid = gs_idmap_new();
     init_state(r);
 }
 
 void gs_replay_free(struct gs_replay *r)
 {
-    for (size_t i = 0; i < r->nmodules; i++)
-        free(r->modules[i].path);
-    for (size_t i = 0; i < r->nstacks; i++)
-        free(r->stacks[i].pcs);
-    for (size_t i = 0; i < r->npycodes; i++) {
-        free(r->pycodes[i].file);
-        free(r->pycodes[i].function);
+    struct gs_replay_trace *t = &r->trace;
+    for (size_t i = 0; i < t->nmodules; i++)
+        free(t->modules[i].path);
+    for (size_t i = 0; i < t->nstacks; i++)
+        free(t->stacks[i].pcs);
+    for (size_t i = 0; i < t->npycodes; i++) {
+        free(t->pycodes[i].file);
+        free(t->pycodes[i].function);
     }
-    for (size_t i = 0; i < r->nthread_names; i++)
-        free(r->thread_names[i]);
-    free(r->modules);
-    free(r->stacks);
-    free(r->pycodes);
-    free(r->thread_names);
-    free(r->threads);
-    gs_idmap_free(r->modules_by_id);
-    gs_idmap_free(r->stacks_by_id);
-    gs_idmap_free(r->pycodes_by_id);
-    gs_idmap_free(r->thread_names_by_hash);
-    gs_idmap_free(r->threads_by_tid);
+    for (size_t i = 0; i < t->nthread_names; i++)
+        free(t->thread_names[i]);
+    free(t->modules);
+    free(t->stacks);
+    free(t->pycodes);
+    free(t->thread_names);
+    free(t->threads);
+    gs_idmap_free(t->modules_by_id);
+    gs_idmap_free(t->stacks_by_id);
+    gs_idmap_free(t->pycodes_by_id);
+    gs_idmap_free(t->thread_names_by_hash);
+    gs_idmap_free(t->threads_by_tid);
     free_state(r);
     for (unsigned i = 0; i < r->nhooks; i++) {
         if (r->hook[i]->free)
@@ -110,9 +112,11 @@ void gs_replay_free(struct gs_replay *r)
     memset(r, 0, sizeof *r);
 }
 
-/* gs_replay_reset's three parts, in model.h's order: what the trace defines
- * ends before last_tid, and the analyses attached (hook .. with) end it */
-_Static_assert(offsetof(struct gs_replay, threads_by_tid) < offsetof(struct gs_replay, last_tid),
+/* gs_replay_reset's three parts, in replay.h's order: what the trace
+ * defines (trace) ends before last_tid, and the analyses attached
+ * (hook .. with) end it */
+_Static_assert(offsetof(struct gs_replay, trace) == 0 &&
+                   sizeof(struct gs_replay_trace) <= offsetof(struct gs_replay, last_tid),
                "what the trace defines comes first");
 _Static_assert(offsetof(struct gs_replay, hook) < offsetof(struct gs_replay, with) &&
                    sizeof(struct gs_replay) - offsetof(struct gs_replay, with) -
@@ -122,7 +126,7 @@ _Static_assert(offsetof(struct gs_replay, hook) < offsetof(struct gs_replay, wit
 void gs_replay_reset(struct gs_replay *r)
 {
     /* what a replay builds lies between what the trace defines and the
-     * analyses attached (model.h): cleared in one, the two others kept */
+     * analyses attached (replay.h): cleared in one, the two others kept */
     free_state(r);
     size_t from = offsetof(struct gs_replay, last_tid), to = offsetof(struct gs_replay, hook);
     memset((char *)r + from, 0, to - from);

@@ -21,10 +21,9 @@
 
 #include "analyzer/model/model.h"
 
-struct gs_replay {
-    /* what the trace defines (modules, stacks, code objects, threads' names):
-     * kept across gs_replay_reset, which clears everything from last_tid to
-     * hook, what a replay builds */
+/* What the trace defines (modules, stacks, code objects, threads' names):
+ * the names a replay's figures are given in, kept across gs_replay_reset. */
+struct gs_replay_trace {
     struct gs_module *modules;
     size_t nmodules, modules_cap;
     struct gs_idmap *modules_by_id; /* id -> index in modules */
@@ -40,6 +39,12 @@ struct gs_replay {
     struct gs_thread *threads;      /* every thread named, by its latest name */
     size_t nthreads, threads_cap;
     struct gs_idmap *threads_by_tid; /* tid -> index in threads */
+};
+
+struct gs_replay {
+    /* what the trace defines; then what a replay builds, from last_tid to
+     * hook, which gs_replay_reset clears in one; then the analyses */
+    struct gs_replay_trace trace;
     uint32_t last_tid, last_tid_name; /* the replay's latest lookup, while no name changes */
     int last_tid_valid;
 

@@ -52,19 +52,20 @@ static int runtime_module(const char *path)
 void gs_replay_on_module(void *ctx, const struct gs_rmodule *m)
 {
     struct gs_replay *r = ctx;
+    struct gs_replay_trace *t = &r->trace;
     uint64_t idx;
-    if (gs_idmap_get(r->modules_by_id, m->id, &idx) == 0)
+    if (gs_idmap_get(t->modules_by_id, m->id, &idx) == 0)
         return; /* defined twice (a checkpoint, a copied chunk): the first stands */
-    if (gs_reserve((void **)&r->modules, &r->modules_cap, r->nmodules, sizeof *r->modules) != 0)
+    if (gs_reserve((void **)&t->modules, &t->modules_cap, t->nmodules, sizeof *t->modules) != 0)
         return;
     char *path = strdup(m->path);
     if (!path)
         return;
-    if (gs_idmap_put(r->modules_by_id, m->id, r->nmodules) != 0) {
+    if (gs_idmap_put(t->modules_by_id, m->id, t->nmodules) != 0) {
         free(path);
         return;
     }
-    struct gs_module *mod = &r->modules[r->nmodules++];
+    struct gs_module *mod = &t->modules[t->nmodules++];
     mod->id = m->id;
     mod->bias = m->bias;
     mod->lo = m->lo;
@@ -79,44 +80,46 @@ void gs_replay_on_module(void *ctx, const struct gs_rmodule *m)
 void gs_replay_on_stack(void *ctx, uint32_t id, const uint64_t *pcs, unsigned n)
 {
     struct gs_replay *r = ctx;
+    struct gs_replay_trace *t = &r->trace;
     uint64_t idx;
-    if (gs_idmap_get(r->stacks_by_id, id, &idx) == 0)
+    if (gs_idmap_get(t->stacks_by_id, id, &idx) == 0)
         return; /* defined twice: the first stands */
-    if (gs_reserve((void **)&r->stacks, &r->stacks_cap, r->nstacks, sizeof *r->stacks) != 0)
+    if (gs_reserve((void **)&t->stacks, &t->stacks_cap, t->nstacks, sizeof *t->stacks) != 0)
         return;
     uint64_t *copy = malloc((n ? n : 1) * sizeof *copy);
     if (!copy)
         return;
     memcpy(copy, pcs, n * sizeof *pcs);
-    if (gs_idmap_put(r->stacks_by_id, id, r->nstacks) != 0) {
+    if (gs_idmap_put(t->stacks_by_id, id, t->nstacks) != 0) {
         free(copy);
         return;
     }
-    r->stacks[r->nstacks++] = (struct gs_stack){.id = id, .n = n, .pcs = copy};
+    t->stacks[t->nstacks++] = (struct gs_stack){.id = id, .n = n, .pcs = copy};
 }
 
 void gs_replay_on_pycode(void *ctx, const struct gs_rpycode *c)
 {
     struct gs_replay *r = ctx;
+    struct gs_replay_trace *t = &r->trace;
     uint64_t idx;
-    if (gs_idmap_get(r->pycodes_by_id, c->id, &idx) == 0)
+    if (gs_idmap_get(t->pycodes_by_id, c->id, &idx) == 0)
         return; /* defined twice: the first stands */
-    if (gs_reserve((void **)&r->pycodes, &r->pycodes_cap, r->npycodes, sizeof *r->pycodes) != 0)
+    if (gs_reserve((void **)&t->pycodes, &t->pycodes_cap, t->npycodes, sizeof *t->pycodes) != 0)
         return;
     char *file = strdup(c->file), *function = strdup(c->function);
-    if (!file || !function || gs_idmap_put(r->pycodes_by_id, c->id, r->npycodes) != 0) {
+    if (!file || !function || gs_idmap_put(t->pycodes_by_id, c->id, t->npycodes) != 0) {
         free(file);
         free(function);
         return;
     }
-    r->pycodes[r->npycodes++] = (struct gs_pycode){
+    t->pycodes[t->npycodes++] = (struct gs_pycode){
         .id = c->id, .first_line = c->first_line, .file = file, .function = function};
 }
 
 const struct gs_pycode *gs_replay_pycode(const struct gs_replay *r, uint32_t id)
 {
     uint64_t idx;
-    return gs_idmap_get(r->pycodes_by_id, id, &idx) == 0 ? &r->pycodes[idx] : NULL;
+    return gs_idmap_get(r->trace.pycodes_by_id, id, &idx) == 0 ? &r->trace.pycodes[idx] : NULL;
 }
 
 /* ---- thread names ---- */
@@ -131,53 +134,55 @@ static uint64_t name_hash(const char *text)
 
 const char *gs_replay_thread_name(const struct gs_replay *r, uint32_t name)
 {
-    return name && name <= r->nthread_names ? r->thread_names[name - 1] : NULL;
+    return name && name <= r->trace.nthread_names ? r->trace.thread_names[name - 1] : NULL;
 }
 
 uint32_t gs_replay_thread_intern(struct gs_replay *r, const char *text)
 {
+    struct gs_replay_trace *t = &r->trace;
     char cut[GS_MAX_THREAD_NAME + 1];
     snprintf(cut, sizeof cut, "%s", text);
     uint64_t h = name_hash(cut), idx;
-    int hashed = gs_idmap_get(r->thread_names_by_hash, h, &idx) == 0;
-    if (hashed && strcmp(r->thread_names[idx], cut) == 0)
+    int hashed = gs_idmap_get(t->thread_names_by_hash, h, &idx) == 0;
+    if (hashed && strcmp(t->thread_names[idx], cut) == 0)
         return (uint32_t)idx + 1;
-    for (size_t i = 0; hashed && i < r->nthread_names; i++) /* two names, one hash */
-        if (strcmp(r->thread_names[i], cut) == 0)
+    for (size_t i = 0; hashed && i < t->nthread_names; i++) /* two names, one hash */
+        if (strcmp(t->thread_names[i], cut) == 0)
             return (uint32_t)i + 1;
-    if (r->nthread_names >= UINT32_MAX - 1 ||
-        gs_reserve((void **)&r->thread_names, &r->thread_names_cap, r->nthread_names,
-                   sizeof *r->thread_names) != 0)
+    if (t->nthread_names >= UINT32_MAX - 1 ||
+        gs_reserve((void **)&t->thread_names, &t->thread_names_cap, t->nthread_names,
+                   sizeof *t->thread_names) != 0)
         return 0;
     char *copy = strdup(cut);
-    if (!copy || (!hashed && gs_idmap_put(r->thread_names_by_hash, h, r->nthread_names) != 0)) {
+    if (!copy || (!hashed && gs_idmap_put(t->thread_names_by_hash, h, t->nthread_names) != 0)) {
         free(copy);
         return 0;
     }
-    r->thread_names[r->nthread_names++] = copy;
-    return (uint32_t)r->nthread_names;
+    t->thread_names[t->nthread_names++] = copy;
+    return (uint32_t)t->nthread_names;
 }
 
 void gs_replay_thread_named(struct gs_replay *r, uint32_t tid, const char *text)
 {
+    struct gs_replay_trace *t = &r->trace;
     uint32_t name = gs_replay_thread_intern(r, text);
     uint64_t idx;
     r->last_tid_valid = 0;
-    if (gs_idmap_get(r->threads_by_tid, tid, &idx) == 0) {
-        r->threads[idx].name = name; /* renamed, or a new thread with an old one's tid */
+    if (gs_idmap_get(t->threads_by_tid, tid, &idx) == 0) {
+        t->threads[idx].name = name; /* renamed, or a new thread with an old one's tid */
         return;
     }
     if (!name ||
-        gs_reserve((void **)&r->threads, &r->threads_cap, r->nthreads, sizeof *r->threads) != 0 ||
-        gs_idmap_put(r->threads_by_tid, tid, r->nthreads) != 0)
+        gs_reserve((void **)&t->threads, &t->threads_cap, t->nthreads, sizeof *t->threads) != 0 ||
+        gs_idmap_put(t->threads_by_tid, tid, t->nthreads) != 0)
         return;
-    r->threads[r->nthreads++] = (struct gs_thread){.tid = tid, .name = name};
+    t->threads[t->nthreads++] = (struct gs_thread){.tid = tid, .name = name};
 }
 
 uint32_t gs_replay_thread_of(const struct gs_replay *r, uint32_t tid)
 {
     uint64_t idx;
-    return gs_idmap_get(r->threads_by_tid, tid, &idx) == 0 ? r->threads[idx].name : 0;
+    return gs_idmap_get(r->trace.threads_by_tid, tid, &idx) == 0 ? r->trace.threads[idx].name : 0;
 }
 
 void gs_site_count_thread(struct gs_site *s, uint32_t name)
@@ -202,15 +207,15 @@ void gs_replay_on_thread(void *ctx, uint32_t tid, const char *name)
 const struct gs_stack *gs_replay_stack(const struct gs_replay *r, uint32_t id)
 {
     uint64_t idx;
-    return gs_idmap_get(r->stacks_by_id, id, &idx) == 0 ? &r->stacks[idx] : NULL;
+    return gs_idmap_get(r->trace.stacks_by_id, id, &idx) == 0 ? &r->trace.stacks[idx] : NULL;
 }
 
 const struct gs_module *gs_replay_module_at(const struct gs_replay *r, uint64_t pc)
 {
     /* The latest module that holds pc: a later image at the same place
      * replaced an earlier one. */
-    for (size_t i = r->nmodules; i-- > 0;) {
-        const struct gs_module *m = &r->modules[i];
+    for (size_t i = r->trace.nmodules; i-- > 0;) {
+        const struct gs_module *m = &r->trace.modules[i];
         if (pc >= m->lo && pc - m->lo < m->span)
             return m;
     }

@@ -61,9 +61,9 @@ static void open_named(struct watching *wa, const uint64_t *pcs, unsigned n)
                 wa->last_ahead = gs_sym_open_ahead(wa->l->sym, wa->last_id, pc);
             continue;
         }
-        if (wa->scan_budget < r->nmodules + 1)
+        if (wa->scan_budget < r->trace.nmodules + 1)
             return;
-        wa->scan_budget -= r->nmodules + 1;
+        wa->scan_budget -= r->trace.nmodules + 1;
         const struct gs_module *m = gs_replay_module_at(r, pc);
         if (m) {
             wa->last_ahead = gs_sym_open_ahead(wa->l->sym, m->id, pc);
@@ -78,10 +78,10 @@ static void watch_module(void *ctx, const struct gs_rmodule *m)
 {
     struct watching *wa = ctx;
     struct gs_replay *r = &wa->l->r;
-    size_t before = r->nmodules;
+    size_t before = r->trace.nmodules;
     gs_replay_ops.module(r, m);
-    if (r->nmodules > before) { /* new (a module defined twice: the first stands) */
-        const struct gs_module *mod = &r->modules[r->nmodules - 1];
+    if (r->trace.nmodules > before) { /* new (a module defined twice: the first stands) */
+        const struct gs_module *mod = &r->trace.modules[r->trace.nmodules - 1];
         gs_sym_add_module(wa->l->sym, mod->id, mod->path, mod->bias, mod->lo, mod->span,
                           mod->build_id, mod->build_id_len);
     }

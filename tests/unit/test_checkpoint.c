@@ -511,9 +511,9 @@ static void same_rest(const struct gs_replay *x, const struct gs_replay *y, size
                       ha->parent == hb->parent && ha->stream == hb->stream,
                   "cut %zu: chain %zu's held allocation", cut, i);
     }
-    ASSERT_U64(x->nmodules, y->nmodules, "cut %zu: modules", cut);
-    for (size_t i = 0; i < x->nmodules; i++) {
-        const struct gs_module *a = &x->modules[i], *b = &y->modules[i];
+    ASSERT_U64(x->trace.nmodules, y->trace.nmodules, "cut %zu: modules", cut);
+    for (size_t i = 0; i < x->trace.nmodules; i++) {
+        const struct gs_module *a = &x->trace.modules[i], *b = &y->trace.modules[i];
         ASSERT_U64(a->id, b->id, "cut %zu: module %zu id", cut, i);
         ASSERT_U64(a->bias, b->bias, "cut %zu: module %zu bias", cut, i);
         ASSERT_U64(a->lo, b->lo, "cut %zu: module %zu lo", cut, i);
@@ -523,17 +523,18 @@ static void same_rest(const struct gs_replay *x, const struct gs_replay *y, size
         cr_assert(!memcmp(a->build_id, b->build_id, a->build_id_len));
         cr_assert_eq(a->is_runtime, b->is_runtime, "cut %zu: module %zu runtime", cut, i);
     }
-    ASSERT_U64(x->npycodes, y->npycodes, "cut %zu: Python code objects", cut);
-    for (size_t i = 0; i < x->npycodes; i++) {
-        const struct gs_pycode *a = &x->pycodes[i], *b = gs_replay_pycode(y, a->id);
+    ASSERT_U64(x->trace.npycodes, y->trace.npycodes, "cut %zu: Python code objects", cut);
+    for (size_t i = 0; i < x->trace.npycodes; i++) {
+        const struct gs_pycode *a = &x->trace.pycodes[i], *b = gs_replay_pycode(y, a->id);
         cr_assert_not_null(b, "cut %zu: code %u defined", cut, a->id);
         cr_assert_str_eq(a->file, b->file, "cut %zu: code %u file", cut, a->id);
         cr_assert_str_eq(a->function, b->function, "cut %zu: code %u function", cut, a->id);
         ASSERT_U64(a->first_line, b->first_line, "cut %zu: code %u first line", cut, a->id);
     }
-    ASSERT_U64(x->nstacks, y->nstacks, "cut %zu: stacks", cut);
-    for (size_t i = 0; i < x->nstacks; i++) {
-        const struct gs_stack *a = &x->stacks[i], *b = gs_replay_stack(y, x->stacks[i].id);
+    ASSERT_U64(x->trace.nstacks, y->trace.nstacks, "cut %zu: stacks", cut);
+    for (size_t i = 0; i < x->trace.nstacks; i++) {
+        const struct gs_stack *a = &x->trace.stacks[i];
+        const struct gs_stack *b = gs_replay_stack(y, x->trace.stacks[i].id);
         cr_assert_not_null(b, "cut %zu: stack %u defined", cut, a->id);
         cr_assert_eq(a->n, b->n, "cut %zu: stack %u depth", cut, a->id);
         cr_assert(!memcmp(a->pcs, b->pcs, a->n * sizeof *a->pcs), "cut %zu: stack %u", cut, a->id);

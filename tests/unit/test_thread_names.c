@@ -137,7 +137,7 @@ Test(thread_names, each_allocation_counts_under_its_threads_name_then)
     run(&r, 0, NOPS, &addr);
     check_whole(&r, "the whole history");
     ASSERT_U64(device_site(&r, 1)->allocs, 8, "every allocation counts at its site");
-    ASSERT_U64(r.nthread_names, 7, "each distinct name once");
+    ASSERT_U64(r.trace.nthread_names, 7, "each distinct name once");
     gs_replay_free(&r);
 }
 
@@ -336,10 +336,10 @@ static void use_names(struct gs_replay *r)
         site_text(r, &r->blocks.sites[i], t, sizeof t);
     for (size_t i = 0; i < r->nfailures; i++)
         cr_assert(!r->failures[i].thread || gs_replay_thread_name(r, r->failures[i].thread));
-    for (size_t i = 0; i < r->nthreads; i++)
-        cr_assert_not_null(gs_replay_thread_name(r, r->threads[i].name));
-    for (size_t i = 0; i < r->nthread_names; i++)
-        cr_assert_leq(strlen(r->thread_names[i]), GS_MAX_THREAD_NAME);
+    for (size_t i = 0; i < r->trace.nthreads; i++)
+        cr_assert_not_null(gs_replay_thread_name(r, r->trace.threads[i].name));
+    for (size_t i = 0; i < r->trace.nthread_names; i++)
+        cr_assert_leq(strlen(r->trace.thread_names[i]), GS_MAX_THREAD_NAME);
 }
 
 Test(thread_names, random_named_records_after_a_good_checkpoint)
