@@ -339,8 +339,7 @@ static void devices(const struct gs_findings *fd, FILE *out)
                 seconds(u->peak_time_ns), gs_human_bytes(u->live_bytes, b, sizeof b));
     }
     timeline(fd, out);
-    if (fd->fit.need)
-        fprintf(out, "  fits on   %s\n", fd->fit_text);
+    fprintf(out, "  fits on   %s\n", fd->fit_text); /* (or that no device memory was used) */
     if (fd->rounding_at_peak)
         fprintf(out, "  pages     %s more at the peak: sizes rounded up to whole %s pages\n",
                 gs_human_bytes(fd->rounding_at_peak, a, sizeof a),

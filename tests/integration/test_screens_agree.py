@@ -2,8 +2,9 @@
 figures (DEVELOPERS.md: "every figure and sentence in every screen is the
 same finding said the same way"). The findings are made once
 (analyzer/findings/found.c); for the examples that run here (the demo's
-simulated training job, the PyTorch leak of examples/sim_torch) and test
-programs that between them have every kind of finding, the JSON's findings
+simulated training job, the PyTorch leak of examples/sim_torch), test
+programs that between them have every kind of finding, and the fuzz seeds
+(the test programs' traces, rotated, killed, of format 2), the JSON's findings
 are looked for in the text report and the HTML export: the peak, each
 device's peak, what was never freed, the cards the run fits on, memory by
 role at the peak, each leak suspect's growth, each failure's verdict, its
@@ -156,3 +157,18 @@ def test_text_json_and_html_say_the_same_findings():
         f.write(data[:len(data) - 20])
     d, _, page = screens(cut)
     check(d["warnings"] and d["warnings"][0]["message"] in page, "the cut trace's warning")
+
+
+def test_the_seed_traces_say_the_same_findings_in_every_screen():
+    # the fuzz targets' seeds (tests/fuzz/make_corpus.py): the test programs'
+    # traces as the writer makes them now and as format 2 did, a rotated one
+    # with its checkpoint, a killed one, NVTX ranges, Python frames, roles
+    seeds = os.path.join(ROOT, "tests", "fuzz", "corpus", "report")
+    names = sorted(os.listdir(seeds))
+    check(len(names) >= 20, f"the seeds: {names}")
+    findings = set()
+    for name in names:
+        findings |= set(agree(os.path.join(seeds, name), f"seed {name}"))
+    check({"the peak", "a failure's verdict", "a mark's label", "a range's peak",
+           "the blocks' peak"} <= findings, f"the seeds' findings: {sorted(findings)}")
+
