@@ -196,8 +196,9 @@ static void judge_failure(struct gs_findings *fd, const struct gs_replay *r, siz
     }
 }
 
-void gs_findings_figures(struct gs_findings *fd, const struct gs_trace_info *info,
-                         const struct gs_reader_stats *st, const struct gs_replay *r)
+/* The figures, less the warnings (said last, once the rest is made). */
+static void figures(struct gs_findings *fd, const struct gs_trace_info *info,
+                    const struct gs_reader_stats *st, const struct gs_replay *r)
 {
     memset(fd, 0, sizeof *fd);
     fd->duration_ns = gs_trace_duration_ns(st, r->last_time_ns);
@@ -252,7 +253,13 @@ void gs_findings_figures(struct gs_findings *fd, const struct gs_trace_info *inf
         fd->ndevices += r->devices[d].present != 0;
     }
     gs_timeline_span(r, &fd->timeline_width_ns, &fd->timeline_n);
-    gs_warnings_of(info, st, r, &fd->warnings);
+}
+
+void gs_findings_figures(struct gs_findings *fd, const struct gs_trace_info *info,
+                         const struct gs_reader_stats *st, const struct gs_replay *r)
+{
+    figures(fd, info, st, r);
+    gs_warnings_of(info, st, r, &fd->warnings); /* last: it counts the shortages above */
 }
 
 void gs_findings_make(struct gs_findings *fd, const struct gs_trace_info *info,
@@ -260,7 +267,7 @@ void gs_findings_make(struct gs_findings *fd, const struct gs_trace_info *info,
                       struct gs_symbolizer *sym, enum gs_stack_view view,
                       const struct gs_wi_answer *whatif)
 {
-    gs_findings_figures(fd, info, st, r);
+    figures(fd, info, st, r);
     fd->judged = 1;
     fd->whatif = whatif;
     fd->npeak_sites = gs_rank_sites(r, sym, view, GS_METRIC_PEAK, &fd->peak_sites);
@@ -277,7 +284,7 @@ void gs_findings_make(struct gs_findings *fd, const struct gs_trace_info *info,
         fd->nblock_leak_sites =
             gs_rank_block_sites(r, sym, view, GS_METRIC_LEAK, &fd->block_leak_sites);
     }
-    gs_warnings_of(info, st, r, &fd->warnings); /* again: it counts the shortages above */
+    gs_warnings_of(info, st, r, &fd->warnings); /* last: it counts the shortages above */
 }
 
 void gs_findings_free(struct gs_findings *fd)
