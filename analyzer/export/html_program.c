@@ -32,10 +32,13 @@ static void bytes_cell(struct cell_text *t, struct gs_html_cell *c, uint64_t v)
     c->text = gs_human_bytes(v, t->text, sizeof t->text);
 }
 
-static void signed_cell(struct cell_text *t, struct gs_html_cell *c, int64_t v)
+/* A change ("+1.00 MiB"), or with plus 0 a figure that may be below 0
+ * ("-1.00 MiB"), as the text says each. */
+static void signed_cell(struct cell_text *t, struct gs_html_cell *c, int64_t v, int plus)
 {
     gs_html_key_i(c, v);
-    c->text = gs_signed_bytes(v, t->text, sizeof t->text);
+    c->text = plus ? gs_signed_bytes(v, t->text, sizeof t->text)
+                   : gs_int_bytes(v, t->text, sizeof t->text);
 }
 
 static void count_cell(struct cell_text *t, struct gs_html_cell *c, uint64_t v)
@@ -72,8 +75,8 @@ static void label_cell(void *ctx, size_t row, size_t col, struct gs_html_cell *c
     case 2: count_cell(t, c, l->steps); return;
     case 3: if (l->steps) bytes_cell(t, c, l->max_peak); return;
     case 4: if (l->steps) seconds_cell(t, c, l->max_peak_end_ns); return;
-    case 5: if (whole) signed_cell(t, c, avg); return;
-    case 6: if (whole) signed_cell(t, c, l->max_growth); return;
+    case 5: if (whole) signed_cell(t, c, avg, 1); return;
+    case 6: if (whole) signed_cell(t, c, l->max_growth, 1); return;
     default: if (whole) count_cell(t, c, l->growing); return;
     }
 }
@@ -95,7 +98,7 @@ static void step_cell(void *ctx, size_t row, size_t col, struct gs_html_cell *c)
     case 3: bytes_cell(t, c, s->peak_bytes); return;
     case 4: bytes_cell(t, c, s->allocated_bytes); return;
     case 5: bytes_cell(t, c, s->freed_bytes); return;
-    default: signed_cell(t, c, s->growth_bytes); return;
+    default: signed_cell(t, c, s->growth_bytes, 1); return;
     }
 }
 
@@ -139,8 +142,8 @@ static void range_cell(void *ctx, size_t row, size_t col, struct gs_html_cell *c
     case 2: if (n->ended) bytes_cell(t, c, n->peak_max); return;
     case 3: if (n->ended) count_cell(t, c, n->peak_nth); return;
     case 4: bytes_cell(t, c, n->allocated_max); return;
-    case 5: signed_cell(t, c, n->kept_last); return;
-    case 6: signed_cell(t, c, n->kept_max); return;
+    case 5: signed_cell(t, c, n->kept_last, 0); return;
+    case 6: signed_cell(t, c, n->kept_max, 0); return;
     default: count_cell(t, c, n->kept_nonzero); return;
     }
 }

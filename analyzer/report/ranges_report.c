@@ -19,13 +19,6 @@
 static double seconds(uint64_t ns) { return (double)ns / 1e9; }
 static const char *plural(uint64_t n) { return n == 1 ? "" : "s"; }
 
-static void kept_bytes(int64_t v, char *buf, size_t sz)
-{
-    char b[32];
-    snprintf(buf, sz, "%s%s", v < 0 ? "-" : "",
-             gs_human_bytes(v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v, b, sizeof b));
-}
-
 /* Which ranges the table shows: the most shown by their peak inside, and
  * the ranges above each (so that the tree reads whole). */
 static void choose(const struct gs_ranges *g, size_t most, unsigned char *show)
@@ -60,8 +53,8 @@ static void rows(FILE *out, const struct gs_ranges *g, uint32_t node, const unsi
     gs_range_name(g, node, name, sizeof name);
     snprintf(cell, sizeof cell, "%s (#%" PRIu64 ")", gs_human_bytes(n->peak_max, a, sizeof a),
              n->peak_nth);
-    kept_bytes(n->kept_last, b, sizeof b);
-    kept_bytes(n->kept_max, c, sizeof c);
+    gs_int_bytes(n->kept_last, b, sizeof b);
+    gs_int_bytes(n->kept_max, c, sizeof c);
     char made[32];
     gs_human_bytes(n->allocated_max, made, sizeof made);
     fprintf(out, "  %*s%-*s %7" PRIu64 "  %-20s %10s  %10s %10s  %" PRIu64 " of %" PRIu64 "\n",
@@ -111,7 +104,7 @@ void gs_ranges_text(FILE *out, const struct gs_report *rep)
         shown++;
         char path[1024], a[32], b[32], c[32];
         gs_range_path(g, x.node, path, sizeof path);
-        kept_bytes(x.kept, c, sizeof c);
+        gs_int_bytes(x.kept, c, sizeof c);
         fprintf(out, "    %s #%" PRIu64 " since %.3f s: peak %s, made %s, %s of it live\n", path,
                 x.nth, seconds(x.start_ns), gs_human_bytes(x.peak, a, sizeof a),
                 gs_human_bytes(x.allocated, b, sizeof b), c);

@@ -24,10 +24,22 @@ const char *gs_human_bytes(uint64_t b, char *buf, size_t sz)
     return buf;
 }
 
-const char *gs_signed_bytes(int64_t v, char *buf, size_t sz)
+/* v's size after sign (which it has only when negative: "-" or
+ * plus_sign). */
+static const char *bytes_with_sign(int64_t v, const char *plus_sign, char *buf, size_t sz)
 {
     char b[32];
-    snprintf(buf, sz, "%s%s", v < 0 ? "-" : "+",
+    snprintf(buf, sz, "%s%s", v < 0 ? "-" : plus_sign,
              gs_human_bytes(v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v, b, sizeof b));
     return buf;
+}
+
+const char *gs_signed_bytes(int64_t v, char *buf, size_t sz)
+{
+    return bytes_with_sign(v, "+", buf, sz);
+}
+
+const char *gs_int_bytes(int64_t v, char *buf, size_t sz)
+{
+    return bytes_with_sign(v, "", buf, sz);
 }

@@ -13,6 +13,8 @@
 const char *gs_human_bytes(uint64_t b, char *buf, size_t sz);
 /* A change, signed: "+1.50 GiB", "-512 B", "+0 B". */
 const char *gs_signed_bytes(int64_t v, char *buf, size_t sz);
+/* A figure that may be below 0: "1.50 GiB", "-512 B". */
+const char *gs_int_bytes(int64_t v, char *buf, size_t sz);
 
 /* A figure worked out in floating point (a rate, an average, a plan's
  * line) as whole bytes, rounded: 0 for none or less (or NaN), and

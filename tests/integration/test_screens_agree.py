@@ -87,6 +87,12 @@ def agree(trace, what):
             check(n["path"] in page, f"{what}: the HTML names the range {n['path']!r}")
             if n["ended"]:
                 both(human(n["peak_max_bytes"]), "a range's peak")
+            for key in ("kept_last_bytes", "kept_max_bytes"):  # a cell of its own in each
+                v = n[key]
+                kept = ("-" if v < 0 else "") + human(abs(v))
+                check(f" {kept} " in text, f"{what}: the text says a range's {key}: {kept!r}")
+                check(f">{kept}</td>" in page, f"{what}: the HTML says a range's {key}: {kept!r}")
+                said.append("what a range kept")
     frag = d["fragmentation"]
     for f in ([frag["at_peak"]] if frag["at_peak"] else []) + frag["at_failures"][:10]:
         both(f"{human(f['segment_bytes'])} hold", "the segments' bytes (fragmentation)")
@@ -143,8 +149,8 @@ def test_text_json_and_html_say_the_same_findings():
                   "memory by role at the peak", "a suspect's growth", "a failure's verdict",
                   "the allocator's verdict", "the range a failure was inside",
                   "a failure's memory by role", "a mark's label", "a label's largest step",
-                  "a step's peak", "a range's peak", "the segments' bytes (fragmentation)",
-                  "fragmentation", "the blocks' peak", "a block site at the blocks' peak",
+                  "a step's peak", "a range's peak", "what a range kept",
+                  "the segments' bytes (fragmentation)", "fragmentation", "the blocks' peak", "a block site at the blocks' peak",
                   "blocks never taken back", "another kind of memory's peak", "a pool's reserve",
                   "what whole pages added"},
        "every kind of finding was met")
