@@ -68,6 +68,7 @@ static const struct gs_command command = {.name = "plan", .usage = usage_plan,
 
 struct run {
     char *path;
+    struct gs_read_seen seen; /* what its read saw: the replays read the same */
     uint64_t batch;
     int batch_from_mark;
     char mark[GS_MAX_LABEL + 1]; /* the label it came from */
@@ -331,6 +332,7 @@ static void replay(struct plan *p)
         linear[c] = a.best;
     }
     struct gs_pr_question q = {.path = p->runs[p->ref].path,
+                               .seen = &p->runs[p->ref].seen,
                                .runs = runs,
                                .batch = batch,
                                .nruns = p->n,
@@ -695,6 +697,8 @@ int gs_cmd_plan(int argc, char **argv)
             fputs("gpushim plan: out of memory\n", stderr);
             rc = 1;
         }
+        r->seen = l.seen; /* kept for the replays */
+        memset(&l.seen, 0, sizeof l.seen);
         gs_loaded_free(&l);
     }
     if (!rc && fit(&p) != 0) {
@@ -712,8 +716,10 @@ int gs_cmd_plan(int argc, char **argv)
             plan_text(out, &p);
         rc = out ? gs_cmd_close_output("plan", out, output) : 1;
     }
-    for (size_t i = 0; p.runs && i < p.n; i++)
+    for (size_t i = 0; p.runs && i < p.n; i++) {
         free(p.runs[i].path);
+        gs_read_seen_free(&p.runs[i].seen);
+    }
     for (size_t i = 0; p.sites && i < p.n; i++)
         gs_pr_sites_free(p.sites[i]);
     free(p.runs);

@@ -367,7 +367,7 @@ static int one_pass(const struct gs_pr_question *q, struct pass *p, struct searc
         return -1;
     }
     gs_whatif_set_sizes(w, scaled_size, p);
-    if (gs_whatif_replay(q->path, w, err, errsz) != 0) {
+    if (gs_whatif_replay(q->path, q->seen, w, err, errsz) != 0) {
         gs_whatif_free(w);
         return -1;
     }

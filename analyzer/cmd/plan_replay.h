@@ -33,7 +33,8 @@ int gs_pr_sites_close(struct gs_pr_sites *s, struct gs_loaded *l);
 enum gs_wi_source gs_pr_sites_source(const struct gs_pr_sites *s);
 
 struct gs_pr_question {
-    const char *path;                        /* the reference run's trace */
+    const char *path;                        /* the reference run's trace, */
+    const struct gs_read_seen *seen;         /* as its read saw it */
     const struct gs_pr_sites *const *runs;   /* every run, closed */
     const uint64_t *batch;                   /* their batches (two different at least) */
     size_t nruns, ref;                       /* ref: the reference run's index */

@@ -2,7 +2,8 @@
  * whatif.c - gpushim whatif: the options; the trace read once (report/load.c)
  * with the what-if replay (analyzer/whatif/answer.c) watching its events,
  * a second pass only for the run's own card, which its failures tell at the
- * end; the answer in text, JSON or HTML.
+ * end (over the bytes the first read: read.h's gs_read_seen); the answer in
+ * text, JSON or HTML.
  */
 #include <getopt.h> /* optind */
 #include <stdio.h>
@@ -228,7 +229,7 @@ int gs_cmd_whatif(int argc, char **argv)
     rc = 0;
     if (!p.begun)
         begin(&p, &l);
-    if (!p.failed && gs_wi_answer_finish(&a, path, &l.r, err, sizeof err) != 0) {
+    if (!p.failed && gs_wi_answer_finish(&a, path, &l.seen, &l.r, err, sizeof err) != 0) {
         p.failed = 1;
         snprintf(p.err, sizeof p.err, "%s", err);
     }

@@ -43,6 +43,26 @@ static inline const char *gs_shown_command(const struct gs_trace_info *i)
 int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
                   struct gs_trace_info *info, struct gs_reader_stats *st, char *err,
                   size_t errsz);
+/* What a read saw, for a second read of the same trace that must see the
+ * same records (a what-if replay after the report's): the file (device and
+ * inode), how many of its bytes were read, and the copy of its ring file
+ * played after them (NULL: none). A live process's trace grows, and its
+ * ring moves on, between two reads; the second reads the first's bytes and
+ * plays the first's copy. */
+struct gs_read_seen {
+    uint64_t dev, ino, size;
+    struct gs_ring_snapshot *snap;
+};
+/* As gs_read_trace, keeping what it saw in *seen (gs_read_seen_free it). */
+int gs_read_trace_seen(const char *path, const struct gs_reader_ops *ops, void *ctx,
+                       struct gs_trace_info *info, struct gs_reader_stats *st,
+                       struct gs_read_seen *seen, char *err, size_t errsz);
+/* Reads the trace again as seen: -1, saying so, when the file at path is
+ * not the one read (another inode) or is shorter than it was. */
+int gs_read_trace_again(const char *path, const struct gs_read_seen *seen,
+                        const struct gs_reader_ops *ops, void *ctx, struct gs_trace_info *info,
+                        struct gs_reader_stats *st, char *err, size_t errsz);
+void gs_read_seen_free(struct gs_read_seen *seen);
 /* Traces whose chunks take at least this many bytes are read on two
  * threads (one inflates and decodes ahead, onto tapes the other plays to
  * the callbacks) where the process may keep two CPUs busy; smaller ones,

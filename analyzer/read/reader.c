@@ -488,14 +488,19 @@ static void read_chunks(struct file *f, uint64_t off, const struct gs_reader_ops
         gs_tape_free(&a.tapes[i]);
 }
 
-int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
-                  struct gs_trace_info *info, struct gs_reader_stats *st, char *err,
-                  size_t errsz)
+/* Reads the trace at path (from what an earlier read saw, when again is
+ * not NULL), keeping what it saw in *seen when that is not NULL. */
+static int read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
+                      struct gs_trace_info *info, struct gs_reader_stats *st,
+                      const struct gs_read_seen *again, struct gs_read_seen *seen, char *err,
+                      size_t errsz)
 {
     struct file f = {.path = path, .err = err, .errsz = errsz};
     memset(info, 0, sizeof *info);
     gs_header_info_init(&info->header);
     memset(st, 0, sizeof *st);
+    if (seen)
+        memset(seen, 0, sizeof *seen);
     /* not blocking: a FIFO named as the trace would wait for a writer
      * forever before the check below could refuse it */
     f.fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -506,25 +511,71 @@ int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
         close(f.fd);
         return fail(&f, 0, "not a regular file");
     }
-    f.size = st->bytes = (uint64_t)sb.st_size;
-    f.scan_budget = 2 * f.size + (64u << 20);
+    if (again && ((uint64_t)sb.st_dev != again->dev || (uint64_t)sb.st_ino != again->ino ||
+                  (uint64_t)sb.st_size < again->size)) {
+        close(f.fd);
+        return fail(&f, 0, "the file changed since it was read (replaced or cut short)");
+    }
+    f.size = again ? again->size : (uint64_t)sb.st_size;
     uint64_t off = 0;
     if (read_header(&f, info, &off) != 0) {
         close(f.fd);
         return -1;
     }
     /* The ring first: what the writer takes from it after this is in chunks
-     * that are in the file by the time they are read below. */
-    struct gs_ring_snapshot *snap = info->header.ring_id ? malloc(sizeof *snap) : NULL;
-    if (snap)
+     * that are in the file by the time they are read below, so the size is
+     * taken again once the copy is made. A second read plays the first's
+     * copy, up to the first's size: the same records. */
+    const struct gs_ring_snapshot *play = again ? again->snap : NULL;
+    struct gs_ring_snapshot *snap = NULL;
+    if (!again && info->header.ring_id && (snap = malloc(sizeof *snap))) {
         gs_ring_snapshot_take(path, info, snap);
+        play = snap;
+        if (fstat(f.fd, &sb) == 0 && (uint64_t)sb.st_size > f.size)
+            f.size = (uint64_t)sb.st_size;
+    }
+    st->bytes = f.size;
+    f.scan_budget = 2 * f.size + (64u << 20);
     read_chunks(&f, off, ops, ctx, st);
     close(f.fd);
-    if (snap) {
-        if (!st->end_seen)
-            gs_ring_snapshot_replay(snap, ops, ctx, st);
+    if (play && !st->end_seen)
+        gs_ring_snapshot_replay(play, ops, ctx, st);
+    if (seen) {
+        *seen = (struct gs_read_seen){.dev = (uint64_t)sb.st_dev, .ino = (uint64_t)sb.st_ino,
+                                      .size = f.size, .snap = snap};
+    } else if (snap) {
         gs_ring_snapshot_free(snap);
         free(snap);
     }
     return 0;
+}
+
+int gs_read_trace(const char *path, const struct gs_reader_ops *ops, void *ctx,
+                  struct gs_trace_info *info, struct gs_reader_stats *st, char *err,
+                  size_t errsz)
+{
+    return read_trace(path, ops, ctx, info, st, NULL, NULL, err, errsz);
+}
+
+int gs_read_trace_seen(const char *path, const struct gs_reader_ops *ops, void *ctx,
+                       struct gs_trace_info *info, struct gs_reader_stats *st,
+                       struct gs_read_seen *seen, char *err, size_t errsz)
+{
+    return read_trace(path, ops, ctx, info, st, NULL, seen, err, errsz);
+}
+
+int gs_read_trace_again(const char *path, const struct gs_read_seen *seen,
+                        const struct gs_reader_ops *ops, void *ctx, struct gs_trace_info *info,
+                        struct gs_reader_stats *st, char *err, size_t errsz)
+{
+    return read_trace(path, ops, ctx, info, st, seen, NULL, err, errsz);
+}
+
+void gs_read_seen_free(struct gs_read_seen *seen)
+{
+    if (seen->snap) {
+        gs_ring_snapshot_free(seen->snap);
+        free(seen->snap);
+    }
+    memset(seen, 0, sizeof *seen);
 }

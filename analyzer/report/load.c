@@ -162,7 +162,7 @@ int gs_load_watch(const char *cmd, const char *path, struct gs_loaded *l,
     struct gs_reader_ops ops = watch_ops;
     if (!w || (!w->before && !w->after))
         ops.event = replay_event;
-    int rc = gs_read_trace(path, &ops, &wa, &l->info, &l->st, err, sizeof err);
+    int rc = gs_read_trace_seen(path, &ops, &wa, &l->info, &l->st, &l->seen, err, sizeof err);
     if (rc != 0) {
         fprintf(stderr, "gpushim %s: %s\n", cmd, err);
         gs_sym_free(l->sym);
@@ -182,4 +182,5 @@ void gs_loaded_free(struct gs_loaded *l)
     gs_incomplete_note(l->path, &w);
     gs_sym_free(l->sym);
     gs_replay_free(&l->r);
+    gs_read_seen_free(&l->seen);
 }

@@ -21,6 +21,7 @@ struct gs_loaded {
     struct gs_replay r;
     struct gs_trace_info info;
     struct gs_reader_stats st;
+    struct gs_read_seen seen; /* what the read saw: a second read sees the same */
     struct gs_symbolizer *sym;
 };
 /* Reads path; on failure says why on stderr as "gpushim CMD: ..." and

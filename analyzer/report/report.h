@@ -32,6 +32,7 @@ struct gs_report {
     const char *path;
     const struct gs_trace_info *info;
     const struct gs_reader_stats *stats;
+    const struct gs_read_seen *seen; /* what the read saw, for the what-if's read */
     /* the trace's stacks, modules, code objects and threads' names, for the
      * frames and names the screens give (symbols.h); the figures and the
      * judgements are the findings' */

@@ -325,8 +325,9 @@ void gs_whatif_json(FILE *out, const struct gs_wi_report *rep)
     fputc('\n', out);
 }
 
-int gs_report_whatif(const char *path, const struct gs_trace_info *info,
-                     const struct gs_replay *r, struct gs_wi_answer *a)
+int gs_report_whatif(const char *path, const struct gs_read_seen *seen,
+                     const struct gs_trace_info *info, const struct gs_replay *r,
+                     struct gs_wi_answer *a)
 {
     int unrecovered = 0;
     for (size_t i = 0; i < r->nfailures && !unrecovered; i++)
@@ -342,7 +343,7 @@ int gs_report_whatif(const char *path, const struct gs_trace_info *info,
     q.torch = GS_TC_TORCH_NEWEST;
     q.allocator = jax ? GS_WI_XLA : GS_WI_TORCH;
     char err[512];
-    if (gs_wi_answer(path, info, r, &q, a, err, sizeof err) != 0) {
+    if (gs_wi_answer(path, seen, info, r, &q, a, err, sizeof err) != 0) {
         fprintf(stderr, "gpushim report: the what-if replay for the verdict: %s\n", err);
         return 0;
     }

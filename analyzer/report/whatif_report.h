@@ -46,8 +46,10 @@ void gs_whatif_text(FILE *out, const struct gs_wi_report *rep);
  * recover from, replays it on the run's card under the settings compared by
  * default and returns 1 with a filled; else 0. */
 struct gs_trace_info;
-int gs_report_whatif(const char *path, const struct gs_trace_info *info,
-                     const struct gs_replay *r, struct gs_wi_answer *a);
+struct gs_read_seen;
+int gs_report_whatif(const char *path, const struct gs_read_seen *seen,
+                     const struct gs_trace_info *info, const struct gs_replay *r,
+                     struct gs_wi_answer *a);
 void gs_whatif_json(FILE *out, const struct gs_wi_report *rep);
 
 #endif

@@ -211,8 +211,9 @@ static int merge(struct gs_wi_answer *a)
     return 0;
 }
 
-int gs_wi_answer_finish(struct gs_wi_answer *a, const char *path, const struct gs_replay *r,
-                        char *err, size_t errsz)
+int gs_wi_answer_finish(struct gs_wi_answer *a, const char *path,
+                        const struct gs_read_seen *seen, const struct gs_replay *r, char *err,
+                        size_t errsz)
 {
     gs_whatif_finish(a->w);
     a->source = gs_whatif_source(a->w);
@@ -231,7 +232,7 @@ int gs_wi_answer_finish(struct gs_wi_answer *a, const char *path, const struct g
                 snprintf(err, errsz, "out of memory");
                 return -1;
             }
-            if (gs_whatif_replay(path, a->w_run, err, errsz) != 0)
+            if (gs_whatif_replay(path, seen, a->w_run, err, errsz) != 0)
                 return -1;
         }
     }
@@ -242,12 +243,13 @@ int gs_wi_answer_finish(struct gs_wi_answer *a, const char *path, const struct g
     return 0;
 }
 
-int gs_wi_answer(const char *path, const struct gs_trace_info *info, const struct gs_replay *r,
+int gs_wi_answer(const char *path, const struct gs_read_seen *seen,
+                 const struct gs_trace_info *info, const struct gs_replay *r,
                  const struct gs_wi_question *q, struct gs_wi_answer *a, char *err, size_t errsz)
 {
     if (gs_wi_answer_begin(a, q, info, r, err, errsz) != 0 ||
-        gs_whatif_replay(path, a->w, err, errsz) != 0 ||
-        gs_wi_answer_finish(a, path, r, err, errsz) != 0) {
+        gs_whatif_replay(path, seen, a->w, err, errsz) != 0 ||
+        gs_wi_answer_finish(a, path, seen, r, err, errsz) != 0) {
         gs_wi_answer_free(a);
         return -1;
     }

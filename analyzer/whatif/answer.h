@@ -69,16 +69,19 @@ const char *gs_wi_run_conf(const struct gs_trace_info *info, char *buf, size_t s
  * gives the run's cards up front (else NULL). Then each event of the trace
  * to gs_wi_answer_event (or gs_whatif_replay of a->w), and finish with the
  * trace read into r: the run's cards from its failures, replayed in a
- * second pass over path when they were not known at begin. 0, or -1 with
+ * second pass over path, as seen (the first read's records), when they
+ * were not known at begin. 0, or -1 with
  * why in err; gs_wi_answer_free in either case. */
 int gs_wi_answer_begin(struct gs_wi_answer *a, const struct gs_wi_question *q,
                        const struct gs_trace_info *info, const struct gs_replay *r, char *err,
                        size_t errsz);
 void gs_wi_answer_event(struct gs_wi_answer *a, const struct gs_revent *e);
-int gs_wi_answer_finish(struct gs_wi_answer *a, const char *path, const struct gs_replay *r,
-                        char *err, size_t errsz);
+int gs_wi_answer_finish(struct gs_wi_answer *a, const char *path,
+                        const struct gs_read_seen *seen, const struct gs_replay *r, char *err,
+                        size_t errsz);
 /* All of it for a trace at path already read into r: 0, or -1 with why. */
-int gs_wi_answer(const char *path, const struct gs_trace_info *info, const struct gs_replay *r,
+int gs_wi_answer(const char *path, const struct gs_read_seen *seen,
+                 const struct gs_trace_info *info, const struct gs_replay *r,
                  const struct gs_wi_question *q, struct gs_wi_answer *a, char *err, size_t errsz);
 void gs_wi_answer_free(struct gs_wi_answer *a);
 /* The devices replayed: index 0 .. GS_MAX_DEVICES (the last: device -1);

@@ -731,13 +731,14 @@ static void no_stack(void *ctx, uint32_t id, const uint64_t *pcs, unsigned n)
 }
 static void each_event(void *ctx, const struct gs_revent *e) { gs_whatif_event(ctx, e); }
 
-int gs_whatif_replay(const char *path, struct gs_whatif *w, char *err, size_t errsz)
+int gs_whatif_replay(const char *path, const struct gs_read_seen *seen, struct gs_whatif *w,
+                     char *err, size_t errsz)
 {
     static const struct gs_reader_ops ops = {
         .module = no_module, .stack = no_stack, .event = each_event};
     struct gs_trace_info info;
     struct gs_reader_stats st;
-    if (gs_read_trace(path, &ops, w, &info, &st, err, errsz) != 0)
+    if (gs_read_trace_again(path, seen, &ops, w, &info, &st, err, errsz) != 0)
         return -1;
     gs_whatif_finish(w);
     return 0;

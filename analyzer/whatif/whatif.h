@@ -123,9 +123,12 @@ void gs_whatif_set_run_card(struct gs_whatif *w, int32_t device, uint64_t bytes,
  * the models' figures into the devices' outcomes. */
 void gs_whatif_event(struct gs_whatif *w, const struct gs_revent *e);
 void gs_whatif_finish(struct gs_whatif *w);
-/* Reads the trace at path, hands each event to w, and finishes: 0, or -1
- * with why in err. */
-int gs_whatif_replay(const char *path, struct gs_whatif *w, char *err, size_t errsz);
+/* Reads the trace at path again, as seen (read.h: the same records as the
+ * read before), hands each event to w, and finishes: 0, or -1 with why in
+ * err. */
+struct gs_read_seen;
+int gs_whatif_replay(const char *path, const struct gs_read_seen *seen, struct gs_whatif *w,
+                     char *err, size_t errsz);
 
 enum gs_wi_source gs_whatif_source(const struct gs_whatif *w);
 /* The devices replayed: index 0 .. GS_MAX_DEVICES (the last: device -1). */

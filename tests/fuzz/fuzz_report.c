@@ -45,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     q.cards[0].run = 1;
     q.cards[1].bytes = 64ull << 20;
     char err[256];
-    if (gs_wi_answer(path, &l.info, &l.r, &q, &a, err, sizeof err) == 0) {
+    if (gs_wi_answer(path, &l.seen, &l.info, &l.r, &q, &a, err, sizeof err) == 0) {
         struct gs_wi_report wr = {.path = path, .a = &a, .r = &l.r, .sym = l.sym,
                                   .view = text.view};
         gs_whatif_text(fuzz_null(), &wr);

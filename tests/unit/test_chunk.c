@@ -6,7 +6,9 @@
  * header's fields; a flipped byte in one chunk's payload loses only that
  * chunk; a file cut inside its last chunk is reported truncated at that
  * chunk; a damaged header is an error naming the file and the offset; the
- * read-ahead thread reads what one thread reads.
+ * read-ahead thread reads what one thread reads; a second read
+ * (gs_read_trace_again) reads what the first saw, the live writer's chunks
+ * and ring entries since left out, and refuses a file replaced or cut short.
  * Also gs_create_trace's rules (never overwrite: NAME-1.trace; never follow
  * a symlink; mode 0600) and gs_expand_path's %p, %h, %% and a lone %.
  */
@@ -97,12 +99,14 @@ static struct gs_ev nth_event(unsigned k)
     return ev;
 }
 
-static void write_trace(struct written *w)
+/* The trace of a live process when ring_id is not 0: its ring file
+ * ring_name beside it, no END record. */
+static void write_trace_as(struct written *w, uint64_t ring_id, const char *ring_name)
 {
     in_tmp(w->path, sizeof w->path, "t.trace");
     int fd = gs_create_trace(w->path, sizeof w->path);
     cr_assert_geq(fd, 0, "gs_create_trace: %s", strerror(errno));
-    cr_assert_eq(gs_write_header(fd, 111, 222, 48, 0, NULL), 0, "gs_write_header");
+    cr_assert_eq(gs_write_header(fd, 111, 222, 48, ring_id, ring_name), 0, "gs_write_header");
     size_t rawcap = 1 << 16;
     uint8_t *raw = malloc(rawcap);
     size_t scratch_len = gs_chunk_scratch_size(rawcap);
@@ -129,7 +133,7 @@ static void write_trace(struct written *w)
             cr_assert_gt(n, 0);
             len += n;
         }
-        if (b == NCHUNKS - 1) {
+        if (b == NCHUNKS - 1 && !ring_id) {
             struct gs_end_body end = {.type = GS_REC_END, .events = k, .lost = 3};
             len += gs_encode(&e, &end, sizeof end, raw + len);
         }
@@ -149,10 +153,14 @@ static void write_trace(struct written *w)
     free(scratch);
 }
 
+static void write_trace(struct written *w) { write_trace_as(w, 0, NULL); }
+
 /* ---- reading it back ---- */
 
+#define RING_EVENTS 16 /* at most, past the chunks: a live trace's ring */
+
 struct seen {
-    unsigned tids[NCHUNKS * PER_CHUNK];
+    unsigned tids[NCHUNKS * PER_CHUNK + RING_EVENTS];
     unsigned n;
     unsigned stacks;
     int in_order;
@@ -168,7 +176,7 @@ static void seen_event(void *ctx, const struct gs_revent *e)
     if (e->type != want.type || e->time_ns != want.time_ns || e->addr != want.addr ||
         e->device != want.device || (e->type == GS_REC_ALLOC && e->size != want.size))
         s->fields_ok = 0;
-    if (s->n < NCHUNKS * PER_CHUNK)
+    if (s->n < NCHUNKS * PER_CHUNK + RING_EVENTS)
         s->tids[s->n++] = e->tid;
 }
 
@@ -468,6 +476,128 @@ Test(chunk, read_ahead_thread_reads_what_one_thread_reads)
     cr_assert_eq(truncate(w.path, (off_t)(last + GS_CHUNK_HEADER_LEN +
                                           chunk_clen(w.path, last) / 2)), 0);
     same_both_ways(&w);
+}
+
+/* The file's bytes from off to its end (the chunks a live writer has not
+ * written yet, for a test to write them later). */
+static uint8_t *cut_at(const char *path, uint64_t off, uint64_t end)
+{
+    uint8_t *rest = malloc(end - off);
+    int fd = open(path, O_RDONLY);
+    cr_assert(rest && fd >= 0);
+    cr_assert_eq(pread(fd, rest, end - off, (off_t)off), (ssize_t)(end - off));
+    close(fd);
+    cr_assert_eq(truncate(path, (off_t)off), 0);
+    return rest;
+}
+
+static void append(const char *path, const uint8_t *buf, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_APPEND);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, buf, len), (ssize_t)len);
+    close(fd);
+}
+
+static unsigned read_again(const char *path, const struct gs_read_seen *seen, char *err,
+                           size_t errsz)
+{
+    struct seen *s = calloc(1, sizeof *s);
+    cr_assert_not_null(s);
+    struct gs_trace_info info;
+    struct gs_reader_stats st;
+    int rc = gs_read_trace_again(path, seen, &seen_ops, s, &info, &st, err, errsz);
+    unsigned n = rc ? UINT32_MAX : s->n;
+    free(s);
+    return n;
+}
+
+/* A what-if replay reads the trace again after the report's read: it must
+ * see the records the report saw, though the process wrote more since. */
+Test(chunk, a_second_read_sees_what_the_first_saw)
+{
+    struct written w;
+    write_trace(&w);
+    uint8_t *rest = cut_at(w.path, w.off[2], w.end); /* two chunks written so far */
+    struct seen *s = calloc(1, sizeof *s);
+    cr_assert_not_null(s);
+    struct gs_trace_info info;
+    struct gs_reader_stats st;
+    struct gs_read_seen seen;
+    char err[512] = "";
+    cr_assert_eq(gs_read_trace_seen(w.path, &seen_ops, s, &info, &st, &seen, err, sizeof err),
+                 0, "%s", err);
+    cr_assert_eq(s->n, 2 * PER_CHUNK);
+    cr_assert_eq(seen.size, w.off[2]);
+    cr_assert_null(seen.snap, "no ring");
+    append(w.path, rest, w.end - w.off[2]); /* the writer goes on */
+    cr_assert_eq(read_again(w.path, &seen, err, sizeof err), 2 * PER_CHUNK, "%s", err);
+    struct seen *all = read_back(w.path, &info, &st);
+    cr_assert_eq(all->n, NCHUNKS * PER_CHUNK, "a new read reads it all");
+    /* another file in its place, or this one cut short: said, not read */
+    char other[PATH_MAX];
+    snprintf(other, sizeof other, "%s", w.path);
+    write_trace(&w);
+    cr_assert_eq(rename(w.path, other), 0);
+    cr_assert_eq(read_again(other, &seen, err, sizeof err), UINT32_MAX);
+    cr_assert_not_null(strstr(err, "changed since it was read"), "%s", err);
+    gs_read_seen_free(&seen);
+    cr_assert_eq(gs_read_trace_seen(other, &seen_ops, s, &info, &st, &seen, err, sizeof err), 0);
+    cr_assert_eq(truncate(other, (off_t)w.off[1]), 0);
+    cr_assert_eq(read_again(other, &seen, err, sizeof err), UINT32_MAX);
+    cr_assert_not_null(strstr(err, "cut short"), "%s", err);
+    gs_read_seen_free(&seen);
+    free(rest);
+    free(all);
+    free(s);
+}
+
+/* A live process's ring moves on between two reads: the second plays the
+ * first's copy of it. */
+Test(chunk, a_second_read_plays_the_first_reads_ring)
+{
+    struct written w;
+    write_trace_as(&w, 0x5eed, "t.trace.ring");
+    char ring[PATH_MAX + 8];
+    snprintf(ring, sizeof ring, "%s.ring", w.path);
+    struct gs_ring r;
+    cr_assert_eq(gs_ring_init(&r, ring, 1u << 16, 0x5eed), 0, "ring: %s", strerror(errno));
+    for (unsigned i = 0; i < 5; i++) {
+        if (i == 3) { /* the first read, between the third entry and the fourth */
+            struct seen *s = calloc(1, sizeof *s);
+            struct gs_trace_info info;
+            struct gs_reader_stats st;
+            struct gs_read_seen seen;
+            char err[512] = "";
+            cr_assert_not_null(s);
+            cr_assert_eq(gs_read_trace_seen(w.path, &seen_ops, s, &info, &st, &seen, err,
+                                            sizeof err), 0, "%s", err);
+            cr_assert_eq(st.ring_use, GS_RING_READ, "%s", st.ring_problem);
+            cr_assert_eq(s->n, NCHUNKS * PER_CHUNK + 3, "the chunks, and the ring's 3");
+            free(s);
+            for (unsigned j = 3; j < 5; j++) { /* the process goes on */
+                struct gs_ev ev = nth_event(NCHUNKS * PER_CHUNK + j);
+                cr_assert_eq(gs_ring_push(&r, &ev, sizeof ev), 0);
+            }
+            cr_assert_eq(read_again(w.path, &seen, err, sizeof err), NCHUNKS * PER_CHUNK + 3,
+                         "%s", err);
+            gs_read_seen_free(&seen);
+            cr_assert_eq(read_again(w.path, &seen, err, sizeof err), UINT32_MAX,
+                         "freed: nothing seen");
+            break;
+        }
+        struct gs_ev ev = nth_event(NCHUNKS * PER_CHUNK + i);
+        cr_assert_eq(gs_ring_push(&r, &ev, sizeof ev), 0);
+    }
+    struct seen *all = calloc(1, sizeof *all);
+    struct gs_trace_info info;
+    struct gs_reader_stats st;
+    char err[512];
+    cr_assert_eq(gs_read_trace(w.path, &seen_ops, all, &info, &st, err, sizeof err), 0);
+    cr_assert_eq(all->n, NCHUNKS * PER_CHUNK + 5, "a new read: the ring's 5");
+    free(all);
+    gs_ring_destroy(&r);
+    unlink(ring);
 }
 
 Test(chunk, flipped_header_byte_is_an_error_naming_file_and_offset)
