@@ -16,8 +16,9 @@ need="make gcc zlib1g-dev libdeflate-dev libdw-dev libelf-dev libunwind8 libcrit
 # chromium to render the HTML export (export --format=html), valgrind for
 # make check-valgrind, debuginfod (a local server) and binutils (objcopy,
 # strip) for a trace read where its program is stripped or gone,
-# python3-torch (CPU) for the gpushim Python module's PyTorch helpers.
-test_only="golang-go chromium valgrind python3-dev debuginfod binutils python3-torch"
+# python3-torch (CPU) for the gpushim Python module's PyTorch helpers,
+# python3-cffi for allocations made through cffi (their FFI frames left out).
+test_only="golang-go chromium valgrind python3-dev debuginfod binutils python3-torch python3-cffi"
 if [ "${1:-}" = test ]; then
     need="$need $test_only"
 elif [ "${1:-}" = python ]; then

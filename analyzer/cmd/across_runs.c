@@ -113,7 +113,7 @@ char *gs_multi_site_key(const struct gs_replay *r, struct gs_symbolizer *sym,
 {
     struct key_buf k = {.r = r};
     key_add(&k, "");
-    if (!gs_site_frames(r, sym, stack_id, view, UINT32_MAX, key_frame, &k))
+    if (!gs_site_frames_unshown(r, sym, stack_id, view, UINT32_MAX, key_frame, &k))
         key_add(&k, "(unknown stack)\n");
     if (view == GS_VIEW_MERGED) {
         char py[32];

@@ -101,7 +101,7 @@ uint64_t gs_site_key(const struct gs_replay *r, struct gs_symbolizer *sym,
                      enum gs_stack_view view, uint32_t stack_id)
 {
     uint64_t h = 0x9e3779b97f4a7c15ull;
-    if (!gs_site_frames(r, sym, stack_id, view, UINT32_MAX, hash_frame, &h))
+    if (!gs_site_frames_unshown(r, sym, stack_id, view, UINT32_MAX, hash_frame, &h))
         return 0x5bd1e995ull ^ stack_id; /* unknown stacks stay apart */
     if (view == GS_VIEW_MERGED)
         h = mix(h, (uint64_t)gs_site_python(r, stack_id));
@@ -288,8 +288,9 @@ enum gs_py_state gs_site_python(const struct gs_replay *r, uint32_t stack_id)
     return st ? gs_py_stack_state(st->pcs, st->n) : GS_PY_NONE;
 }
 
-unsigned gs_site_frames(const struct gs_replay *r, struct gs_symbolizer *sym, uint32_t stack_id,
-                        enum gs_stack_view view, unsigned max, gs_frame_fn fn, void *ctx)
+static unsigned site_frames(const struct gs_replay *r, struct gs_symbolizer *sym,
+                            uint32_t stack_id, enum gs_stack_view view, unsigned max,
+                            gs_frame_fn fn, void *ctx, int shown_to_person)
 {
     const struct gs_stack *st = gs_replay_stack(r, stack_id);
     if (!st)
@@ -319,12 +320,31 @@ unsigned gs_site_frames(const struct gs_replay *r, struct gs_symbolizer *sym, ui
     size_t i = 0;
     while (i < n && api_wrapper(show[i].function)) /* the program's side of the API call */
         i++;
-    for (; i < n && shown < max; i++)
+    for (; i < n && shown < max; i++) {
+        const struct gs_module *m = !shown_to_person || show[i].python || show[i].function
+                                        ? NULL
+                                        : gs_replay_module_at(r, st->pcs[show[i].stack_index]);
+        if (m)
+            gs_sym_shown(sym, m->id, st->pcs[show[i].stack_index]);
         fn(ctx, &show[i], shown++);
+    }
     free(native.f);
     free(py.f);
     free(merged.f);
     return shown;
+}
+
+unsigned gs_site_frames(const struct gs_replay *r, struct gs_symbolizer *sym, uint32_t stack_id,
+                        enum gs_stack_view view, unsigned max, gs_frame_fn fn, void *ctx)
+{
+    return site_frames(r, sym, stack_id, view, max, fn, ctx, 1);
+}
+
+unsigned gs_site_frames_unshown(const struct gs_replay *r, struct gs_symbolizer *sym,
+                                uint32_t stack_id, enum gs_stack_view view, unsigned max,
+                                gs_frame_fn fn, void *ctx)
+{
+    return site_frames(r, sym, stack_id, view, max, fn, ctx, 0);
 }
 
 struct backward {
@@ -345,7 +365,7 @@ int gs_site_backward_of(const struct gs_replay *r, struct gs_symbolizer *sym, ui
                         char *out, size_t outsz)
 {
     struct backward b = {out, outsz, 0};
-    gs_site_frames(r, sym, stack_id, GS_VIEW_NATIVE, UINT32_MAX, backward_frame, &b);
+    gs_site_frames_unshown(r, sym, stack_id, GS_VIEW_NATIVE, UINT32_MAX, backward_frame, &b);
     return b.found;
 }
 

@@ -162,7 +162,7 @@ struct module {
     char *path;
     char *found; /* where its file was found, when not at path (gs_sym_search) */
     enum gs_sym_why why; /* why it gives no names (GS_SYM_NAMED: it may) */
-    unsigned unnamed;    /* addresses asked about that it named no function for */
+    unsigned unnamed;    /* addresses shown that it named no function for */
     uint64_t bias, lo, span;
     uint8_t *build_id;
     size_t build_id_len;
@@ -192,6 +192,7 @@ struct answer {
     uint32_t module_id;
     uint64_t pc;
     int fresh; /* found in the module's DWARF: to keep in the cache */
+    int shown; /* counted in its module's unnamed (gs_sym_shown) */
     int n;
     struct gs_frame frame[];
 };
@@ -1278,8 +1279,6 @@ int gs_sym_resolve(struct gs_symbolizer *s, uint32_t module_id, uint64_t pc,
             from_cache(s, m, ce, &fs);
         else
             keep = symbolize(s, m, pc, &fs);
-        if (m->path[0] && (fs.n == 0 || fs.f[fs.n - 1].function == NULL))
-            m->unnamed++;
         a = remember(s, module_id, pc, m, &fs);
         free(fs.f);
         if (a == NULL)
@@ -1292,6 +1291,19 @@ int gs_sym_resolve(struct gs_symbolizer *s, uint32_t module_id, uint64_t pc,
 }
 
 /* ---- what gave no names, and why ------------------------------------------ */
+
+void gs_sym_shown(struct gs_symbolizer *s, uint32_t module_id, uint64_t pc)
+{
+    if (s == NULL)
+        return;
+    struct answer_key key = {module_id, pc};
+    struct answer *a = tab_find(&s->answers, answer_key_hash(module_id, pc), answer_eq, &key);
+    struct module *m = a && !a->shown ? find_module(s, module_id) : NULL;
+    if (!m || !m->path[0] || (a->n && a->frame[a->n - 1].function))
+        return;
+    a->shown = 1;
+    m->unnamed++;
+}
 
 const char *gs_sym_why_text(enum gs_sym_why why)
 {

@@ -100,6 +100,11 @@ int gs_sym_plumbing(const char *function, const char *module_path);
  */
 int gs_sym_resolve(struct gs_symbolizer *s, uint32_t module_id, uint64_t pc,
                    const struct gs_frame **frames);
+/* The address pc of module_id, resolved before, is shown to a person: when
+ * its module named no function for it, it counts once in that module's
+ * addresses without names (gs_sym_unnamed). Frames left out of what is
+ * shown (plumbing, the interpreter's and the FFI's) never count. */
+void gs_sym_shown(struct gs_symbolizer *s, uint32_t module_id, uint64_t pc);
 
 /*
  * Whether the module's file on disk matches its recorded build id: 1 matched;
@@ -137,10 +142,11 @@ struct gs_sym_unnamed {
     uint32_t module_id;
     const char *path;    /* as recorded; the symbolizer's */
     enum gs_sym_why why;
-    unsigned unnamed;    /* addresses asked about that got no function name */
+    unsigned unnamed;    /* addresses shown that got no function name */
 };
-/* The modules that named no function for some address asked about so far,
- * by module id: how many (all of them), the first max in out. */
+/* The modules that named no function for some address shown so far
+ * (gs_sym_shown), by module id: how many (all of them), the first max in
+ * out. */
 size_t gs_sym_unnamed(struct gs_symbolizer *s, struct gs_sym_unnamed *out, size_t max);
 
 #endif

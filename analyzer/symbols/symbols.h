@@ -74,11 +74,17 @@ size_t gs_rank_block_sites(const struct gs_replay *r, struct gs_symbolizer *sym,
                            struct gs_report_site **out);
 
 /* Calls fn for each source frame of a stack as view shows it, innermost
- * first, starting at the program's own call site, at most max frames.
- * Returns how many it called fn for. */
+ * first, starting at the program's own call site, at most max frames, for
+ * a screen to show: an address among them that its module named no
+ * function for counts in gs_sym_unnamed. Returns how many it called fn
+ * for. */
 typedef void (*gs_frame_fn)(void *ctx, const struct gs_frame *f, unsigned index);
 unsigned gs_site_frames(const struct gs_replay *r, struct gs_symbolizer *sym, uint32_t stack_id,
                         enum gs_stack_view view, unsigned max, gs_frame_fn fn, void *ctx);
+/* The same frames for a key or a judgement, shown to nobody. */
+unsigned gs_site_frames_unshown(const struct gs_replay *r, struct gs_symbolizer *sym,
+                                uint32_t stack_id, enum gs_stack_view view, unsigned max,
+                                gs_frame_fn fn, void *ctx);
 /* What the stack says of Python (GS_PY_NONE for an unknown stack). */
 enum gs_py_state gs_site_python(const struct gs_replay *r, uint32_t stack_id);
 /* What gs_rank_sites merges sites by: stacks with the same key are one site

@@ -18,8 +18,9 @@ struct gs_frame;
 
 /* ---- pyframes.c: Python frames in call sites ---- */
 enum gs_py_state gs_py_stack_state(const uint64_t *pcs, unsigned n);
-/* Whether f is a frame of CPython's interpreter (see pyframes.c). */
-int gs_py_interpreter_frame(const struct gs_frame *f);
+/* Whether f is a frame of CPython's interpreter or of the FFI that carries
+ * a call from Python to C: libffi, ctypes, cffi (see pyframes.c). */
+int gs_py_machinery_frame(const struct gs_frame *f);
 /* The frame of Python pc pc: function, file and line from its code object,
  * or NULL function and file when the trace does not define it. */
 void gs_py_frame(const struct gs_replay *r, uint64_t pc, struct gs_frame *out);

@@ -583,9 +583,9 @@ def test_torch_snapshot_python_frames():
     t = d["device_traces"][0]
     eq([py_frames(e["frames"]) for e in t if e["action"] == "segment_alloc"
         and e["size"] == 2 * MiB], [first, second] * 3, "each activation's frames")
-    native = [f for f in segs[0]["frames"] if not f["filename"].endswith(".py")]
-    check(native and segs[0]["frames"][:len(native)] == native,
-          "the extension's native frames first, innermost first")
+    eq([f for f in segs[0]["frames"] if not f["filename"].endswith(".py")], [],
+       "a ctypes call of the driver: no native frame (libffi's and ctypes' go with the "
+       "interpreter's)")
     check(not any("ceval" in f["filename"] or f["name"] == "_PyEval_EvalFrameDefault"
                   for f in segs[0]["frames"]), "no interpreter frame")
 

@@ -1,7 +1,8 @@
 /*
  * test_pyframes.c - analyzer/symbols/pyframes.c: which frames are the CPython
  * interpreter's (by module: libpython, a python executable; by function:
- * _PyEval_EvalFrameDefault), where Python frames go in a merged stack (in
+ * _PyEval_EvalFrameDefault) or the FFI's (libffi, ctypes, cffi; ffi_call*,
+ * _cffi_f_*), where Python frames go in a merged stack (in
  * place of the interpreter's frames, the extension's frames before them and
  * an embedding program's after them kept), what a stack says of Python (its
  * markers), and Python frames named from the trace's code objects.
@@ -28,31 +29,45 @@ static struct gs_frame python(const char *function)
     return (struct gs_frame){.function = function, .file = "x.py", .line = 1, .python = 1};
 }
 
-Test(pyframes, interpreter_frames_by_module_and_by_function)
+Test(pyframes, machinery_frames_by_module_and_by_function)
 {
     static const char *const yes[] = {
         "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0", "/opt/conda/lib/libpython3.9.so",
         "libpython3.13t.so.1.0", "/usr/bin/python3.11", "/usr/bin/python3", "/usr/bin/python",
-        "/opt/py/bin/python3.13t", "/usr/bin/python3.8d", "python3.12"};
+        "/opt/py/bin/python3.13t", "/usr/bin/python3.8d", "python3.12",
+        /* the FFI's: libffi, ctypes', cffi's */
+        "/usr/lib/x86_64-linux-gnu/libffi.so.8", "/opt/conda/lib/libffi.so.7.1.0",
+        "/x/site-packages/cffi.libs/libffi-3a37f2b8.so.8.1.0",
+        "/usr/lib/python3.11/lib-dynload/_ctypes.cpython-311-x86_64-linux-gnu.so",
+        "/opt/py/lib/python3.9/lib-dynload/_ctypes.cpython-39-x86_64-linux-gnu.so",
+        "/usr/lib/python3/dist-packages/_cffi_backend.cpython-311-x86_64-linux-gnu.so",
+        "_ctypes.so"};
     static const char *const no[] = {
-        "/usr/lib/libffi.so.8", "/usr/lib/python3.11/lib-dynload/_ctypes.cpython-311.so",
         "/usr/bin/python3-config", "/usr/bin/pythonw", "/usr/bin/ipython3", "/usr/bin/train",
-        "/usr/lib/python3.11/site-packages/torch/lib/libtorch_python.so", "?", ""};
+        "/usr/lib/python3.11/site-packages/torch/lib/libtorch_python.so", "?", "",
+        "/usr/lib/python3.11/lib-dynload/_ctypes_test.cpython-311-x86_64-linux-gnu.so",
+        "/usr/lib/libffish.so", "/x/libffi-bindings.py", "/x/_ctypes.py", "/x/_cffi_backend"};
     for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
         struct gs_frame f = native("anything", yes[i]);
-        cr_assert(gs_py_interpreter_frame(&f), "%s is the interpreter's", yes[i]);
+        cr_assert(gs_py_machinery_frame(&f), "%s is the machinery's", yes[i]);
     }
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
         struct gs_frame f = native("anything", no[i]);
-        cr_assert(!gs_py_interpreter_frame(&f), "%s is not the interpreter's", no[i]);
+        cr_assert(!gs_py_machinery_frame(&f), "%s is not the machinery's", no[i]);
     }
-    struct gs_frame eval = native("_PyEval_EvalFrameDefault", "/usr/bin/embedder");
-    cr_assert(gs_py_interpreter_frame(&eval), "the evaluation loop, wherever it lies");
+    static const char *const functions[] = {"_PyEval_EvalFrameDefault", "ffi_call_unix64",
+                                            "ffi_call_int", "ffi_call", "_cffi_f_cuMemAlloc"};
+    for (size_t i = 0; i < sizeof functions / sizeof functions[0]; i++) {
+        struct gs_frame f = native(functions[i], "/usr/bin/embedder");
+        cr_assert(gs_py_machinery_frame(&f), "%s, wherever it lies", functions[i]);
+    }
+    struct gs_frame mine = native("cuda_alloc", "/home/u/libmine.so");
+    cr_assert(!gs_py_machinery_frame(&mine), "the C function ctypes called is the program's");
     struct gs_frame py = python("_PyEval_EvalFrameDefault");
     py.module = "/usr/bin/python3";
-    cr_assert(!gs_py_interpreter_frame(&py), "a Python frame never is");
+    cr_assert(!gs_py_machinery_frame(&py), "a Python frame never is");
     struct gs_frame nameless = {.module = NULL};
-    cr_assert(!gs_py_interpreter_frame(&nameless));
+    cr_assert(!gs_py_machinery_frame(&nameless));
 }
 
 static void names(const struct gs_frame *f, size_t n, const char *want)
@@ -85,22 +100,31 @@ Test(pyframes, python_frames_take_the_interpreters_place)
     names(out, n, "cudaMalloc_caller THPVariable_empty forward train <module> main");
     cr_assert_eq(before, 2);
 
-    /* A python executable: the interpreter runs to the end. */
-    struct gs_frame exe[] = {native("ffi_call", "/usr/lib/libffi.so.8"),
+    /* A python executable: the interpreter runs to the end. A ctypes call
+     * of the C function that allocated: the FFI's frames go with the
+     * interpreter's (libffi's trampoline unnamed, as Debian strips it). */
+    struct gs_frame exe[] = {native("cuda_alloc", "/home/u/libmine.so"),
+                             native(NULL, "/usr/lib/x86_64-linux-gnu/libffi.so.8"),
+                             native("ffi_call_int", "/usr/lib/x86_64-linux-gnu/libffi.so.8"),
+                             native("_ctypes_callproc", "/usr/lib/_ctypes.so"),
                              native("PyCFuncPtr_call", "/usr/lib/_ctypes.so"),
                              native("_PyEval_EvalFrameDefault", "/usr/bin/python3.11"),
                              native("Py_BytesMain", "/usr/bin/python3.11")};
-    n = gs_py_merge(exe, 4, py, 3, out, &before);
-    names(out, n, "ffi_call PyCFuncPtr_call forward train <module>");
-    cr_assert_eq(before, 2);
+    n = gs_py_merge(exe, 7, py, 3, out, &before);
+    names(out, n, "cuda_alloc forward train <module>");
+    cr_assert_eq(before, 1);
+    /* ctypes called the driver itself: the Python line leads */
+    n = gs_py_merge(exe + 1, 6, py, 3, out, &before);
+    names(out, n, "forward train <module>");
+    cr_assert_eq(before, 0);
 
     /* No interpreter frame (the native stack was cut short): Python frames follow. */
-    n = gs_py_merge(exe, 2, py, 3, out, &before);
-    names(out, n, "ffi_call PyCFuncPtr_call forward train <module>");
+    n = gs_py_merge(nat, 2, py, 3, out, &before);
+    names(out, n, "cudaMalloc_caller THPVariable_empty forward train <module>");
     cr_assert_eq(before, 2);
 
     /* The interpreter called the driver itself: no native frame before. */
-    n = gs_py_merge(exe + 2, 2, py, 1, out, &before);
+    n = gs_py_merge(exe + 5, 2, py, 1, out, &before);
     names(out, n, "forward");
     cr_assert_eq(before, 0);
 
