@@ -96,16 +96,14 @@ static void keep_frame(void *ctx, const struct gs_frame *f, unsigned index)
     s->f[s->n++] = *f;
 }
 
-/* The thread line of a site without Python frames: its threads' names,
- * unless they are all the main thread's (the one whose tid is the process
- * id), and the backward it ran in PyTorch's autograd, if any. */
+/* The thread line of a site: its threads' names (those Python's threading
+ * gave its threads included), unless they are all the main thread's (the
+ * one whose tid is the process id), and the backward it ran in PyTorch's
+ * autograd, if any. */
 static void print_threads(const struct gs_report *rep, FILE *out, uint32_t stack_id,
                           const struct gs_thread_tally *t, const char *lead)
 {
     const struct gs_replay *r = rep->replay;
-    enum gs_py_state py = gs_site_python(r, stack_id);
-    if (py == GS_PY_FRAMES || py == GS_PY_NO_FRAME)
-        return;
     char op[128];
     int backward = gs_site_backward_of(r, rep->sym, stack_id, op, sizeof op);
     uint32_t main_name = rep->info->header.pid <= UINT32_MAX

@@ -88,6 +88,7 @@ static void *libc_substitute(const char *name, void *p)
 {
     void *ours = name[0] == 'p' && named(name, "prctl")                ? (void *)gs_prctl_wrapper
                  : name[0] == 'p' && named(name, "pthread_setname_np") ? (void *)gs_setname_wrapper
+                 : name[0] == 'p' && named(name, "pthread_create")     ? (void *)gs_create_wrapper
                                                                        : NULL;
     return ours && p == gs_real_dlsym(RTLD_NEXT, name) ? ours : p;
 }

@@ -47,6 +47,7 @@ static void after_fork_child(void)
     gs_bound_reset_after_fork();
     gs_record_reset_after_fork();
     gs_python_reset_after_fork();
+    gs_pythreads_reset_after_fork();
     gs_modules_reset();
     gs_pools_reset();
     gs_runtime_reset_after_fork();

@@ -34,5 +34,8 @@ void gs_pools_reset(void);
  * definition can stand in for (what dlsym_hook.c hands out) ---- */
 __attribute__((visibility("hidden"))) int gs_setname_wrapper(pthread_t thread, const char *name);
 __attribute__((visibility("hidden"))) int gs_prctl_wrapper(int option, ...);
+__attribute__((visibility("hidden"))) int gs_create_wrapper(pthread_t *thread,
+                                                            const pthread_attr_t *attr,
+                                                            void *(*start)(void *), void *arg);
 
 #endif

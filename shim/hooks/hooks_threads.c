@@ -1,10 +1,15 @@
 /*
- * hooks_threads.c - thread renames: pthread_setname_np and
+ * hooks_threads.c - threads' names: pthread_setname_np and
  * prctl(PR_SET_NAME) pass on to the real function, and a rename that
  * succeeded is counted (gs_thread_renamed), so that each thread reads its
  * name again at its next event (record.c). The program gets the real
  * function's result and errno, untouched: nothing runs after the real call
  * but an atomic add.
+ *
+ * pthread_create passes on to the real function too; after a thread was
+ * started, the name Python's threading gave it, if any, is noted for it
+ * (pythreads.c): a few lookups in Python's dictionaries where the caller
+ * holds the GIL, none elsewhere. Its result and errno are the real call's.
  *
  * Both are the ways a program names a thread through glibc (PyTorch's
  * c10::setThreadName, which names the autograd engine's threads, calls
@@ -30,6 +35,23 @@
 #include "shim/hooks/hooks.h"
 
 typedef int (*setname_fn)(pthread_t, const char *);
+typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+int gs_create_wrapper(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
+                      void *arg)
+{
+    static void *cache;
+    create_fn real = (create_fn)gs_real_next(&cache, "pthread_create");
+    if (!real)
+        return EAGAIN;
+    int r = real(thread, attr, start, arg);
+    if (r == 0 && thread) {
+        int saved = errno;
+        gs_pythreads_started(*thread);
+        errno = saved;
+    }
+    return r;
+}
 typedef int (*prctl_fn)(int, unsigned long, unsigned long, unsigned long, unsigned long);
 
 int gs_setname_wrapper(pthread_t thread, const char *name)
@@ -78,6 +100,12 @@ int gs_prctl_wrapper(int option, ...)
 GS_EXPORT int pthread_setname_np(pthread_t thread, const char *name)
 {
     return gs_setname_wrapper(thread, name);
+}
+
+GS_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+                             void *(*start)(void *), void *arg)
+{
+    return gs_create_wrapper(thread, attr, start, arg);
 }
 
 GS_EXPORT int prctl(int option, ...)

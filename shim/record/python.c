@@ -110,6 +110,13 @@ static struct {
     int (*add_code_watcher)(int (*callback)(int event, pyobj *code)); /* 3.12 and later */
     int (*at_exit)(void (*func)(void));
     const char *function_attr; /* co_qualname (3.11 and later), else co_name */
+    /* threading's names (gs_python_starting_thread_name); NULL: not read */
+    pyobj *(*module_dict_of_sys)(void);                     /* PyImport_GetModuleDict */
+    pyobj *(*module_dict)(pyobj *module);                   /* borrowed */
+    pyobj *(*dict_get)(pyobj *dict, const char *key);       /* borrowed */
+    ssize_t (*dict_size)(pyobj *dict);
+    int (*dict_next)(pyobj *dict, ssize_t *pos, pyobj **key, pyobj **value);
+    pyobj *(*instance_dict)(pyobj *o, void *context);       /* new reference */
 } py;
 
 enum { UNKNOWN, LOOKING, ABSENT, READY };
@@ -239,6 +246,12 @@ static int look_up(void)
     *(void **)&py.at_exit = sym("Py_AtExit");
     if (minor >= 12)
         *(void **)&py.add_code_watcher = sym("PyCode_AddWatcher");
+    *(void **)&py.module_dict_of_sys = sym("PyImport_GetModuleDict");
+    *(void **)&py.module_dict = sym("PyModule_GetDict");
+    *(void **)&py.dict_get = sym("PyDict_GetItemString");
+    *(void **)&py.dict_size = sym("PyDict_Size");
+    *(void **)&py.dict_next = sym("PyDict_Next");
+    *(void **)&py.instance_dict = sym("PyObject_GenericGetDict");
     direct_init(minor, v);
     return READY;
 }
@@ -934,6 +947,86 @@ unsigned gs_python_frames(uint64_t *pcs, unsigned n, unsigned max)
         n = api_walk(pcs, n, max - 1);
     if (n == start)
         pcs[n++] = held ? GS_PY_PC_NO_FRAME : GS_PY_PC_NO_GIL;
+    return n;
+}
+
+/* ---- the name of the threading.Thread being started ---- */
+
+/* threading.Thread.start puts the thread in threading._limbo (`_limbo[self]
+ * = self`), then starts it (_start_new_thread, 3.13's
+ * _start_joinable_thread) with the GIL held, and the thread takes itself
+ * out of _limbo once it runs (_bootstrap_inner). So while the starting
+ * thread is inside pthread_create, _limbo holds the thread it starts:
+ * alone, unless another thread is being started at the same time, which is
+ * then not told apart; and the calling thread runs Thread.start of
+ * threading.py (its innermost frame), not some other code that starts a
+ * thread of its own while a Thread.start waits for the GIL between
+ * `_limbo[self] = self` and the start. Its name is the `_name` of its
+ * instance dictionary
+ * (Thread.__init__: `self._name = str(name or _newname())`), read without
+ * the attribute lookup, which a subclass could take over with Python code:
+ * only C runs, dictionaries and a str, the collector off and the thread's
+ * exception state kept, as for the frames. */
+/* Python is ready, or running and now looked up: a thread started before
+ * the first event must not make the one lookup too early (an embedding
+ * program that loads libpython later would go without Python frames). */
+static int python_running(void)
+{
+    if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == UNKNOWN) {
+        int (*initialized)(void) = (int (*)(void))sym("Py_IsInitialized");
+        if (!initialized || !initialized())
+            return 0;
+    }
+    return python_ready();
+}
+
+size_t gs_python_starting_thread_name(char *out, size_t max)
+{
+    if (!max || !python_running() || !py.module_dict_of_sys || !py.module_dict || !py.dict_get ||
+        !py.dict_size || !py.dict_next || !py.instance_dict || holds_gil() != 1)
+        return 0;
+    pyobj *type, *value, *tb;
+    py.err_fetch(&type, &value, &tb);
+    int collecting = py.gc_disable ? py.gc_disable() : 0;
+    size_t n = 0;
+    char function[8] = "";
+    int starting = 0;
+    pyobj *frame = py.get_frame(); /* borrowed */
+    pyobj *code = frame ? py.frame_code(frame) : NULL;
+    pyobj *file = code ? py.getattr(code, "co_filename") : NULL;
+    if (code && string_attr(code, "co_name", function, sizeof function - 1) == 5 &&
+        !strcmp(function, "start") && file) {
+        ssize_t flen = 0;
+        const char *f = py.utf8(file, &flen);
+        starting = f && flen >= 12 && !memcmp(f + flen - 12, "threading.py", 12);
+    }
+    if (file)
+        py.decref(file);
+    if (code)
+        py.decref(code);
+    pyobj *modules = starting ? py.module_dict_of_sys() : NULL;
+    pyobj *threading = modules ? py.dict_get(modules, "threading") : NULL;
+    pyobj *names = threading ? py.module_dict(threading) : NULL;
+    pyobj *limbo = names ? py.dict_get(names, "_limbo") : NULL;
+    pyobj *key, *thread = NULL, *dict = NULL;
+    ssize_t pos = 0;
+    if (limbo && py.dict_size(limbo) == 1 && py.dict_next(limbo, &pos, &key, &thread))
+        dict = py.instance_dict(thread, NULL);
+    pyobj *name = dict ? py.dict_get(dict, "_name") : NULL;
+    ssize_t len = 0;
+    const char *chars = name ? py.utf8(name, &len) : NULL;
+    if (chars && len > 0) {
+        n = (size_t)len < max ? (size_t)len : max;
+        while (n < (size_t)len && n && ((unsigned char)chars[n] & 0xc0) == 0x80)
+            n--; /* cut before a character, not inside one */
+        memcpy(out, chars, n);
+    }
+    if (dict)
+        py.decref(dict);
+    py.err_clear();
+    if (collecting > 0)
+        py.gc_enable();
+    py.err_restore(type, value, tb);
     return n;
 }
 

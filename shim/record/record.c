@@ -26,7 +26,9 @@
  * since it last did: one relaxed load per event otherwise, and a rename is
  * caught at the renamed thread's very next event. A name set without those
  * functions (a write to /proc/self/task/TID/comm, a raw system call) is
- * seen when another rename comes; the first name is always read.
+ * seen when another rename comes; the first name is always read. A thread
+ * that Python's threading started has the name Python gave it instead
+ * (pythreads.c), for good.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -47,6 +49,7 @@ static __thread struct {
     uint8_t depth; /* runtime hooks active on this thread */
     uint8_t busy;  /* inside the recorder */
     uint8_t name_len; /* of name, the name last recorded */
+    uint8_t py_named; /* its name is the one Python gave it (pythreads.c): kept */
     uint32_t tid;
     uint32_t name_gen; /* renames when the name was last read (0: never read) */
     char name[16];
@@ -203,19 +206,26 @@ static void note_thread_name(uint32_t tid)
         return;
     int first = tls.name_gen == 0;
     tls.name_gen = now;
+    if (tls.py_named)
+        return;
     union {
         struct gs_thread_body t;
-        uint8_t bytes[sizeof(struct gs_thread_body) + 16];
+        uint8_t bytes[sizeof(struct gs_thread_body) + GS_MAX_THREAD_NAME];
     } body;
-    char name[16] = {0};
-    /* The raw call: the program's prctl may be our own hook, or another's. */
-    if (syscall(SYS_prctl, PR_GET_NAME, name, 0, 0, 0) != 0)
-        return;
-    size_t len = strnlen(name, sizeof name);
-    if (!first && len == tls.name_len && memcmp(name, tls.name, len) == 0)
-        return; /* another thread was renamed */
-    memcpy(tls.name, name, len);
-    tls.name_len = (uint8_t)len;
+    char name[GS_MAX_THREAD_NAME] = {0};
+    size_t len = first ? gs_pythreads_take(name, sizeof name) : 0;
+    if (len) {
+        tls.py_named = 1;
+    } else {
+        /* The raw call: the program's prctl may be our own hook, or another's. */
+        if (syscall(SYS_prctl, PR_GET_NAME, name, 0, 0, 0) != 0)
+            return;
+        len = strnlen(name, 16);
+        if (!first && len == tls.name_len && memcmp(name, tls.name, len) == 0)
+            return; /* another thread was renamed */
+        memcpy(tls.name, name, len);
+        tls.name_len = (uint8_t)len;
+    }
     memset(&body.t, 0, sizeof body.t);
     body.t.type = GS_REC_THREAD;
     body.t.name_len = (uint8_t)len;
@@ -486,5 +496,6 @@ void gs_record_reset_after_fork(void)
     if (stack_cache) /* it points into the table just cleared */
         memset(stack_cache, 0, CACHE_SLOTS * sizeof *stack_cache);
     tls.tid = 0;
-    tls.name_gen = 0; /* the child's trace names its thread anew */
+    tls.name_gen = 0; /* the child's trace names its thread anew, */
+    tls.py_named = 0; /* by its OS name */
 }

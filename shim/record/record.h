@@ -9,6 +9,7 @@
 #ifndef GPUSHIM_SHIM_RECORD_H
 #define GPUSHIM_SHIM_RECORD_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "gpushim_cuda.h"
@@ -89,6 +90,12 @@ void gs_unwind_reset_after_fork(void);
 void gs_python_lock(void);
 void gs_python_unlock(void);
 void gs_python_reset_after_fork(void);
+
+/* pythreads.c: a thread t the calling thread just started (the
+ * pthread_create hook): when it is a threading.Thread, its Python name is
+ * noted for it to take at its first event. */
+void gs_pythreads_started(pthread_t t);
+void gs_pythreads_reset_after_fork(void);
 void gs_modules_lock(void);
 void gs_modules_unlock(void);
 void gs_modules_reset(void);

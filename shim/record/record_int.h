@@ -73,6 +73,15 @@ void gs_stack_table_clear(struct gs_stack_table *t);
  * first), or a marker (include/gpushim_trace.h), never past max; returns
  * the new count. Call with no shim lock held. */
 unsigned gs_python_frames(uint64_t *pcs, unsigned n, unsigned max);
+/* When the calling thread holds the GIL and is starting a threading.Thread
+ * (inside pthread_create), that thread's name, at most max bytes (cut at a
+ * character), in out; returns its length, 0 when there is none to tell. */
+size_t gs_python_starting_thread_name(char *out, size_t max);
+
+/* ---- pythreads.c: threading.Thread's names ---- */
+/* The calling thread's Python name, noted when it was started, in out (at
+ * most max bytes), once: its length, or 0 when none was noted. */
+size_t gs_pythreads_take(char *out, size_t max);
 
 /* ---- modules.c: the images loaded in the process ---- */
 /* Makes sure every pc is inside a module already pushed to the ring, pushing

@@ -33,6 +33,7 @@
  * fork so none is left held in the child).
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -289,7 +290,15 @@ static void start_thread(void)
     pthread_attr_init(&ta);
     pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
     w.stop = 0;
-    if (pthread_create(&t, &ta, writer_main, NULL) == 0) {
+    /* The process's pthread_create, as the program's own threads are
+     * started: a sanitizer's runtime before the shim must know every thread
+     * (glibc's, called directly, would start one it does not know). That is
+     * the first definition in the process (RTLD_DEFAULT): the sanitizer's,
+     * or our hook (hooks_threads.c), which names no thread here, this one
+     * being in no threading.Thread.start. */
+    int (*create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    *(void **)&create = gs_real_dlsym(RTLD_DEFAULT, "pthread_create");
+    if (create && create(&t, &ta, writer_main, NULL) == 0) {
         /* glibc's own, not our hook (hooks_threads.c): the writer records nothing */
         static void *setname;
         int (*real_setname)(pthread_t, const char *) =
