@@ -38,6 +38,7 @@
 #include "analyzer/findings/warnings.h"
 #include "analyzer/whatif/answer.h"
 #include "analyzer/report/report.h"
+#include "analyzer/report/threads_report.h"
 #include "analyzer/export/export.h"
 #include "analyzer/export/html.h"
 #include "analyzer/util/text.h"
@@ -89,12 +90,13 @@ struct sites_ctx {
     const struct gs_report *rep;
     const struct gs_report_site *sites;
     int blocks; /* the program's own blocks' sites */
-    char text[64];
+    char text[1024];
     struct frame_text ft;
 };
 
 static const struct gs_html_col site_cols[] = {
-    {"bytes", 1, NULL}, {"allocations", 1, NULL}, {"API", 0, NULL}, {"call site", 0, "frames"}};
+    {"bytes", 1, NULL},         {"allocations", 1, NULL}, {"API", 0, NULL},
+    {"call site", 0, "frames"}, {"threads", 0, NULL}};
 
 static void site_cell(void *ctx, size_t row, size_t col, struct gs_html_cell *c)
 {
@@ -108,7 +110,13 @@ static void site_cell(void *ctx, size_t row, size_t col, struct gs_html_cell *c)
         c->text = s->text;
         break;
     case 2: c->text = s->blocks ? "gpushim_block_alloc" : gs_api_name(site->api); break;
-    default: c->text = frames_text(s->rep, site->stack_id, &s->ft); break;
+    case 3: c->text = frames_text(s->rep, site->stack_id, &s->ft); break;
+    default:
+        c->text = gs_site_threads_text(s->rep, site->stack_id, &site->threads, s->text,
+                                       sizeof s->text);
+        if (!c->text)
+            c->text = "";
+        break;
     }
 }
 
@@ -123,7 +131,7 @@ static void sites_table(FILE *out, const struct gs_report *rep, int blocks,
     s->rep = rep;
     s->sites = gs_found_sites(rep->found, blocks, metric, &n);
     s->blocks = blocks;
-    gs_html_table(out, id, title, site_cols, 4, n, site_cell, s);
+    gs_html_table(out, id, title, site_cols, 5, n, site_cell, s);
     free(s);
 }
 

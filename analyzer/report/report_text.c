@@ -31,6 +31,7 @@
 #include "analyzer/whatif/answer.h"
 #include "analyzer/report/ranges_report.h"
 #include "analyzer/report/roles_report.h"
+#include "analyzer/report/threads_report.h"
 #include "analyzer/findings/warnings.h"
 #include "analyzer/report/report.h"
 #include "analyzer/util/text.h"
@@ -96,38 +97,13 @@ static void keep_frame(void *ctx, const struct gs_frame *f, unsigned index)
     s->f[s->n++] = *f;
 }
 
-/* The thread line of a site: its threads' names (those Python's threading
- * gave its threads included), unless they are all the main thread's (the
- * one whose tid is the process id), and the backward it ran in PyTorch's
- * autograd, if any. */
+/* The thread line of a site (threads_report.c), if it has one. */
 static void print_threads(const struct gs_report *rep, FILE *out, uint32_t stack_id,
                           const struct gs_thread_tally *t, const char *lead)
 {
-    const struct gs_replay *r = rep->replay;
-    char op[128];
-    int backward = gs_site_backward_of(r, rep->sym, stack_id, op, sizeof op);
-    uint32_t main_name = rep->info->header.pid <= UINT32_MAX
-                             ? gs_replay_thread_of(r, (uint32_t)rep->info->header.pid)
-                             : 0;
-    int named = t && t->other;
-    for (unsigned i = 0; t && i < t->n; i++)
-        named |= t->name[i] != main_name;
-    if (!named && !backward)
-        return;
-    fprintf(out, "%s  ", lead);
-    if (t && t->n == 1 && !t->other) {
-        fprintf(out, "thread %s", gs_replay_thread_name(r, t->name[0]));
-    } else if (t && (t->n || t->other)) {
-        fprintf(out, "threads");
-        for (unsigned i = 0; i < t->n; i++)
-            fprintf(out, "%s %s (%" PRIu64 "%s)", i ? "," : "", gs_replay_thread_name(r, t->name[i]),
-                    t->allocs[i], i ? "" : t->allocs[i] == 1 ? " allocation" : " allocations");
-        if (t->other)
-            fprintf(out, "%s%" PRIu64 " more by other threads", t->n ? ", " : " ", t->other);
-    }
-    if (backward)
-        fprintf(out, "%sbackward of %s", t && (t->n || t->other) ? ": " : "", op);
-    fputc('\n', out);
+    char line[1024];
+    if (gs_site_threads_text(rep, stack_id, t, line, sizeof line))
+        fprintf(out, "%s  %s\n", lead, line);
 }
 
 /* Prints a stack in at most --frames frames. When Python frames would not

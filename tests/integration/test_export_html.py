@@ -189,7 +189,10 @@ def test_html_tables_hold_the_report_figures():
     eq([[num(c) for c in r] for r in rows(page, "devices")],
        [[x["device"], x["peak_bytes"], x["peak_time_ns"], x["live_bytes_at_end"],
          x["allocations"]] for x in d["devices"]], "the devices")
-    eq(page.tables["peak-sites"]["head"], ["bytes", "allocations", "API", "call site"], "columns")
+    eq(page.tables["peak-sites"]["head"], ["bytes", "allocations", "API", "call site", "threads"],
+       "columns")
+    eq({r[4][0] for r in rows(page, "peak-sites")}, {""},
+       "one thread, the main one: nothing to say of threads")
     peak = site_rows(page, "peak-sites")
     eq(peak, json_sites(d["peak"]["sites"]), "the sites at the peak, as in the JSON")
     eq([(b, c, f[0]) for b, c, _, f in peak],

@@ -4,11 +4,13 @@ allocating thread of tests/progs/python/named_threads.py is named in the
 report as the program named it when it started it (a name given, the
 default "Thread-1 (work)", a pool's "pool_0", one longer than a trace
 keeps cut at a character), whether it held the GIL or not; the main thread
-keeps the process's name. Checked on every CPython here, in JSON and text.
+keeps the process's name. Checked on every CPython here, in JSON, text and
+the HTML page's threads cells.
 """
 import re
 
 from harness import check, eq, one_trace, report, report_json, run
+from test_export_html import export_html, rows
 from test_python import libcuda, prog, py_env, pythons, PROGS
 
 
@@ -43,3 +45,7 @@ def test_threads_named_as_python_named_them():
         for size in (2, 3, 4, 5, 6, 7):
             check(kept(started[size]) in leaks, f"{py}: {started[size]!r} in the text report")
         check("after" not in leaks, f"{py}: a rename after the start is not seen")
+        _, _, page = export_html(one_trace(r))
+        cells = {row[4][0] for table in ("peak-sites", "leak-sites") for row in rows(page, table)}
+        line = next(l.strip() for l in leaks.splitlines() if "loader-3" in l)
+        check(line in cells, f"{py}: the HTML's threads cell says what the text says: {line!r}")

@@ -111,6 +111,11 @@ def agree(trace, what):
     if d["fragmentation"]["rounding"]["waste_bytes_at_peak"]:
         both(f"{human(d['fragmentation']['rounding']['waste_bytes_at_peak'])} more at the peak",
              "what whole pages added")
+    for line in text.splitlines():  # the line under a site: its threads, the backward it ran
+        s = line.strip()
+        if s.startswith(("thread ", "threads ", "backward of ")):
+            check(s in page, f"{what}: the HTML says a site's threads: {s!r}")
+            said.append("a site's threads")
     for w in d["warnings"]:
         check(w["message"] in page, f"{what}: the HTML says the warning {w['message']!r}")
         if w["kind"] != "trace":  # the text's trace line says the trace's in its own words
@@ -129,6 +134,7 @@ def test_text_json_and_html_say_the_same_findings():
              ("drv_api_ranges", [E.prog("drv_api_ranges")], {}),
              ("drv_multidevice", [E.prog("drv_multidevice")], {"SIMCUDA_DEVICES": "2"}),
              ("rt_kinds", [E.prog("rt_kinds")], {}),
+             ("drv_autograd", [E.prog("drv_autograd")], {}),
              ("rt_framework_failures",
               [E.prog("rt_framework_failures"), "retry", "fabric", "probe", "oom"], {}),
              ("rt_torch_caching frag",
@@ -152,7 +158,7 @@ def test_text_json_and_html_say_the_same_findings():
                   "a step's peak", "a range's peak", "what a range kept",
                   "the segments' bytes (fragmentation)", "fragmentation", "the blocks' peak", "a block site at the blocks' peak",
                   "blocks never taken back", "another kind of memory's peak", "a pool's reserve",
-                  "what whole pages added"},
+                  "what whole pages added", "a site's threads"},
        "every kind of finding was met")
     # and a trace that is not whole: its warning in every screen
     r = run([E.prog("drv_schedule")])

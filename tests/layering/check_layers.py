@@ -73,6 +73,7 @@ SEAMS = {"analyzer/model": {"shim": {"shim/bound"}}}
 # that the compiler refuses a screen that reads the replay's fields.
 SCREENS = ["analyzer/report/report_text.c", "analyzer/report/report_json.c",
            "analyzer/report/roles_report.c", "analyzer/report/ranges_report.c",
+           "analyzer/report/threads_report.c",
            "analyzer/export/export_html.c", "analyzer/export/html_program.c",
            "analyzer/export/svg.c", "analyzer/export/svg_sites.c",
            "analyzer/export/export.c", "analyzer/export/export_pprof.c",
