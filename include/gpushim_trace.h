@@ -501,7 +501,11 @@ enum gs_step_open {
  * of its could be read (its stack is native only); line 1 (GS_PY_PC_NO_FRAME)
  * says it held it with no Python code running; line 2 (GS_PY_PC_RELEASED),
  * before the Python pcs, says the thread did not hold the GIL and its frames
- * were read from memory (readers that do not know it skip it as a marker).
+ * were read from memory (readers that do not know it skip it as a marker);
+ * line 3 (GS_PY_PC_WAITER), before the Python pcs, says the thread ran no
+ * Python and the pcs are those of the one thread that waited for it in a
+ * hand-off (shim/record/handoff.c: PyTorch's backward), read from memory
+ * (a reader that does not know it takes them as the thread's own).
  * A stack with no marker and no Python pcs comes from a process without
  * Python (or one whose frames the shim cannot read). A reader that knows
  * none of this sees addresses in no module. */
@@ -512,6 +516,7 @@ enum gs_step_open {
 #define GS_PY_PC_NO_GIL (GS_PY_PC_BASE | 0u)
 #define GS_PY_PC_NO_FRAME (GS_PY_PC_BASE | 1u)
 #define GS_PY_PC_RELEASED (GS_PY_PC_BASE | 2u)
+#define GS_PY_PC_WAITER (GS_PY_PC_BASE | 3u)
 
 static inline int gs_pc_is_python(uint64_t pc) { return (pc & GS_PY_PC_BASE) == GS_PY_PC_BASE; }
 static inline uint64_t gs_py_pc(uint32_t code, uint32_t line)

@@ -51,7 +51,11 @@ void gs_json_frames(struct gs_json *j, const struct gs_replay *r, struct gs_symb
     if (view == GS_VIEW_NATIVE || py == GS_PY_NONE)
         gs_json_null(j, "gil");
     else
-        gs_json_bool(j, "gil", py != GS_PY_NO_GIL && py != GS_PY_RELEASED);
+        gs_json_bool(j, "gil", py != GS_PY_NO_GIL && py != GS_PY_RELEASED && py != GS_PY_WAITER);
+    if (view == GS_VIEW_NATIVE || py == GS_PY_NONE)
+        gs_json_null(j, "waiter");
+    else
+        gs_json_bool(j, "waiter", py == GS_PY_WAITER);
 }
 
 static void frames(struct gs_json *j, const struct gs_report *rep, uint32_t stack_id)

@@ -10,6 +10,7 @@
 
 #include "analyzer/model/model.h"
 #include "analyzer/read/read.h"
+#include "analyzer/symbols/symbolize.h"
 #include "analyzer/symbols/symbols.h"
 #include "analyzer/findings/findings.h"
 #include "analyzer/report/report.h"
@@ -30,6 +31,15 @@ static void say(struct text *t, const char *fmt, ...)
         t->len = t->len + (size_t)n < t->sz ? t->len + (size_t)n : t->sz;
 }
 
+/* The innermost Python frame's function: where the thread that waited was. */
+static void innermost_python(void *ctx, const struct gs_frame *f, unsigned index)
+{
+    (void)index;
+    const char **name = ctx;
+    if (!*name && f->python)
+        *name = f->function ? f->function : "?";
+}
+
 const char *gs_site_threads_text(const struct gs_report *rep, uint32_t stack_id,
                                  const struct gs_thread_tally *t, char *buf, size_t sz)
 {
@@ -45,7 +55,11 @@ const char *gs_site_threads_text(const struct gs_report *rep, uint32_t stack_id,
     int named = t && t->other;
     for (unsigned i = 0; t && i < t->n; i++)
         named |= t->name[i] != main_name;
-    if (!named && !backward)
+    const char *waiter = NULL;
+    if (rep->opt->view == GS_VIEW_MERGED && gs_site_python(r, stack_id) == GS_PY_WAITER)
+        gs_site_frames_unshown(r, rep->sym, stack_id, GS_VIEW_MERGED, UINT32_MAX,
+                               innermost_python, &waiter);
+    if (!named && !backward && !waiter)
         return NULL;
     struct text x = {.buf = buf, .sz = sz};
     if (t && t->n == 1 && !t->other) {
@@ -60,5 +74,8 @@ const char *gs_site_threads_text(const struct gs_report *rep, uint32_t stack_id,
     }
     if (backward)
         say(&x, "%sbackward of %s", t && (t->n || t->other) ? ": " : "", op);
+    if (waiter)
+        say(&x, "%sfor the thread that waited in %s (its Python lines)",
+            backward ? ", " : t && (t->n || t->other) ? ": " : "", waiter);
     return buf;
 }

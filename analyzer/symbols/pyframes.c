@@ -98,9 +98,10 @@ enum gs_py_state gs_py_stack_state(const uint64_t *pcs, unsigned n)
         if (!gs_pc_is_python(pcs[i]))
             continue;
         if (gs_py_pc_code(pcs[i]))
-            return s == GS_PY_RELEASED ? s : GS_PY_FRAMES;
+            return s == GS_PY_RELEASED || s == GS_PY_WAITER ? s : GS_PY_FRAMES;
         s = pcs[i] == GS_PY_PC_NO_GIL     ? GS_PY_NO_GIL
             : pcs[i] == GS_PY_PC_RELEASED ? GS_PY_RELEASED
+            : pcs[i] == GS_PY_PC_WAITER   ? GS_PY_WAITER
                                           : GS_PY_NO_FRAME;
     }
     return s;

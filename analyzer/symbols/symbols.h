@@ -25,6 +25,8 @@ enum gs_py_state {
     GS_PY_NO_GIL,   /* the thread did not hold the GIL: native frames only */
     GS_PY_NO_FRAME, /* it held the GIL with no Python code running */
     GS_PY_RELEASED, /* it did not hold the GIL: its Python frames were read from memory */
+    GS_PY_WAITER,   /* it ran no Python: the Python frames are those of the thread that
+                     * waited for it in a hand-off (PyTorch's backward), read from memory */
 };
 
 /* How a report shows stacks. */

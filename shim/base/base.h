@@ -67,6 +67,7 @@ struct gs_config {
     unsigned unwind;      /* GPUSHIM_UNWIND: enum gs_unwind_mode */
     int verbose;          /* GPUSHIM_VERBOSE=1: say where the trace goes */
     unsigned command;     /* GPUSHIM_COMMAND: enum gs_command_kept */
+    const char *handoff;  /* GPUSHIM_HANDOFF: more hand-off functions (handoff.c), or NULL */
 };
 /* How much of the command line the trace keeps (GS_REC_CMDLINE). */
 enum gs_command_kept { GS_COMMAND_NONE, GS_COMMAND_NAME, GS_COMMAND_ALL };

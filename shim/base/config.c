@@ -126,6 +126,7 @@ static void config_read(void)
                                           [GS_COMMAND_ALL] = "1", NULL};
     config.command = env_choice("GPUSHIM_COMMAND", command, GS_COMMAND_ALL,
                                 "the whole command line is kept");
+    config.handoff = getenv("GPUSHIM_HANDOFF");
     const char *v = getenv("GPUSHIM_VERBOSE");
     config.verbose = v && strcmp(v, "0") != 0 && *v;
     errno = saved;

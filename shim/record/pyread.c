@@ -279,3 +279,8 @@ int gs_pyread_code(const struct gs_pylayout *l, struct gs_pyframe *f)
 {
     return f->named ? 0 : read_code(l, GS_PYREAD_PLAIN, f->code, f);
 }
+
+int gs_pyread_ptr(const void *base, int off, const void **out)
+{
+    return load(GS_PYREAD_CHECKED, out, base, off, sizeof *out);
+}

@@ -92,6 +92,9 @@ enum gs_pyread_mode { GS_PYREAD_PLAIN, GS_PYREAD_CHECKED, GS_PYREAD_WHERE };
 int gs_pyread_frames(const struct gs_pylayout *l, enum gs_pyread_mode mode, const void *tstate,
                      const void **next, struct gs_pyframe *out, unsigned max);
 
+/* A pointer at base + off, read with a checked load: 0, or -1. */
+int gs_pyread_ptr(const void *base, int off, const void **out);
+
 /* What names a frame read by GS_PYREAD_WHERE (plain loads; its code object
  * is alive as long as the frame is, the calling thread's own): 0, or -1 as
  * gs_pyread_frames. Nothing is read again for a frame already named. */

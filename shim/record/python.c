@@ -1,5 +1,8 @@
 /*
- * python.c - the Python frames of the thread that allocates.
+ * python.c - the Python frames of the thread that allocates (or, where it
+ * runs no Python and works for a thread that waits in a hand-off, such as
+ * PyTorch's autograd engine threads, that thread's: "the thread that waits
+ * for this one" below).
  *
  * A thread's Python stack (file, function, line of each frame) is recorded
  * after its native one, as Python pcs (include/gpushim_trace.h): a code id
@@ -70,6 +73,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +121,7 @@ static struct {
     ssize_t (*dict_size)(pyobj *dict);
     int (*dict_next)(pyobj *dict, ssize_t *pos, pyobj **key, pyobj **value);
     pyobj *(*instance_dict)(pyobj *o, void *context);       /* new reference */
+    void *(*thread_head)(void *interp);                     /* PyInterpreterState_ThreadHead */
 } py;
 
 enum { UNKNOWN, LOOKING, ABSENT, READY };
@@ -252,6 +257,8 @@ static int look_up(void)
     *(void **)&py.dict_size = sym("PyDict_Size");
     *(void **)&py.dict_next = sym("PyDict_Next");
     *(void **)&py.instance_dict = sym("PyObject_GenericGetDict");
+    *(void **)&py.thread_head = sym("PyInterpreterState_ThreadHead");
+    gs_handoff_init(gs_config()->handoff);
     direct_init(minor, v);
     return READY;
 }
@@ -905,6 +912,179 @@ static int cross_check(const void *ts, int mode, unsigned max)
     return same;
 }
 
+/* ---- the thread that waits for this one ---- */
+
+/* A thread with a thread state but no Python frame of its own (PyTorch's
+ * autograd engine threads: PythonEngine::thread_init makes one for each,
+ * then releases the GIL) works for a thread that waits in a hand-off
+ * function (handoff.c). Its frames are read here: the main interpreter's
+ * thread states, from PyInterpreterState_ThreadHead along tstate->next
+ * (offset 8, after prev, in every CPython 3.9 to 3.14), each one's
+ * innermost frame; exactly one of them in a hand-off, and its frames follow
+ * a GS_PY_PC_WAITER marker; none, or several, and nothing is linked.
+ *
+ * Another thread's memory is read with checked loads only, and nothing is
+ * turned off when one fails: the list may change as it is read (a thread
+ * state is unlinked under HEAD_LOCK, which is not taken here). The waiter
+ * is blocked in C with the GIL released, so its frames stay as they are
+ * while it waits (what pyread.c's own walk relies on); its innermost frame
+ * is read again after the walk, and a waiter that moved on is not linked.
+ * Code objects seen this way are never pinned (no reference count is
+ * touched without the GIL) and are checked by what they show, as for a
+ * thread's own frames read without the GIL.
+ *
+ * Every one of those loads is a system call (process_vm_readv), a link
+ * about a hundred of them: too dear for each gradient of a backward. So a
+ * link is kept by the backward it is for, where libtorch says which:
+ * torch::autograd::get_current_graph_task_id() (torch/csrc/autograd/
+ * engine.cpp: the id of the GraphTask the calling engine thread runs, -1
+ * when none; ids come from a counter and are never used again), looked up
+ * once a waiter in torch's hand-off is first found. While its GraphTask
+ * runs, the thread that started it waits in Engine::execute, its frames as
+ * they were: the link holds for every allocation of that backward. */
+#define LINKS 16 /* backwards whose link is kept */
+
+static struct {
+    int (*task_id)(void); /* get_current_graph_task_id, once looked up */
+    int looked;           /* looked up (found or not) */
+    struct link {
+        int task;           /* -1: free */
+        unsigned n;         /* pcs kept, the marker first */
+        uint64_t pcs[GS_MAX_FRAMES + 1];
+    } links[LINKS];
+    unsigned next;          /* the slot the next link goes in */
+} kept = {.links = {[0 ... LINKS - 1] = {.task = -1}}};
+
+/* The task this thread runs for libtorch's engine, or -1. */
+static int current_task(void)
+{
+    int (*id)(void) = __atomic_load_n(&kept.task_id, __ATOMIC_ACQUIRE);
+    return id ? id() : -1;
+}
+
+static unsigned scan_link(const void *self, uint64_t *pcs, unsigned n, unsigned max);
+
+static int is_libtorch(struct dl_phdr_info *info, size_t size, void *path)
+{
+    (void)size;
+    const char *name = info->dlpi_name;
+    const char *base = name ? strrchr(name, '/') : NULL;
+    if (base && !strncmp(base, "/libtorch_cpu.so", 16)) {
+        snprintf(path, 4096, "%s", name);
+        return 1;
+    }
+    return 0;
+}
+
+/* get_current_graph_task_id: in the process's scope (a program that loaded
+ * it globally), else in libtorch_cpu, which torch._C brings in RTLD_LOCAL. */
+static void *task_id_function(void)
+{
+    static const char name[] = "_ZN5torch8autograd25get_current_graph_task_idEv";
+    void *f = sym(name);
+    char path[4096];
+    if (!f && dl_iterate_phdr(is_libtorch, path)) {
+        void *h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+        if (h) {
+            f = gs_real_dlsym(h, name);
+            dlclose(h); /* libtorch stays: torch._C holds it */
+        }
+    }
+    return f;
+}
+
+static unsigned handoff_link(const void *self, uint64_t *pcs, unsigned n, unsigned max)
+{
+    if (!py.thread_head || !gs_handoff_any() || n + 2 > max)
+        return n;
+    int task = current_task();
+    if (task >= 0) {
+        pthread_mutex_lock(&codes_lock);
+        for (unsigned i = 0; i < LINKS; i++) {
+            const struct link *l = &kept.links[i];
+            if (l->task == task && l->n <= max - n) {
+                memcpy(pcs + n, l->pcs, l->n * sizeof pcs[0]);
+                n += l->n;
+                pthread_mutex_unlock(&codes_lock);
+                return n;
+            }
+        }
+        pthread_mutex_unlock(&codes_lock);
+    }
+    unsigned got = scan_link(self, pcs, n, max);
+    if (got == n)
+        return n;
+    if (!__atomic_load_n(&kept.looked, __ATOMIC_ACQUIRE)) {
+        /* a waiter was found: if it is torch's, libtorch is loaded by now */
+        void *id = task_id_function();
+        __atomic_store_n(&kept.task_id, (int (*)(void))id, __ATOMIC_RELEASE);
+        __atomic_store_n(&kept.looked, 1, __ATOMIC_RELEASE);
+        task = current_task();
+    }
+    if (task >= 0 && got - n <= GS_MAX_FRAMES + 1) {
+        pthread_mutex_lock(&codes_lock);
+        struct link *l = &kept.links[kept.next];
+        kept.next = (kept.next + 1) % LINKS;
+        l->task = task;
+        l->n = got - n;
+        memcpy(l->pcs, pcs + n, l->n * sizeof pcs[0]);
+        pthread_mutex_unlock(&codes_lock);
+    }
+    return got;
+}
+
+/* The scan, and the walk of the one thread it finds waiting: pcs[n..max)
+ * as handoff_link says, or nothing. */
+static unsigned scan_link(const void *self, uint64_t *pcs, unsigned n, unsigned max)
+{
+    const void *ts = py.thread_head(py.main_interp()), *found = NULL, *found_code = NULL;
+    int many = 0;
+    for (int k = 0; ts && k < 256 && !many; k++) {
+        if (ts != self) {
+            const void *next = NULL;
+            struct gs_pyframe fr;
+            if (gs_pyread_frames(&direct.layout, GS_PYREAD_CHECKED, ts, &next, &fr, 1) == 1 &&
+                gs_handoff_is(&fr)) {
+                many = found != NULL;
+                found = ts;
+                found_code = fr.code;
+            }
+        }
+        if (gs_pyread_ptr(ts, 8, &ts) != 0) /* tstate->next, 3.9 to 3.14 */
+            break;
+    }
+    if (!found || many)
+        return n;
+    unsigned start = n;
+    pcs[n++] = GS_PY_PC_WAITER;
+    enum { BATCH = 16 };
+    struct gs_pyframe fr[BATCH];
+    const void *next = NULL;
+    int k, i, want;
+    pthread_mutex_lock(&codes_lock);
+    do {
+        want = (int)(max - n < BATCH ? max - n : BATCH);
+        k = gs_pyread_frames(&direct.layout, GS_PYREAD_CHECKED, found, &next, fr, (unsigned)want);
+        for (i = 0; i < k; i++) {
+            uint32_t id;
+            int line = 0;
+            if (code_id_read(&fr[i], 0, 0, &id) != 0 || (id && read_line(&fr[i], id, &line) != 0))
+                break;
+            if (id)
+                pcs[n++] = gs_py_pc(id, line > 0 ? (uint32_t)line : 0);
+        }
+    } while (i == k && k == want && next && n < max);
+    pthread_mutex_unlock(&codes_lock);
+    if (k < 0 || i < k || n == start + 1)
+        return start;
+    struct gs_pyframe again;
+    next = NULL;
+    if (gs_pyread_frames(&direct.layout, GS_PYREAD_CHECKED, found, &next, &again, 1) != 1 ||
+        again.code != found_code || !gs_handoff_is(&again))
+        return start; /* it moved on while it was read */
+    return n;
+}
+
 /* Reads from memory, where the layout is trusted so far: the new count,
  * or -1 to fall back to the API. */
 static int try_read(int held, uint64_t *pcs, unsigned n, unsigned max)
@@ -925,8 +1105,10 @@ static int try_read(int held, uint64_t *pcs, unsigned n, unsigned max)
     int got = read_walk(ts, mode, held, pcs, n, max);
     if (got < 0)
         return -1;
-    if (!held && (unsigned)got == n)
-        return (int)start; /* nothing read: the caller's marker */
+    if (!held && (unsigned)got == n) { /* nothing of its own: another's? */
+        unsigned linked = handoff_link(ts, pcs, start, max);
+        return (int)(linked > start ? linked : start); /* else the caller's marker */
+    }
     return got;
 }
 
@@ -1043,4 +1225,6 @@ void gs_python_reset_after_fork(void)
     free(codes.slots);
     memset(&codes, 0, sizeof codes);
     memset(lines, 0, sizeof lines);
+    for (unsigned i = 0; i < LINKS; i++) /* their code ids are the parent's trace's */
+        kept.links[i].task = -1;
 }

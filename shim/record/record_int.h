@@ -78,6 +78,15 @@ unsigned gs_python_frames(uint64_t *pcs, unsigned n, unsigned max);
  * character), in out; returns its length, 0 when there is none to tell. */
 size_t gs_python_starting_thread_name(char *out, size_t max);
 
+/* ---- handoff.c: the Python functions that hand work to a thread and wait ---- */
+struct gs_pyframe;
+/* The built-in hand-offs and those of more (GPUSHIM_HANDOFF; "0": none). */
+void gs_handoff_init(const char *more);
+/* Whether any hand-off is known. */
+int gs_handoff_any(void);
+/* Whether f, read with its names, is a frame of a hand-off function. */
+int gs_handoff_is(const struct gs_pyframe *f);
+
 /* ---- pythreads.c: threading.Thread's names ---- */
 /* The calling thread's Python name, noted when it was started, in out (at
  * most max bytes), once: its length, or 0 when none was noted. */

@@ -129,6 +129,63 @@ static void *engine_thread(void *arg)
     return NULL;
 }
 
+/* The autograd engine's device thread as PyTorch makes it: a Python thread
+ * state with no frames, the GIL released (PythonEngine::thread_init,
+ * torch/csrc/autograd/python_engine.cpp: `auto gil =
+ * std::make_unique<pybind11::gil_scoped_acquire>(); pybind11::gil_scoped_release
+ * no_gil;`), named pt_autograd_0 (Engine::thread_init). WIP, issue 42. */
+/* The GraphTask the calling engine thread runs, as libtorch tells it
+ * (torch/csrc/autograd/engine.cpp: `int get_current_graph_task_id() { if
+ * (current_graph_task) return current_graph_task->id_; return -1; }`), under
+ * its linkage name: each engine_backward is a task of its own. */
+static __thread int current_task = -1;
+static int tasks;
+int gs_graph_task_id(void) __asm__("_ZN5torch8autograd25get_current_graph_task_idEv");
+int gs_graph_task_id(void) { return current_task; }
+
+static void *tstate_engine_thread(void *arg)
+{
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyThreadState *saved = PyEval_SaveThread();
+    current_task = __atomic_fetch_add(&tasks, 1, __ATOMIC_RELAXED);
+    engine_thread(arg);
+    current_task = -1;
+    PyEval_RestoreThread(saved);
+    PyGILState_Release(g);
+    return NULL;
+}
+
+/* engine_backward(size, n=1) -> [addresses]: n allocations on such a
+ * thread, one task, the caller waiting without the GIL as
+ * THPEngine_run_backward's caller does. */
+static PyObject *gs_engine_backward(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_ssize_t size, n = 1;
+    if (!PyArg_ParseTuple(args, "n|n", &size, &n) || size < 0 || n < 1 || n > 1024) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "size >= 0, 1 <= n <= 1024");
+        return NULL;
+    }
+    CUdeviceptr out[1024];
+    struct pool_job job = {(size_t)size, (unsigned)n, out, 0};
+    pthread_t t;
+    int err;
+    Py_BEGIN_ALLOW_THREADS
+    err = pthread_create(&t, NULL, tstate_engine_thread, &job);
+    if (err == 0)
+        pthread_join(t, NULL);
+    Py_END_ALLOW_THREADS
+    if (err != 0)
+        return failed("pthread_create", err);
+    if (job.rc != 0)
+        return failed("cuMemAlloc_v2 on the engine thread", job.rc);
+    PyObject *list = PyList_New(n);
+    for (Py_ssize_t i = 0; list && i < n; i++)
+        PyList_SET_ITEM(list, i, PyLong_FromUnsignedLongLong(out[i]));
+    return list;
+}
+
 /* pool_alloc(size, n) -> [addresses]: n allocations made by a thread named
  * like PyTorch's autograd engine thread, the caller waiting without the GIL. */
 static PyObject *gs_pool_alloc(PyObject *self, PyObject *args)
@@ -189,6 +246,8 @@ static PyMethodDef methods[] = {
     {"alloc", gs_alloc, METH_O, "alloc(size): device memory, the GIL released"},
     {"alloc_with_gil", gs_alloc_with_gil, METH_O, "alloc_with_gil(size): the GIL kept"},
     {"free", gs_free, METH_O, "free(address), the GIL released"},
+    {"engine_backward", gs_engine_backward, METH_VARARGS,
+     "engine_backward(size, n=1): n allocations on an engine thread with a thread state"},
     {"pool_alloc", gs_pool_alloc, METH_VARARGS,
      "pool_alloc(size, n): n allocations on a thread named pt_autograd_0"},
     {NULL, NULL, 0, NULL},
