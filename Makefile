@@ -404,6 +404,7 @@ bench: all $(BUILD)/bench/bench_workload $(BUILD)/bench/bench_whatif
 
 bench-python: all sim
 	python3 tests/bench/bench_python.py --build $(BUILD)
+	python3 tests/bench/bench_handoff.py --build $(BUILD)
 
 # The Python module goes where PYTHONPATH can name it: PREFIX/lib/gpushim/python.
 PYTHON_DIR := $(PREFIX)/lib/gpushim/python
