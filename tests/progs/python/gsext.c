@@ -155,24 +155,16 @@ static void *tstate_engine_thread(void *arg)
     return NULL;
 }
 
-/* engine_backward(size, n=1) -> [addresses]: n allocations on such a
- * thread, one task, the caller waiting without the GIL as
- * THPEngine_run_backward's caller does. */
-static PyObject *gs_engine_backward(PyObject *self, PyObject *args)
+/* n allocations of size bytes by a new thread running thread(), the
+ * caller waiting for it without the GIL: their addresses. */
+static PyObject *on_engine(void *(*thread)(void *), Py_ssize_t size, Py_ssize_t n)
 {
-    (void)self;
-    Py_ssize_t size, n = 1;
-    if (!PyArg_ParseTuple(args, "n|n", &size, &n) || size < 0 || n < 1 || n > 1024) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_ValueError, "size >= 0, 1 <= n <= 1024");
-        return NULL;
-    }
     CUdeviceptr out[1024];
     struct pool_job job = {(size_t)size, (unsigned)n, out, 0};
     pthread_t t;
     int err;
     Py_BEGIN_ALLOW_THREADS
-    err = pthread_create(&t, NULL, tstate_engine_thread, &job);
+    err = pthread_create(&t, NULL, thread, &job);
     if (err == 0)
         pthread_join(t, NULL);
     Py_END_ALLOW_THREADS
@@ -186,8 +178,24 @@ static PyObject *gs_engine_backward(PyObject *self, PyObject *args)
     return list;
 }
 
+/* engine_backward(size, n=1) -> [addresses]: n allocations on such a
+ * thread, one task, the caller waiting without the GIL as
+ * THPEngine_run_backward's caller does. */
+static PyObject *gs_engine_backward(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_ssize_t size, n = 1;
+    if (!PyArg_ParseTuple(args, "n|n", &size, &n) || size < 0 || n < 1 || n > 1024) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "size >= 0, 1 <= n <= 1024");
+        return NULL;
+    }
+    return on_engine(tstate_engine_thread, size, n);
+}
+
 /* pool_alloc(size, n) -> [addresses]: n allocations made by a thread named
- * like PyTorch's autograd engine thread, the caller waiting without the GIL. */
+ * like PyTorch's autograd engine thread (no Python thread state, as a C
+ * pool's), the caller waiting without the GIL. */
 static PyObject *gs_pool_alloc(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -197,23 +205,7 @@ static PyObject *gs_pool_alloc(PyObject *self, PyObject *args)
             PyErr_SetString(PyExc_ValueError, "size >= 0, 0 <= n <= 1024");
         return NULL;
     }
-    CUdeviceptr out[1024];
-    struct pool_job job = {(size_t)size, (unsigned)n, out, 0};
-    pthread_t t;
-    int err;
-    Py_BEGIN_ALLOW_THREADS
-    err = pthread_create(&t, NULL, engine_thread, &job);
-    if (err == 0)
-        pthread_join(t, NULL);
-    Py_END_ALLOW_THREADS
-    if (err != 0)
-        return failed("pthread_create", err);
-    if (job.rc != 0)
-        return failed("cuMemAlloc_v2 on the engine thread", job.rc);
-    PyObject *list = PyList_New(n);
-    for (Py_ssize_t i = 0; list && i < n; i++)
-        PyList_SET_ITEM(list, i, PyLong_FromUnsignedLongLong(out[i]));
-    return list;
+    return on_engine(engine_thread, size, n);
 }
 
 #if PY_VERSION_HEX >= 0x030C0000
