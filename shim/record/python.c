@@ -807,21 +807,15 @@ static unsigned api_walk(uint64_t *pcs, unsigned n, unsigned max)
     return n;
 }
 
-/* From memory: pcs[n..max) as Python pcs; returns the new count, or -1
- * when the layout did not check out (direct_fail said why). held: the GIL
- * is held (code objects are pinned). */
-static int read_walk(const void *ts, int mode, int held, uint64_t *pcs, unsigned n, unsigned max)
+/* The frames of the thread whose state is ts, read as how says, as Python
+ * pcs in pcs[n..max) (code objects pinned where pin is set, known by their
+ * address alone where mark is not 0: code_id_read): the new count, or -1
+ * when something read is not what the layout says. Takes codes_lock. */
+static int walk_pcs(const void *ts, enum gs_pyread_mode how, int pin, uint64_t mark,
+                    uint64_t *pcs, unsigned n, unsigned max)
 {
     enum { BATCH = 16 }; /* frames read at a time: little stack for deep ones */
     struct gs_pyframe fr[BATCH];
-    uint64_t mark = watch_mark();
-    if (!mark && !held)
-        ask_to_watch();
-    /* Once proved, plain loads; and where a code object may be known by its
-     * address alone (pinned with the GIL, or watched), not its names first. */
-    enum gs_pyread_mode how = mode != DIRECT_PLAIN ? GS_PYREAD_CHECKED
-                              : held || mark   ? GS_PYREAD_WHERE
-                                               : GS_PYREAD_PLAIN;
     const void *next = NULL;
     int k, i, want;
     pthread_mutex_lock(&codes_lock); /* once a walk: the reads take less than the lock */
@@ -832,20 +826,37 @@ static int read_walk(const void *ts, int mode, int held, uint64_t *pcs, unsigned
             struct gs_pyframe *f = &fr[i];
             uint32_t id;
             int line = 0;
-            if (code_id_read(f, held, mark, &id) != 0 || (id && read_line(f, id, &line) != 0))
+            if (code_id_read(f, pin, mark, &id) != 0 || (id && read_line(f, id, &line) != 0))
                 break;
             if (id)
                 pcs[n++] = gs_py_pc(id, line > 0 ? (uint32_t)line : 0);
         }
     } while (i == k && k == want && next && n < max);
     pthread_mutex_unlock(&codes_lock);
-    if (k < 0 || i < k) {
+    return k < 0 || i < k ? -1 : (int)n;
+}
+
+/* From memory: pcs[n..max) as Python pcs; returns the new count, or -1
+ * when the layout did not check out (direct_fail said why). held: the GIL
+ * is held (code objects are pinned). */
+static int read_walk(const void *ts, int mode, int held, uint64_t *pcs, unsigned n, unsigned max)
+{
+    uint64_t mark = watch_mark();
+    if (!mark && !held)
+        ask_to_watch();
+    /* Once proved, plain loads; and where a code object may be known by its
+     * address alone (pinned with the GIL, or watched), not its names first. */
+    enum gs_pyread_mode how = mode != DIRECT_PLAIN ? GS_PYREAD_CHECKED
+                              : held || mark   ? GS_PYREAD_WHERE
+                                               : GS_PYREAD_PLAIN;
+    int got = walk_pcs(ts, how, held, mark, pcs, n, max);
+    if (got < 0) {
         direct_fail("its frames do not read as this version's layout says");
         return -1;
     }
     if (how == GS_PYREAD_CHECKED)
         direct_passed();
-    return (int)n;
+    return got;
 }
 
 /* Is the string attribute attr of o the str read from memory? */
@@ -1057,32 +1068,15 @@ static unsigned scan_link(const void *self, uint64_t *pcs, unsigned n, unsigned 
         return n;
     unsigned start = n;
     pcs[n++] = GS_PY_PC_WAITER;
-    enum { BATCH = 16 };
-    struct gs_pyframe fr[BATCH];
-    const void *next = NULL;
-    int k, i, want;
-    pthread_mutex_lock(&codes_lock);
-    do {
-        want = (int)(max - n < BATCH ? max - n : BATCH);
-        k = gs_pyread_frames(&direct.layout, GS_PYREAD_CHECKED, found, &next, fr, (unsigned)want);
-        for (i = 0; i < k; i++) {
-            uint32_t id;
-            int line = 0;
-            if (code_id_read(&fr[i], 0, 0, &id) != 0 || (id && read_line(&fr[i], id, &line) != 0))
-                break;
-            if (id)
-                pcs[n++] = gs_py_pc(id, line > 0 ? (uint32_t)line : 0);
-        }
-    } while (i == k && k == want && next && n < max);
-    pthread_mutex_unlock(&codes_lock);
-    if (k < 0 || i < k || n == start + 1)
-        return start;
+    int got = walk_pcs(found, GS_PYREAD_CHECKED, 0, 0, pcs, n, max);
+    if (got < 0 || (unsigned)got == n)
+        return start; /* unreadable, or nothing of its own read */
     struct gs_pyframe again;
-    next = NULL;
+    const void *next = NULL;
     if (gs_pyread_frames(&direct.layout, GS_PYREAD_CHECKED, found, &next, &again, 1) != 1 ||
         again.code != found_code || !gs_handoff_is(&again))
         return start; /* it moved on while it was read */
-    return n;
+    return (unsigned)got;
 }
 
 /* Reads from memory, where the layout is trusted so far: the new count,
@@ -1134,21 +1128,6 @@ unsigned gs_python_frames(uint64_t *pcs, unsigned n, unsigned max)
 
 /* ---- the name of the threading.Thread being started ---- */
 
-/* threading.Thread.start puts the thread in threading._limbo (`_limbo[self]
- * = self`), then starts it (_start_new_thread, 3.13's
- * _start_joinable_thread) with the GIL held, and the thread takes itself
- * out of _limbo once it runs (_bootstrap_inner). So while the starting
- * thread is inside pthread_create, _limbo holds the thread it starts:
- * alone, unless another thread is being started at the same time, which is
- * then not told apart; and the calling thread runs Thread.start of
- * threading.py (its innermost frame), not some other code that starts a
- * thread of its own while a Thread.start waits for the GIL between
- * `_limbo[self] = self` and the start. Its name is the `_name` of its
- * instance dictionary
- * (Thread.__init__: `self._name = str(name or _newname())`), read without
- * the attribute lookup, which a subclass could take over with Python code:
- * only C runs, dictionaries and a str, the collector off and the thread's
- * exception state kept, as for the frames. */
 /* Python is ready, or running and now looked up: a thread started before
  * the first event must not make the one lookup too early (an embedding
  * program that loads libpython later would go without Python frames). */
@@ -1162,6 +1141,21 @@ static int python_running(void)
     return python_ready();
 }
 
+/* threading.Thread.start puts the thread in threading._limbo (`_limbo[self]
+ * = self`), then starts it (_start_new_thread, 3.13's
+ * _start_joinable_thread) with the GIL held, and the thread takes itself
+ * out of _limbo once it runs (_bootstrap_inner). So while the starting
+ * thread is inside pthread_create, _limbo holds the thread it starts:
+ * alone, unless another thread is being started at the same time, which is
+ * then not told apart; and the calling thread runs Thread.start of
+ * threading.py (its innermost frame), not some other code that starts a
+ * thread of its own while a Thread.start waits for the GIL between
+ * `_limbo[self] = self` and the start. Its name is the `_name` of its
+ * instance dictionary (Thread.__init__: `self._name = str(name or
+ * _newname())`), read without
+ * the attribute lookup, which a subclass could take over with Python code:
+ * only C runs, dictionaries and a str, the collector off and the thread's
+ * exception state kept, as for the frames. */
 size_t gs_python_starting_thread_name(char *out, size_t max)
 {
     if (!max || !python_running() || !py.module_dict_of_sys || !py.module_dict || !py.dict_get ||

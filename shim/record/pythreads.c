@@ -48,6 +48,8 @@ void gs_pythreads_started(pthread_t t)
 {
     char name[GS_MAX_THREAD_NAME];
     size_t len = gs_python_starting_thread_name(name, sizeof name);
+    if (!len && !__atomic_load_n(&pending.used, __ATOMIC_RELAXED))
+        return; /* nothing to note, and no note of a thread gone to clear */
     pthread_mutex_lock(&pending.lock);
     struct note *n = note_of(t); /* a thread before it with this pthread_t, gone */
     if (!n && len) {

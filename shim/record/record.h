@@ -86,18 +86,18 @@ void gs_unwind_unlock(void);
 void gs_unwind_reset_after_fork(void);
 
 /* Around fork (fork.c): the Python code objects' lock (python.c), and the
- * modules' (modules.c). */
+ * modules' (modules.c); pythreads.c's notes after it. */
 void gs_python_lock(void);
 void gs_python_unlock(void);
 void gs_python_reset_after_fork(void);
+void gs_modules_lock(void);
+void gs_modules_unlock(void);
+void gs_modules_reset(void);
 
 /* pythreads.c: a thread t the calling thread just started (the
  * pthread_create hook): when it is a threading.Thread, its Python name is
  * noted for it to take at its first event. */
 void gs_pythreads_started(pthread_t t);
 void gs_pythreads_reset_after_fork(void);
-void gs_modules_lock(void);
-void gs_modules_unlock(void);
-void gs_modules_reset(void);
 
 #endif
