@@ -177,8 +177,8 @@ int gs_cmd_export(int argc, char **argv)
         gs_loaded_free(&l);
         return 1;
     }
-    struct gs_report rep = {.path = path, .info = &l.info, .stats = &l.st, .seen = &l.seen, .replay = &l.r,
-                            .sym = l.sym, .opt = &opt};
+    struct gs_report rep = {.path = path, .info = &l.info, .stats = &l.st, .seen = &l.seen,
+                            .replay = &l.r, .sym = l.sym, .opt = &opt};
     /* the findings; and for the formats that give a failure's verdicts, the
      * what-if replay for its allocator verdict, as the report works them out */
     struct gs_prepared p;

@@ -17,7 +17,8 @@ int gs_report_prepare(const char *cmd, struct gs_report *rep, struct gs_prepared
     memset(p, 0, sizeof *p);
     if (whatif) {
         p->whatif = malloc(sizeof *p->whatif); /* large: not on the stack */
-        if (p->whatif && !gs_report_whatif(rep->path, rep->seen, rep->info, rep->replay, p->whatif)) {
+        if (p->whatif &&
+            !gs_report_whatif(rep->path, rep->seen, rep->info, rep->replay, p->whatif)) {
             free(p->whatif);
             p->whatif = NULL;
         }

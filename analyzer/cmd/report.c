@@ -99,8 +99,8 @@ int gs_cmd_report(int argc, char **argv)
     struct gs_loaded l;
     if (gs_load("report", path, &l) != 0)
         return 1;
-    struct gs_report rep = {.path = path, .info = &l.info, .stats = &l.st, .seen = &l.seen, .replay = &l.r,
-                            .sym = l.sym, .opt = &opt};
+    struct gs_report rep = {.path = path, .info = &l.info, .stats = &l.st, .seen = &l.seen,
+                            .replay = &l.r, .sym = l.sym, .opt = &opt};
     struct gs_prepared p; /* the findings, once for the screen and the gate */
     if (gs_report_prepare("report", &rep, &p, 1) != 0) {
         gs_loaded_free(&l);

@@ -48,14 +48,13 @@ void gs_json_frames(struct gs_json *j, const struct gs_replay *r, struct gs_symb
     gs_site_frames(r, sym, stack_id, view, GS_MAX_FRAMES * 4, frame, j);
     gs_json_end_array(j);
     enum gs_py_state py = gs_site_python(r, stack_id);
-    if (view == GS_VIEW_NATIVE || py == GS_PY_NONE)
+    if (view == GS_VIEW_NATIVE || py == GS_PY_NONE) {
         gs_json_null(j, "gil");
-    else
-        gs_json_bool(j, "gil", py != GS_PY_NO_GIL && py != GS_PY_RELEASED && py != GS_PY_WAITER);
-    if (view == GS_VIEW_NATIVE || py == GS_PY_NONE)
         gs_json_null(j, "waiter");
-    else
+    } else {
+        gs_json_bool(j, "gil", py != GS_PY_NO_GIL && py != GS_PY_RELEASED && py != GS_PY_WAITER);
         gs_json_bool(j, "waiter", py == GS_PY_WAITER);
+    }
 }
 
 static void frames(struct gs_json *j, const struct gs_report *rep, uint32_t stack_id)

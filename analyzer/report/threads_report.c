@@ -1,8 +1,10 @@
 /*
  * threads_report.c - a site's threads in words: which threads allocated
  * there, by name (the main thread's name alone says nothing, unless a
- * backward is there to name), and the backward node PyTorch's autograd was
- * running, for the text report and the HTML page alike.
+ * backward is there to name), the backward node PyTorch's autograd was
+ * running, and, where the site's Python lines are those of a thread that
+ * waited for it, where that thread waited; for the text report and the
+ * HTML page alike.
  */
 #include <inttypes.h>
 #include <stdarg.h>

@@ -16,10 +16,12 @@ struct gs_report;
 struct gs_thread_tally;
 
 /* "threads loader-3 (2 allocations), pinner (1): backward of mul", or
- * "thread pt_autograd_0", into buf: the names of the threads that
- * allocated at the site (those Python's threading gave included) and the
- * backward PyTorch's autograd ran there; NULL (buf empty) when there is
- * neither, the threads all named as the main thread is. */
+ * "thread pt_autograd_0: backward of mul, for the thread that waited in
+ * _engine_run_backward (its Python lines)", into buf: the names of the
+ * threads that allocated at the site (those Python's threading gave
+ * included), the backward PyTorch's autograd ran there, and whose Python
+ * lines the site has when they are a waiting thread's; NULL (buf empty)
+ * when there is none of these, the threads all named as the main thread is. */
 const char *gs_site_threads_text(const struct gs_report *rep, uint32_t stack_id,
                                  const struct gs_thread_tally *t, char *buf, size_t sz);
 

@@ -19,7 +19,7 @@
  * native frames of an extension that called back into Python between them
  * included: the Python frames cannot be placed among them without the
  * interpreter's private frame layout. A stack whose native part holds no
- * interpreter frame (cut off by the stack depth, or nothing symbolized)
+ * machinery frame (cut off by the stack depth, or nothing symbolized)
  * keeps all of it, and the Python frames follow.
  *
  * A machinery frame is the interpreter's or the FFI's. The interpreter's:
